@@ -1,0 +1,2 @@
+/* Placeholder until the allowlist library lands. */
+typedef int allowlist_placeholder_t;

@@ -1,0 +1,81 @@
+/*
+ * Child processes from an argv (never a shell): close-on-exec pipes for
+ * stdin/stdout/stderr, the child in its own process group, output kept up to
+ * a cap per stream (the rest drained and counted), I/O pumped with poll()
+ * against a monotonic deadline, kill of the whole group, always reaped.
+ */
+#ifndef CORDON_COMMON_PROC_H
+#define CORDON_COMMON_PROC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/cbuf.h"
+
+struct proc;
+
+struct proc_opts {
+	const char *const *argv;	/* argv[0] is looked up in PATH */
+	const char *const *envp;	/* NULL: inherit the environment */
+	const char *cwd;		/* NULL: inherit */
+	const void *stdin_data;		/* written to the child's stdin, which */
+	size_t stdin_len;		/*   is then closed (may be empty) */
+	size_t stdout_max;		/* bytes kept per stream; the rest is */
+	size_t stderr_max;		/*   read and discarded (never blocks) */
+};
+
+/* Starts the child. Returns 0 and *out (caller frees with proc_free), or a
+ * negative errno: -ENOENT/-EACCES when argv[0] cannot be executed (reported
+ * back from the child), -ENOMEM, ... On failure nothing is left running. */
+int proc_spawn(const struct proc_opts *opts, struct proc **out);
+
+/* Pumps stdin/stdout/stderr until the child has closed both outputs and
+ * exited (returns 0), until deadline_ms on CLOCK_MONOTONIC (see
+ * time_mono_ms; <= 0 means none) passes (-ETIMEDOUT, child still running),
+ * or until *cancel becomes non-zero (-EINTR). May be called again after
+ * -ETIMEDOUT/-EINTR, e.g. after killing the child. */
+int proc_communicate(struct proc *p, int64_t deadline_ms,
+    volatile sig_atomic_t *cancel);
+
+/* Sends sig to the child's whole process group (no-op once reaped). */
+void proc_kill(struct proc *p, int sig);
+
+/* Waits for the child until deadline_ms; past it, SIGKILLs the group and
+ * waits for good. Returns 0 (always reaps). */
+int proc_reap(struct proc *p, int64_t deadline_ms);
+
+pid_t proc_pid(const struct proc *p);
+bool proc_reaped(const struct proc *p);
+/* Exit code, or -1 when killed by a signal or not yet reaped. */
+int proc_exit_code(const struct proc *p);
+/* Terminating signal, or 0. */
+int proc_term_signal(const struct proc *p);
+/* Borrowed; valid until proc_free. */
+struct cbuf *proc_stdout(struct proc *p);
+struct cbuf *proc_stderr(struct proc *p);
+
+/* Kills (SIGKILL to the group) and reaps the child if still running, then
+ * frees. Accepts NULL. */
+void proc_free(struct proc *p);
+
+/* Convenience: spawn, pump, and at the timeout SIGKILL the group; always
+ * reaps. */
+struct proc_result {
+	int exit_code;		/* -1 when signalled */
+	int term_signal;	/* 0 when exited */
+	bool timed_out;
+	struct cbuf *out;	/* owned; freed by proc_result_cleanup */
+	struct cbuf *err;
+	int64_t duration_ms;
+};
+
+/* Returns 0 when the child ran (whatever its exit code), or a negative errno
+ * when it could not be started. timeout_ms <= 0 means no timeout. */
+int proc_run(const struct proc_opts *opts, int64_t timeout_ms,
+    struct proc_result *res);
+void proc_result_cleanup(struct proc_result *res);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * Small shared helpers: monotonic clock, size and number parsing, random
+ * identifiers, whole-file reads with a cap, mkdir -p.
+ */
+#ifndef CORDON_COMMON_UTIL_H
+#define CORDON_COMMON_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t time_mono_ms(void);
+/* Milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t time_wall_ms(void);
+/* RFC 3339 UTC with milliseconds, e.g. 2026-11-29T10:51:00.123Z. */
+void time_format_utc(int64_t wall_ms, char out[32]);
+
+/* "64m", "1g", "512k", "1024" (bytes; k/m/g are powers of 1024, either
+ * case, optional trailing 'b'). Returns 0 or -EINVAL / -ERANGE. */
+int util_parse_size(const char *s, uint64_t *out);
+/* Whole decimal number within [min, max]; 0 or -EINVAL / -ERANGE. */
+int util_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+/* n random bytes as 2n lowercase hex digits plus NUL (out must hold 2n+1).
+ * 0 or a negative errno. */
+int util_random_hex(char *out, size_t nbytes);
+
+/* Reads a whole file of at most max bytes into a NUL-terminated malloc'd
+ * buffer (caller frees). -EFBIG when larger, or a negative errno. */
+int util_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Writes data to path atomically (temp file + rename) with mode. */
+int util_write_file_atomic(const char *path, const void *data, size_t len,
+    unsigned mode);
+/* mkdir -p with mode for each created component; 0 or a negative errno. */
+int util_mkdir_p(const char *path, unsigned mode);
+/* rm -rf that never follows symlinks; 0 or a negative errno. */
+int util_rm_rf(const char *path);
+
+/* Copies at most dstlen-1 bytes and NUL-terminates; true if it all fit. */
+bool util_strlcpy(char *dst, const char *src, size_t dstlen);
+
+#endif

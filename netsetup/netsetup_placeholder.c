@@ -1,0 +1,2 @@
+/* Placeholder until the netsetup library lands. */
+typedef int netsetup_placeholder_t;

@@ -1,0 +1,2 @@
+/* Placeholder until the proxy library lands. */
+typedef int proxy_placeholder_t;

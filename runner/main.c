@@ -1,0 +1,72 @@
+/*
+ * cordon: the command-line front end. Dispatches to one subcommand per
+ * part; subcommands that have not landed yet say so and exit 2 instead of
+ * pretending.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "runner/cmd.h"
+
+struct command {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *usage;
+};
+
+static const struct command commands[] = {
+	{ "run", cmd_not_implemented, "run untrusted code under gVisor (code on stdin)" },
+	{ "probe", cmd_not_implemented, "prove every sandbox control holds" },
+	{ "net", cmd_not_implemented, "up|down|status: the egress network and firewall" },
+	{ "allowlist", cmd_not_implemented, "check|explain: lint and explain allowlists" },
+	{ "gc", cmd_not_implemented, "remove expired or orphaned Cordon containers" },
+	{ "kill-all", cmd_not_implemented, "remove every Cordon container now" },
+	{ "doctor", cmd_not_implemented, "check the host set-up, with hints" },
+	{ "image", cmd_not_implemented, "build|show: the pinned sandbox image" },
+};
+
+int
+cmd_not_implemented(int argc, char **argv)
+{
+	(void)argc;
+	fprintf(stderr, "cordon %s: not implemented yet\n", argv[0]);
+	return 2;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: cordon COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].usage);
+	fprintf(f, "  %-10s %s\n", "version", "print the version");
+}
+
+int
+main(int argc, char **argv)
+{
+	log_init("cordon", LOG_LEVEL_WARN);
+	/* Writes to exited children must fail with EPIPE, not kill us. */
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("cordon %s\n", CORDON_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "cordon: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

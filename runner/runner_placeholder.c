@@ -1,0 +1,2 @@
+/* Placeholder until the runner library lands. */
+typedef int runner_placeholder_t;
