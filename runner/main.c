@@ -24,7 +24,7 @@ static const struct command commands[] = {
 	{ "gc", cmd_not_implemented, "remove expired or orphaned Cordon containers" },
 	{ "kill-all", cmd_not_implemented, "remove every Cordon container now" },
 	{ "doctor", cmd_not_implemented, "check the host set-up, with hints" },
-	{ "image", cmd_not_implemented, "build|show: the pinned sandbox image" },
+	{ "image", cmd_image, "build|show: the pinned sandbox image" },
 };
 
 int

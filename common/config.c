@@ -1,0 +1,361 @@
+/*
+ * Configuration loading (config.h): built-in safe defaults, overridden key
+ * by key from a strict JSON file. Sizes may be numbers of bytes or strings
+ * such as "256m". Every key is described once, in the tables below.
+ */
+#include "common/config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/util.h"
+
+enum field_kind { F_STR, F_INT, F_SIZE, F_BOOL, F_DOUBLE };
+
+struct field {
+	const char *key;
+	enum field_kind kind;
+	size_t off;
+	size_t len;		/* F_STR: buffer size */
+	int64_t min, max;	/* F_INT/F_SIZE/F_DOUBLE bounds */
+};
+
+#define STR(k, m) { k, F_STR, offsetof(struct config, m), \
+	sizeof(((struct config *)0)->m), 0, 0 }
+#define INT(k, m, lo, hi) { k, F_INT, offsetof(struct config, m), 0, lo, hi }
+#define BOOL(k, m) { k, F_BOOL, offsetof(struct config, m), 0, 0, 0 }
+
+static const struct field top_fields[] = {
+	STR("docker", docker),
+	STR("state_dir", state_dir),
+	STR("cache_dir", cache_dir),
+	STR("audit_log", audit_log),
+	STR("runtime_offline", runtime_offline),
+	STR("runtime_egress", runtime_egress),
+	STR("user", user),
+	STR("egress_network", egress_network),
+	STR("egress_bridge", egress_bridge),
+	STR("egress_subnet", egress_subnet),
+	INT("proxy_port", proxy_port, 1, 65535),
+	STR("proxy_user", proxy_user),
+	BOOL("require_probe", require_probe),
+	INT("probe_max_age_s", probe_max_age_s, 1, 30 * 86400),
+};
+
+#define LSZ(k, m, lo, hi) { k, F_SIZE, offsetof(struct config_limits, m), 0, lo, hi }
+#define LINT(k, m, lo, hi) { k, F_INT, offsetof(struct config_limits, m), 0, lo, hi }
+
+static const struct field limit_fields[] = {
+	LSZ("memory", memory_bytes, 16 << 20, INT64_MAX),
+	{ "cpus", F_DOUBLE, offsetof(struct config_limits, cpus), 0, 0, 64 },
+	LINT("timeout_s", timeout_s, 1, 86400),
+	LINT("max_timeout_s", max_timeout_s, 1, 86400),
+	LSZ("max_output", max_output_bytes, 0, 1LL << 30),
+	LSZ("max_output_cap", max_output_cap, 0, 1LL << 30),
+	LINT("nofile", nofile, 16, 65536),
+	LSZ("fsize", fsize_bytes, 4096, INT64_MAX),
+	LINT("nproc", nproc, 8, 4096),
+	LINT("pids_limit", pids_limit, 128, 65536),
+	LSZ("tmpfs_size", tmpfs_bytes, 1 << 20, 1LL << 34),
+	LSZ("in_max_bytes", in_max_bytes, 0, 1LL << 34),
+	LINT("in_max_files", in_max_files, 0, 100000),
+	LSZ("out_max_bytes", out_max_bytes, 0, 1LL << 34),
+	LINT("out_max_files", out_max_files, 0, 100000),
+};
+
+#define ISTR(k, m) { k, F_STR, offsetof(struct config_image, m), \
+	sizeof(((struct config_image *)0)->m), 0, 0 }
+
+static const struct field image_fields[] = {
+	ISTR("name", name),
+	ISTR("suite", suite),
+	ISTR("mirror", mirror),
+	ISTR("id", id),
+};
+
+void
+config_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->docker, "docker");
+	strcpy(c->state_dir, "/var/lib/cordon");
+	strcpy(c->cache_dir, "/var/cache/cordon");
+	strcpy(c->audit_log, "/var/log/cordon/audit.log");
+	strcpy(c->runtime_offline, "cordon-offline");
+	strcpy(c->runtime_egress, "cordon-egress");
+	strcpy(c->user, "65534:65534");
+	strcpy(c->egress_network, "cordon-egress");
+	strcpy(c->egress_bridge, "cordon0");
+	strcpy(c->egress_subnet, "10.213.0.0/24");
+	c->proxy_port = 3128;
+	strcpy(c->proxy_user, "nobody");
+	c->require_probe = true;
+	c->probe_max_age_s = 3600;
+	c->limits = (struct config_limits){
+		.memory_bytes = 256ULL << 20,
+		.cpus = 1.0,
+		.timeout_s = 10,
+		.max_timeout_s = 300,
+		.max_output_bytes = 1ULL << 20,
+		.max_output_cap = 16ULL << 20,
+		.nofile = 256,
+		.fsize_bytes = 64ULL << 20,
+		.nproc = 64,
+		.pids_limit = 1024,
+		.tmpfs_bytes = 64ULL << 20,
+		.in_max_bytes = 64ULL << 20,
+		.in_max_files = 256,
+		.out_max_bytes = 16ULL << 20,
+		.out_max_files = 256,
+	};
+	strcpy(c->image.name, "cordon-sandbox");
+	strcpy(c->image.suite, "bookworm");
+	strcpy(c->image.packages[0], "python3");
+	c->image.npackages = 1;
+}
+
+static int
+fail(char *err, size_t errlen, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, errlen, "%s: ", name);
+
+	if (n < 0 || (size_t)n >= errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int
+set_field(void *base, const struct field *f, const cJSON *v, const char *name,
+    const char *section, char *err, size_t errlen)
+{
+	char *p = (char *)base + f->off;
+	uint64_t sz;
+
+	switch (f->kind) {
+	case F_STR:
+		if (!cJSON_IsString(v))
+			return fail(err, errlen, name, "%s%s: expected a string",
+			    section, f->key);
+		if (!util_strlcpy(p, v->valuestring, f->len))
+			return fail(err, errlen, name, "%s%s: too long (max %zu)",
+			    section, f->key, f->len - 1);
+		return 0;
+	case F_BOOL:
+		if (!cJSON_IsBool(v))
+			return fail(err, errlen, name, "%s%s: expected true or false",
+			    section, f->key);
+		*(bool *)(void *)p = cJSON_IsTrue(v);
+		return 0;
+	case F_DOUBLE:
+		if (!cJSON_IsNumber(v) || v->valuedouble <= (double)f->min ||
+		    v->valuedouble > (double)f->max)
+			return fail(err, errlen, name,
+			    "%s%s: expected a number in (%lld, %lld]", section,
+			    f->key, (long long)f->min, (long long)f->max);
+		*(double *)(void *)p = v->valuedouble;
+		return 0;
+	case F_INT: {
+		cJSON *wrap = cJSON_CreateObject();
+		int64_t iv = 0;
+		int rc;
+		if (wrap == NULL)
+			return -ENOMEM;
+		cJSON_AddItemReferenceToObject(wrap, "v", (cJSON *)v);
+		rc = json_get_int(wrap, "v", f->min, f->max, &iv);
+		cJSON_Delete(wrap);
+		if (rc < 0)
+			return fail(err, errlen, name,
+			    "%s%s: expected a whole number in [%lld, %lld]",
+			    section, f->key, (long long)f->min, (long long)f->max);
+		*(int64_t *)(void *)p = iv;
+		return 0;
+	}
+	case F_SIZE:
+		if (cJSON_IsString(v)) {
+			if (util_parse_size(v->valuestring, &sz) < 0)
+				return fail(err, errlen, name,
+				    "%s%s: bad size '%s' (e.g. 1024, 64k, 256m, 1g)",
+				    section, f->key, v->valuestring);
+		} else if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+		    v->valuedouble < 1.8e19 &&
+		    v->valuedouble == (double)(uint64_t)v->valuedouble) {
+			sz = (uint64_t)v->valuedouble;
+		} else {
+			return fail(err, errlen, name,
+			    "%s%s: expected a size (bytes, or \"64m\")", section,
+			    f->key);
+		}
+		if (sz < (uint64_t)f->min || sz > (uint64_t)f->max)
+			return fail(err, errlen, name,
+			    "%s%s: %llu out of range [%lld, %lld]", section, f->key,
+			    (unsigned long long)sz, (long long)f->min,
+			    (long long)f->max);
+		*(uint64_t *)(void *)p = sz;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int
+apply_key(void *base, const struct field *fields, size_t n, const cJSON *v,
+    const char *name, const char *section, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(fields[i].key, v->string) == 0)
+			return set_field(base, &fields[i], v, name, section, err,
+			    errlen);
+	return fail(err, errlen, name, "unknown key '%s%s'", section, v->string);
+}
+
+static int
+apply_section(void *base, const struct field *fields, size_t n,
+    const cJSON *obj, const char *name, const char *section, char *err,
+    size_t errlen)
+{
+	const cJSON *v;
+	int rc;
+
+	cJSON_ArrayForEach(v, obj)
+		if ((rc = apply_key(base, fields, n, v, name, section, err,
+		    errlen)) < 0)
+			return rc;
+	return 0;
+}
+
+static int
+apply_image(struct config_image *img, const cJSON *obj, const char *name,
+    char *err, size_t errlen)
+{
+	const cJSON *v;
+
+	cJSON_ArrayForEach(v, obj) {
+		const cJSON *p;
+		if (strcmp(v->string, "packages") != 0) {
+			if (apply_key(img, image_fields, sizeof(image_fields) /
+			    sizeof(image_fields[0]), v, name, "image.", err,
+			    errlen) < 0)
+				return -EINVAL;
+			continue;
+		}
+		if (!cJSON_IsArray(v))
+			return fail(err, errlen, name,
+			    "image.packages: expected an array of names");
+		img->npackages = 0;
+		cJSON_ArrayForEach(p, v) {
+			if (!cJSON_IsString(p) || p->valuestring[0] == '\0' ||
+			    strspn(p->valuestring, "abcdefghijklmnopqrstuvwxyz"
+			    "0123456789+-.") != strlen(p->valuestring))
+				return fail(err, errlen, name,
+				    "image.packages: each entry must be a Debian "
+				    "package name");
+			if (img->npackages == CONFIG_MAX_PACKAGES ||
+			    !util_strlcpy(img->packages[img->npackages],
+			    p->valuestring, sizeof(img->packages[0])))
+				return fail(err, errlen, name,
+				    "image.packages: too many or too long");
+			img->npackages++;
+		}
+	}
+	return 0;
+}
+
+static int
+config_check(const struct config *c, const char *name, char *err,
+    size_t errlen)
+{
+	if (c->limits.timeout_s > c->limits.max_timeout_s)
+		return fail(err, errlen, name,
+		    "limits.timeout_s exceeds limits.max_timeout_s");
+	if (c->limits.max_output_bytes > c->limits.max_output_cap)
+		return fail(err, errlen, name,
+		    "limits.max_output exceeds limits.max_output_cap");
+	if (c->limits.pids_limit < c->limits.nproc * 2)
+		return fail(err, errlen, name,
+		    "limits.pids_limit must be at least twice limits.nproc "
+		    "(the host-side limit also counts gVisor's own processes)");
+	if (strcmp(c->user, "0") == 0 || strncmp(c->user, "0:", 2) == 0 ||
+	    strncmp(c->user, "root", 4) == 0)
+		return fail(err, errlen, name, "user: must not be root");
+	return 0;
+}
+
+int
+config_parse(struct config *c, const char *text, size_t len,
+    const char *name, char *err, size_t errlen)
+{
+	cJSON *root;
+	const cJSON *v;
+	int rc = 0;
+
+	config_defaults(c);
+	root = cJSON_ParseWithLength(text, len);
+	if (root == NULL)
+		return fail(err, errlen, name, "invalid JSON");
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return fail(err, errlen, name, "expected a JSON object");
+	}
+	cJSON_ArrayForEach(v, root) {
+		if (strcmp(v->string, "limits") == 0 ||
+		    strcmp(v->string, "image") == 0) {
+			if (!cJSON_IsObject(v)) {
+				rc = fail(err, errlen, name, "%s: expected an object",
+				    v->string);
+				break;
+			}
+			if (v->string[0] == 'l')
+				rc = apply_section(&c->limits, limit_fields,
+				    sizeof(limit_fields) / sizeof(limit_fields[0]),
+				    v, name, "limits.", err, errlen);
+			else
+				rc = apply_image(&c->image, v, name, err, errlen);
+		} else {
+			rc = apply_key(c, top_fields,
+			    sizeof(top_fields) / sizeof(top_fields[0]), v, name,
+			    "", err, errlen);
+		}
+		if (rc < 0)
+			break;
+	}
+	cJSON_Delete(root);
+	if (rc == 0)
+		rc = config_check(c, name, err, errlen);
+	if (rc < 0) {
+		config_defaults(c);
+		return rc;
+	}
+	util_strlcpy(c->path, name, sizeof(c->path));
+	return 0;
+}
+
+int
+config_load(struct config *c, const char *path, char *err, size_t errlen)
+{
+	const char *env = getenv("CORDON_CONFIG");
+	bool explicit_path = path != NULL || (env != NULL && *env != '\0');
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	config_defaults(c);
+	if (path == NULL)
+		path = explicit_path ? env : CONFIG_DEFAULT_PATH;
+	rc = util_read_file(path, 1 << 20, &text, &len);
+	if (rc == -ENOENT && !explicit_path)
+		return 0;
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	rc = config_parse(c, text, len, path, err, errlen);
+	free(text);
+	return rc;
+}

@@ -1,0 +1,77 @@
+/*
+ * Cordon's configuration: one JSON file (default /etc/cordon/cordon.json,
+ * overridden by $CORDON_CONFIG) with safe defaults for every key. Unknown
+ * keys are errors, so a typo never silently leaves a default in force.
+ */
+#ifndef CORDON_COMMON_CONFIG_H
+#define CORDON_COMMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/cordon/cordon.json"
+#define CONFIG_MAX_PACKAGES 32
+
+struct config_limits {
+	uint64_t memory_bytes;		/* --memory and --memory-swap (equal) */
+	double cpus;			/* --cpus */
+	int64_t timeout_s;		/* default per-run deadline */
+	int64_t max_timeout_s;		/* callers cannot ask for more */
+	uint64_t max_output_bytes;	/* default cap per stream */
+	uint64_t max_output_cap;	/* callers cannot ask for more */
+	int64_t nofile;			/* --ulimit nofile */
+	uint64_t fsize_bytes;		/* --ulimit fsize */
+	int64_t nproc;			/* --ulimit nproc: guest-visible limit */
+	int64_t pids_limit;		/* --pids-limit: host-side backstop */
+	uint64_t tmpfs_bytes;		/* size of the noexec /tmp */
+	uint64_t in_max_bytes;		/* --in: total bytes */
+	int64_t in_max_files;		/* --in: file count */
+	uint64_t out_max_bytes;		/* --out: total bytes */
+	int64_t out_max_files;		/* --out: file count */
+};
+
+struct config_image {
+	char name[128];			/* tag given at import (informative) */
+	char suite[32];			/* debootstrap suite */
+	char mirror[256];		/* "" = first deb URI in apt sources */
+	char packages[CONFIG_MAX_PACKAGES][64];	/* --include list */
+	size_t npackages;
+	char id[80];			/* "" = the ID recorded by image build */
+};
+
+struct config {
+	char path[512];			/* file it came from, "" for defaults */
+	char docker[256];		/* docker CLI */
+	char state_dir[256];		/* image records, probe results */
+	char cache_dir[256];		/* rootfs tarballs */
+	char audit_log[256];
+	char runtime_offline[64];	/* registered runsc runtime names */
+	char runtime_egress[64];
+	char user[32];			/* uid:gid in the container */
+	char egress_network[64];	/* Docker network for --net proxy */
+	char egress_bridge[16];
+	char egress_subnet[64];
+	int64_t proxy_port;
+	char proxy_user[32];
+	bool require_probe;
+	int64_t probe_max_age_s;
+	struct config_limits limits;
+	struct config_image image;
+};
+
+/* Fills c with the built-in defaults. */
+void config_defaults(struct config *c);
+
+/* Loads defaults, then the file at path; if path is NULL, $CORDON_CONFIG or
+ * CONFIG_DEFAULT_PATH, where a missing default file is not an error (the
+ * defaults stand) but a missing explicit file is. Returns 0 or a negative
+ * errno with a one-line reason in err ("FILE: key 'x': ..."). On failure
+ * c holds the defaults. */
+int config_load(struct config *c, const char *path, char *err, size_t errlen);
+
+/* Same as config_load for JSON text already in memory (tests, fuzzing). */
+int config_parse(struct config *c, const char *text, size_t len,
+    const char *name, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,424 @@
+/*
+ * The sandbox image (image.h): debootstrap into a cache directory, strip
+ * setuid/setgid bits, tar the tree once (cached by input fingerprint),
+ * `docker import` it and record the ID that import printed. Runs pin to
+ * that ID, never to a tag.
+ */
+#include "runner/image.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/json.h"
+#include "common/proc.h"
+#include "common/sha256.h"
+#include "common/util.h"
+
+/* Bump when the build steps change in a way that changes the image. */
+#define IMAGE_RECIPE_VERSION "1"
+
+bool
+image_id_valid(const char *id)
+{
+	if (strncmp(id, "sha256:", 7) != 0 || strlen(id) != 7 + 64)
+		return false;
+	return strspn(id + 7, "0123456789abcdef") == 64;
+}
+
+int
+image_inputs_fingerprint(const struct config *c, const char *mirror,
+    char out[65])
+{
+	char buf[4096];
+	size_t n;
+
+	n = (size_t)snprintf(buf, sizeof(buf), "recipe=%s\nsuite=%s\nmirror=%s\n"
+	    "packages=", IMAGE_RECIPE_VERSION, c->image.suite, mirror);
+	for (size_t i = 0; i < c->image.npackages && n < sizeof(buf); i++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s,",
+		    c->image.packages[i]);
+	if (n >= sizeof(buf))
+		return -E2BIG;
+	return sha256_hex(buf, n, out);
+}
+
+static int
+record_path(const struct config *c, char *out, size_t len)
+{
+	if ((size_t)snprintf(out, len, "%s/image.json", c->state_dir) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int
+copy_field(const cJSON *o, const char *key, char *dst, size_t len)
+{
+	const char *s;
+	int rc = json_get_string(o, key, &s);
+
+	if (rc < 0)
+		return rc;
+	return util_strlcpy(dst, s, len) ? 0 : -EINVAL;
+}
+
+int
+image_record_read(const struct config *c, struct image_record *rec)
+{
+	char path[PATH_MAX], err[256];
+	cJSON *o = NULL;
+	int rc;
+
+	memset(rec, 0, sizeof(*rec));
+	if ((rc = record_path(c, path, sizeof(path))) < 0)
+		return rc;
+	rc = json_parse_file(path, 65536, &o, err, sizeof(err));
+	if (rc < 0)
+		return rc == -ENOENT ? -ENOENT : -EBADMSG;
+	if (copy_field(o, "id", rec->id, sizeof(rec->id)) < 0 ||
+	    copy_field(o, "inputs", rec->inputs, sizeof(rec->inputs)) < 0 ||
+	    copy_field(o, "name", rec->name, sizeof(rec->name)) < 0 ||
+	    copy_field(o, "built_at", rec->built_at, sizeof(rec->built_at)) < 0 ||
+	    !image_id_valid(rec->id)) {
+		memset(rec, 0, sizeof(*rec));
+		rc = -EBADMSG;
+	}
+	cJSON_Delete(o);
+	return rc;
+}
+
+int
+image_pinned_id(const struct config *c, char id[IMAGE_ID_MAX])
+{
+	struct image_record rec;
+	int rc;
+
+	id[0] = '\0';
+	if (c->image.id[0] != '\0') {
+		if (!image_id_valid(c->image.id))
+			return -EINVAL;
+		util_strlcpy(id, c->image.id, IMAGE_ID_MAX);
+		return 0;
+	}
+	if ((rc = image_record_read(c, &rec)) < 0)
+		return rc;
+	util_strlcpy(id, rec.id, IMAGE_ID_MAX);
+	return 0;
+}
+
+/* First http(s) URI of a deb line ("deb [opts] URI suite ...") or of a
+ * deb822 "URIs:" field in one sources file. */
+static bool
+mirror_from_file(const char *path, char *out, size_t outlen)
+{
+	char *text = NULL, *line, *save = NULL;
+	bool found = false;
+
+	if (util_read_file(path, 1 << 20, &text, NULL) < 0)
+		return false;
+	for (line = strtok_r(text, "\n", &save); line != NULL && !found;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *p = NULL;
+		if (strncmp(line, "URIs:", 5) == 0)
+			p = line + 5;
+		else if (strncmp(line, "deb ", 4) == 0)
+			p = line + 4;
+		if (p == NULL)
+			continue;
+		for (char *tok = strtok(p, " \t"); tok != NULL;
+		    tok = strtok(NULL, " \t")) {
+			if (strncmp(tok, "http://", 7) == 0 ||
+			    strncmp(tok, "https://", 8) == 0) {
+				/* Only the main archive, not -security. */
+				if (strstr(tok, "security") != NULL)
+					continue;
+				found = util_strlcpy(out, tok, outlen);
+				break;
+			}
+		}
+	}
+	free(text);
+	return found;
+}
+
+int
+image_find_mirror(const struct config *c, char *out, size_t outlen)
+{
+	const char *dirpath = "/etc/apt/sources.list.d";
+	struct dirent **names = NULL;
+	int n;
+	bool found = false;
+
+	if (c->image.mirror[0] != '\0')
+		return util_strlcpy(out, c->image.mirror, outlen) ? 0 : -E2BIG;
+	if (mirror_from_file("/etc/apt/sources.list", out, outlen))
+		return 0;
+	n = scandir(dirpath, &names, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		const char *nm = names[i]->d_name;
+		size_t l = strlen(nm);
+		if (!found && ((l > 8 && strcmp(nm + l - 8, ".sources") == 0) ||
+		    (l > 5 && strcmp(nm + l - 5, ".list") == 0)) &&
+		    (size_t)snprintf(path, sizeof(path), "%s/%s", dirpath, nm) <
+		    sizeof(path))
+			found = mirror_from_file(path, out, outlen);
+		free(names[i]);
+	}
+	free(names);
+	return found ? 0 : -ENOENT;
+}
+
+static void
+progress(const struct image_build_opts *o, const char *msg)
+{
+	if (o != NULL && o->progress != NULL)
+		o->progress(msg, o->arg);
+}
+
+/* The last non-empty line of s, for error messages. */
+static void
+last_line(const char *s, char *out, size_t outlen)
+{
+	size_t end = strlen(s), start;
+
+	while (end > 0 && (s[end - 1] == '\n' || s[end - 1] == '\r'))
+		end--;
+	start = end;
+	while (start > 0 && s[start - 1] != '\n')
+		start--;
+	snprintf(out, outlen, "%.*s", (int)(end - start), s + start);
+}
+
+static int
+run_step(const char *const *argv, int64_t timeout_ms, struct cbuf **out,
+    char *err, size_t errlen)
+{
+	struct proc_opts po = { .argv = argv, .stdout_max = 1 << 16,
+	    .stderr_max = 1 << 16 };
+	struct proc_result r;
+	int rc = proc_run(&po, timeout_ms, &r);
+
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(-rc));
+		return rc;
+	}
+	if (r.timed_out || r.exit_code != 0) {
+		char last[300];
+		last_line(cbuf_data(r.err), last, sizeof(last));
+		snprintf(err, errlen, "%s %s: %s", argv[0],
+		    r.timed_out ? "timed out" : "failed", last);
+		rc = r.timed_out ? -ETIMEDOUT : -EIO;
+		proc_result_cleanup(&r);
+		return rc;
+	}
+	if (out != NULL) {
+		*out = r.out;
+		r.out = NULL;
+	}
+	proc_result_cleanup(&r);
+	return 0;
+}
+
+static int strip_errors;
+static int strip_left;
+
+static int
+strip_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)ftw;
+	if (type != FTW_F || !(st->st_mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (chmod(path, st->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
+		strip_errors++;
+	return 0;
+}
+
+static int
+count_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	if (type == FTW_F && (st->st_mode & (S_ISUID | S_ISGID)))
+		strip_left++;
+	return 0;
+}
+
+/* Removes every setuid/setgid bit below root and proves none is left. */
+static int
+strip_setid(const char *root)
+{
+	strip_errors = strip_left = 0;
+	if (nftw(root, strip_one, 64, FTW_PHYS | FTW_MOUNT) != 0)
+		return -EIO;
+	if (nftw(root, count_one, 64, FTW_PHYS | FTW_MOUNT) != 0)
+		return -EIO;
+	return (strip_errors || strip_left) ? -EPERM : 0;
+}
+
+static int
+build_rootfs_tar(const struct config *c, const char *mirror, const char *tar,
+    const struct image_build_opts *o, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], tmptar[PATH_MAX], include[1024] = "--include=";
+	size_t n = strlen(include);
+	int rc;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s.d", tar) >= sizeof(dir) ||
+	    (size_t)snprintf(tmptar, sizeof(tmptar), "%s.tmp", tar) >= sizeof(tmptar))
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < c->image.npackages; i++)
+		n += (size_t)snprintf(include + n, sizeof(include) - n, "%s%s",
+		    i ? "," : "", c->image.packages[i]);
+	if (n >= sizeof(include))
+		return -E2BIG;
+	(void)util_rm_rf(dir);
+	progress(o, "debootstrap (minbase) into the cache; this takes a minute or two");
+	{
+		const char *argv[] = { "debootstrap", "--variant=minbase",
+		    include, c->image.suite, dir, mirror, NULL };
+		if ((rc = run_step(argv, 1800 * 1000, NULL, err, errlen)) < 0)
+			goto out;
+	}
+	/* Trim what a sandbox never needs: package caches and lists. */
+	{
+		static const char *const junk[] = { "var/cache/apt",
+		    "var/lib/apt/lists" };
+		char p[PATH_MAX];
+		for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
+			if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir,
+			    junk[i]) < sizeof(p))
+				(void)util_rm_rf(p);
+	}
+	if ((rc = strip_setid(dir)) < 0) {
+		snprintf(err, errlen, "could not strip setuid/setgid bits in %s",
+		    dir);
+		goto out;
+	}
+	progress(o, "setuid/setgid bits stripped; packing the rootfs tarball");
+	{
+		const char *argv[] = { "tar", "--numeric-owner", "-C", dir,
+		    "-cf", tmptar, ".", NULL };
+		if ((rc = run_step(argv, 600 * 1000, NULL, err, errlen)) < 0)
+			goto out;
+	}
+	if (rename(tmptar, tar) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "rename %s: %s", tmptar, strerror(errno));
+	}
+out:
+	(void)util_rm_rf(dir);
+	unlink(tmptar);
+	return rc;
+}
+
+static bool
+image_present(const struct config *c, const char *id)
+{
+	const char *argv[] = { c->docker, "image", "inspect", "--format",
+	    "{{.Id}}", id, NULL };
+	char err[256];
+	struct cbuf *out = NULL;
+	bool ok;
+
+	ok = run_step(argv, 60 * 1000, &out, err, sizeof(err)) == 0 &&
+	    strncmp(cbuf_data(out), id, strlen(id)) == 0;
+	cbuf_free(out);
+	return ok;
+}
+
+static int
+record_write(const struct config *c, const struct image_record *rec)
+{
+	char path[PATH_MAX], *line;
+	cJSON *o = cJSON_CreateObject();
+	int rc;
+
+	if (o == NULL)
+		return -ENOMEM;
+	cJSON_AddStringToObject(o, "id", rec->id);
+	cJSON_AddStringToObject(o, "inputs", rec->inputs);
+	cJSON_AddStringToObject(o, "name", rec->name);
+	cJSON_AddStringToObject(o, "built_at", rec->built_at);
+	line = json_print_line(o);
+	cJSON_Delete(o);
+	if (line == NULL)
+		return -ENOMEM;
+	if ((rc = record_path(c, path, sizeof(path))) == 0 &&
+	    (rc = util_mkdir_p(c->state_dir, 0755)) == 0)
+		rc = util_write_file_atomic(path, line, strlen(line), 0644);
+	free(line);
+	return rc;
+}
+
+int
+image_build(const struct config *c, const struct image_build_opts *o,
+    struct image_record *rec, bool *rebuilt, char *err, size_t errlen)
+{
+	char mirror[256], fp[65], tar[PATH_MAX], tag[200];
+	struct image_record old;
+	struct cbuf *out = NULL;
+	struct stat st;
+	int rc;
+
+	memset(rec, 0, sizeof(*rec));
+	*rebuilt = false;
+	if ((rc = image_find_mirror(c, mirror, sizeof(mirror))) < 0) {
+		snprintf(err, errlen, "no Debian mirror: set image.mirror in the "
+		    "config or add one to /etc/apt/sources.list");
+		return rc;
+	}
+	if ((rc = image_inputs_fingerprint(c, mirror, fp)) < 0) {
+		snprintf(err, errlen, "cannot fingerprint the image inputs");
+		return rc;
+	}
+	if (!o->force && image_record_read(c, &old) == 0 &&
+	    strcmp(old.inputs, fp) == 0 && image_present(c, old.id)) {
+		*rec = old;
+		progress(o, "image is up to date (inputs unchanged, ID present)");
+		return 0;
+	}
+	if ((rc = util_mkdir_p(c->cache_dir, 0700)) < 0) {
+		snprintf(err, errlen, "mkdir %s: %s", c->cache_dir, strerror(-rc));
+		return rc;
+	}
+	snprintf(tar, sizeof(tar), "%s/rootfs-%.16s.tar", c->cache_dir, fp);
+	if (o->force || stat(tar, &st) < 0) {
+		if ((rc = build_rootfs_tar(c, mirror, tar, o, err, errlen)) < 0)
+			return rc;
+	} else {
+		progress(o, "reusing the cached rootfs tarball");
+	}
+	snprintf(tag, sizeof(tag), "%s:%.12s", c->image.name, fp);
+	progress(o, "docker import");
+	{
+		const char *argv[] = { c->docker, "import", tar, tag, NULL };
+		if ((rc = run_step(argv, 600 * 1000, &out, err, errlen)) < 0)
+			return rc;
+	}
+	util_strlcpy(rec->id, cbuf_data(out), sizeof(rec->id));
+	cbuf_free(out);
+	rec->id[strcspn(rec->id, "\r\n")] = '\0';
+	if (!image_id_valid(rec->id)) {
+		snprintf(err, errlen, "docker import printed no image ID");
+		memset(rec, 0, sizeof(*rec));
+		return -EIO;
+	}
+	util_strlcpy(rec->inputs, fp, sizeof(rec->inputs));
+	util_strlcpy(rec->name, tag, sizeof(rec->name));
+	time_format_utc(time_wall_ms(), rec->built_at);
+	if ((rc = record_write(c, rec)) < 0) {
+		snprintf(err, errlen, "cannot record the image in %s: %s",
+		    c->state_dir, strerror(-rc));
+		memset(rec, 0, sizeof(*rec));
+		return rc;
+	}
+	*rebuilt = true;
+	return 0;
+}

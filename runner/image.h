@@ -1,0 +1,57 @@
+/*
+ * The sandbox image: built with no registry (debootstrap minbase + the
+ * configured packages, setuid/setgid bits stripped), imported with
+ * `docker import`, and pinned by the image ID that import printed. The ID is
+ * recorded in STATE_DIR/image.json together with a fingerprint of the
+ * inputs, so a rebuild happens only when the inputs change.
+ */
+#ifndef CORDON_RUNNER_IMAGE_H
+#define CORDON_RUNNER_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/config.h"
+
+#define IMAGE_ID_MAX 80	/* "sha256:" + 64 hex + NUL fits */
+
+struct image_record {
+	char id[IMAGE_ID_MAX];		/* sha256:... */
+	char inputs[65];		/* fingerprint of what built it */
+	char name[128];
+	char built_at[32];
+};
+
+/* Fingerprint (hex SHA-256) of everything that decides the image: suite,
+ * mirror, package list and the build recipe version. Pure. */
+int image_inputs_fingerprint(const struct config *c, const char *mirror,
+    char out[65]);
+
+/* Reads STATE_DIR/image.json. 0, -ENOENT when no image was built, or
+ * another negative errno (-EBADMSG when the record is malformed). */
+int image_record_read(const struct config *c, struct image_record *rec);
+
+/* The image ID runs are pinned to: config image.id when set, else the
+ * recorded one. Never a tag. 0 or -ENOENT (nothing built yet). */
+int image_pinned_id(const struct config *c, char id[IMAGE_ID_MAX]);
+
+/* True when id looks like "sha256:<64 hex>". Pure. */
+bool image_id_valid(const char *id);
+
+/* The Debian mirror to debootstrap from: config image.mirror, else the
+ * first http(s) URI in /etc/apt/sources.list(.d). 0 or -ENOENT. */
+int image_find_mirror(const struct config *c, char *out, size_t outlen);
+
+struct image_build_opts {
+	bool force;		/* rebuild even when the inputs match */
+	void (*progress)(const char *msg, void *arg);	/* may be NULL */
+	void *arg;
+};
+
+/* Builds (or reuses) the image and records its ID. On success rec holds
+ * the record and *rebuilt says whether anything was built. Returns 0 or a
+ * negative errno with a one-line reason in err. */
+int image_build(const struct config *c, const struct image_build_opts *o,
+    struct image_record *rec, bool *rebuilt, char *err, size_t errlen);
+
+#endif

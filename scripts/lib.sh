@@ -1,0 +1,87 @@
+# Shared helpers for Cordon's set-up scripts (sourced, not run).
+# shellcheck shell=bash
+
+CORDON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DAEMON_JSON=${CORDON_DAEMON_JSON:-/etc/docker/daemon.json}
+STATE_DIR=${CORDON_STATE_DIR:-/var/lib/cordon}
+DOCKERD_LOG=/var/log/cordon-dockerd.log
+
+say()  { printf 'cordon-setup: %s\n' "$*"; }
+die()  { printf 'cordon-setup: error: %s\n' "$*" >&2; exit 1; }
+
+need_root() {
+	[ "$(id -u)" = 0 ] || die "run as root (it installs packages and configures dockerd)"
+}
+
+# The docker CLI to use: Debian's, matching its daemon, when present.
+docker_cli() {
+	if [ -x /usr/bin/docker ]; then echo /usr/bin/docker; else command -v docker; fi
+}
+
+docker_up() {
+	"$(docker_cli)" info >/dev/null 2>&1
+}
+
+have_systemd() {
+	[ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1
+}
+
+# Starts dockerd when it is not answering and waits for `docker info`.
+start_dockerd() {
+	if docker_up; then
+		return 0
+	fi
+	if have_systemd; then
+		say "starting docker.service (systemd)"
+		systemctl start docker || die "systemctl start docker failed: see 'journalctl -u docker'"
+	else
+		command -v dockerd >/dev/null || die "dockerd not installed (apt-get install docker.io)"
+		say "starting dockerd in the background (log: $DOCKERD_LOG)"
+		(setsid dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &)
+	fi
+	wait_dockerd 60
+}
+
+wait_dockerd() {
+	local limit=$1 i
+	for ((i = 0; i < limit * 4; i++)); do
+		docker_up && return 0
+		sleep 0.25
+	done
+	die "dockerd did not answer 'docker info' within ${limit}s; last log lines:
+$(tail -n 20 "$DOCKERD_LOG" 2>/dev/null)"
+}
+
+# Makes dockerd re-read daemon.json (runtimes reload on SIGHUP).
+reload_dockerd() {
+	if ! docker_up; then
+		start_dockerd
+		return
+	fi
+	if have_systemd && systemctl is-active --quiet docker; then
+		systemctl reload docker
+	else
+		pkill -HUP -x dockerd || die "could not signal dockerd"
+	fi
+	sleep 1
+	wait_dockerd 30
+}
+
+# Merges one runtime into daemon.json, keeping every other key and runtime.
+# Prints "changed" when the file was modified.
+merge_runtime() {
+	local name=$1 args_json=$2 runsc tmp cur
+	runsc=$(command -v runsc) || die "runsc not installed"
+	mkdir -p "$(dirname "$DAEMON_JSON")"
+	[ -s "$DAEMON_JSON" ] || echo '{}' >"$DAEMON_JSON"
+	jq -e 'type == "object"' "$DAEMON_JSON" >/dev/null 2>&1 ||
+		die "$DAEMON_JSON is not a JSON object; fix it by hand first"
+	cur=$(jq -c --arg n "$name" '.runtimes[$n] // null' "$DAEMON_JSON")
+	tmp=$(jq -c -n --arg p "$runsc" --argjson a "$args_json" '{path: $p, runtimeArgs: $a}')
+	if [ "$cur" = "$tmp" ]; then
+		return 0
+	fi
+	jq --arg n "$name" --argjson rt "$tmp" '.runtimes = ((.runtimes // {}) + {($n): $rt})' \
+		"$DAEMON_JSON" >"$DAEMON_JSON.cordon-tmp" && mv "$DAEMON_JSON.cordon-tmp" "$DAEMON_JSON"
+	echo changed
+}
