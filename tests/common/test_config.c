@@ -1,0 +1,118 @@
+/* Unit tests for configuration loading: defaults, strictness, ranges. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+
+static void
+test_defaults_are_closed(void **state)
+{
+	struct config c;
+	(void)state;
+	config_defaults(&c);
+	assert_string_equal(c.user, "65534:65534");
+	assert_string_equal(c.runtime_offline, "cordon-offline");
+	assert_true(c.require_probe);
+	assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
+	assert_true(c.limits.pids_limit >= 2 * c.limits.nproc);
+	assert_true(c.limits.timeout_s <= c.limits.max_timeout_s);
+}
+
+static void
+test_parse_overrides(void **state)
+{
+	const char *j = "{\"docker\":\"/usr/bin/docker\",\"require_probe\":false,"
+	    "\"limits\":{\"memory\":\"512m\",\"cpus\":0.5,\"nproc\":32,"
+	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"]}}";
+	struct config c;
+	char err[256] = "";
+	(void)state;
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err, sizeof(err)), 0);
+	assert_string_equal(c.docker, "/usr/bin/docker");
+	assert_false(c.require_probe);
+	assert_int_equal(c.limits.memory_bytes, 512ULL << 20);
+	assert_true(c.limits.cpus == 0.5);
+	assert_int_equal(c.limits.nproc, 32);
+	assert_int_equal(c.limits.fsize_bytes, 1048576);
+	assert_int_equal(c.image.npackages, 2);
+	assert_string_equal(c.image.packages[1], "python3-numpy");
+	assert_string_equal(c.path, "t.json");
+	/* Untouched keys keep their defaults. */
+	assert_string_equal(c.user, "65534:65534");
+}
+
+static void
+test_parse_errors(void **state)
+{
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"dockr\":\"x\"}", "t.json: unknown key 'dockr'" },
+		{ "{\"limits\":{\"memroy\":1}}", "t.json: unknown key 'limits.memroy'" },
+		{ "{\"limits\":{\"memory\":\"lots\"}}", "t.json: limits.memory: bad size 'lots' (e.g. 1024, 64k, 256m, 1g)" },
+		{ "{\"limits\":{\"memory\":\"1m\"}}", "t.json: limits.memory: 1048576 out of range [16777216, 9223372036854775807]" },
+		{ "{\"limits\":{\"nproc\":2.5}}", "t.json: limits.nproc: expected a whole number in [8, 4096]" },
+		{ "{\"limits\":{\"cpus\":0}}", "t.json: limits.cpus: expected a number in (0, 64]" },
+		{ "{\"require_probe\":\"no\"}", "t.json: require_probe: expected true or false" },
+		{ "{\"user\":\"0:0\"}", "t.json: user: must not be root" },
+		{ "{\"user\":\"root\"}", "t.json: user: must not be root" },
+		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },
+		{ "{\"limits\":{\"nproc\":1000}}", "t.json: limits.pids_limit must be at least twice limits.nproc (the host-side limit also counts gVisor's own processes)" },
+		{ "{\"image\":{\"packages\":[\"rm -rf\"]}}", "t.json: image.packages: each entry must be a Debian package name" },
+		{ "{\"limits\":[]}", "t.json: limits: expected an object" },
+		{ "[1]", "t.json: expected a JSON object" },
+		{ "{", "t.json: invalid JSON" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct config c;
+		char err[512] = "";
+		int rc = config_parse(&c, rows[i].json, strlen(rows[i].json),
+		    "t.json", err, sizeof(err));
+		assert_int_equal(rc, -EINVAL);
+		assert_string_equal(err, rows[i].msg);
+		/* On failure the defaults stand, nothing half-applied. */
+		assert_string_equal(c.user, "65534:65534");
+		assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
+	}
+}
+
+static void
+test_load_paths(void **state)
+{
+	char path[] = "/tmp/cordon-cfg-XXXXXX";
+	char err[256];
+	struct config c;
+	int fd = mkstemp(path);
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "{\"proxy_port\":8080}", 19), 19);
+	close(fd);
+	setenv("CORDON_CONFIG", path, 1);
+	assert_int_equal(config_load(&c, NULL, err, sizeof(err)), 0);
+	assert_int_equal(c.proxy_port, 8080);
+	unlink(path);
+	/* An explicit file that is missing is an error, not the defaults. */
+	assert_int_equal(config_load(&c, NULL, err, sizeof(err)), -ENOENT);
+	unsetenv("CORDON_CONFIG");
+	assert_int_equal(config_load(&c, "/nonexistent/cordon.json", err,
+	    sizeof(err)), -ENOENT);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_are_closed),
+		cmocka_unit_test(test_parse_overrides),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_load_paths),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
