@@ -25,6 +25,7 @@ static const struct command commands[] = {
 	{ "kill-all", cmd_not_implemented, "remove every Cordon container now" },
 	{ "doctor", cmd_not_implemented, "check the host set-up, with hints" },
 	{ "image", cmd_image, "build|show: the pinned sandbox image" },
+	{ "mcp", cmd_not_implemented, "Model Context Protocol server on stdio (tool run_code)" },
 };
 
 int

@@ -1,0 +1,2 @@
+/* Placeholder until the MCP server lands. */
+typedef int mcp_placeholder_t;
