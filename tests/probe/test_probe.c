@@ -1,0 +1,262 @@
+/* Unit tests for probe judging: a real good observation passes, and each
+ * weakened observation fails exactly the control it concerns. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "probe/probe.h"
+
+static char *inside_good, *inspect_good;
+static struct config cfg;
+
+static struct probe_expect
+expect(void)
+{
+	struct probe_expect e = { .config = &cfg, .mode = "none",
+	    .host_release = "6.18.44-test", .runtime = "cordon-offline",
+	    .runtime_is_runsc = true, .marker_var = "CORDON_PROBE_MARKER_1" };
+	return e;
+}
+
+static int
+setup(void **state)
+{
+	char path[512];
+	const char *src = getenv("CORDON_SOURCE_ROOT");
+	(void)state;
+	config_defaults(&cfg);
+	snprintf(path, sizeof(path), "%s/tests/probe/data/inside-good.json", src);
+	if (util_read_file(path, 1 << 20, &inside_good, NULL) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/tests/probe/data/inspect-good.json", src);
+	if (util_read_file(path, 1 << 20, &inspect_good, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	free(inside_good);
+	free(inspect_good);
+	return 0;
+}
+
+static void
+test_good_passes(void **state)
+{
+	struct probe_expect e = expect();
+	struct probe_report rep;
+	(void)state;
+	probe_evaluate(&e, inside_good, strlen(inside_good), inspect_good,
+	    strlen(inspect_good), &rep);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		if (!rep.controls[i].pass)
+			fail_msg("%s: %s", rep.controls[i].name,
+			    rep.controls[i].observed);
+	assert_true(rep.pass);
+	assert_int_equal(rep.ncontrols, 13);
+}
+
+/* Replaces (or with value NULL deletes) the item at a dotted path. */
+static void
+set_path(cJSON *root, const char *path, const char *value)
+{
+	char buf[128], *last;
+	cJSON *o = root;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	while ((last = strchr(buf, '.')) != NULL) {
+		*last = '\0';
+		o = cJSON_GetObjectItemCaseSensitive(o, buf);
+		assert_non_null(o);
+		memmove(buf, last + 1, strlen(last + 1) + 1);
+	}
+	if (value == NULL)
+		cJSON_DeleteItemFromObjectCaseSensitive(o, buf);
+	else {
+		cJSON *v = cJSON_Parse(value);
+		assert_non_null(v);
+		if (cJSON_GetObjectItemCaseSensitive(o, buf) != NULL)
+			cJSON_ReplaceItemInObjectCaseSensitive(o, buf, v);
+		else
+			cJSON_AddItemToObject(o, buf, v);
+	}
+}
+
+static const struct mutation {
+	int doc;		/* 0 inside, 1 inspect (first element) */
+	const char *path;
+	const char *value;	/* JSON, or NULL to delete */
+	const char *fails;	/* the one control that must fail */
+} mutations[] = {
+	{ 0, "uid", "0", "user" },
+	{ 0, "uid", "\"65534\"", "user" },
+	{ 1, "Config.User", "\"\"", "user" },
+	{ 1, "HostConfig.ReadonlyRootfs", "false", "rootfs_readonly" },
+	{ 0, "tmp_exec_errno", "0", "tmp_writable_noexec" },
+	{ 0, "tmp_write", "false", "tmp_writable_noexec" },
+	{ 0, "status.CapEff", "\"00000000a80425fb\"", "capabilities" },
+	{ 1, "HostConfig.CapAdd", "[\"NET_RAW\"]", "capabilities" },
+	{ 1, "HostConfig.CapDrop", "null", "capabilities" },
+	{ 1, "HostConfig.Privileged", "true", "capabilities" },
+	{ 1, "HostConfig.SecurityOpt", "[]", "no_new_privileges" },
+	{ 0, "status.NoNewPrivs", "\"0\"", "no_new_privileges" },
+	{ 0, "release", "\"6.18.44-test\"", "gvisor_kernel" },
+	{ 0, "dmesg_gvisor", "false", "gvisor_kernel" },
+	{ 1, "HostConfig.Runtime", "\"runc\"", "gvisor_kernel" },
+	{ 0, "forks.errno", "0", "process_limit" },
+	{ 0, "rlimit_nproc", "[1000, 1000]", "process_limit" },
+	{ 1, "HostConfig.PidsLimit", "null", "process_limit" },
+	{ 1, "HostConfig.MemorySwap", "-1", "memory_limit" },
+	{ 1, "HostConfig.Memory", "0", "memory_limit" },
+	{ 0, "fsize_errno", "0", "file_size_limit" },
+	{ 0, "rlimit_fsize", NULL, "file_size_limit" },
+	{ 0, "setid.count", "1", "no_setid_files" },
+	{ 1, "Mounts", "[{\"Destination\":\"/var/run/docker.sock\"}]", "no_host_mounts" },
+	{ 0, "sockets", "[\"/var/run/docker.sock\"]", "no_host_mounts" },
+	{ 0, "env_keys", "[\"PATH\",\"AWS_SECRET_ACCESS_KEY\"]", "environment" },
+	{ 0, "marker_seen", "true", "environment" },
+	{ 0, "interfaces", "[\"lo\",\"eth0\"]", "network" },
+	{ 0, "resolve_ok", "true", "network" },
+	{ 0, "connect_errno", "0", "network" },
+	{ 1, "HostConfig.NetworkMode", "\"bridge\"", "network" },
+};
+
+static void
+test_each_weakening_fails_its_control(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(mutations) / sizeof(mutations[0]); m++) {
+		const struct mutation *mu = &mutations[m];
+		cJSON *in = cJSON_Parse(inside_good), *insp = cJSON_Parse(inspect_good);
+		struct probe_expect e = expect();
+		struct probe_report rep;
+		char *a, *b;
+		assert_non_null(in);
+		assert_non_null(insp);
+		set_path(mu->doc == 0 ? in : cJSON_GetArrayItem(insp, 0), mu->path,
+		    mu->value);
+		a = cJSON_PrintUnformatted(in);
+		b = cJSON_PrintUnformatted(insp);
+		probe_evaluate(&e, a, strlen(a), b, strlen(b), &rep);
+		assert_false(rep.pass);
+		for (size_t i = 0; i < rep.ncontrols; i++) {
+			bool should_fail = strcmp(rep.controls[i].name, mu->fails) == 0;
+			if (rep.controls[i].pass == should_fail)
+				fail_msg("mutation %zu (%s): control %s pass=%d (%s)",
+				    m, mu->path, rep.controls[i].name,
+				    rep.controls[i].pass, rep.controls[i].observed);
+		}
+		free(a);
+		free(b);
+		cJSON_Delete(in);
+		cJSON_Delete(insp);
+	}
+}
+
+static void
+test_runtime_not_runsc(void **state)
+{
+	struct probe_expect e = expect();
+	struct probe_report rep;
+	(void)state;
+	e.runtime_is_runsc = false;
+	probe_evaluate(&e, inside_good, strlen(inside_good), inspect_good,
+	    strlen(inspect_good), &rep);
+	assert_false(rep.pass);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		assert_int_equal(rep.controls[i].pass,
+		    strcmp(rep.controls[i].name, "gvisor_kernel") != 0);
+}
+
+static void
+test_garbage_fails_closed(void **state)
+{
+	static const char *const junk[] = { "", "not json", "[]", "{}", "null",
+	    "{\"uid\": 65534}", "{\"errors\": [], \"uid\": 65534, \"gid\": 65534}" };
+	struct probe_expect e = expect();
+	struct probe_report rep;
+	(void)state;
+	for (size_t j = 0; j < sizeof(junk) / sizeof(junk[0]); j++) {
+		probe_evaluate(&e, junk[j], strlen(junk[j]), inspect_good,
+		    strlen(inspect_good), &rep);
+		assert_false(rep.pass);
+		probe_evaluate(&e, inside_good, strlen(inside_good), junk[j],
+		    strlen(junk[j]), &rep);
+		assert_false(rep.pass);
+	}
+	probe_evaluate(&e, NULL, 0, NULL, 0, &rep);
+	assert_false(rep.pass);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		assert_false(rep.controls[i].pass);
+}
+
+static void
+test_state_fail_closed(void **state)
+{
+	char dir[] = "/tmp/cordon-probe-state-XXXXXX", err[512];
+	struct probe_expect e = expect();
+	struct probe_report rep;
+	int64_t now = time_wall_ms();
+	struct config c = cfg;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(c.state_dir, sizeof(c.state_dir), "%s", dir);
+	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "cordon probe --net none"));
+	probe_evaluate(&e, inside_good, strlen(inside_good), inspect_good,
+	    strlen(inspect_good), &rep);
+	rep.at_ms = now;
+	assert_int_equal(probe_state_write(&c, &rep), 0);
+	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), 0);
+	assert_int_equal(probe_state_check(&c, "proxy", now, err, sizeof(err)), -ENOENT);
+	assert_int_equal(probe_state_check(&c, "none",
+	    now + (c.probe_max_age_s + 1) * 1000, err, sizeof(err)), -ESTALE);
+	rep.controls[3].pass = false;
+	rep.pass = false;
+	assert_int_equal(probe_state_write(&c, &rep), 0);
+	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, rep.controls[3].name));
+	c.require_probe = false;
+	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), 0);
+	assert_int_equal(util_rm_rf(dir), 0);
+}
+
+static void
+test_program_embeds_expectations(void **state)
+{
+	struct probe_expect e = expect();
+	char *p;
+	(void)state;
+	e.marker_var = "EVIL'); import os; os.system('x";
+	p = probe_program(&e);
+	assert_non_null(p);
+	assert_non_null(strstr(p, "NPROC = 64\n"));
+	/* Quotes and spaces are dropped, never injected. */
+	assert_non_null(strstr(p, "MARKER = 'EVILimportosos.systemx'\n"));
+	assert_non_null(strstr(p, "PROXY = None\n"));
+	free(p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_passes),
+		cmocka_unit_test(test_each_weakening_fails_its_control),
+		cmocka_unit_test(test_runtime_not_runsc),
+		cmocka_unit_test(test_garbage_fails_closed),
+		cmocka_unit_test(test_state_fail_closed),
+		cmocka_unit_test(test_program_embeds_expectations),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
