@@ -23,7 +23,7 @@ static const struct command commands[] = {
 	{ "allowlist", cmd_not_implemented, "check|explain: lint and explain allowlists" },
 	{ "gc", cmd_not_implemented, "remove expired or orphaned Cordon containers" },
 	{ "kill-all", cmd_not_implemented, "remove every Cordon container now" },
-	{ "doctor", cmd_not_implemented, "check the host set-up, with hints" },
+	{ "doctor", cmd_doctor, "check the host set-up, with hints" },
 	{ "image", cmd_image, "build|show: the pinned sandbox image" },
 	{ "mcp", cmd_not_implemented, "Model Context Protocol server on stdio (tool run_code)" },
 };

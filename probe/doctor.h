@@ -1,0 +1,43 @@
+/*
+ * `cordon doctor`: a checklist for a person. Each check is OK, FAIL or INFO
+ * (INFO: not set up, and not needed unless you use that feature) with a
+ * one-line hint on how to fix a failure.
+ */
+#ifndef CORDON_PROBE_DOCTOR_H
+#define CORDON_PROBE_DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+enum doctor_verdict { DOCTOR_OK, DOCTOR_FAIL, DOCTOR_INFO };
+
+struct doctor_line {
+	enum doctor_verdict verdict;
+	char what[96];
+	char detail[256];
+	char hint[200];
+};
+
+#define DOCTOR_MAX_LINES 16
+
+/* Optional check supplied by the egress part (netsetup): fills line and
+ * returns true when egress is set up at all. */
+typedef bool (*doctor_egress_fn)(const struct config *c,
+    struct doctor_line *line);
+
+/* Runs every check; returns how many lines were filled. */
+size_t doctor_run(const struct config *c, doctor_egress_fn egress,
+    struct doctor_line *lines, size_t max);
+
+/* Counts setuid/setgid regular files in a tar stream's headers (ustar,
+ * GNU). Pure; feed it the whole archive. Returns the count, or -EBADMSG
+ * for a malformed archive. first (may be NULL) gets the first path. */
+long doctor_tar_count_setid(const unsigned char *tar, size_t len,
+    char *first, size_t firstlen);
+
+const char *doctor_verdict_name(enum doctor_verdict v);
+
+#endif
