@@ -42,6 +42,7 @@ static const struct field top_fields[] = {
 	STR("egress_subnet", egress_subnet),
 	INT("proxy_port", proxy_port, 1, 65535),
 	STR("proxy_user", proxy_user),
+	STR("proxy_bin", proxy_bin),
 	BOOL("require_probe", require_probe),
 	INT("probe_max_age_s", probe_max_age_s, 1, 30 * 86400),
 };
@@ -117,6 +118,9 @@ config_defaults(struct config *c)
 	strcpy(c->image.packages[0], "python3");
 	c->image.npackages = 1;
 }
+
+static int fail(char *err, size_t errlen, const char *name, const char *fmt,
+    ...) __attribute__((format(printf, 4, 5)));
 
 static int
 fail(char *err, size_t errlen, const char *name, const char *fmt, ...)

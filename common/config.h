@@ -54,6 +54,7 @@ struct config {
 	char egress_subnet[64];
 	int64_t proxy_port;
 	char proxy_user[32];
+	char proxy_bin[256];		/* cordon-proxy; "" = beside cordon */
 	bool require_probe;
 	int64_t probe_max_age_s;
 	struct config_limits limits;

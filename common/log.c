@@ -68,6 +68,9 @@ log_format(char *buf, size_t len, enum log_level level, int err,
 	return n;
 }
 
+static void log_emit(enum log_level level, int err, const char *fmt,
+    va_list ap) LOG_PRINTF(3, 0);
+
 static void
 log_emit(enum log_level level, int err, const char *fmt, va_list ap)
 {

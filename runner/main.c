@@ -17,15 +17,15 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "run", cmd_not_implemented, "run untrusted code under gVisor (code on stdin)" },
+	{ "run", cmd_run, "run untrusted code under gVisor (code on stdin)" },
 	{ "probe", cmd_not_implemented, "prove every sandbox control holds" },
 	{ "net", cmd_not_implemented, "up|down|status: the egress network and firewall" },
 	{ "allowlist", cmd_not_implemented, "check|explain: lint and explain allowlists" },
-	{ "gc", cmd_not_implemented, "remove expired or orphaned Cordon containers" },
-	{ "kill-all", cmd_not_implemented, "remove every Cordon container now" },
+	{ "gc", cmd_gc, "remove expired or orphaned Cordon containers" },
+	{ "kill-all", cmd_kill_all, "remove every Cordon container now" },
 	{ "doctor", cmd_doctor, "check the host set-up, with hints" },
 	{ "image", cmd_image, "build|show: the pinned sandbox image" },
-	{ "mcp", cmd_not_implemented, "Model Context Protocol server on stdio (tool run_code)" },
+	{ "mcp", cmd_mcp, "Model Context Protocol server on stdio (tool run_code)" },
 };
 
 int

@@ -1,0 +1,134 @@
+/*
+ * Runner latency: `print(1)` through `cordon run` against a raw `docker
+ * run --rm -i` with the same flags (the argv the runner builds), run
+ * interleaved in one process so both see the same machine load. Prints
+ * median and p90 of each and the ratio. Usage: bench_runner [CORDON [N]].
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/proc.h"
+#include "common/util.h"
+#include "runner/docker_argv.h"
+#include "runner/image.h"
+
+#define MAX_N 200
+
+static const char code[] = "print(1)\n";
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Runs argv with code on stdin; returns wall ms or -1 on failure. */
+static int64_t
+time_one(const char *const *argv)
+{
+	struct proc_opts o = { .argv = argv, .stdin_data = code,
+	    .stdin_len = strlen(code), .stdout_max = 65536,
+	    .stderr_max = 65536 };
+	struct proc_result r;
+	int64_t ms;
+
+	if (proc_run(&o, 60000, &r) < 0)
+		return -1;
+	ms = r.exit_code == 0 && !r.timed_out ? r.duration_ms : -1;
+	if (ms < 0)
+		fprintf(stderr, "bench_runner: %s failed: %.200s\n", argv[0],
+		    cbuf_data(r.err));
+	proc_result_cleanup(&r);
+	return ms;
+}
+
+/* The runner's own argv for this config, plus --rm after "run". */
+static int
+raw_argv(const struct config *c, struct argv_buf *out)
+{
+	char id[IMAGE_ID_MAX], hex[17], name[32];
+	struct docker_spec s = { .name = name, .image_id = id,
+	    .runtime = c->runtime_offline, .network = "none", .session = "",
+	    .owner_pid = (long)getpid(), .memory = c->limits.memory_bytes,
+	    .cpus = c->limits.cpus };
+	struct argv_buf a;
+	int rc;
+
+	if ((rc = image_pinned_id(c, id)) < 0 ||
+	    (rc = util_random_hex(hex, 8)) < 0)
+		return rc;
+	snprintf(name, sizeof(name), "cordon-%s", hex);
+	s.deadline_epoch_s = time_wall_ms() / 1000 + 300;
+	if ((rc = docker_run_argv(c, &s, &a)) < 0)
+		return rc;
+	argv_init(out);
+	for (size_t i = 0; i < a.n; i++) {
+		argv_add(out, a.v[i]);
+		if (i == 1)
+			argv_add(out, "--rm");
+	}
+	argv_cleanup(&a);
+	return out->error;
+}
+
+static void
+report(const char *what, int64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_i64);
+	printf("%-12s n=%d median %lld ms  p90 %lld ms  min %lld  max %lld\n",
+	    what, n, (long long)v[n / 2], (long long)v[(n * 9 + 9) / 10 - 1],
+	    (long long)v[0], (long long)v[n - 1]);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cordon = argc > 1 ? argv[1] : "cordon";
+	int n = argc > 2 ? atoi(argv[2]) : 15;
+	const char *cargv[] = { cordon, "run", NULL };
+	static int64_t tc[MAX_N], tr[MAX_N];
+	struct config c;
+	char err[256];
+
+	if (n < 2 || n > MAX_N || config_load(&c, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "usage: bench_runner [CORDON [N<=200]] (%s)\n",
+		    err);
+		return 2;
+	}
+	/* One warm-up of each, not counted. */
+	for (int i = -1; i < n; i++) {
+		struct argv_buf raw;
+		int64_t a, b;
+		if (raw_argv(&c, &raw) < 0) {
+			fprintf(stderr, "bench_runner: no pinned image\n");
+			return 1;
+		}
+		/* Alternate which goes first, so neither always follows. */
+		if (i % 2 == 0) {
+			a = time_one(cargv);
+			b = time_one((const char *const *)raw.v);
+		} else {
+			b = time_one((const char *const *)raw.v);
+			a = time_one(cargv);
+		}
+		argv_cleanup(&raw);
+		if (a < 0 || b < 0)
+			return 1;
+		if (i >= 0) {
+			tc[i] = a;
+			tr[i] = b;
+		}
+	}
+	report("cordon run", tc, n);
+	report("docker run", tr, n);
+	printf("ratio (median cordon / raw): %.3f  (p90: %.3f)\n",
+	    (double)tc[n / 2] / (double)tr[n / 2],
+	    (double)tc[(n * 9 + 9) / 10 - 1] / (double)tr[(n * 9 + 9) / 10 - 1]);
+	return 0;
+}

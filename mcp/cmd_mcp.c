@@ -1,0 +1,413 @@
+/*
+ * `cordon mcp`: the MCP stdio transport. Reads newline-delimited JSON-RPC
+ * messages from stdin (at most MCP_MAX_MESSAGE bytes each: a longer one is
+ * answered with an error and skipped) and answers on stdout; logs only to
+ * stderr. run_code calls run one at a time on a worker thread, so ping and
+ * notifications/cancelled are served while a sandbox runs. At EOF the
+ * queued calls finish, then it exits 0; SIGINT/SIGTERM/SIGHUP cancel the
+ * running call (its container is removed), drop the rest and end.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "mcp/mcp.h"
+#include "runner/cmd.h"
+#include "runner/runner.h"
+
+#define MAX_PENDING 8		/* run_code calls waiting behind the running one */
+#define ID_MAX 128		/* printed request id */
+
+/* Set by signals (then kept), or by a cancellation of the running call
+ * (then reset before the next call); the runner polls it. */
+static volatile sig_atomic_t run_cancel;
+static volatile sig_atomic_t mcp_signal;
+
+struct pending {
+	char *msg;
+	size_t len;
+	char id[ID_MAX];
+};
+
+struct transport {
+	struct mcp_server *s;
+	pthread_mutex_t lock;		/* guards the fields below */
+	pthread_cond_t wake;
+	struct pending q[MAX_PENDING];
+	size_t qhead, qlen;
+	char running[ID_MAX];		/* id of the call running, "" if none */
+	bool running_cancelled;
+	bool closing;			/* no more input will come */
+	pthread_mutex_t out;		/* one reply line at a time */
+	int write_error;
+};
+
+static void
+on_signal(int sig)
+{
+	mcp_signal = sig;
+	run_cancel = 1;
+}
+
+static const int handled_signals[] = { SIGINT, SIGTERM, SIGHUP };
+
+static void
+install_handlers(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocked read() returns EINTR and we stop. */
+	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)
+		sigaction(handled_signals[i], &sa, NULL);
+}
+
+static int
+run_with_runner(const struct config *c, const struct runner_request *req,
+    struct runner_result *res, char *err, size_t errlen, void *arg)
+{
+	(void)arg;
+	return runner_run(c, req, res, err, errlen);
+}
+
+/* Writes one reply line (or the out-of-memory reply when line is NULL) and
+ * frees it. The first write error is kept; later replies are dropped. */
+static void
+emit(struct transport *t, char *line)
+{
+	const char *p = line != NULL ? line : mcp_static_internal_error;
+	size_t n = strlen(p);
+	ssize_t w;
+
+	pthread_mutex_lock(&t->out);
+	while (n > 0 && t->write_error == 0) {
+		w = write(STDOUT_FILENO, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			t->write_error = -errno;
+			break;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	pthread_mutex_unlock(&t->out);
+	free(line);
+}
+
+static void
+handle_now(struct transport *t, const char *msg, size_t len)
+{
+	char *reply = NULL;
+
+	if (mcp_handle(t->s, msg, len, &reply) < 0) {
+		log_warnx("out of memory handling a message");
+		emit(t, NULL);
+	} else if (reply != NULL) {
+		emit(t, reply);
+	}
+}
+
+/* The worker: runs queued calls in order until closing and empty. A call
+ * cancelled while running gets no reply (as the protocol asks). */
+static void *
+worker_main(void *arg)
+{
+	struct transport *t = arg;
+	struct pending p;
+	char *reply;
+	bool cancelled;
+	int rc;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		while (t->qlen == 0 && !t->closing && mcp_signal == 0)
+			pthread_cond_wait(&t->wake, &t->lock);
+		if (t->qlen == 0 || mcp_signal != 0)
+			break;
+		p = t->q[t->qhead];
+		t->qhead = (t->qhead + 1) % MAX_PENDING;
+		t->qlen--;
+		memcpy(t->running, p.id, sizeof(t->running));
+		t->running_cancelled = false;
+		run_cancel = 0;
+		if (mcp_signal != 0)	/* a signal may have come in between */
+			run_cancel = 1;
+		pthread_mutex_unlock(&t->lock);
+
+		reply = NULL;
+		rc = mcp_handle(t->s, p.msg, p.len, &reply);
+		free(p.msg);
+
+		pthread_mutex_lock(&t->lock);
+		cancelled = t->running_cancelled;
+		t->running[0] = '\0';
+		pthread_mutex_unlock(&t->lock);
+		if (cancelled)
+			free(reply);
+		else
+			emit(t, rc < 0 ? NULL : reply);
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+static void
+queue_call(struct transport *t, const char *msg, size_t len, const char *id)
+{
+	struct pending *p;
+	char *copy = malloc(len);
+
+	pthread_mutex_lock(&t->lock);
+	if (copy == NULL || t->qlen == MAX_PENDING) {
+		pthread_mutex_unlock(&t->lock);
+		free(copy);
+		emit(t, mcp_error_reply(id, copy == NULL ? MCP_INTERNAL_ERROR :
+		    -32000, copy == NULL ? "Internal error: out of memory" :
+		    "Server busy: too many run_code calls waiting"));
+		return;
+	}
+	memcpy(copy, msg, len);
+	p = &t->q[(t->qhead + t->qlen) % MAX_PENDING];
+	p->msg = copy;
+	p->len = len;
+	memcpy(p->id, id, sizeof(p->id));
+	t->qlen++;
+	pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* notifications/cancelled: stops the running call or drops a queued one;
+ * an unknown id is ignored (it may have finished already). */
+static void
+cancel_call(struct transport *t, const char *id)
+{
+	size_t kept = 0;
+	struct pending p;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->running[0] != '\0' && strcmp(t->running, id) == 0) {
+		t->running_cancelled = true;
+		run_cancel = 1;
+	}
+	for (size_t i = 0, n = t->qlen; i < n; i++) {
+		p = t->q[(t->qhead + i) % MAX_PENDING];
+		if (strcmp(p.id, id) == 0) {
+			free(p.msg);
+			t->qlen--;
+			continue;
+		}
+		t->q[(t->qhead + kept++) % MAX_PENDING] = p;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* One complete message from the read loop. */
+static void
+serve_line(struct transport *t, const char *line, size_t len)
+{
+	char id[ID_MAX];
+
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return;
+	switch (mcp_classify(line, len, id, sizeof(id))) {
+	case MCP_KIND_CALL:
+		queue_call(t, line, len, id);
+		break;
+	case MCP_KIND_CANCEL:
+		cancel_call(t, id);
+		break;
+	case MCP_KIND_OTHER:
+		handle_now(t, line, len);
+		break;
+	}
+}
+
+static int
+write_error(struct transport *t)
+{
+	int rc;
+
+	pthread_mutex_lock(&t->out);
+	rc = t->write_error;
+	pthread_mutex_unlock(&t->out);
+	return rc;
+}
+
+/* The read loop: splits stdin into lines of at most MCP_MAX_MESSAGE bytes.
+ * Returns 0 at EOF, or a negative errno (stdout gone, read error, signal). */
+static int
+serve(struct transport *t)
+{
+	static char chunk[65536];
+	char *line;
+	const char *p, *nl, *end;
+	size_t len = 0, take;
+	bool skipping = false;
+	ssize_t r;
+	int rc = 0;
+
+	if ((line = malloc(MCP_MAX_MESSAGE)) == NULL)
+		return -ENOMEM;
+	while (mcp_signal == 0 && (rc = write_error(t)) == 0) {
+		r = read(STDIN_FILENO, chunk, sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = -errno;
+			break;
+		}
+		if (r == 0) {
+			/* A last message without its newline still counts. */
+			if (!skipping && len > 0)
+				serve_line(t, line, len);
+			break;
+		}
+		for (p = chunk, end = chunk + r; p < end; ) {
+			nl = memchr(p, '\n', (size_t)(end - p));
+			take = (size_t)((nl != NULL ? nl : end) - p);
+			if (!skipping && take > MCP_MAX_MESSAGE - len) {
+				memcpy(line + len, p, MCP_MAX_MESSAGE - len);
+				log_warnx("skipping a message larger than %u "
+				    "bytes", MCP_MAX_MESSAGE);
+				emit(t, mcp_oversized_reply(line,
+				    MCP_MAX_MESSAGE));
+				skipping = true;
+			} else if (!skipping) {
+				memcpy(line + len, p, take);
+				len += take;
+			}
+			if (nl == NULL)
+				break;
+			if (!skipping)
+				serve_line(t, line, len);
+			skipping = false;
+			len = 0;
+			p = nl + 1;
+		}
+	}
+	free(line);
+	return rc;
+}
+
+/* Starts the worker with our signals blocked, so that they reach the
+ * reading thread (whose read() they interrupt). */
+static int
+start_worker(struct transport *t, pthread_t *th)
+{
+	sigset_t set, old;
+	int rc;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)
+		sigaddset(&set, handled_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	rc = pthread_create(th, NULL, worker_main, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -rc;
+}
+
+static void
+stop_worker(struct transport *t, pthread_t th)
+{
+	pthread_mutex_lock(&t->lock);
+	t->closing = true;
+	if (mcp_signal != 0) {
+		while (t->qlen > 0) {
+			free(t->q[t->qhead].msg);
+			t->qhead = (t->qhead + 1) % MAX_PENDING;
+			t->qlen--;
+		}
+	}
+	pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(th, NULL);
+}
+
+static int
+usage(FILE *f, int status)
+{
+	fprintf(f, "usage: cordon mcp [--session ID]\n"
+	    "Serves the Model Context Protocol (revision %s) on stdin/stdout "
+	    "with one tool, run_code.\n", MCP_PROTOCOL_LATEST);
+	return status;
+}
+
+int
+cmd_mcp(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "session", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct mcp_server_opts o = { .run = run_with_runner,
+	    .cancel = &run_cancel };
+	struct mcp_server *s = NULL;
+	struct transport t;
+	pthread_t th;
+	struct config c;
+	char err[512], session[RUNNER_SESSION_MAX + 1];
+	int opt, rc;
+
+	optind = 1;
+	opterr = 0;
+	snprintf(session, sizeof(session), "mcp-%ld", (long)getpid());
+	o.session = session;
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		if (opt == 'h')
+			return usage(stdout, 0);
+		if (opt != 's')
+			return usage(stderr, 2);
+		o.session = optarg;
+	}
+	if (optind != argc)
+		return usage(stderr, 2);
+	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
+		log_warnx("config: %s", err);
+		return 1;
+	}
+	o.config = &c;
+	if ((rc = mcp_server_new(&o, &s)) < 0) {
+		log_warnx("%s", rc == -EINVAL ? "bad --session (1-64 characters "
+		    "of [A-Za-z0-9._-])" : strerror(-rc));
+		return rc == -EINVAL ? 2 : 1;
+	}
+	install_handlers();
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_mutex_init(&t.out, NULL);
+	pthread_cond_init(&t.wake, NULL);
+	if ((rc = start_worker(&t, &th)) == 0) {
+		rc = serve(&t);
+		stop_worker(&t, th);
+		if (rc == 0)
+			rc = t.write_error;
+	}
+	pthread_cond_destroy(&t.wake);
+	pthread_mutex_destroy(&t.out);
+	pthread_mutex_destroy(&t.lock);
+	mcp_server_free(s);
+	if (mcp_signal != 0)
+		return 128 + mcp_signal;
+	if (rc == -EPIPE)
+		return 0;	/* the client went away */
+	if (rc < 0) {
+		log_warnx("stdio: %s", strerror(-rc));
+		return 1;
+	}
+	return 0;
+}

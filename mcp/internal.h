@@ -1,0 +1,36 @@
+/*
+ * Shared between the MCP protocol handler (mcp.c) and the run_code tool
+ * (run_code.c); not for callers outside mcp/.
+ */
+#ifndef CORDON_MCP_INTERNAL_H
+#define CORDON_MCP_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "mcp/mcp.h"
+
+struct mcp_server {
+	const struct config *config;
+	mcp_run_fn run;
+	void *run_arg;
+	char session[RUNNER_SESSION_MAX + 1];	/* "" for none */
+	char tmp_dir[PATH_MAX];
+	volatile sig_atomic_t *cancel;
+	bool initialized;
+	char protocol[32];
+};
+
+#define RUN_CODE_NAME "run_code"
+
+/* The tool's definition for tools/list (caller frees); NULL on ENOMEM. */
+cJSON *run_code_tool(const struct config *c);
+
+/* Runs the tool with the call's arguments (may be NULL when absent) and
+ * returns the CallToolResult (caller frees): bad arguments and failed runs
+ * are results with isError, as the protocol asks. NULL on ENOMEM. */
+cJSON *run_code_call(struct mcp_server *s, const cJSON *arguments);
+
+#endif

@@ -1,2 +1,0 @@
-/* Placeholder until the MCP server lands. */
-typedef int mcp_placeholder_t;

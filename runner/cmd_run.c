@@ -1,0 +1,241 @@
+/*
+ * `cordon run`: reads the code from stdin, runs it with runner_run and
+ * prints ONE JSON object. Exit 0 when a result was produced; otherwise a
+ * one-line message on stderr and a non-zero exit. SIGINT/SIGTERM/SIGHUP
+ * cancel the run (the container is removed) and exit 128+signal.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/json.h"
+#include "common/util.h"
+#include "runner/cmd.h"
+#include "runner/runner.h"
+
+static volatile sig_atomic_t run_cancel;
+static volatile sig_atomic_t run_signal;
+
+static void
+on_signal(int sig)
+{
+	run_signal = sig;
+	run_cancel = 1;
+}
+
+static void
+install_handlers(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: poll() returns EINTR and sees the flag at once. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static int
+usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "cordon run: %s%s%s\n", msg, arg ? ": " : "",
+	    arg ? arg : "");
+	fprintf(stderr, "usage: cordon run [--net none|proxy] [--timeout S] "
+	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
+	    "[--out DIR] [--session ID] [--lang python] < code\n");
+	return 2;
+}
+
+static int
+parse_cpus(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 64)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_flag(int opt, const char *arg, struct runner_request *q)
+{
+	uint64_t sz;
+
+	switch (opt) {
+	case 'n':
+		if (strcmp(arg, "none") == 0)
+			q->net = RUNNER_NET_NONE;
+		else if (strcmp(arg, "proxy") == 0)
+			q->net = RUNNER_NET_PROXY;
+		else
+			return usage_error("--net must be none or proxy", arg);
+		return 0;
+	case 't':
+		return util_parse_i64(arg, 1, 86400, &q->timeout_s) < 0 ?
+		    usage_error("bad --timeout (whole seconds)", arg) : 0;
+	case 'o':
+		if (util_parse_size(arg, &sz) < 0 || sz == 0)
+			return usage_error("bad --max-output", arg);
+		q->max_output = sz;
+		return 0;
+	case 'm':
+		if (util_parse_size(arg, &q->memory) < 0 || q->memory == 0)
+			return usage_error("bad --memory", arg);
+		return 0;
+	case 'c':
+		return parse_cpus(arg, &q->cpus) < 0 ?
+		    usage_error("bad --cpus", arg) : 0;
+	case 'i':
+		if (q->nin == RUNNER_MAX_IN)
+			return usage_error("too many --in paths", NULL);
+		q->in[q->nin++] = arg;
+		return 0;
+	case 'O':
+		q->out_dir = arg;
+		return 0;
+	case 's':
+		q->session = arg;
+		return 0;
+	case 'l':
+		q->lang = arg;
+		return 0;
+	}
+	return usage_error("unknown option", NULL);
+}
+
+static int
+parse_args(int argc, char **argv, struct runner_request *q)
+{
+	static const struct option longopts[] = {
+		{ "net", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "max-output", required_argument, NULL, 'o' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "in", required_argument, NULL, 'i' },
+		{ "out", required_argument, NULL, 'O' },
+		{ "session", required_argument, NULL, 's' },
+		{ "lang", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		if (opt == 'h') {
+			(void)usage_error("help", NULL);
+			return 2;
+		}
+		if (opt == '?' || opt == ':')
+			return usage_error("bad option", argv[optind - 1]);
+		if ((rc = parse_flag(opt, optarg, q)) != 0)
+			return rc;
+	}
+	if (optind != argc)
+		return usage_error("unexpected argument", argv[optind]);
+	return 0;
+}
+
+/* Reads all of stdin, at most RUNNER_CODE_MAX bytes. */
+static int
+read_code(char **out, size_t *len)
+{
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t r;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	for (;;) {
+		if (n == cap) {
+			if (cap >= RUNNER_CODE_MAX || (nb = realloc(buf,
+			    cap * 2)) == NULL) {
+				free(buf);
+				return cap >= RUNNER_CODE_MAX ? -EFBIG : -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(0, buf + n, cap - n);
+		if (r < 0 && errno == EINTR && !run_cancel)
+			continue;
+		if (r < 0) {
+			free(buf);
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+static int
+print_result(const struct runner_result *res)
+{
+	cJSON *o = runner_result_to_json(res);
+	char *line = o != NULL ? json_print_line(o) : NULL;
+	int rc = 0;
+
+	cJSON_Delete(o);
+	if (line == NULL || fputs(line, stdout) == EOF || fflush(stdout) != 0)
+		rc = -EIO;
+	free(line);
+	return rc;
+}
+
+int
+cmd_run(int argc, char **argv)
+{
+	struct runner_request q = { .cancel = &run_cancel };
+	struct runner_result res;
+	struct config c;
+	char err[512], *code = NULL;
+	size_t len = 0;
+	int rc;
+
+	install_handlers();
+	if ((rc = parse_args(argc, argv, &q)) != 0)
+		return rc;
+	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon run: config: %s\n", err);
+		return 1;
+	}
+	if ((rc = read_code(&code, &len)) < 0) {
+		fprintf(stderr, "cordon run: reading code from stdin: %s\n",
+		    rc == -EFBIG ? "too large" : strerror(-rc));
+		return 1;
+	}
+	q.code = code;
+	q.code_len = len;
+	rc = runner_run(&c, &q, &res, err, sizeof(err));
+	free(code);
+	if (rc < 0) {
+		fprintf(stderr, "cordon run: %s\n", err);
+		return 1;
+	}
+	if (res.audit_error[0] != '\0')
+		fprintf(stderr, "cordon run: warning: %s\n", res.audit_error);
+	rc = print_result(&res);
+	runner_result_cleanup(&res);
+	if (rc < 0) {
+		fprintf(stderr, "cordon run: cannot write the result\n");
+		return 1;
+	}
+	return run_signal != 0 ? 128 + run_signal : 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * Small docker CLI calls the runner needs around `docker run`: remove by
+ * name, inspect the end state, check the daemon's runtimes and images, and
+ * list Cordon containers. Each is one argv run through proc.h with its own
+ * deadline; nothing here prints.
+ */
+#ifndef CORDON_RUNNER_DOCKER_H
+#define CORDON_RUNNER_DOCKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+#define DOCKER_CALL_MS 15000	/* deadline for one small docker call */
+
+struct docker_state {
+	bool oom_killed;
+	bool started;		/* StartedAt is set: the job's code ran */
+	int exit_code;
+};
+
+/* `docker rm -f NAME...` (at most 64 names). 0, -ENOENT when docker said
+ * there was no such container, or another negative errno. */
+int docker_rm_force(const struct config *c, const char *const *names,
+    size_t n);
+
+/* `docker inspect` of a container's State. 0 or -ENOENT / negative errno. */
+int docker_inspect_state(const struct config *c, const char *name,
+    struct docker_state *st);
+
+/* Parses the inspect line "OOMKilled ExitCode StartedAt". Pure. */
+int docker_state_parse(const char *line, struct docker_state *st);
+
+/* True when the JSON object text of `docker info --format
+ * '{{json .Runtimes}}'` has a key named runtime. Pure. */
+bool docker_runtimes_has(const char *json, size_t len, const char *runtime);
+
+/* Decides whether gc removes a container from its labels: the deadline
+ * (epoch s) has passed, or the owner pid is not alive. Missing or bad
+ * labels count as expired. alive may be NULL (owner treated alive). Pure
+ * apart from alive. */
+bool docker_gc_match(const char *owner_pid, const char *deadline,
+    int64_t now_s, bool (*alive)(long pid));
+
+#endif

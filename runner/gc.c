@@ -1,0 +1,185 @@
+/*
+ * `cordon gc` and `cordon kill-all` (runner_gc in runner.h): list every
+ * container labelled cordon=1 with its owner pid and deadline labels, pick
+ * the expired or orphaned ones (or all), and remove them by name.
+ */
+#include "runner/runner.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/proc.h"
+#include "common/util.h"
+#include "runner/docker.h"
+#include "runner/docker_argv.h"
+
+#define GC_BATCH 32
+#define GC_STAGING_AGE_S 600	/* orphan --in dirs older than this go */
+
+static bool
+pid_alive(long pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+static int
+list_containers(const struct config *c, struct proc_result *r, char *err,
+    size_t errlen)
+{
+	const char *argv[] = { c->docker, "ps", "-a", "--no-trunc",
+	    "--filter", "label=cordon=1", "--format",
+	    "{{.Names}}\t{{.Label \"cordon.owner_pid\"}}\t"
+	    "{{.Label \"cordon.deadline\"}}", NULL };
+	struct proc_opts o = { .argv = argv, .stdout_max = 16 << 20,
+	    .stderr_max = 4096 };
+	int rc = proc_run(&o, DOCKER_CALL_MS, r);
+
+	if (rc == 0 && (r->timed_out || r->exit_code != 0 ||
+	    cbuf_truncated(r->out))) {
+		snprintf(err, errlen, "`%s ps` failed: %.120s", c->docker,
+		    cbuf_data(r->err));
+		proc_result_cleanup(r);
+		rc = -EIO;
+	} else if (rc < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", c->docker,
+		    strerror(-rc));
+	}
+	return rc;
+}
+
+/* Removes a batch; names that vanished meanwhile still count as gone. */
+static int
+flush(const struct config *c, const char **batch, size_t *n, int *removed)
+{
+	int rc = docker_rm_force(c, batch, *n);
+
+	if (rc == 0 || rc == -ENOENT) {
+		*removed += (int)*n;
+		rc = 0;
+	}
+	*n = 0;
+	return rc;
+}
+
+/* One container from the listing; name points into the listing text. */
+struct gc_item {
+	const char *name;
+	bool remove;
+};
+
+static struct gc_item *
+gc_find(struct gc_item *items, size_t n, const char *name, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strlen(items[i].name) == len &&
+		    strncmp(items[i].name, name, len) == 0)
+			return &items[i];
+	return NULL;
+}
+
+/* Removes --in staging directories (STATE_DIR/in/<name>.XXXXXX) left by
+ * runners that died: those of containers removed now, and those of no
+ * listed container that are older than a start could take. */
+static void
+gc_staging(const struct config *c, struct gc_item *items, size_t n,
+    int64_t now)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/in", c->state_dir) >=
+	    sizeof(dir) || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		const char *dot = strchr(de->d_name, '.');
+		struct gc_item *it;
+		if (strncmp(de->d_name, "cordon-", 7) != 0 || dot == NULL)
+			continue;
+		it = gc_find(items, n, de->d_name, (size_t)(dot - de->d_name));
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
+		    de->d_name) >= sizeof(path) || lstat(path, &st) < 0)
+			continue;
+		if ((it != NULL && it->remove) ||
+		    (it == NULL && st.st_mtime < now - GC_STAGING_AGE_S))
+			(void)util_rm_rf(path);
+	}
+	closedir(d);
+}
+
+/* Splits the listing into items, deciding which to remove. */
+static int
+gc_parse(char *text, bool all, int64_t now, struct gc_item **out, size_t *n)
+{
+	struct gc_item *items = NULL, *ni;
+	char *line, *save = NULL;
+
+	*n = 0;
+	for (line = strtok_r(text, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		char *f[3] = { line, NULL, NULL };
+		for (int i = 1; i < 3 && f[i - 1] != NULL; i++)
+			if ((f[i] = strchr(f[i - 1], '\t')) != NULL)
+				*f[i]++ = '\0';
+		/* Only the runner's own containers, never other labelled
+		 * ones (tests of other parts). */
+		if (strncmp(f[0], "cordon-", 7) != 0)
+			continue;
+		if ((ni = realloc(items, (*n + 1) * sizeof(*items))) == NULL) {
+			free(items);
+			return -ENOMEM;
+		}
+		items = ni;
+		items[*n].name = f[0];
+		items[*n].remove = all || docker_gc_match(f[1] != NULL ? f[1] :
+		    "", f[2] != NULL ? f[2] : "", now, pid_alive);
+		(*n)++;
+	}
+	*out = items;
+	return 0;
+}
+
+int
+runner_gc(const struct config *c, bool all, int *removed, char *err,
+    size_t errlen)
+{
+	const char *batch[GC_BATCH];
+	struct gc_item *items = NULL;
+	struct proc_result r;
+	int64_t now = time_wall_ms() / 1000;
+	size_t n = 0, nitems = 0;
+	int rc;
+
+	*removed = 0;
+	if ((rc = list_containers(c, &r, err, errlen)) < 0)
+		return rc;
+	if ((rc = gc_parse((char *)cbuf_data(r.out), all, now, &items,
+	    &nitems)) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; rc == 0 && i < nitems; i++) {
+		if (!items[i].remove)
+			continue;
+		batch[n++] = items[i].name;
+		if (n == GC_BATCH)
+			rc = flush(c, batch, &n, removed);
+	}
+	if (rc == 0)
+		rc = flush(c, batch, &n, removed);
+	if (rc < 0)
+		snprintf(err, errlen, "`%s rm -f` failed", c->docker);
+	else
+		gc_staging(c, items, nitems, now);
+	free(items);
+done:
+	proc_result_cleanup(&r);
+	return rc;
+}

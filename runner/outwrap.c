@@ -1,0 +1,122 @@
+/*
+ * The --out wrapper program and the parser that splits its stdout into
+ * the job's own stdout and the archive of /tmp/out (outwrap.h).
+ */
+#include "runner/outwrap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+
+const char outwrap_program[] =
+"import os,sys,signal,subprocess,selectors,tarfile\n"
+"try:\n"
+" import ctypes\n"
+" ctypes.CDLL(None).prctl(4,0,0,0,0)\n"
+"except Exception:\n"
+" pass\n"
+"cap=int(sys.argv[1])\n"
+"nonce,_,code=sys.stdin.buffer.read().partition(b'\\n')\n"
+"try:\n"
+" os.mkdir('/tmp/out',0o700)\n"
+"except OSError:\n"
+" pass\n"
+"P=subprocess.PIPE\n"
+"p=subprocess.Popen([sys.executable,'-I','-'],stdin=P,stdout=P,stderr=P,cwd='/tmp')\n"
+"try:\n"
+" p.stdin.write(code);p.stdin.close()\n"
+"except OSError:\n"
+" pass\n"
+"def wr(fd,b):\n"
+" while b:\n"
+"  b=b[os.write(fd,b):]\n"
+"seen={1:0,2:0}\n"
+"fds={p.stdout.fileno():1,p.stderr.fileno():2}\n"
+"sel=selectors.DefaultSelector()\n"
+"for fd in fds:\n"
+" sel.register(fd,selectors.EVENT_READ)\n"
+"done=False\n"
+"while fds:\n"
+" for k,_ in sel.select(0.1):\n"
+"  b=os.read(k.fd,65536)\n"
+"  if not b:\n"
+"   sel.unregister(k.fd);del fds[k.fd];continue\n"
+"  o=fds[k.fd];room=max(0,cap-seen[o]);seen[o]+=len(b)\n"
+"  if room:\n"
+"   wr(o,b[:room])\n"
+" if not done and p.poll() is not None:\n"
+"  done=True\n"
+"  try:\n"
+"   os.kill(-1,signal.SIGKILL)\n"
+"  except OSError:\n"
+"   pass\n"
+"rc=p.wait()\n"
+"w=open(1,'wb',closefd=False)\n"
+"w.write(b'\\0CORDON-OUT-'+nonce+b'\\0%d %d\\n'%(seen[1],seen[2]))\n"
+"with tarfile.open(fileobj=w,mode='w|',format=tarfile.USTAR_FORMAT) as t:\n"
+" for root,dirs,files in os.walk('/tmp/out'):\n"
+"  dirs.sort()\n"
+"  for n in dirs+sorted(files):\n"
+"   f=os.path.join(root,n)\n"
+"   try:\n"
+"    t.add(f,arcname=os.path.relpath(f,'/tmp/out'),recursive=False)\n"
+"   except Exception:\n"
+"    pass\n"
+"w.flush()\n"
+"os._exit(rc if rc>=0 else 128-rc)\n";
+
+static const unsigned char *
+find_last(const unsigned char *buf, size_t len, const char *pat, size_t plen)
+{
+	const unsigned char *last = NULL, *p = buf;
+
+	while (len >= plen) {
+		const unsigned char *h = memmem(p, len, pat, plen);
+		if (h == NULL)
+			break;
+		last = h;
+		len -= (size_t)(h - p) + 1;
+		p = h + 1;
+	}
+	return last;
+}
+
+int
+outwrap_split(const void *buf, size_t len, const char *nonce,
+    struct outwrap_split *out)
+{
+	char marker[16 + OUTWRAP_NONCE_LEN + 2];
+	const unsigned char *b = buf, *m, *nl, *counts;
+	char line[64], *sp;
+	size_t mlen, clen;
+	int64_t o, e;
+
+	memset(out, 0, sizeof(*out));
+	if (strlen(nonce) != OUTWRAP_NONCE_LEN)
+		return -EINVAL;
+	mlen = (size_t)snprintf(marker, sizeof(marker), "%cCORDON-OUT-%s", 0,
+	    nonce);
+	marker[mlen++] = '\0';
+	if ((m = find_last(b, len, marker, mlen)) == NULL)
+		return -ENOENT;
+	counts = m + mlen;
+	nl = memchr(counts, '\n', len - (size_t)(counts - b));
+	if (nl == NULL || (clen = (size_t)(nl - counts)) >= sizeof(line))
+		return -ENOENT;
+	memcpy(line, counts, clen);
+	line[clen] = '\0';
+	if ((sp = strchr(line, ' ')) == NULL)
+		return -ENOENT;
+	*sp = '\0';
+	if (util_parse_i64(line, 0, INT64_MAX, &o) < 0 ||
+	    util_parse_i64(sp + 1, 0, INT64_MAX, &e) < 0)
+		return -ENOENT;
+	out->stdout_len = (size_t)(m - b);
+	out->tar = nl + 1;
+	out->tar_len = len - (size_t)(nl + 1 - b);
+	out->out_seen = (uint64_t)o;
+	out->err_seen = (uint64_t)e;
+	return 0;
+}

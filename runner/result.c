@@ -1,0 +1,241 @@
+/*
+ * The pure parts of the runner API (runner.h): request checks, clamping of
+ * caller limits to the config maxima, the result's JSON view, and the
+ * audit line (which never carries code or output).
+ */
+#include "runner/runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/json.h"
+#include "common/util.h"
+
+const char *
+runner_status_name(enum runner_status s)
+{
+	switch (s) {
+	case RUNNER_OK: return "ok";
+	case RUNNER_TIMEOUT: return "timeout";
+	case RUNNER_OOM: return "oom";
+	case RUNNER_OUTPUT_TRUNCATED: return "output_truncated";
+	case RUNNER_CLOSED_EARLY: return "closed_early";
+	case RUNNER_SANDBOX_ERROR: return "sandbox_error";
+	}
+	return "sandbox_error";
+}
+
+const char *
+runner_net_name(enum runner_net n)
+{
+	return n == RUNNER_NET_PROXY ? "proxy" : "none";
+}
+
+void
+runner_limits_resolve(const struct config *c, const struct runner_request *req,
+    struct runner_limits *out)
+{
+	const struct config_limits *l = &c->limits;
+
+	out->timeout_s = req->timeout_s > 0 ? req->timeout_s : l->timeout_s;
+	if (out->timeout_s > l->max_timeout_s)
+		out->timeout_s = l->max_timeout_s;
+	out->max_output = req->max_output > 0 ? req->max_output :
+	    l->max_output_bytes;
+	if (out->max_output > l->max_output_cap)
+		out->max_output = l->max_output_cap;
+	/* limits.memory and limits.cpus are both default and maximum. */
+	out->memory = req->memory > 0 && req->memory < l->memory_bytes ?
+	    req->memory : l->memory_bytes;
+	if (out->memory < (16u << 20))
+		out->memory = 16u << 20;
+	out->cpus = req->cpus > 0 && req->cpus < l->cpus ? req->cpus : l->cpus;
+	if (out->cpus < 0.01)
+		out->cpus = 0.01;
+}
+
+int
+runner_request_check(const struct runner_request *req, char *err,
+    size_t errlen)
+{
+	if (req->lang != NULL && strcmp(req->lang, "python") != 0) {
+		snprintf(err, errlen, "unsupported language '%s' (python only)",
+		    req->lang);
+		return -EINVAL;
+	}
+	if (req->code == NULL && req->code_len > 0) {
+		snprintf(err, errlen, "code is NULL");
+		return -EINVAL;
+	}
+	if (req->code_len > RUNNER_CODE_MAX) {
+		snprintf(err, errlen, "code larger than %u bytes",
+		    RUNNER_CODE_MAX);
+		return -EINVAL;
+	}
+	if (req->nin > RUNNER_MAX_IN) {
+		snprintf(err, errlen, "at most %d --in paths", RUNNER_MAX_IN);
+		return -EINVAL;
+	}
+	if (req->session != NULL) {
+		size_t n = strlen(req->session);
+		if (n == 0 || n > RUNNER_SESSION_MAX || strspn(req->session,
+		    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789._-") != n) {
+			snprintf(err, errlen, "session id: 1-%d characters of "
+			    "[A-Za-z0-9._-]", RUNNER_SESSION_MAX);
+			return -EINVAL;
+		}
+	}
+	if (req->out_dir != NULL && req->out_dir[0] == '\0') {
+		snprintf(err, errlen, "--out: empty directory name");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static cJSON *
+files_to_json(const struct runner_result *res)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr != NULL && i < res->nfiles; i++) {
+		const struct runner_file *f = &res->files[i];
+		cJSON *o = cJSON_CreateObject();
+		if (o == NULL || !cJSON_AddItemToArray(arr, o) ||
+		    json_add_bytes(o, "path", f->path, strlen(f->path)) < 0 ||
+		    cJSON_AddNumberToObject(o, "size", (double)f->size) == NULL ||
+		    (f->refused != NULL &&
+		    cJSON_AddStringToObject(o, "refused", f->refused) == NULL)) {
+			cJSON_Delete(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+cJSON *
+runner_result_to_json(const struct runner_result *res)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *files;
+	bool ok = o != NULL;
+
+	ok = ok && cJSON_AddStringToObject(o, "status",
+	    runner_status_name(res->status)) != NULL;
+	ok = ok && cJSON_AddNumberToObject(o, "exit_code", res->exit_code);
+	ok = ok && json_add_bytes(o, "stdout", res->out, res->out_len) == 0;
+	ok = ok && json_add_bytes(o, "stderr", res->err, res->err_len) == 0;
+	ok = ok && cJSON_AddBoolToObject(o, "stdout_truncated",
+	    res->out_truncated);
+	ok = ok && cJSON_AddBoolToObject(o, "stderr_truncated",
+	    res->err_truncated);
+	ok = ok && cJSON_AddNumberToObject(o, "duration_ms",
+	    (double)res->duration_ms);
+	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
+	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
+	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
+	if (ok && res->want_files) {
+		files = files_to_json(res);
+		ok = files != NULL && cJSON_AddItemToObject(o, "files", files);
+		if (files != NULL && !ok)
+			cJSON_Delete(files);
+		if (ok && res->files_error[0] != '\0')
+			ok = cJSON_AddStringToObject(o, "files_error",
+			    res->files_error) != NULL;
+	}
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+void
+runner_result_cleanup(struct runner_result *res)
+{
+	if (res == NULL)
+		return;
+	free(res->out);
+	free(res->err);
+	for (size_t i = 0; i < res->nfiles; i++)
+		free(res->files[i].path);
+	free(res->files);
+	memset(res, 0, sizeof(*res));
+}
+
+static cJSON *
+audit_json(const char *session, const struct runner_result *res)
+{
+	cJSON *o = cJSON_CreateObject();
+	char now[32];
+	bool ok = o != NULL;
+
+	time_format_utc(time_wall_ms(), now);
+	ok = ok && cJSON_AddStringToObject(o, "time", now);
+	ok = ok && cJSON_AddStringToObject(o, "session",
+	    session != NULL ? session : "");
+	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
+	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
+	ok = ok && cJSON_AddStringToObject(o, "status",
+	    runner_status_name(res->status));
+	ok = ok && cJSON_AddNumberToObject(o, "exit_code", res->exit_code);
+	ok = ok && cJSON_AddNumberToObject(o, "duration_ms",
+	    (double)res->duration_ms);
+	ok = ok && cJSON_AddNumberToObject(o, "stdout_bytes",
+	    (double)res->out_len);
+	ok = ok && cJSON_AddNumberToObject(o, "stderr_bytes",
+	    (double)res->err_len);
+	ok = ok && cJSON_AddBoolToObject(o, "stdout_truncated",
+	    res->out_truncated);
+	ok = ok && cJSON_AddBoolToObject(o, "stderr_truncated",
+	    res->err_truncated);
+	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int
+runner_audit_append(const struct config *c, const char *session,
+    const struct runner_result *res)
+{
+	char dir[sizeof(c->audit_log)], *slash, *line;
+	cJSON *o;
+	size_t len;
+	ssize_t w;
+	int fd, rc = 0;
+
+	util_strlcpy(dir, c->audit_log, sizeof(dir));
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if ((rc = util_mkdir_p(dir, 0750)) < 0)
+			return rc;
+	}
+	if ((o = audit_json(session, res)) == NULL)
+		return -ENOMEM;
+	line = json_print_line(o);
+	cJSON_Delete(o);
+	if (line == NULL)
+		return -ENOMEM;
+	len = strlen(line);
+	/* One write with O_APPEND: concurrent runs never interleave lines. */
+	fd = open(c->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0640);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		w = write(fd, line, len);
+		if (w != (ssize_t)len)
+			rc = w < 0 ? -errno : -EIO;
+		if (close(fd) < 0 && rc == 0)
+			rc = -errno;
+	}
+	free(line);
+	return rc;
+}

@@ -1,0 +1,355 @@
+/*
+ * runner_run (runner.h): one job in one fresh container. The deadline
+ * covers everything from `docker run` on; at the deadline, on cancel, and
+ * on every other exit path the container is removed by name (`docker rm
+ * -f`) and the CLI's process group killed and reaped. No --rm: the end
+ * state (OOMKilled, whether it started) is inspected before removal.
+ */
+#include "runner/runner.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/proc.h"
+#include "common/sha256.h"
+#include "common/util.h"
+#include "runner/docker.h"
+#include "runner/docker_argv.h"
+#include "runner/dockerapi.h"
+#include "runner/files.h"
+#include "runner/image.h"
+#include "runner/outwrap.h"
+
+#define GC_GRACE_S 30		/* label deadline = run deadline + this */
+
+struct run {
+	const struct config *c;
+	const struct runner_request *req;
+	struct runner_limits lim;
+	char image[IMAGE_ID_MAX];
+	char nonce[OUTWRAP_NONCE_LEN + 1];
+	char in_dir[PATH_MAX];
+	unsigned char *input;		/* what goes to the container's stdin */
+	size_t input_len;
+	struct proc *p;
+	int64_t start, deadline;
+	bool finished, timed_out, cancelled, oom, sandbox_error;
+	bool not_started;		/* docker's own failure, no job ran */
+	int cli_exit;
+};
+
+static int
+run_prepare(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	const struct runner_request *q = r->req;
+	char hex[17];
+	int rc;
+
+	if (sha256_hex(q->code != NULL ? q->code : "", q->code_len,
+	    res->code_sha256) < 0 || util_random_hex(hex, 8) < 0) {
+		snprintf(err, errlen, "cannot hash the code or make a name");
+		return -EIO;
+	}
+	snprintf(res->container, sizeof(res->container), "cordon-%s", hex);
+	if (image_pinned_id(r->c, r->image) < 0) {
+		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
+		    "image build`)");
+		return -ENOENT;
+	}
+	if (q->nin > 0 && (rc = files_stage_in(r->c, res->container, q->in,
+	    q->nin, r->in_dir, sizeof(r->in_dir), err, errlen)) < 0)
+		return rc;
+	r->input_len = q->code_len;
+	if (q->out_dir != NULL) {
+		if (util_random_hex(r->nonce, OUTWRAP_NONCE_LEN / 2) < 0)
+			return -EIO;
+		r->input_len += OUTWRAP_NONCE_LEN + 1;
+	}
+	if ((r->input = malloc(r->input_len + 1)) == NULL)
+		return -ENOMEM;
+	if (q->out_dir != NULL) {
+		memcpy(r->input, r->nonce, OUTWRAP_NONCE_LEN);
+		r->input[OUTWRAP_NONCE_LEN] = '\n';
+		memcpy(r->input + OUTWRAP_NONCE_LEN + 1, q->code, q->code_len);
+	} else if (q->code_len > 0) {
+		memcpy(r->input, q->code, q->code_len);
+	}
+	return 0;
+}
+
+/* Bytes of stdout to keep: the job's cap, plus the --out archive. */
+static size_t
+stdout_cap(const struct run *r)
+{
+	const struct config_limits *l = &r->c->limits;
+
+	if (r->req->out_dir == NULL)
+		return (size_t)r->lim.max_output;
+	return (size_t)(r->lim.max_output + 256 + l->out_max_bytes +
+	    (uint64_t)l->out_max_files * 1024 + 20480);
+}
+
+static int
+run_spawn(struct run *r, const char *name)
+{
+	struct docker_spec s = {
+		.name = name, .image_id = r->image,
+		.runtime = r->c->runtime_offline, .network = "none",
+		.session = r->req->session != NULL ? r->req->session : "",
+		.owner_pid = (long)getpid(),
+		.deadline_epoch_s = time_wall_ms() / 1000 + r->lim.timeout_s +
+		    GC_GRACE_S,
+		.memory = r->lim.memory, .cpus = r->lim.cpus,
+		.in_dir = r->in_dir[0] != '\0' ? r->in_dir : NULL,
+		.wrapper = r->req->out_dir != NULL ? outwrap_program : NULL,
+		.wrapper_cap = r->lim.max_output,
+	};
+	struct argv_buf a;
+	struct proc_opts o = { .stdin_data = r->input,
+	    .stdin_len = r->input_len, .stdout_max = stdout_cap(r),
+	    .stderr_max = (size_t)r->lim.max_output };
+	int rc;
+
+	if ((rc = docker_run_argv(r->c, &s, &a)) < 0)
+		return rc;
+	o.argv = (const char *const *)a.v;
+	rc = proc_spawn(&o, &r->p);
+	argv_cleanup(&a);
+	return rc;
+}
+
+/* docker rm -f NAME: through the API socket when that is the same daemon
+ * (saves a CLI start on every run), else through the configured CLI. */
+static int
+remove_container(const struct config *c, const char *name)
+{
+	const char *names[] = { name };
+	int rc;
+
+	if (dockerapi_usable(c)) {
+		rc = dockerapi_rm_force(DOCKERAPI_SOCKET, name, DOCKER_CALL_MS);
+		if (rc == 0 || rc == -ENOENT)
+			return rc;
+	}
+	return docker_rm_force(c, names, 1);
+}
+
+/* Stops a run that did not finish by itself: remove the container by
+ * name, kill the CLI's group, reap; then remove once more in case the
+ * daemon created the container after the first attempt. */
+static void
+run_stop(struct run *r, const char *name)
+{
+	int rc;
+
+	rc = remove_container(r->c, name);
+	proc_kill(r->p, SIGKILL);
+	(void)proc_reap(r->p, 0);
+	if (rc != 0)
+		(void)remove_container(r->c, name);
+}
+
+/* After the CLI exited by itself: learn the end state, then remove. */
+static void
+run_finish(struct run *r, const char *name)
+{
+	struct docker_state st = { 0 };
+	int rc = -ENOENT;
+
+	r->cli_exit = proc_exit_code(r->p);
+	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0)
+		rc = docker_inspect_state(r->c, name, &st);
+	/* The daemon may record the OOM kill a moment after the exit. */
+	for (int i = 0; r->cli_exit == 137 && rc == 0 && !st.oom_killed &&
+	    i < 4; i++) {
+		(void)poll(NULL, 0, 250);
+		rc = docker_inspect_state(r->c, name, &st);
+	}
+	if (r->cli_exit == 137 && rc == 0 && st.oom_killed)
+		r->oom = true;
+	/* 125-127 are also docker's own failures: trust them as the job's
+	 * exit code only when the container really started. */
+	r->not_started = r->cli_exit >= 125 && (rc < 0 || !st.started);
+	if (r->cli_exit < 0 || (r->cli_exit != 137 && r->not_started))
+		r->sandbox_error = true;
+	(void)remove_container(r->c, name);
+}
+
+static int
+run_wait(struct run *r, const char *name)
+{
+	int rc = proc_communicate(r->p, r->deadline, r->req->cancel);
+
+	if (rc == 0) {
+		r->finished = true;
+		run_finish(r, name);
+		return 0;
+	}
+	if (rc == -ETIMEDOUT)
+		r->timed_out = true;
+	else if (rc == -EINTR)
+		r->cancelled = true;
+	else
+		r->sandbox_error = true;
+	run_stop(r, name);
+	return 0;
+}
+
+static char *
+dup_bytes(const char *p, size_t n)
+{
+	char *d = malloc(n + 1);
+
+	if (d != NULL) {
+		memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+/* Moves the kept output into res, splitting off the --out archive. */
+static int
+run_collect(struct run *r, struct runner_result *res)
+{
+	struct cbuf *out = proc_stdout(r->p), *errb = proc_stderr(r->p);
+	size_t max = (size_t)r->lim.max_output, olen = cbuf_len(out);
+	struct outwrap_split sp;
+	bool split = false;
+	int rc = 0;
+
+	res->out_truncated = cbuf_truncated(out);
+	res->err_truncated = cbuf_truncated(errb);
+	if (r->req->out_dir != NULL) {
+		res->want_files = true;
+		split = outwrap_split(cbuf_data(out), olen, r->nonce, &sp) == 0;
+		if (split) {
+			olen = sp.stdout_len;
+			res->out_truncated = sp.out_seen > max;
+			res->err_truncated |= sp.err_seen > max;
+		} else {
+			snprintf(res->files_error, sizeof(res->files_error),
+			    "no archive came back (the job was stopped, or "
+			    "its output went past the cap)");
+		}
+	}
+	if (olen > max) {
+		olen = max;
+		res->out_truncated = true;
+	}
+	res->out = dup_bytes(cbuf_data(out), olen);
+	res->out_len = olen;
+	res->err = dup_bytes(cbuf_data(errb), cbuf_len(errb));
+	res->err_len = cbuf_len(errb);
+	if (res->out == NULL || res->err == NULL)
+		return -ENOMEM;
+	if (split && (rc = files_unpack_out(r->c, sp.tar, sp.tar_len,
+	    r->req->out_dir, res)) < 0 && rc != -ENOMEM) {
+		snprintf(res->files_error, sizeof(res->files_error),
+		    "cannot write into --out %.60s: %s", r->req->out_dir,
+		    strerror(-rc));
+		rc = 0;
+	}
+	return rc;
+}
+
+static enum runner_status
+run_status(const struct run *r, const struct runner_result *res)
+{
+	if (r->cancelled)
+		return RUNNER_CLOSED_EARLY;
+	if (r->timed_out)
+		return RUNNER_TIMEOUT;
+	if (r->oom)
+		return RUNNER_OOM;
+	if (r->sandbox_error)
+		return RUNNER_SANDBOX_ERROR;
+	if (res->out_truncated || res->err_truncated)
+		return RUNNER_OUTPUT_TRUNCATED;
+	return RUNNER_OK;
+}
+
+/* A start that never reached the job: say why, from the daemon. */
+static int
+run_explain_failure(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	const char *e = cbuf_data(proc_stderr(r->p));
+	int rc;
+
+	if ((rc = runner_preflight(r->c, r->req->net, err, errlen)) < 0)
+		return rc;
+	snprintf(err, errlen, "docker run failed (exit %d): %.*s",
+	    r->cli_exit, (int)strcspn(e, "\n"), e);
+	(void)res;
+	return -EIO;
+}
+
+static void
+run_cleanup(struct run *r)
+{
+	proc_free(r->p);
+	if (r->in_dir[0] != '\0')
+		(void)util_rm_rf(r->in_dir);
+	free(r->input);
+}
+
+int
+runner_run(const struct config *c, const struct runner_request *req,
+    struct runner_result *res, char *err, size_t errlen)
+{
+	struct run r = { .c = c, .req = req };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	res->exit_code = -1;
+	res->net = req->net;
+	err[0] = '\0';
+	r.start = time_mono_ms();
+	if ((rc = runner_request_check(req, err, errlen)) < 0)
+		return rc;
+	if (req->net == RUNNER_NET_PROXY) {
+		snprintf(err, errlen, "--net proxy is not available yet: egress "
+		    "mode arrives with netsetup");
+		return -ENOTSUP;
+	}
+	runner_limits_resolve(c, req, &r.lim);
+	r.deadline = r.start + r.lim.timeout_s * 1000;
+	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
+		goto bad;
+	if ((rc = run_spawn(&r, res->container)) < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", c->docker,
+		    strerror(-rc));
+		goto bad;
+	}
+	(void)run_wait(&r, res->container);
+	/* Exit 125 with no container that ever started: a refusal by
+	 * docker (unknown runtime, missing image, daemon down): an error,
+	 * not a result. */
+	if (r.finished && r.not_started && r.cli_exit == 125) {
+		rc = run_explain_failure(&r, res, err, errlen);
+		goto bad;
+	}
+	res->exit_code = r.finished ? r.cli_exit : -1;
+	if ((rc = run_collect(&r, res)) < 0)
+		goto bad;
+	res->status = run_status(&r, res);
+	res->duration_ms = time_mono_ms() - r.start;
+	run_cleanup(&r);
+	if ((rc = runner_audit_append(c, req->session, res)) < 0)
+		snprintf(res->audit_error, sizeof(res->audit_error),
+		    "audit log %.80s: %s", c->audit_log, strerror(-rc));
+	return 0;
+bad:
+	run_cleanup(&r);
+	runner_result_cleanup(res);
+	res->exit_code = -1;
+	if (err[0] == '\0')
+		snprintf(err, errlen, "%s", strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,132 @@
+/*
+ * The runner: run untrusted code once in a fresh hardened gVisor container
+ * and hand back a result that can be trusted as data. The code goes to the
+ * container on stdin only. A library for C callers (the CLI, the service):
+ * it never prints and never exits.
+ */
+#ifndef CORDON_RUNNER_RUNNER_H
+#define CORDON_RUNNER_RUNNER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/config.h"
+
+#define RUNNER_MAX_IN 32		/* --in paths per run */
+#define RUNNER_SESSION_MAX 64		/* [A-Za-z0-9._-], at most 64 */
+#define RUNNER_NAME_MAX 48		/* "cordon-" + 16 hex */
+#define RUNNER_CODE_MAX (16u << 20)	/* bytes of code per run */
+
+enum runner_net { RUNNER_NET_NONE = 0, RUNNER_NET_PROXY };
+
+enum runner_status {
+	RUNNER_OK = 0,
+	RUNNER_TIMEOUT,			/* the deadline passed; we killed it */
+	RUNNER_OOM,			/* docker says OOMKilled */
+	RUNNER_OUTPUT_TRUNCATED,	/* finished, but a stream hit the cap */
+	RUNNER_CLOSED_EARLY,		/* the caller cancelled (*cancel set) */
+	RUNNER_SANDBOX_ERROR,		/* the container did not run properly */
+};
+
+/* A request. Zero/NULL fields take the config defaults; every value is
+ * clamped to the config maxima, and nothing here can weaken the fixed
+ * hardening flags. The caller owns every pointer. */
+struct runner_request {
+	const void *code;		/* program text (bytes), never on argv */
+	size_t code_len;
+	const char *lang;		/* NULL or "python" */
+	enum runner_net net;
+	int64_t timeout_s;		/* 0: limits.timeout_s */
+	uint64_t max_output;		/* per stream; 0: limits.max_output */
+	uint64_t memory;		/* bytes; 0: limits.memory */
+	double cpus;			/* 0: limits.cpus */
+	const char *in[RUNNER_MAX_IN];	/* host paths, copied to /in */
+	size_t nin;
+	const char *out_dir;		/* NULL: no --out */
+	const char *session;		/* NULL or RUNNER_SESSION_MAX chars */
+	volatile sig_atomic_t *cancel;	/* may be NULL; set from a handler */
+};
+
+/* A file brought back from /tmp/out (or refused). */
+struct runner_file {
+	char *path;			/* relative to out_dir; untrusted bytes */
+	uint64_t size;
+	const char *refused;		/* NULL when written; static reason */
+};
+
+struct runner_result {
+	enum runner_status status;
+	int exit_code;			/* container exit code; -1 if none */
+	char *out;			/* kept stdout bytes (NUL-terminated) */
+	size_t out_len;
+	char *err;
+	size_t err_len;
+	bool out_truncated, err_truncated;
+	int64_t duration_ms;
+	char container[RUNNER_NAME_MAX];
+	char code_sha256[65];
+	enum runner_net net;
+	bool want_files;		/* --out was requested */
+	struct runner_file *files;
+	size_t nfiles;
+	char files_error[128];		/* "" or why nothing/only part came back */
+	char audit_error[128];		/* "" or why the audit line failed */
+};
+
+/* The effective values after clamping (exposed for tests and the CLI). */
+struct runner_limits {
+	int64_t timeout_s;
+	uint64_t max_output;
+	uint64_t memory;
+	double cpus;
+};
+
+/* Applies defaults and clamps req against c. Pure. */
+void runner_limits_resolve(const struct config *c,
+    const struct runner_request *req, struct runner_limits *out);
+
+/* Validates the request (lang, session characters, counts). 0 or -EINVAL
+ * with a one-line reason in err. Pure. */
+int runner_request_check(const struct runner_request *req, char *err,
+    size_t errlen);
+
+/* Runs the request. Returns 0 when a result was produced (whatever the
+ * program did: see res->status), else a negative errno with a one-line
+ * reason in err (docker unreachable, runtime not registered, image
+ * missing, bad request, ...). In every case the container is removed
+ * before returning. res must be released with runner_result_cleanup. */
+int runner_run(const struct config *c, const struct runner_request *req,
+    struct runner_result *res, char *err, size_t errlen);
+
+/* Checks, from the daemon, that the configured runtime is registered and
+ * the pinned image is present: 0, or -ENOENT/-EHOSTUNREACH with a reason.
+ * runner_run calls it only to explain a failed start. */
+int runner_preflight(const struct config *c, enum runner_net net, char *err,
+    size_t errlen);
+
+/* The one-line JSON view (caller frees with cJSON_Delete); NULL on
+ * ENOMEM. stdout/stderr are valid JSON strings whatever the bytes. */
+cJSON *runner_result_to_json(const struct runner_result *res);
+
+const char *runner_status_name(enum runner_status s);
+const char *runner_net_name(enum runner_net n);
+
+/* Frees what the result owns; accepts a zeroed result. */
+void runner_result_cleanup(struct runner_result *res);
+
+/* Appends one audit line for a finished run to c->audit_log (creating its
+ * directory). Never the code or the output. 0 or a negative errno. */
+int runner_audit_append(const struct config *c, const char *session,
+    const struct runner_result *res);
+
+/* Garbage collection over Cordon containers (label cordon=1). gc removes
+ * those whose deadline passed or whose owner pid is gone; kill_all removes
+ * all. *removed counts them. 0 or a negative errno with a reason. */
+int runner_gc(const struct config *c, bool all, int *removed, char *err,
+    size_t errlen);
+
+#endif

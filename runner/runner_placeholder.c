@@ -1,2 +1,0 @@
-/* Placeholder until the runner library lands. */
-typedef int runner_placeholder_t;

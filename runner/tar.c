@@ -1,0 +1,244 @@
+/*
+ * ustar reading (tar.h): 512-byte headers with octal fields and a checksum;
+ * only types '0'/'\0' (file) and '5' (directory) are ever accepted by the
+ * refusal rules, and extraction opens every path component with O_NOFOLLOW
+ * relative to the output directory.
+ */
+#include "runner/tar.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BLOCK 512
+
+void
+tar_reader_init(struct tar_reader *r, const void *buf, size_t len)
+{
+	r->buf = buf;
+	r->len = len;
+	r->off = 0;
+}
+
+/* Octal field of width n: optional leading spaces, digits, then NUL/space
+ * padding. Base-256 (GNU) sizes are refused. */
+static int
+parse_octal(const unsigned char *f, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	bool digits = false;
+
+	while (i < n && f[i] == ' ')
+		i++;
+	for (; i < n && f[i] >= '0' && f[i] <= '7'; i++) {
+		if (v > (UINT64_MAX >> 3))
+			return -EBADMSG;
+		v = (v << 3) | (uint64_t)(f[i] - '0');
+		digits = true;
+	}
+	for (; i < n; i++)
+		if (f[i] != '\0' && f[i] != ' ')
+			return -EBADMSG;
+	if (!digits)
+		return -EBADMSG;
+	*out = v;
+	return 0;
+}
+
+static bool
+all_zero(const unsigned char *b)
+{
+	for (size_t i = 0; i < BLOCK; i++)
+		if (b[i] != 0)
+			return false;
+	return true;
+}
+
+static int
+check_sum(const unsigned char *h)
+{
+	uint64_t want, got = 0;
+
+	if (parse_octal(h + 148, 8, &want) < 0)
+		return -EBADMSG;
+	for (size_t i = 0; i < BLOCK; i++)
+		got += (i >= 148 && i < 156) ? ' ' : h[i];
+	return got == want ? 0 : -EBADMSG;
+}
+
+/* name = prefix "/" name (ustar), both fields possibly unterminated at
+ * their full width. */
+static int
+copy_name(const unsigned char *h, char out[TAR_NAME_MAX])
+{
+	size_t nl = strnlen((const char *)h, 100);
+	size_t pl = 0;
+
+	if (memcmp(h + 257, "ustar", 5) == 0)
+		pl = strnlen((const char *)h + 345, 155);
+	if (pl + 1 + nl + 1 > TAR_NAME_MAX)
+		return -EBADMSG;
+	if (pl > 0) {
+		memcpy(out, h + 345, pl);
+		out[pl] = '/';
+		memcpy(out + pl + 1, h, nl);
+		out[pl + 1 + nl] = '\0';
+	} else {
+		memcpy(out, h, nl);
+		out[nl] = '\0';
+	}
+	return 0;
+}
+
+int
+tar_next(struct tar_reader *r, struct tar_entry *e)
+{
+	const unsigned char *h;
+	uint64_t size, padded;
+
+	if (r->off == r->len)
+		return 0;
+	if (r->len - r->off < BLOCK)
+		return -EPIPE;
+	h = r->buf + r->off;
+	if (all_zero(h))
+		return 0;
+	if (check_sum(h) < 0 || parse_octal(h + 124, 12, &size) < 0 ||
+	    copy_name(h, e->name) < 0)
+		return -EBADMSG;
+	if (size > (uint64_t)(r->len - r->off - BLOCK))
+		return -EPIPE;
+	padded = (size + BLOCK - 1) / BLOCK * BLOCK;
+	e->typeflag = (char)h[156];
+	e->type = (h[156] == '0' || h[156] == '\0') ? TAR_FILE :
+	    h[156] == '5' ? TAR_DIR : TAR_OTHER;
+	e->size = size;
+	e->data = h + BLOCK;
+	if (padded > (uint64_t)(r->len - r->off - BLOCK))
+		r->off = r->len;	/* last block may be unpadded */
+	else
+		r->off += BLOCK + (size_t)padded;
+	return 1;
+}
+
+const char *
+tar_entry_refusal(struct tar_entry *e)
+{
+	char *n = e->name;
+	size_t len;
+
+	if (e->type == TAR_OTHER)
+		return e->typeflag == '1' || e->typeflag == '2' ?
+		    "link" : "not a regular file or directory";
+	if (e->type == TAR_DIR && e->size != 0)
+		return "directory with data";
+	if (n[0] == '/')
+		return "absolute path";
+	while (n[0] == '.' && n[1] == '/')
+		memmove(n, n + 2, strlen(n + 2) + 1);
+	len = strlen(n);
+	while (len > 0 && n[len - 1] == '/')
+		n[--len] = '\0';
+	if (len == 0 || strcmp(n, ".") == 0)
+		return "empty name";
+	for (const char *p = n; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return "control character in name";
+	for (const char *c = n; c != NULL; c = strchr(c, '/')) {
+		size_t cl;
+		if (*c == '/')
+			c++;
+		cl = strcspn(c, "/");
+		if (cl == 0)
+			return "empty path component";
+		if ((cl == 2 && c[0] == '.' && c[1] == '.') ||
+		    (cl == 1 && c[0] == '.'))
+			return "'.' or '..' component";
+	}
+	return NULL;
+}
+
+/* Opens (creating if needed) each directory of path[0..end) below dirfd,
+ * never following links. Returns an fd or a negative errno. */
+static int
+open_parent(int dirfd, const char *path, size_t end)
+{
+	char comp[TAR_NAME_MAX];
+	size_t i = 0;
+	int fd = dup(dirfd);
+
+	if (fd < 0)
+		return -errno;
+	while (i < end) {
+		size_t cl = strcspn(path + i, "/");
+		int nfd;
+		if (i + cl > end)
+			cl = end - i;
+		memcpy(comp, path + i, cl);
+		comp[cl] = '\0';
+		if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST) {
+			int e = -errno;
+			close(fd);
+			return e;
+		}
+		nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		close(fd);
+		if (nfd < 0)
+			return -errno;
+		fd = nfd;
+		i += cl + 1;
+	}
+	return fd;
+}
+
+static int
+write_all(int fd, const unsigned char *p, uint64_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n > (1u << 20) ? (1u << 20) : n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		n -= (uint64_t)w;
+	}
+	return 0;
+}
+
+int
+tar_write_entry(int dirfd, const struct tar_entry *e)
+{
+	const char *slash = strrchr(e->name, '/');
+	const char *base = slash != NULL ? slash + 1 : e->name;
+	int pfd, fd, rc = 0;
+
+	pfd = open_parent(dirfd, e->name,
+	    slash != NULL ? (size_t)(slash - e->name) : 0);
+	if (pfd < 0)
+		return pfd;
+	if (e->type == TAR_DIR) {
+		if (mkdirat(pfd, base, 0755) < 0 && errno != EEXIST)
+			rc = -errno;
+		else if ((fd = openat(pfd, base, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) < 0)
+			rc = -errno;
+		else
+			close(fd);
+		close(pfd);
+		return rc;
+	}
+	fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	close(pfd);
+	if (fd < 0)
+		return -errno;
+	rc = write_all(fd, e->data, e->size);
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}

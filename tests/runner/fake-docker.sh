@@ -1,0 +1,47 @@
+#!/bin/sh
+# A fake docker CLI for the runner's process-handling tests. Every call is
+# appended (one line, arguments joined by spaces) to $FAKE_LOG; what `run`
+# does is chosen by $FAKE_MODE.
+printf '%s\n' "$*" >> "$FAKE_LOG"
+cmd=$1
+case "$cmd" in
+run)
+	case "$FAKE_MODE" in
+	ok)	# echo the code back, as a program printing its source would
+		cat; echo "to-stderr" >&2; exit 3 ;;
+	hang)	# a docker run that never starts the container
+		exec sleep 1000 ;;
+	close)	# closes its outputs early, then hangs
+		exec >/dev/null 2>&1; exec sleep 1000 ;;
+	oom|kill137)
+		cat >/dev/null; exit 137 ;;
+	flood)
+		cat >/dev/null
+		head -c 200000000 /dev/zero &
+		head -c 200000000 /dev/zero >&2
+		wait; exit 0 ;;
+	refuse)
+		echo "docker: Error response from daemon: Unknown runtime specified cordon-offline." >&2
+		exit 125 ;;
+	user125)
+		cat >/dev/null; echo "docker: looks like docker" >&2; exit 125 ;;
+	esac
+	exit 99 ;;
+inspect)
+	case "$FAKE_MODE" in
+	oom)	echo "true 137 2026-11-29T10:00:00.1Z"; exit 0 ;;
+	kill137) echo "false 137 2026-11-29T10:00:00.1Z"; exit 0 ;;
+	user125) echo "false 125 2026-11-29T10:00:00.1Z"; exit 0 ;;
+	refuse) echo "Error: No such object: x" >&2; exit 1 ;;
+	esac
+	echo "false 0 2026-11-29T10:00:00.1Z"; exit 0 ;;
+rm)
+	exit 0 ;;
+info)
+	echo '{"runc":{"path":"runc"}}'; exit 0 ;;
+image)
+	echo "sha256:x"; exit 0 ;;
+ps)
+	cat "$FAKE_PS"; exit 0 ;;
+esac
+exit 98

@@ -1,0 +1,262 @@
+/* Unit tests: the docker run argv (every hardening flag, values checked),
+ * clamping of caller limits, and request validation. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "runner/docker_argv.h"
+#include "runner/runner.h"
+
+static const char *const IMG =
+    "sha256:257265c0ad382eba36efe349eeed81f70178745ae3a30cb41b1d27f03de636f9";
+
+static struct docker_spec
+base_spec(void)
+{
+	return (struct docker_spec){ .name = "cordon-0123456789abcdef",
+	    .image_id = IMG, .runtime = "cordon-offline", .network = "none",
+	    .session = "s1", .owner_pid = 42, .deadline_epoch_s = 1700000000,
+	    .memory = 256u << 20, .cpus = 1.0 };
+}
+
+static bool
+has_arg(const struct argv_buf *a, const char *s)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* True when flag is immediately followed by value. */
+static bool
+has_pair(const struct argv_buf *a, const char *flag, const char *value)
+{
+	for (size_t i = 0; i + 1 < a->n; i++)
+		if (strcmp(a->v[i], flag) == 0 && strcmp(a->v[i + 1], value) == 0)
+			return true;
+	return false;
+}
+
+static void
+test_hardening_set(void **state)
+{
+	static const char *const flags[] = {
+		"run", "-i", "--runtime=cordon-offline", "--network=none",
+		"--cap-drop=ALL", "--security-opt=no-new-privileges",
+		"--read-only", "--memory=268435456", "--memory-swap=268435456",
+		"--cpus=1.000", "--pids-limit=1024", "--ipc=none",
+		"--log-driver=none", "--pull=never", "--workdir=/tmp",
+	};
+	static const char *const pairs[][2] = {
+		{ "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=67108864" },
+		{ "--user", "65534:65534" },
+		{ "--ulimit", "nofile=256:256" },
+		{ "--ulimit", "fsize=67108864:67108864" },
+		{ "--ulimit", "nproc=64:64" },
+		{ "--name", "cordon-0123456789abcdef" },
+		{ "--label", "cordon=1" },
+		{ "--label", "cordon.owner_pid=42" },
+		{ "--label", "cordon.deadline=1700000000" },
+		{ "--label", "cordon.session=s1" },
+		{ "--env", "HOME=/tmp" },
+		{ "--env", "LANG=C.UTF-8" },
+	};
+	struct docker_spec s = base_spec();
+	struct config c;
+	struct argv_buf a;
+	size_t envs = 0;
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+	assert_string_equal(a.v[0], "docker");
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		if (!has_arg(&a, flags[i]))
+			fail_msg("missing %s", flags[i]);
+	}
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		if (!has_pair(&a, pairs[i][0], pairs[i][1]))
+			fail_msg("missing %s %s", pairs[i][0], pairs[i][1]);
+	}
+	for (size_t i = 0; i < a.n; i++) {
+		envs += strcmp(a.v[i], "--env") == 0;
+		/* Never --rm (inspect before removal), never privileged. */
+		assert_string_not_equal(a.v[i], "--rm");
+		assert_null(strstr(a.v[i], "privileged"));
+		assert_null(strstr(a.v[i], "cap-add"));
+	}
+	assert_int_equal(envs, 5);
+	assert_false(has_arg(&a, "--mount"));
+	/* Image by ID, then the command reading code from stdin. */
+	assert_string_equal(a.v[a.n - 4], IMG);
+	assert_string_equal(a.v[a.n - 3], "python3");
+	assert_string_equal(a.v[a.n - 2], "-I");
+	assert_string_equal(a.v[a.n - 1], "-");
+	assert_null(a.v[a.n]);
+	argv_cleanup(&a);
+}
+
+static void
+test_in_mount_and_wrapper(void **state)
+{
+	struct docker_spec s = base_spec();
+	struct config c;
+	struct argv_buf a;
+
+	(void)state;
+	config_defaults(&c);
+	s.in_dir = "/var/lib/cordon/in/x.abc";
+	s.wrapper = "print(1)";
+	s.wrapper_cap = 1000;
+	assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+	assert_true(has_pair(&a, "--mount",
+	    "type=bind,src=/var/lib/cordon/in/x.abc,dst=/in,readonly"));
+	assert_string_equal(a.v[a.n - 3], "-c");
+	assert_string_equal(a.v[a.n - 2], "print(1)");
+	assert_string_equal(a.v[a.n - 1], "1000");
+	argv_cleanup(&a);
+}
+
+static void
+test_config_values_flow(void **state)
+{
+	static const char cfg[] = "{\"docker\":\"/opt/docker\","
+	    "\"runtime_offline\":\"rs\",\"limits\":{\"nproc\":32,"
+	    "\"pids_limit\":2048,\"nofile\":100,\"tmpfs_size\":\"8m\"}}";
+	struct docker_spec s = base_spec();
+	struct config c;
+	struct argv_buf a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(config_parse(&c, cfg, strlen(cfg), "t", err,
+	    sizeof(err)), 0);
+	s.runtime = c.runtime_offline;
+	assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+	assert_string_equal(a.v[0], "/opt/docker");
+	assert_true(has_arg(&a, "--runtime=rs"));
+	assert_true(has_arg(&a, "--pids-limit=2048"));
+	assert_true(has_pair(&a, "--ulimit", "nproc=32:32"));
+	assert_true(has_pair(&a, "--ulimit", "nofile=100:100"));
+	assert_true(has_pair(&a, "--tmpfs",
+	    "/tmp:rw,noexec,nosuid,nodev,size=8388608"));
+	argv_cleanup(&a);
+}
+
+static void
+test_bad_spec_values(void **state)
+{
+	struct {
+		const char *what;
+		struct docker_spec s;
+	} cases[8];
+	struct config c;
+	struct argv_buf a;
+	size_t n = 0;
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < 8; i++)
+		cases[i].s = base_spec();
+	cases[n].what = "comma in mount";
+	cases[n++].s.in_dir = "/tmp/a,dst=/etc";
+	cases[n].what = "relative mount";
+	cases[n++].s.in_dir = "tmp/a";
+	cases[n].what = "session with =";
+	cases[n++].s.session = "a=b";
+	cases[n].what = "session with newline";
+	cases[n++].s.session = "a\nb";
+	cases[n].what = "empty runtime";
+	cases[n++].s.runtime = "";
+	cases[n].what = "name with space";
+	cases[n++].s.name = "cordon-x --privileged";
+	cases[n].what = "no memory";
+	cases[n++].s.memory = 0;
+	cases[n].what = "no image";
+	cases[n++].s.image_id = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (docker_run_argv(&c, &cases[i].s, &a) != -EINVAL)
+			fail_msg("accepted: %s", cases[i].what);
+		assert_int_equal(a.n, 0);
+	}
+}
+
+static void
+test_limits_clamped(void **state)
+{
+	struct {
+		int64_t timeout; uint64_t out, mem; double cpus;
+		int64_t w_timeout; uint64_t w_out, w_mem; double w_cpus;
+	} t[] = {
+		{ 0, 0, 0, 0, 10, 1u << 20, 256u << 20, 1.0 },
+		{ 5, 1000, 64u << 20, 0.5, 5, 1000, 64u << 20, 0.5 },
+		{ 100000, 1ull << 40, 1ull << 40, 64, 300, 16u << 20,
+		    256u << 20, 1.0 },
+		{ 1, 1, 1, 0.0001, 1, 1, 16u << 20, 0.01 },
+	};
+	struct config c;
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct runner_request q = { .timeout_s = t[i].timeout,
+		    .max_output = t[i].out, .memory = t[i].mem,
+		    .cpus = t[i].cpus };
+		struct runner_limits l;
+		runner_limits_resolve(&c, &q, &l);
+		assert_int_equal(l.timeout_s, t[i].w_timeout);
+		assert_int_equal(l.max_output, t[i].w_out);
+		assert_int_equal(l.memory, t[i].w_mem);
+		assert_true(l.cpus > t[i].w_cpus - 1e-9 &&
+		    l.cpus < t[i].w_cpus + 1e-9);
+	}
+}
+
+static void
+test_request_check(void **state)
+{
+	struct runner_request ok = { .code = "x", .code_len = 1,
+	    .session = "abc-1.2_3", .lang = "python" };
+	struct runner_request q;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(runner_request_check(&ok, err, sizeof(err)), 0);
+	q = ok;
+	q.lang = "bash";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q = ok;
+	q.session = "a b";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q.session = "";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q.session = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q = ok;
+	q.code_len = RUNNER_CODE_MAX + 1;
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q = ok;
+	q.nin = RUNNER_MAX_IN + 1;
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hardening_set),
+		cmocka_unit_test(test_in_mount_and_wrapper),
+		cmocka_unit_test(test_config_values_flow),
+		cmocka_unit_test(test_bad_spec_values),
+		cmocka_unit_test(test_limits_clamped),
+		cmocka_unit_test(test_request_check),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,289 @@
+/* Unit tests: the result's JSON (any bytes give valid JSON), status
+ * names, the audit line (fields, never code or output), gc's decision
+ * and the parsers of docker's answers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/json.h"
+#include "common/util.h"
+#include "runner/docker.h"
+#include "runner/dockerapi.h"
+#include "runner/runner.h"
+
+static void
+fill(struct runner_result *r, const char *out, size_t olen)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = RUNNER_OUTPUT_TRUNCATED;
+	r->exit_code = 0;
+	r->out = malloc(olen + 1);
+	memcpy(r->out, out, olen);
+	r->out[olen] = '\0';
+	r->out_len = olen;
+	r->err = strdup("e\"rr\n");
+	r->err_len = 5;
+	r->out_truncated = true;
+	r->duration_ms = 812;
+	strcpy(r->container, "cordon-00ff");
+	strcpy(r->code_sha256, "ab");
+}
+
+static void
+test_json_any_bytes(void **state)
+{
+	static const char bad[] = "ok\xff\xfe\xc0\xaf\xed\xa0\x80\0nul\x1b";
+	struct runner_result r;
+	cJSON *o, *back;
+	char *line;
+	const char *s;
+	bool b;
+
+	(void)state;
+	fill(&r, bad, sizeof(bad) - 1);
+	o = runner_result_to_json(&r);
+	assert_non_null(o);
+	line = json_print_line(o);
+	assert_non_null(line);
+	assert_non_null(strchr(line, '\n'));
+	assert_ptr_equal(strchr(line, '\n'), line + strlen(line) - 1);
+	back = cJSON_Parse(line);
+	assert_non_null(back);
+	assert_int_equal(json_get_string(back, "status", &s), 0);
+	assert_string_equal(s, "output_truncated");
+	assert_int_equal(json_get_string(back, "stdout", &s), 0);
+	assert_int_equal(strncmp(s, "ok\xef\xbf\xbd", 5), 0);
+	assert_int_equal(json_get_string(back, "stderr", &s), 0);
+	assert_string_equal(s, "e\"rr\n");
+	assert_int_equal(json_get_bool(back, "stdout_truncated", &b), 0);
+	assert_true(b);
+	assert_int_equal(json_get_string(back, "net", &s), 0);
+	assert_string_equal(s, "none");
+	assert_int_equal(json_get_string(back, "container", &s), 0);
+	assert_int_equal(json_get_string(back, "code_sha256", &s), 0);
+	assert_null(cJSON_GetObjectItem(back, "files"));
+	cJSON_Delete(back);
+	cJSON_Delete(o);
+	free(line);
+	runner_result_cleanup(&r);
+}
+
+static void
+test_json_files(void **state)
+{
+	struct runner_result r;
+	cJSON *o, *files;
+
+	(void)state;
+	fill(&r, "x", 1);
+	r.want_files = true;
+	r.files = calloc(2, sizeof(*r.files));
+	r.files[0].path = strdup("a.txt");
+	r.files[0].size = 3;
+	r.files[1].path = strdup("bad\xff");
+	r.files[1].refused = "link";
+	r.nfiles = 2;
+	o = runner_result_to_json(&r);
+	files = cJSON_GetObjectItem(o, "files");
+	assert_true(cJSON_IsArray(files));
+	assert_int_equal(cJSON_GetArraySize(files), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(files, 1),
+	    "refused")->valuestring, "link");
+	cJSON_Delete(o);
+	runner_result_cleanup(&r);
+}
+
+static void
+test_status_names(void **state)
+{
+	(void)state;
+	assert_string_equal(runner_status_name(RUNNER_OK), "ok");
+	assert_string_equal(runner_status_name(RUNNER_TIMEOUT), "timeout");
+	assert_string_equal(runner_status_name(RUNNER_OOM), "oom");
+	assert_string_equal(runner_status_name(RUNNER_CLOSED_EARLY),
+	    "closed_early");
+	assert_string_equal(runner_status_name(RUNNER_SANDBOX_ERROR),
+	    "sandbox_error");
+	assert_string_equal(runner_net_name(RUNNER_NET_PROXY), "proxy");
+}
+
+static void
+test_audit_line(void **state)
+{
+	char dir[] = "/tmp/cordon-audit.XXXXXX", *text;
+	struct runner_result r;
+	struct config c;
+	cJSON *o;
+	size_t len;
+	int64_t n;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	config_defaults(&c);
+	snprintf(c.audit_log, sizeof(c.audit_log), "%s/sub/audit.log", dir);
+	fill(&r, "SECRET-OUTPUT", 13);
+	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
+	assert_int_equal(runner_audit_append(&c, NULL, &r), 0);
+	assert_int_equal(util_read_file(c.audit_log, 1 << 16, &text, &len), 0);
+	assert_null(strstr(text, "SECRET-OUTPUT"));
+	assert_null(strstr(text, "\"stderr\""));
+	assert_null(strstr(text, "\"stdout\""));
+	*strchr(text, '\n') = '\0';
+	o = cJSON_Parse(text);
+	assert_non_null(o);
+	assert_int_equal(json_get_int(o, "stdout_bytes", 0, 100, &n), 0);
+	assert_int_equal(n, 13);
+	assert_int_equal(json_get_int(o, "duration_ms", 0, 10000, &n), 0);
+	assert_int_equal(n, 812);
+	for (const char *k = "time\0session\0code_sha256\0net\0status\0"
+	    "container\0"; *k; k += strlen(k) + 1)
+		assert_non_null(cJSON_GetObjectItem(o, k));
+	assert_null(cJSON_GetObjectItem(o, "stdout"));
+	cJSON_Delete(o);
+	free(text);
+	runner_result_cleanup(&r);
+	assert_int_equal(util_rm_rf(dir), 0);
+}
+
+static bool
+alive_if_even(long pid)
+{
+	return pid % 2 == 0;
+}
+
+static void
+test_gc_match(void **state)
+{
+	(void)state;
+	assert_false(docker_gc_match("2", "2000", 1000, alive_if_even));
+	assert_true(docker_gc_match("3", "2000", 1000, alive_if_even));
+	assert_true(docker_gc_match("2", "999", 1000, alive_if_even));
+	assert_true(docker_gc_match("", "2000", 1000, alive_if_even));
+	assert_true(docker_gc_match("2", "", 1000, alive_if_even));
+	assert_true(docker_gc_match("2", "<no value>", 1000, alive_if_even));
+	assert_true(docker_gc_match("-1", "2000", 1000, alive_if_even));
+}
+
+static void
+test_docker_parsers(void **state)
+{
+	struct docker_state st;
+	static const char rt[] = "{\"cordon-offline\":{\"path\":\"/usr/bin/"
+	    "runsc\"},\"runc\":{\"path\":\"runc\"}}";
+
+	(void)state;
+	assert_int_equal(docker_state_parse("true 137 2026-11-29T10:00:00Z\n",
+	    &st), 0);
+	assert_true(st.oom_killed);
+	assert_int_equal(st.exit_code, 137);
+	assert_true(st.started);
+	assert_int_equal(docker_state_parse("false 125 0001-01-01T00:00:00Z",
+	    &st), 0);
+	assert_false(st.started);
+	assert_int_equal(docker_state_parse("maybe 1 x", &st), -EINVAL);
+	assert_int_equal(docker_state_parse("true", &st), -EINVAL);
+	assert_true(docker_runtimes_has(rt, strlen(rt), "cordon-offline"));
+	assert_false(docker_runtimes_has(rt, strlen(rt), "cordon-egress"));
+	assert_false(docker_runtimes_has("null", 4, "runc"));
+	assert_false(docker_runtimes_has("[\"runc\"]", 8, "runc"));
+}
+
+static void
+test_dockerapi_status(void **state)
+{
+	(void)state;
+	assert_int_equal(dockerapi_status("HTTP/1.1 204 No Content\r\n", 25),
+	    204);
+	assert_int_equal(dockerapi_status("HTTP/1.0 404 x", 14), 404);
+	assert_int_equal(dockerapi_status("HTTP/1.1 20", 11), -EBADMSG);
+	assert_int_equal(dockerapi_status("HTTP/2.0 204 x", 14), -EBADMSG);
+	assert_int_equal(dockerapi_status("HTTP/1.1 2x4 x", 14), -EBADMSG);
+	assert_int_equal(dockerapi_status("SSH-2.0-xxxxxx", 14), -EBADMSG);
+}
+
+/* A one-connection fake daemon: checks the request, sends answer (or
+ * nothing when NULL) and exits. */
+static pid_t
+fake_daemon(const char *path, const char *answer)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(ls, 1), 0);
+	if ((pid = fork()) == 0) {
+		char buf[512] = { 0 };
+		int c = accept(ls, NULL, NULL);
+		ssize_t n = read(c, buf, sizeof(buf) - 1);
+		if (n <= 0 || strncmp(buf, "DELETE /containers/cordon-x?force=1 "
+		    "HTTP/1.1\r\n", 46) != 0)
+			_exit(1);
+		if (answer == NULL) {
+			pause();
+			_exit(0);
+		}
+		(void)!write(c, answer, strlen(answer));
+		_exit(0);
+	}
+	close(ls);
+	return pid;
+}
+
+static void
+test_dockerapi_rm(void **state)
+{
+	char dir[] = "/tmp/cordon-api.XXXXXX", path[64];
+	int st;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/docker.sock", dir);
+	pid = fake_daemon(path, "HTTP/1.1 204 No Content\r\n\r\n");
+	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 5000), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(WEXITSTATUS(st), 0);
+	pid = fake_daemon(path, "HTTP/1.1 404 Not Found\r\n\r\n{}");
+	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 5000), -ENOENT);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	pid = fake_daemon(path, NULL);
+	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 300), -ETIMEDOUT);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(dockerapi_rm_force(path, "a/../b", 300), -EINVAL);
+	assert_int_equal(dockerapi_rm_force(path, "x?all=1", 300), -EINVAL);
+	unlink(path);
+	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 300), -ENOENT);
+	assert_int_equal(util_rm_rf(dir), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_any_bytes),
+		cmocka_unit_test(test_json_files),
+		cmocka_unit_test(test_status_names),
+		cmocka_unit_test(test_audit_line),
+		cmocka_unit_test(test_gc_match),
+		cmocka_unit_test(test_docker_parsers),
+		cmocka_unit_test(test_dockerapi_status),
+		cmocka_unit_test(test_dockerapi_rm),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,318 @@
+/* Unit tests of the runner's process handling against a fake docker CLI
+ * (tests/runner/fake-docker.sh): a run that hangs before starting must hit
+ * the deadline and be removed by name; exit 137 is oom only when inspect
+ * says so; floods are capped; refusals are errors; cancel removes; gc
+ * picks the right containers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "runner/runner.h"
+
+static char dir[64];
+static char logpath[128];
+static struct config cfg;
+
+static int
+setup(void **state)
+{
+	const char *src = getenv("CORDON_SOURCE_ROOT");
+	char text[1024], err[256];
+
+	(void)state;
+	strcpy(dir, "/tmp/cordon-fake.XXXXXX");
+	if (src == NULL || mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(logpath, sizeof(logpath), "%s/calls.log", dir);
+	snprintf(text, sizeof(text), "{\"docker\":\"%s/tests/runner/"
+	    "fake-docker.sh\",\"state_dir\":\"%s/state\",\"audit_log\":"
+	    "\"%s/audit/audit.log\",\"image\":{\"id\":\"sha256:%064d\"}}",
+	    src, dir, dir, 7);
+	if (config_parse(&cfg, text, strlen(text), "test", err,
+	    sizeof(err)) < 0) {
+		fprintf(stderr, "config: %s\n", err);
+		return -1;
+	}
+	setenv("FAKE_LOG", logpath, 1);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	return util_rm_rf(dir);
+}
+
+static char *
+read_log(void)
+{
+	char *text = NULL;
+	size_t len;
+
+	if (util_read_file(logpath, 1 << 20, &text, &len) < 0)
+		return strdup("");
+	return text;
+}
+
+static int
+run_mode(const char *mode, struct runner_request *q,
+    struct runner_result *res, char *err, size_t errlen)
+{
+	unlink(logpath);
+	setenv("FAKE_MODE", mode, 1);
+	return runner_run(&cfg, q, res, err, errlen);
+}
+
+/* The log has "rm -f NAME" for the run's container. */
+static bool
+removed_by_name(const char *log, const char *name)
+{
+	char want[96];
+
+	snprintf(want, sizeof(want), "rm -f %s\n", name);
+	return strstr(log, want) != NULL;
+}
+
+static void
+test_ok_code_on_stdin_only(void **state)
+{
+	static const char code[] = "print('MARKER-7f3a')\n";
+	struct runner_request q = { .code = code, .code_len = strlen(code),
+	    .session = "sess1" };
+	struct runner_result res;
+	char err[256], *log;
+
+	(void)state;
+	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_OK);
+	assert_int_equal(res.exit_code, 3);
+	assert_string_equal(res.out, code);	/* the fake echoes stdin */
+	assert_string_equal(res.err, "to-stderr\n");
+	assert_int_equal(strncmp(res.container, "cordon-", 7), 0);
+	assert_int_equal(strlen(res.container), 23);
+	log = read_log();
+	assert_null(strstr(log, "MARKER-7f3a"));	/* never on argv */
+	assert_non_null(strstr(log, "cordon.session=sess1"));
+	assert_true(removed_by_name(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_hang_before_start_hits_deadline(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .timeout_s = 1 };
+	struct runner_result res;
+	char err[256], *log;
+	int64_t t0 = time_mono_ms();
+
+	(void)state;
+	assert_int_equal(run_mode("hang", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_TIMEOUT);
+	assert_int_equal(res.exit_code, -1);
+	assert_true(time_mono_ms() - t0 >= 1000);
+	assert_true(time_mono_ms() - t0 < 5000);
+	log = read_log();
+	assert_true(removed_by_name(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_closed_outputs_then_hang(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .timeout_s = 1 };
+	struct runner_result res;
+	char err[256], *log;
+
+	(void)state;
+	assert_int_equal(run_mode("close", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_TIMEOUT);
+	log = read_log();
+	assert_true(removed_by_name(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_oom_only_when_inspect_says(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1 };
+	struct runner_result res;
+	char err[256], *log;
+
+	(void)state;
+	assert_int_equal(run_mode("oom", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_OOM);
+	assert_int_equal(res.exit_code, 137);
+	log = read_log();
+	/* Inspected before removal. */
+	assert_true(strstr(log, "inspect") < strstr(log, "rm -f"));
+	free(log);
+	runner_result_cleanup(&res);
+	assert_int_equal(run_mode("kill137", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_OK);
+	assert_int_equal(res.exit_code, 137);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_flood_is_capped(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .max_output = 4096, .timeout_s = 30 };
+	struct runner_result res;
+	struct rusage before, after;
+	char err[256];
+
+	(void)state;
+	getrusage(RUSAGE_SELF, &before);
+	assert_int_equal(run_mode("flood", &q, &res, err, sizeof(err)), 0);
+	getrusage(RUSAGE_SELF, &after);
+	assert_int_equal(res.status, RUNNER_OUTPUT_TRUNCATED);
+	assert_int_equal(res.out_len, 4096);
+	assert_int_equal(res.err_len, 4096);
+	assert_true(res.out_truncated);
+	assert_true(res.err_truncated);
+	/* 400 MB went through; our peak grew by far less. */
+	assert_true(after.ru_maxrss - before.ru_maxrss < 32 * 1024);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_refusal_is_an_error(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1 };
+	struct runner_result res;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(run_mode("refuse", &q, &res, err, sizeof(err)),
+	    -ENOENT);
+	/* The fake's `info` lists only runc: preflight names the runtime. */
+	assert_non_null(strstr(err, "cordon-offline"));
+	assert_non_null(strstr(err, "not registered"));
+	assert_null(res.out);
+	/* A job that itself exits 125 after starting is a result. */
+	assert_int_equal(run_mode("user125", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_OK);
+	assert_int_equal(res.exit_code, 125);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_cancel_removes(void **state)
+{
+	volatile sig_atomic_t cancel = 1;
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .timeout_s = 30, .cancel = &cancel };
+	struct runner_result res;
+	char err[256], *log;
+	int64_t t0 = time_mono_ms();
+
+	(void)state;
+	assert_int_equal(run_mode("hang", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_CLOSED_EARLY);
+	assert_true(time_mono_ms() - t0 < 5000);
+	log = read_log();
+	assert_true(removed_by_name(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+}
+
+static void
+test_proxy_refused_and_preflight(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .net = RUNNER_NET_PROXY };
+	struct runner_result res;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), -ENOTSUP);
+	assert_non_null(strstr(err, "netsetup"));
+	assert_int_equal(runner_preflight(&cfg, RUNNER_NET_NONE, err,
+	    sizeof(err)), -ENOENT);
+}
+
+static void
+test_gc_selects(void **state)
+{
+	char ps[128], text[512], *log, stage[4][320];
+	struct timeval old[2] = { { 1000000, 0 }, { 1000000, 0 } };
+	long now = (long)(time_wall_ms() / 1000);
+	int removed;
+	char err[256];
+
+	(void)state;
+	snprintf(ps, sizeof(ps), "%s/ps.txt", dir);
+	snprintf(text, sizeof(text),
+	    "cordon-live\t%ld\t%ld\n"		/* owner alive, in time */
+	    "cordon-expired\t%ld\t%ld\n"	/* deadline passed */
+	    "cordon-orphan\t999999999\t%ld\n"	/* owner gone */
+	    "cordon-nolabels\t\t\n"
+	    "other-name\t1\t1\n",
+	    (long)getpid(), now + 100, (long)getpid(), now - 5, now + 100);
+	assert_int_equal(util_write_file_atomic(ps, text, strlen(text), 0600),
+	    0);
+	setenv("FAKE_PS", ps, 1);
+	for (int i = 0; i < 4; i++) {
+		static const char *const names[] = { "cordon-expired.a1",
+		    "cordon-live.b2", "cordon-gone.c3", "cordon-fresh.d4" };
+		snprintf(stage[i], sizeof(stage[i]), "%s/in/%s", cfg.state_dir,
+		    names[i]);
+		assert_int_equal(util_mkdir_p(stage[i], 0755), 0);
+	}
+	assert_int_equal(utimes(stage[2], old), 0);
+	unlink(logpath);
+	assert_int_equal(runner_gc(&cfg, false, &removed, err, sizeof(err)), 0);
+	assert_int_equal(removed, 3);
+	log = read_log();
+	assert_non_null(strstr(log,
+	    "rm -f cordon-expired cordon-orphan cordon-nolabels\n"));
+	assert_null(strstr(log, "cordon-live"));
+	free(log);
+	/* Staging dirs: of removed containers, and stale unlisted ones. */
+	assert_int_equal(access(stage[0], F_OK), -1);	/* expired */
+	assert_int_equal(access(stage[1], F_OK), 0);	/* live */
+	assert_int_equal(access(stage[2], F_OK), -1);	/* stale, unlisted */
+	assert_int_equal(access(stage[3], F_OK), 0);	/* fresh, unlisted */
+	unlink(logpath);
+	assert_int_equal(runner_gc(&cfg, true, &removed, err, sizeof(err)), 0);
+	assert_int_equal(removed, 4);
+	log = read_log();
+	assert_non_null(strstr(log, "rm -f cordon-live cordon-expired"));
+	free(log);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ok_code_on_stdin_only),
+		cmocka_unit_test(test_hang_before_start_hits_deadline),
+		cmocka_unit_test(test_closed_outputs_then_hang),
+		cmocka_unit_test(test_oom_only_when_inspect_says),
+		cmocka_unit_test(test_flood_is_capped),
+		cmocka_unit_test(test_refusal_is_an_error),
+		cmocka_unit_test(test_cancel_removes),
+		cmocka_unit_test(test_proxy_refused_and_preflight),
+		cmocka_unit_test(test_gc_selects),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
