@@ -1,14 +1,322 @@
 /*
- * cordon-proxy: the allowlisting egress proxy daemon. Not implemented yet:
- * it refuses to start rather than pretend to filter anything.
+ * cordon-proxy: the allowlisting egress proxy daemon. Parses and checks the
+ * configuration, binds, drops privileges, then runs the libevent loop with
+ * SIGHUP (reload the allowlist atomically, reopen the access log) and
+ * SIGTERM/SIGINT (stop accepting, drain, exit) handled on the loop.
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <ares.h>
+#include <event2/event.h>
+
+#include "allowlist/allowlist.h"
+#include "common/log.h"
+#include "proxy/accesslog.h"
+#include "proxy/config.h"
+#include "proxy/dns.h"
+#include "proxy/metrics.h"
+#include "proxy/server.h"
+
+static struct config cfg;
+static struct event_base *base;
+static struct server *srv;
+static struct accesslog *alog;
+static struct metrics *metrics;
+static struct event *grace_timer;
+static int draining;
+
+/* Loads the allowlist and its policy; logs every diagnostic. */
+static int
+load_allowlist(struct allowlist_set **out)
+{
+	struct allowlist_diag diag;
+	struct allowlist_set *set = NULL;
+	int rc;
+
+	*out = NULL;
+	allowlist_diag_init(&diag);
+	rc = allowlist_set_load(cfg.allowlist, &set, &diag);
+	for (size_t i = 0; i < diag.count; i++)
+		log_warnx("%s", diag.items[i].text);
+	if (diag.dropped > 0)
+		log_warnx("%s: %zu more diagnostics not shown", cfg.allowlist,
+		    diag.dropped);
+	allowlist_diag_cleanup(&diag);
+	if (rc != 0) {
+		log_warnx("%s: allowlist rejected (%s)", cfg.allowlist,
+		    strerror(-rc));
+		return rc;
+	}
+	if (allowlist_set_policy(set, cfg.policy) == NULL) {
+		log_warnx("%s: no policy named \"%s\"", cfg.allowlist,
+		    cfg.policy);
+		allowlist_set_free(set);
+		return -ENOENT;
+	}
+	*out = set;
+	return 0;
+}
+
+static void
+sighup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct allowlist_set *set;
+	int rc;
+
+	(void)sig;
+	(void)what;
+	(void)arg;
+	log_info("SIGHUP: reloading %s", cfg.allowlist);
+	if (load_allowlist(&set) != 0) {
+		log_warnx("reload failed: keeping the previous allowlist");
+		metrics_reload(metrics, 0);
+	} else {
+		server_set_allowlist(srv, set);
+		metrics_reload(metrics, 1);
+		log_info("reload ok: policy \"%s\" has %zu entries", cfg.policy,
+		    allowlist_entry_count(allowlist_set_policy(set,
+		    cfg.policy)));
+	}
+	rc = accesslog_reopen(alog);
+	if (rc != 0) {
+		errno = -rc;
+		log_warn("reopen access log");
+	}
+}
+
+static void
+drained_cb(void *arg)
+{
+	(void)arg;
+	log_info("drained: exiting");
+	event_base_loopexit(base, NULL);
+}
+
+static void
+grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	log_info("grace period over: closing %zu connections",
+	    server_connections(srv));
+	event_base_loopexit(base, NULL);
+}
+
+static void
+sigterm_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct timeval tv = { .tv_sec = cfg.grace_ms / 1000,
+	    .tv_usec = (cfg.grace_ms % 1000) * 1000 };
+
+	(void)what;
+	(void)arg;
+	if (draining++) {
+		log_info("signal %d again: exiting now", (int)sig);
+		event_base_loopexit(base, NULL);
+		return;
+	}
+	evtimer_add(grace_timer, &tv);
+	log_info("signal %d: draining %zu connections", (int)sig,
+	    server_connections(srv));
+	server_drain(srv, drained_cb, NULL);
+	/* Logged once the listeners are closed: tests rely on the order. */
+	log_info("no longer accepting");
+}
+
+/* Many tunnels need many descriptors: take the hard limit. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			log_warn("setrlimit(RLIMIT_NOFILE)");
+	}
+}
+
+static int
+lookup_user(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw;
+
+	errno = 0;
+	pw = getpwnam(name);
+	if (pw == NULL)
+		return errno != 0 ? -errno : -ENOENT;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
+static void
+drop_privileges(const char *name)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (lookup_user(name, &uid, &gid) != 0)
+		fatalx("--user %s: no such user", name);
+	/* Already that user (e.g. a service manager started us as it). */
+	if (getuid() == uid && geteuid() == uid && getgid() == gid &&
+	    getegid() == gid) {
+		log_info("running as %s (uid %u) already", name, (unsigned)uid);
+		return;
+	}
+	if (setgroups(1, &gid) != 0)
+		fatal("setgroups");
+	if (setgid(gid) != 0)
+		fatal("setgid");
+	if (setuid(uid) != 0)
+		fatal("setuid");
+	if (uid != 0 && setuid(0) == 0)
+		fatalx("could regain root after dropping privileges");
+	log_info("running as %s (uid %u, gid %u)", name, (unsigned)uid,
+	    (unsigned)gid);
+}
+
+static void
+format_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)ss;
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
+	} else {
+		const struct sockaddr_in *s4 = (const void *)ss;
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(s4->sin_port));
+	}
+}
 
 int
 main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "cordon-proxy: not implemented yet\n");
-	return 2;
+	struct event *ev_hup = NULL, *ev_term = NULL, *ev_int = NULL;
+	struct allowlist_set *set = NULL;
+	struct dns *dns = NULL;
+	char err[256], text[64];
+	uid_t uid;
+	gid_t gid;
+	int rc;
+
+	log_init("cordon-proxy", LOG_LEVEL_INFO);
+	config_init(&cfg);
+	if (config_parse(&cfg, argc, argv, err, sizeof(err)) != 0) {
+		log_warnx("%s", err);
+		fputs(config_usage(), stderr);
+		return 1;
+	}
+	if (cfg.help) {
+		fputs(config_usage(), stdout);
+		return 0;
+	}
+	log_set_level((enum log_level)cfg.log_level);
+	if (load_allowlist(&set) != 0)
+		return 1;
+	if (cfg.user != NULL && lookup_user(cfg.user, &uid, &gid) != 0) {
+		log_warnx("--user %s: no such user", cfg.user);
+		allowlist_set_free(set);
+		return 1;
+	}
+	if (cfg.check) {
+		log_info("configuration OK: policy \"%s\" has %zu entries",
+		    cfg.policy, allowlist_entry_count(allowlist_set_policy(set,
+		    cfg.policy)));
+		allowlist_set_free(set);
+		return 0;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
+		fatalx("c-ares initialisation failed");
+	{
+		/* The changelist folds the add/del pairs of one callback
+		 * (connection hand-overs) into at most one epoll_ctl. We
+		 * never dup() sockets, which is its one caveat. */
+		struct event_config *ec = event_config_new();
+		if (ec != NULL)
+			event_config_set_flag(ec,
+			    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+		base = ec != NULL ? event_base_new_with_config(ec) : NULL;
+		if (ec != NULL)
+			event_config_free(ec);
+		if (base == NULL)
+			base = event_base_new();
+	}
+	if (base == NULL)
+		fatalx("event_base_new failed");
+	rc = dns_new(base, cfg.resolvers[0] != '\0' ? cfg.resolvers : NULL,
+	    cfg.dns_timeout_ms, &dns);
+	if (rc != 0)
+		fatalx("resolver setup failed (%s)", strerror(-rc));
+	if (cfg.access_log != NULL &&
+	    (rc = accesslog_open(cfg.access_log, &alog)) != 0)
+		fatalx("--access-log %s: %s", cfg.access_log, strerror(-rc));
+	if (metrics_new(&metrics) != 0)
+		fatalx("out of memory");
+	if (server_new(&cfg, base, dns, alog, metrics, &srv) != 0)
+		fatalx("cannot listen");
+	if (cfg.has_metrics) {
+		rc = metrics_serve(metrics, base, &cfg.metrics.ss,
+		    cfg.metrics.len);
+		if (rc != 0)
+			fatalx("--metrics: %s", strerror(-rc));
+		if (server_add_self(srv, (struct sockaddr *)&cfg.metrics.ss) != 0)
+			fatalx("out of memory");
+		format_addr(&cfg.metrics.ss, text, sizeof(text));
+		log_info("metrics on %s", text);
+	}
+	if (cfg.user != NULL)
+		drop_privileges(cfg.user);
+
+	server_set_allowlist(srv, set);
+	ev_hup = evsignal_new(base, SIGHUP, sighup_cb, NULL);
+	ev_term = evsignal_new(base, SIGTERM, sigterm_cb, NULL);
+	ev_int = evsignal_new(base, SIGINT, sigterm_cb, NULL);
+	grace_timer = evtimer_new(base, grace_cb, NULL);
+	if (ev_hup == NULL || ev_term == NULL || ev_int == NULL ||
+	    grace_timer == NULL || event_add(ev_hup, NULL) != 0 ||
+	    event_add(ev_term, NULL) != 0 || event_add(ev_int, NULL) != 0)
+		fatalx("signal setup failed");
+	if (server_start(srv) != 0)
+		fatalx("cannot accept");
+	for (size_t i = 0; i < cfg.nlisten; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		if (server_listen_addr(srv, i, &ss, &len) == 0) {
+			format_addr(&ss, text, sizeof(text));
+			/* Tests and supervisors wait for this exact line. */
+			log_info("listening on %s", text);
+		}
+	}
+
+	event_base_dispatch(base);
+
+	server_free(srv);
+	dns_free(dns);
+	metrics_free(metrics);
+	accesslog_free(alog);
+	event_free(ev_hup);
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(grace_timer);
+	event_base_free(base);
+	ares_library_cleanup();
+	return 0;
 }

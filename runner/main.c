@@ -20,7 +20,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "run untrusted code under gVisor (code on stdin)" },
 	{ "probe", cmd_not_implemented, "prove every sandbox control holds" },
 	{ "net", cmd_not_implemented, "up|down|status: the egress network and firewall" },
-	{ "allowlist", cmd_not_implemented, "check|explain: lint and explain allowlists" },
+	{ "allowlist", cmd_allowlist, "check|explain: lint and explain allowlists" },
 	{ "gc", cmd_gc, "remove expired or orphaned Cordon containers" },
 	{ "kill-all", cmd_kill_all, "remove every Cordon container now" },
 	{ "doctor", cmd_doctor, "check the host set-up, with hints" },

@@ -1,0 +1,177 @@
+/*
+ * Egress allowlists: the text format security teams edit by hand, its
+ * all-or-nothing loader with FILE:LINE diagnostics, and the matcher the
+ * proxy asks for every request. A loaded set is immutable and may be shared
+ * read-only between threads; reload by loading a new set and swapping.
+ */
+#ifndef CORDON_ALLOWLIST_ALLOWLIST_H
+#define CORDON_ALLOWLIST_ALLOWLIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Format and semantics (also in allowlist/README.md).
+ *
+ * One entry per line; '#' starts a comment anywhere; blank lines are
+ * ignored; spaces, tabs and a CR before the newline are whitespace.
+ *
+ *   example.com            exact host, ports 80 and 443
+ *   *.example.com          any subdomain at any depth, NOT example.com itself
+ *   api.example.com:8443   explicit ports (":8443" or ":80,443") replace
+ *                          the defaults
+ *   !internal.example.com  deny entry; "!*.x" denies subdomains of x only,
+ *                          "!host" does not deny the host's subdomains
+ *   203.0.113.7            IPv4 literal (exact only)
+ *   2001:db8::1            IPv6 literal, bare; with ports it is bracketed:
+ *   [2001:db8::2]:8443
+ *
+ * Host names follow the letters-digits-hyphen rule: labels of 1-63 bytes
+ * of [A-Za-z0-9-] not starting or ending with '-', at most 253 bytes in all
+ * (one trailing dot is allowed and dropped); uppercase is folded. A name
+ * whose last label is numeric (or 0x...) is not a name: it must be a valid
+ * dotted-quad IPv4 address. Non-ASCII bytes are rejected: write
+ * internationalised names as punycode ("xn--..."). '*' is only valid as a
+ * whole leading "*." label, and never over a public suffix ("*.com",
+ * "*.co.uk", "*.github.io", or any single label) for allow entries.
+ * IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) are treated as the IPv4
+ * address, in the file and in requests.
+ *
+ * Decision for (host, port), deterministic:
+ *  1. The request host is normalised: lowercase, one trailing dot removed;
+ *     "[v6]" or a bare IPv6/IPv4 literal becomes an address, compared as an
+ *     address (so [2001:db8:0:0:0:0:0:1] is 2001:db8::1). Anything else that
+ *     is not a valid host name, and any port outside 1-65535, is denied
+ *     ("invalid-host", "invalid-port").
+ *  2. Deny entries first: an exact "!host" for the host, then "!*.suffix"
+ *     entries from the most specific suffix to the least. A deny entry
+ *     without ports denies every port; with ports, only those. The first
+ *     deny whose host and port match decides ("denied-by-entry").
+ *  3. Then allow entries: exact first, then wildcards from the most specific
+ *     suffix. Ports are checked after the host matches; the first entry
+ *     whose host and ports both match allows ("allowed-by-entry"). Ports
+ *     accumulate: "api.example.com:8443" plus "*.example.com" allows
+ *     api.example.com on 80, 443 and 8443.
+ *  4. If some allow entry matched the host but none listed the port, the
+ *     request is denied citing the first such entry ("port-not-allowed");
+ *     otherwise "no-match".
+ * A missing policy (NULL) denies everything ("no-policy"). A directory
+ * without default.list has no "default" policy.
+ *
+ * Lookups hash the exact name and each label suffix of the request (at
+ * most 127), so their cost does not depend on the number of entries.
+ *
+ * Errors reject the whole set (nothing is half-loaded); warnings (duplicate
+ * entries, entries already covered by a wildcard, allows shadowed by a deny)
+ * do not.
+ */
+
+struct allowlist;		/* one policy; owned by its set */
+struct allowlist_set;		/* named policies; immutable once loaded */
+
+/* Load limits, enforced by the loader. */
+#define ALLOWLIST_FILE_MAX	(64u * 1024 * 1024)	/* bytes per file */
+#define ALLOWLIST_ENTRIES_MAX	1000000u	/* entries in one policy */
+#define ALLOWLIST_PORTS_MAX	64	/* ports on one entry */
+#define ALLOWLIST_DIAG_MAX	1000	/* diagnostics kept; rest counted */
+#define ALLOWLIST_NAME_MAX	64	/* policy name length */
+
+struct allowlist_diag_item {
+	bool warning;		/* false: an error */
+	char *file;		/* as given (FILE, DIR/NAME.list, or the name) */
+	unsigned line;		/* 1-based; 0 when about the whole file */
+	char *message;
+	char *text;		/* "FILE:LINE: message" or
+				   "FILE:LINE: warning: message" (no LINE when 0) */
+};
+
+struct allowlist_diag {
+	struct allowlist_diag_item *items;	/* in file, then line order */
+	size_t count;
+	size_t errors;		/* counted even past ALLOWLIST_DIAG_MAX */
+	size_t warnings;
+	size_t dropped;		/* not kept because of ALLOWLIST_DIAG_MAX */
+};
+
+/* Zeroes a diag; cleanup frees its items (and leaves it zeroed). */
+void allowlist_diag_init(struct allowlist_diag *diag);
+void allowlist_diag_cleanup(struct allowlist_diag *diag);
+
+/*
+ * Loads a policy set from path: a regular file becomes the single policy
+ * "default"; a directory loads every NAME.list in it as policy NAME (NAME of
+ * [A-Za-z0-9_-], 1-64 bytes; other files are skipped with a warning).
+ * diag (optional; init it first) receives every error and warning.
+ * Returns 0 and *out (caller frees with allowlist_set_free), or a negative
+ * errno with *out NULL: -EINVAL when the content has errors (see diag),
+ * -ENOENT/-EACCES/... when path cannot be read (also in diag), -ENOMEM.
+ */
+int allowlist_set_load(const char *path, struct allowlist_set **out,
+    struct allowlist_diag *diag);
+
+/*
+ * Parses text[0..len) (need not be NUL-terminated; may contain anything)
+ * as a set with the single policy "default"; name is used as FILE in
+ * diagnostics and decisions (copied). Same returns as allowlist_set_load.
+ */
+int allowlist_set_parse(const char *name, const char *text, size_t len,
+    struct allowlist_set **out, struct allowlist_diag *diag);
+
+void allowlist_set_free(struct allowlist_set *set);	/* accepts NULL */
+
+/* The policy called name (NULL means "default"), borrowed from the set;
+ * NULL when there is none: pass it on to allowlist_match, which denies. */
+const struct allowlist *allowlist_set_policy(const struct allowlist_set *set,
+    const char *name);
+/* Policies in name order: count, and the i-th name (borrowed). */
+size_t allowlist_set_count(const struct allowlist_set *set);
+const char *allowlist_set_name(const struct allowlist_set *set, size_t i);
+
+/* Number of entries in a policy (exact duplicates, which are warned
+ * about, count once); 0 for NULL. */
+size_t allowlist_entry_count(const struct allowlist *al);
+
+/* Why a request was allowed or denied. Strings are static or borrowed from
+ * the set: valid until allowlist_set_free. */
+struct allowlist_decision {
+	bool allowed;
+	/* Machine-readable, fit for an HTTP header: "allowed-by-entry",
+	 * "denied-by-entry", "port-not-allowed", "no-match", "invalid-host",
+	 * "invalid-port", "no-policy". */
+	const char *reason;
+	const char *file;	/* deciding entry's file, or NULL */
+	unsigned line;		/* its line, or 0 */
+	const char *entry;	/* its text as written ("!*.x.com:80"), or NULL */
+};
+
+/*
+ * Decides host:port under policy al (NULL: deny, "no-policy"). host is as
+ * the client wrote it: a name, an IPv4 literal, or an IPv6 literal bare or
+ * in brackets; NUL-terminated. Returns true to allow. d (optional) is
+ * always filled. Never allocates; safe to call from many threads at once.
+ */
+bool allowlist_match(const struct allowlist *al, const char *host, long port,
+    struct allowlist_decision *d);
+
+/*
+ * Same for an authority "HOST[:PORT]" ("[v6]:PORT" for IPv6; a bare IPv6
+ * address needs brackets here); without a port, default_port is used. A
+ * malformed port (empty, non-digits, leading zero, out of range) denies with
+ * "invalid-port".
+ */
+bool allowlist_match_authority(const struct allowlist *al,
+    const char *authority, long default_port, struct allowlist_decision *d);
+
+/* A request host after normalisation (see the rules above). */
+struct allowlist_host {
+	int family;		/* 0 for a name, AF_INET or AF_INET6 */
+	unsigned char addr[16];	/* the address for AF_INET(6) */
+	char text[256];		/* lowercase name without trailing dot, or
+				   the canonical address text (no brackets) */
+};
+
+/* Normalises host (as for allowlist_match). Returns 0, or -EINVAL for
+ * anything that is not a valid name or IP literal (out is then zeroed). */
+int allowlist_host_parse(const char *host, struct allowlist_host *out);
+
+#endif

@@ -1,0 +1,284 @@
+/*
+ * Policy sets: one file (policy "default") or a directory of NAME.list
+ * files, loaded all-or-nothing. The only part of the allowlist that does
+ * I/O; the parsing itself is in parse.c.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "allowlist/internal.h"
+#include "common/util.h"
+
+struct allowlist_set {
+	struct allowlist **policies;	/* sorted by name */
+	size_t count;
+};
+
+void
+allowlist_set_free(struct allowlist_set *set)
+{
+	if (set == NULL)
+		return;
+	for (size_t i = 0; i < set->count; i++)
+		al_policy_free(set->policies[i]);
+	free(set->policies);
+	free(set);
+}
+
+const struct allowlist *
+allowlist_set_policy(const struct allowlist_set *set, const char *name)
+{
+	if (set == NULL)
+		return NULL;
+	if (name == NULL)
+		name = "default";
+	for (size_t i = 0; i < set->count; i++)
+		if (strcmp(set->policies[i]->name, name) == 0)
+			return set->policies[i];
+	return NULL;
+}
+
+size_t
+allowlist_set_count(const struct allowlist_set *set)
+{
+	return set != NULL ? set->count : 0;
+}
+
+const char *
+allowlist_set_name(const struct allowlist_set *set, size_t i)
+{
+	return set != NULL && i < set->count ? set->policies[i]->name : NULL;
+}
+
+/* Parses text as policy name into set (appended). Returns 0, -EINVAL
+ * when it had errors (reported in diag), or -ENOMEM. */
+static int
+load_policy(struct allowlist_set *set, const char *name, const char *file,
+    const char *text, size_t len, struct allowlist_diag *diag)
+{
+	struct allowlist *al, **v;
+	long r;
+
+	if ((al = al_policy_new(name, file)) == NULL)
+		return -ENOMEM;
+	if ((r = al_parse_text(al, text, len, diag)) != 0) {
+		al_policy_free(al);
+		return r < 0 ? (int)r : -EINVAL;
+	}
+	v = realloc(set->policies, (set->count + 1) * sizeof(*v));
+	if (v == NULL) {
+		al_policy_free(al);
+		return -ENOMEM;
+	}
+	set->policies = v;
+	set->policies[set->count++] = al;
+	return 0;
+}
+
+int
+allowlist_set_parse(const char *name, const char *text, size_t len,
+    struct allowlist_set **out, struct allowlist_diag *diag)
+{
+	struct allowlist_set *set;
+	int r;
+
+	*out = NULL;
+	if ((set = calloc(1, sizeof(*set))) == NULL)
+		return -ENOMEM;
+	if ((r = load_policy(set, "default", name, text, len, diag)) < 0) {
+		allowlist_set_free(set);
+		return r;
+	}
+	*out = set;
+	return 0;
+}
+
+static int
+load_file(struct allowlist_set *set, const char *policy, const char *path,
+    struct allowlist_diag *diag)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if ((r = util_read_file(path, ALLOWLIST_FILE_MAX, &text, &len)) < 0) {
+		if (r == -EFBIG)
+			al_diag_add(diag, false, path, 0, "larger than %u bytes",
+			    ALLOWLIST_FILE_MAX);
+		else
+			al_diag_add(diag, false, path, 0, "cannot read: %s",
+			    strerror(-r));
+		return r;
+	}
+	r = load_policy(set, policy, path, text, len, diag);
+	free(text);
+	return r;
+}
+
+static bool
+load_policy_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > ALLOWLIST_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+static int
+load_cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+load_cmp_policies(const void *a, const void *b)
+{
+	return strcmp((*(struct allowlist *const *)a)->name,
+	    (*(struct allowlist *const *)b)->name);
+}
+
+/* The non-hidden names in dir, sorted (caller frees each and the array). */
+static int
+load_dir_names(const char *dir, char ***out, size_t *count,
+    struct allowlist_diag *diag)
+{
+	char **names = NULL, **v;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	if ((d = opendir(dir)) == NULL) {
+		r = -errno;
+		al_diag_add(diag, false, dir, 0, "cannot read: %s", strerror(-r));
+		return r;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap != 0 ? cap * 2 : 16;
+			if ((v = realloc(names, cap * sizeof(*v))) == NULL) {
+				r = -ENOMEM;
+				break;
+			}
+			names = v;
+		}
+		if ((names[n] = strdup(de->d_name)) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (r < 0) {
+		while (n > 0)
+			free(names[--n]);
+		free(names);
+		return r;
+	}
+	if (n > 0)
+		qsort(names, n, sizeof(*names), load_cmp_names);
+	*out = names;
+	*count = n;
+	return 0;
+}
+
+/* Every NAME.list in dir, in name order. Errors in one file do not stop
+ * the others from being checked; the first failure is returned. */
+static int
+load_dir(struct allowlist_set *set, const char *dir,
+    struct allowlist_diag *diag)
+{
+	char **names = NULL, *path = NULL;
+	size_t n = 0, lists = 0;
+	int r, first = 0;
+
+	if ((r = load_dir_names(dir, &names, &n, diag)) < 0)
+		return r;
+	for (size_t i = 0; i < n && r != -ENOMEM; i++) {
+		size_t len = strlen(names[i]);
+		struct stat st;
+		r = 0;
+		if (len < 6 || strcmp(names[i] + len - 5, ".list") != 0) {
+			al_diag_add(diag, true, dir, 0, "skipping '%s' (policies "
+			    "are NAME.list files)", names[i]);
+			continue;
+		}
+		free(path);
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+			path = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		names[i][len - 5] = '\0';
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			al_diag_add(diag, true, path, 0, "skipping a directory");
+			continue;
+		}
+		lists++;
+		if (!load_policy_name_ok(names[i], len - 5)) {
+			al_diag_add(diag, false, path, 0, "policy names use "
+			    "letters, digits, '-' and '_' (at most %d)",
+			    ALLOWLIST_NAME_MAX);
+			r = -EINVAL;
+		} else {
+			r = load_file(set, names[i], path, diag);
+		}
+		if (r < 0 && first == 0)
+			first = r;
+	}
+	if (r != -ENOMEM && lists == 0)
+		al_diag_add(diag, true, dir, 0, "no NAME.list files: every "
+		    "request will be denied");
+	if (set->count > 1)
+		qsort(set->policies, set->count, sizeof(*set->policies),
+		    load_cmp_policies);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(path);
+	return r == -ENOMEM ? r : first;
+}
+
+int
+allowlist_set_load(const char *path, struct allowlist_set **out,
+    struct allowlist_diag *diag)
+{
+	struct allowlist_set *set;
+	struct stat st;
+	int r;
+
+	*out = NULL;
+	if (stat(path, &st) < 0) {
+		r = -errno;
+		al_diag_add(diag, false, path, 0, "cannot read: %s", strerror(-r));
+		return r;
+	}
+	if ((set = calloc(1, sizeof(*set))) == NULL)
+		return -ENOMEM;
+	if (S_ISDIR(st.st_mode)) {
+		r = load_dir(set, path, diag);
+	} else if (S_ISREG(st.st_mode)) {
+		r = load_file(set, "default", path, diag);
+	} else {
+		al_diag_add(diag, false, path, 0, "not a regular file or a "
+		    "directory");
+		r = -EINVAL;
+	}
+	if (r < 0) {
+		allowlist_set_free(set);
+		return r;
+	}
+	*out = set;
+	return 0;
+}

@@ -1,0 +1,562 @@
+/*
+ * The allowlist text format (see allowlist.h): one entry per line turned
+ * into policy entries, every mistake reported as FILE:LINE: message, then a
+ * pass over the loaded entries for warnings (duplicates, entries covered by
+ * a wildcard, allows that a deny shadows). Pure: no I/O.
+ */
+#include <errno.h>
+#include <libpsl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "allowlist/internal.h"
+
+/* Most entries (and string bytes) reserved before parsing. */
+#define PARSE_RESERVE_MAX	(256u * 1024)
+#define PARSE_RESERVE_BYTES	(16u * 1024 * 1024)
+
+struct parse {
+	struct allowlist *al;
+	struct allowlist_diag *diag;
+	unsigned line;
+	long errors;
+	bool nomem;
+	bool too_many;		/* reported ALLOWLIST_ENTRIES_MAX once */
+};
+
+/* Parsed right side of an entry. */
+struct parse_ports {
+	uint16_t port[ALLOWLIST_PORTS_MAX];
+	size_t n;
+	bool given;
+};
+
+static pthread_once_t parse_psl_once = PTHREAD_ONCE_INIT;
+static psl_ctx_t *parse_psl_ctx;	/* read-only once set; never freed */
+
+static void
+parse_psl_init(void)
+{
+	/* The newer of the built-in list and Debian's publicsuffix file. */
+	parse_psl_ctx = psl_latest(NULL);
+}
+
+static bool
+parse_public_suffix(const char *name)
+{
+	const psl_ctx_t *ctx;
+
+	pthread_once(&parse_psl_once, parse_psl_init);
+	ctx = parse_psl_ctx != NULL ? parse_psl_ctx : psl_builtin();
+	/* Without data, any name could be a public suffix: refuse all. */
+	if (ctx == NULL)
+		return true;
+	/* PSL_TYPE_ANY keeps the "*" rule: every single label (a TLD,
+	 * known or not) counts as a public suffix. */
+	return psl_is_public_suffix2(ctx, name, PSL_TYPE_ANY) != 0;
+}
+
+static void
+parse_error(struct parse *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+parse_error(struct parse *p, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->errors++;
+	al_diag_add(p->diag, false, p->al->file, p->line, "%s", msg);
+}
+
+#define parse_warning(p, line, ...) \
+	al_diag_add((p)->diag, true, (p)->al->file, (line), __VA_ARGS__)
+
+/* Quotes user text for a message: printable ASCII as is, other bytes as
+ * \xNN, cut at about 100 bytes. */
+static const char *
+parse_quote(const char *s, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 8 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (o > 100) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (c >= 0x20 && c < 0x7f)
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+	return out;
+}
+
+static bool
+parse_is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* ":80,443" after the host: fills pp, or reports and returns false. */
+static bool
+parse_ports(struct parse *p, const char *s, size_t len, struct parse_ports *pp)
+{
+	size_t i = 0;
+	char q[128];
+
+	pp->given = true;
+	if (len == 0) {
+		parse_error(p, "missing port after ':'");
+		return false;
+	}
+	while (i <= len) {
+		size_t j = i;
+		long v = 0;
+		while (j < len && s[j] != ',')
+			j++;
+		if (j == i) {
+			parse_error(p, "empty port in list '%s'",
+			    parse_quote(s, len, q, sizeof(q)));
+			return false;
+		}
+		for (size_t k = i; k < j; k++) {
+			if (s[k] < '0' || s[k] > '9') {
+				parse_error(p, "malformed port '%s' (ports are "
+				    "numbers from 1 to 65535)",
+				    parse_quote(s + i, j - i, q, sizeof(q)));
+				return false;
+			}
+			if (v <= 65535)
+				v = v * 10 + (s[k] - '0');
+		}
+		if (v == 0 || v > 65535) {
+			parse_error(p, "port %s is out of range (1-65535)",
+			    parse_quote(s + i, j - i, q, sizeof(q)));
+			return false;
+		}
+		if (s[i] == '0') {
+			parse_error(p, "malformed port '%s' (no leading zeros)",
+			    parse_quote(s + i, j - i, q, sizeof(q)));
+			return false;
+		}
+		for (size_t k = 0; k < pp->n; k++) {
+			if (pp->port[k] == v) {
+				parse_warning(p, p->line, "port %ld is listed "
+				    "twice", v);
+				goto next;
+			}
+		}
+		if (pp->n >= ALLOWLIST_PORTS_MAX) {
+			parse_error(p, "more than %d ports on one entry",
+			    ALLOWLIST_PORTS_MAX);
+			return false;
+		}
+		pp->port[pp->n++] = (uint16_t)v;
+next:
+		i = j + 1;
+	}
+	return true;
+}
+
+static bool
+parse_same_ports(const struct allowlist *al, const struct al_entry *a,
+    const struct al_entry *b)
+{
+	return al_entry_ports_cover(al, a, b) && al_entry_ports_cover(al, b, a);
+}
+
+/* Adds one entry under key name; drops exact duplicates with a warning. */
+static void
+parse_entry_add(struct parse *p, int kind, const char *name, size_t nlen,
+    const char *text, size_t tlen, const struct parse_ports *pp)
+{
+	static const uint16_t defaults[] = { 80, 443 };
+	struct allowlist *al = p->al;
+	struct al_entry e = { .line = p->line, .kind = (uint8_t)kind,
+	    .next = -1 };
+	const uint16_t *ports = pp->given ? pp->port : defaults;
+	size_t nports = pp->given ? pp->n : 2, chain = 0;
+	int64_t off;
+	int32_t k, i, last = -1;
+
+	if ((k = al_key_add(al, name, nlen)) < 0)
+		goto nomem;
+	e.key = (uint32_t)k;
+	e.all_ports = !pp->given && (kind == AL_DENY_EXACT ||
+	    kind == AL_DENY_WILD);
+	if (!e.all_ports) {
+		/* Sorted, so equal sets compare equal and output is tidy. */
+		uint16_t sorted[ALLOWLIST_PORTS_MAX];
+		memcpy(sorted, ports, nports * sizeof(*ports));
+		for (size_t a = 1; a < nports; a++)
+			for (size_t b = a; b > 0 && sorted[b - 1] > sorted[b]; b--) {
+				uint16_t t = sorted[b];
+				sorted[b] = sorted[b - 1];
+				sorted[b - 1] = t;
+			}
+		e.nports = (uint16_t)nports;
+		if (nports <= AL_PORTS_INLINE) {
+			e.ports = sorted[0] | (nports > 1 ?
+			    (uint32_t)sorted[1] << 16 : 0);
+			goto chain;
+		}
+		if (al->nports + nports > UINT32_MAX)
+			goto nomem;
+		if (al->nports + nports > al->ports_cap) {
+			size_t n = al->ports_cap != 0 ? al->ports_cap : 64;
+			uint16_t *q;
+			while (n < al->nports + nports)
+				n *= 2;
+			if ((q = realloc(al->ports, n * sizeof(*q))) == NULL)
+				goto nomem;
+			al->ports = q;
+			al->ports_cap = n;
+		}
+		e.ports = (uint32_t)al->nports;
+		memcpy(al->ports + al->nports, sorted, nports * sizeof(*ports));
+	}
+chain:
+	/* Chains are short (AL_CHAIN_MAX): walk to the end, checking for
+	 * duplicates on the way. */
+	for (i = al->keys[k].head[kind]; i >= 0; i = al->entries[i].next) {
+		const struct al_entry *o = &al->entries[i];
+		if (parse_same_ports(al, o, &e)) {
+			parse_warning(p, p->line, "duplicate of line %u", o->line);
+			return;
+		}
+		last = i;
+		chain++;
+	}
+	if (al->nentries >= ALLOWLIST_ENTRIES_MAX) {
+		if (!p->too_many)
+			parse_error(p, "more than %u entries in one policy",
+			    ALLOWLIST_ENTRIES_MAX);
+		p->too_many = true;
+		return;
+	}
+	if (chain >= AL_CHAIN_MAX) {
+		parse_error(p, "more than %d entries for the same host; list "
+		    "its ports on one line", AL_CHAIN_MAX);
+		return;
+	}
+	if (!e.all_ports && nports > AL_PORTS_INLINE)
+		al->nports += nports;
+	if (tlen == nlen && memcmp(text, name, nlen) == 0) {
+		e.text = al->keys[k].name;	/* written as normalised */
+	} else {
+		if ((off = al_str_add(al, text, tlen)) < 0)
+			goto nomem;
+		e.text = (uint32_t)off;
+	}
+	if (al->nentries >= INT32_MAX)
+		goto nomem;
+	if (al->nentries >= al->entries_cap) {
+		size_t n = al->entries_cap != 0 ? al->entries_cap * 2 : 64;
+		struct al_entry *q = realloc(al->entries, n * sizeof(*q));
+		if (q == NULL)
+			goto nomem;
+		al->entries = q;
+		al->entries_cap = n;
+	}
+	if ((kind == AL_ALLOW_WILD || kind == AL_DENY_WILD) &&
+	    al_key_add_wild(al, k) < 0)
+		goto nomem;
+	i = (int32_t)al->nentries++;
+	al->entries[i] = e;
+	if (last >= 0)
+		al->entries[last].next = i;
+	else
+		al->keys[k].head[kind] = i;
+	return;
+nomem:
+	p->nomem = true;
+}
+
+/* The host part of a non-bracketed entry: a name, "*.name" or IPv4. */
+static void
+parse_host(struct parse *p, bool deny, const char *s, size_t len,
+    const char *text, size_t tlen, const struct parse_ports *pp)
+{
+	char name[AL_NAME_MAX + 1], msg[512], q[128];
+	struct allowlist_host h;
+	const char *os = s;
+	size_t olen = len;
+	bool wild = false;
+
+	if (len == 1 && s[0] == '*') {
+		parse_error(p, "'*' alone would match every host; write "
+		    "'*.example.com' for the subdomains of one domain");
+		return;
+	}
+	if (len >= 2 && s[0] == '*' && s[1] == '.') {
+		wild = true;
+		s += 2;
+		len -= 2;
+	}
+	if (memchr(s, '*', len) != NULL) {
+		parse_error(p, "'*' is only allowed as a whole leading label, "
+		    "as in '*.example.com': '%s'",
+			    parse_quote(os, olen, q, sizeof(q)));
+		return;
+	}
+	if (len > 1 && s[len - 1] == '.')
+		len--;
+	if (al_name_numeric(s, len)) {
+		if (wild) {
+			parse_error(p, "wildcards apply to host names, not IP "
+			    "addresses: '%s'",
+			    parse_quote(os, olen, q, sizeof(q)));
+			return;
+		}
+		if (!al_ip_parse(s, len, AF_INET, &h)) {
+			parse_error(p, "'%s' is not a valid IPv4 address",
+			    parse_quote(os, olen, q, sizeof(q)));
+			return;
+		}
+		parse_entry_add(p, deny ? AL_DENY_EXACT : AL_ALLOW_EXACT,
+		    h.text, strlen(h.text), text, tlen, pp);
+		return;
+	}
+	if (!al_name_check(s, len, msg, sizeof(msg))) {
+		parse_error(p, "%s", msg);
+		return;
+	}
+	for (size_t i = 0; i < len; i++)
+		name[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
+	name[len] = '\0';
+	if (wild && !deny && parse_public_suffix(name)) {
+		parse_error(p, "'*.%s' would allow every name under the public "
+		    "suffix '%s'", name, name);
+		return;
+	}
+	parse_entry_add(p, wild ? (deny ? AL_DENY_WILD : AL_ALLOW_WILD) :
+	    (deny ? AL_DENY_EXACT : AL_ALLOW_EXACT), name, len, text, tlen, pp);
+}
+
+/* One entry token (no spaces, no comment), as written. */
+static void
+parse_entry(struct parse *p, const char *text, size_t tlen)
+{
+	struct parse_ports pp = { .n = 0 };
+	struct allowlist_host h;
+	const char *s = text, *colon;
+	size_t len = tlen;
+	bool deny = false;
+	char q[128];
+
+	for (size_t i = 0; i < tlen; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (c >= 0x80) {
+			parse_error(p, "non-ASCII byte in '%s': write "
+			    "internationalised names as punycode (xn--...)",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		if (c < 0x20 || c == 0x7f) {
+			parse_error(p, "invalid character 0x%02x in '%s'", c,
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+	}
+	if (s[0] == '!') {
+		deny = true;
+		s++;
+		len--;
+		if (len == 0) {
+			parse_error(p, "'!' must be followed by the entry to "
+			    "deny");
+			return;
+		}
+	}
+	if (s[0] == '[') {
+		const char *close = memchr(s, ']', len);
+		const char *end = s + len;
+		if (close == NULL) {
+			parse_error(p, "missing ']' in '%s'",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		if (close + 1 < end && close[1] != ':') {
+			parse_error(p, "unexpected text after ']' in '%s' "
+			    "(write [IPv6]:PORT)",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		if (close + 1 < end && !parse_ports(p, close + 2,
+		    (size_t)(end - close - 2), &pp))
+			return;
+		if (!al_ip_parse(s + 1, (size_t)(close - s - 1), AF_INET6, &h)) {
+			parse_error(p, "invalid IPv6 address in '%s'",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		parse_entry_add(p, deny ? AL_DENY_EXACT : AL_ALLOW_EXACT,
+		    h.text, strlen(h.text), text, tlen, &pp);
+		return;
+	}
+	colon = memchr(s, ':', len);
+	if (colon != NULL && memchr(colon + 1, ':', len -
+	    (size_t)(colon + 1 - s)) != NULL) {
+		if (memmem(s, len, "://", 3) != NULL) {
+			parse_error(p, "'%s' looks like a URL: write the host "
+			    "name only, with :PORT if needed",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		if (!al_ip_parse(s, len, AF_INET6, &h)) {
+			parse_error(p, "invalid IPv6 address '%s' (to add "
+			    "ports, write [2001:db8::1]:443)",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		parse_entry_add(p, deny ? AL_DENY_EXACT : AL_ALLOW_EXACT,
+		    h.text, strlen(h.text), text, tlen, &pp);
+		return;
+	}
+	if (colon != NULL) {
+		if (memmem(s, len, "://", 3) != NULL) {
+			parse_error(p, "'%s' looks like a URL: write the host "
+			    "name only, with :PORT if needed",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+		if (!parse_ports(p, colon + 1, len - (size_t)(colon + 1 - s),
+		    &pp))
+			return;
+		len = (size_t)(colon - s);
+		if (len == 0) {
+			parse_error(p, "missing host before ':' in '%s'",
+			    parse_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
+	}
+	parse_host(p, deny, s, len, text, tlen, &pp);
+}
+
+static void
+parse_line(struct parse *p, const char *s, size_t len)
+{
+	const char *hash = memchr(s, '#', len);
+	size_t tok, rest;
+	char q[128];
+
+	if (hash != NULL)
+		len = (size_t)(hash - s);
+	while (len > 0 && parse_is_space(s[len - 1]))
+		len--;
+	while (len > 0 && parse_is_space(*s)) {
+		s++;
+		len--;
+	}
+	if (len == 0)
+		return;
+	for (tok = 0; tok < len && !parse_is_space(s[tok]); tok++)
+		;
+	for (rest = tok; rest < len && parse_is_space(s[rest]); rest++)
+		;
+	if (rest < len) {
+		parse_error(p, "unexpected '%s' after the entry (one entry "
+		    "per line; comments start with '#')",
+		    parse_quote(s + rest, len - rest, q, sizeof(q)));
+		return;
+	}
+	parse_entry(p, s, tok);
+}
+
+/* First entry of kind under key k whose ports cover e's, or NULL. */
+static const struct al_entry *
+parse_cover(const struct allowlist *al, int32_t k, int kind,
+    const struct al_entry *e)
+{
+	for (int32_t i = al->keys[k].head[kind]; i >= 0;
+	    i = al->entries[i].next)
+		if (&al->entries[i] != e &&
+		    al_entry_ports_cover(al, &al->entries[i], e))
+			return &al->entries[i];
+	return NULL;
+}
+
+static void
+parse_warn_covered(struct parse *p, const struct al_entry *e)
+{
+	const struct allowlist *al = p->al;
+	const struct al_key *key = &al->keys[e->key];
+	const char *name = al->strs + key->name;
+	const struct al_entry *c = NULL, *d = NULL;
+	bool allow = e->kind == AL_ALLOW_EXACT || e->kind == AL_ALLOW_WILD;
+	int32_t suf[AL_LABELS_MAX];
+	size_t nsuf = 0;
+
+	if (allow)
+		d = parse_cover(al, e->key, e->kind == AL_ALLOW_EXACT ?
+		    AL_DENY_EXACT : AL_DENY_WILD, e);
+	/* IP literals have no suffixes. */
+	if (memchr(name, ':', key->len) == NULL &&
+	    !al_name_numeric(name, key->len))
+		nsuf = al_suffix_keys(al, name, key->len, NULL, suf);
+	for (size_t i = 0; i < nsuf && (c == NULL || (allow && d == NULL));
+	    i++) {
+		if (c == NULL)
+			c = parse_cover(al, suf[i], allow ? AL_ALLOW_WILD :
+			    AL_DENY_WILD, e);
+		if (allow && d == NULL)
+			d = parse_cover(al, suf[i], AL_DENY_WILD, e);
+	}
+	if (d != NULL)
+		parse_warning(p, e->line, "never allowed: '%s' (line %u) "
+		    "denies it", al->strs + d->text, d->line);
+	else if (c != NULL)
+		parse_warning(p, e->line, "already covered by '%s' (line %u)",
+		    al->strs + c->text, c->line);
+}
+
+long
+al_parse_text(struct allowlist *al, const char *text, size_t len,
+    struct allowlist_diag *diag)
+{
+	struct parse p = { .al = al, .diag = diag };
+	size_t start = diag != NULL ? diag->count : 0, i = 0, lines = 1;
+	bool wild = false;
+
+	if (text == NULL)
+		len = 0;
+	/* Sizing the tables up front saves rehashing big files. */
+	for (const char *c = text; len > 0 && (c = memchr(c, '\n', len -
+	    (size_t)(c - text))) != NULL; c++)
+		lines++;
+	al_policy_reserve(al, lines < PARSE_RESERVE_MAX ? lines :
+	    PARSE_RESERVE_MAX, len < PARSE_RESERVE_BYTES ? len * 2 :
+	    PARSE_RESERVE_BYTES);
+	while (i < len && !p.nomem) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t n = nl != NULL ? (size_t)(nl - text) - i : len - i;
+		p.line++;
+		parse_line(&p, text + i, n);
+		i += n + 1;
+	}
+	if (p.nomem)
+		return -ENOMEM;
+	if (diag != NULL && p.errors == 0) {
+		/* Duplicates were reported while adding; coverage needs all
+		 * entries in place. */
+		for (size_t e = 0; e < al->nentries && !wild; e++)
+			wild = al->entries[e].kind == AL_ALLOW_WILD ||
+			    al->entries[e].kind == AL_DENY_WILD ||
+			    al->entries[e].kind == AL_DENY_EXACT;
+		for (size_t e = 0; e < al->nentries && wild; e++)
+			parse_warn_covered(&p, &al->entries[e]);
+		al_diag_sort_from(diag, start);
+	}
+	return p.errors;
+}

@@ -1,0 +1,626 @@
+/*
+ * bench_proxy: cordon-proxy side by side with no proxy, tinyproxy and squid
+ * on loopback, against the same upstream: CONNECT tunnel throughput,
+ * handshakes per second, the proxy's own CPU time per handshake (utime +
+ * stime from /proc), and RSS per idle tunnel. Not a test: run it by hand.
+ *
+ *   bench_proxy [--cordon PATH] [--mib N] [--handshakes N] [--idle N]
+ *               [--threads N] [--runs N] [--skip tinyproxy,squid]
+ *
+ * Throughput, handshakes/s and CPU per handshake are medians of --runs
+ * (default 3) runs.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+#define BUFSZ (256 * 1024)
+
+static uint16_t up_port;
+static long long opt_bytes = 1024LL * 1024 * 1024;
+static int opt_handshakes = 2000;
+static int opt_idle = 1000;
+static int opt_threads = 4;
+static int opt_runs = 3;
+
+/* --- upstream: one thread per connection, blocking I/O ------------------ */
+
+static void *
+up_conn(void *arg)
+{
+	static char buf[BUFSZ];
+	int fd = (int)(intptr_t)arg;
+	char cmd;
+	long long left = opt_bytes;
+
+	if (recv(fd, &cmd, 1, 0) == 1 && cmd == 'T') {
+		while (left > 0) {
+			ssize_t w = send(fd, buf, left < BUFSZ ? (size_t)left :
+			    BUFSZ, MSG_NOSIGNAL);
+			if (w <= 0)
+				break;
+			left -= w;
+		}
+	} else if (cmd == 'I') {
+		while (recv(fd, &cmd, 1, 0) > 0)
+			;
+	}
+	close(fd);
+	return NULL;
+}
+
+static void
+up_serve(int lfd)
+{
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (;;) {
+		pthread_t t;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == EMFILE || errno == ECONNABORTED)
+				continue;
+			_exit(1);
+		}
+		if (pthread_create(&t, &attr, up_conn, (void *)(intptr_t)fd) != 0)
+			close(fd);
+	}
+}
+
+static pid_t
+up_start(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int lfd, one = 1;
+	pid_t pid;
+
+	inet_pton(AF_INET, "127.0.0.2", &sin.sin_addr);
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(lfd, 4096) != 0) {
+		perror("upstream");
+		exit(1);
+	}
+	getsockname(lfd, (struct sockaddr *)&sin, &sl);
+	up_port = ntohs(sin.sin_port);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		up_serve(lfd);
+	}
+	close(lfd);
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	return pid;
+}
+
+/* --- targets ------------------------------------------------------------ */
+
+struct target {
+	const char *name;
+	uint16_t port;		/* 0: direct to the upstream */
+	pid_t pid;		/* the proxy (whose CPU and RSS we read) */
+	bool skip;
+	double mbps, hps, cpu_us, rss_kib;
+	char note[128];
+};
+
+static int
+tcp_connect(const char *ip, uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+	    .sin_port = htons(port) };
+	struct timeval tv = { 30, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A connection to the upstream, through t (CONNECT) unless direct. */
+static int
+open_tunnel(const struct target *t)
+{
+	char req[128], head[1024];
+	size_t n = 0;
+	int fd;
+
+	if (t->port == 0)
+		return tcp_connect("127.0.0.2", up_port);
+	fd = tcp_connect("127.0.0.1", t->port);
+	if (fd < 0)
+		return -1;
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.2:%u HTTP/1.1\r\n"
+	    "Host: 127.0.0.2:%u\r\n\r\n", up_port, up_port);
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
+		goto bad;
+	while (n + 1 < sizeof(head)) {
+		if (recv(fd, head + n, 1, 0) != 1)
+			goto bad;
+		n++;
+		if (n >= 4 && memcmp(head + n - 4, "\r\n\r\n", 4) == 0)
+			break;
+	}
+	head[n] = '\0';
+	if (strncmp(head, "HTTP/1.", 7) != 0 || atoi(head + 9) != 200)
+		goto bad;
+	return fd;
+bad:
+	close(fd);
+	return -1;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* utime + stime of pid in seconds (all threads). */
+static double
+proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[2048], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	p = strrchr(buf, ')');
+	if (p == NULL ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+	    &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long
+proc_rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kb = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return kb;
+}
+
+static void
+bench_throughput(struct target *t)
+{
+	static char buf[BUFSZ];
+	long long got = 0;
+	double t0;
+	int fd = open_tunnel(t);
+
+	if (fd < 0 || send(fd, "T", 1, MSG_NOSIGNAL) != 1) {
+		snprintf(t->note, sizeof(t->note), "tunnel failed");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	t0 = now_s();
+	for (;;) {
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		if (r <= 0)
+			break;
+		got += r;
+	}
+	t->mbps = (double)got / (1024.0 * 1024.0) / (now_s() - t0);
+	if (got != opt_bytes)
+		snprintf(t->note, sizeof(t->note), "short read %lld", got);
+	close(fd);
+}
+
+struct hs_arg {
+	const struct target *t;
+	int n, failed;
+};
+
+static void *
+hs_thread(void *arg)
+{
+	struct hs_arg *a = arg;
+
+	for (int i = 0; i < a->n; i++) {
+		int fd = open_tunnel(a->t);
+		if (fd < 0)
+			a->failed++;
+		else
+			close(fd);
+	}
+	return NULL;
+}
+
+static void
+bench_handshakes(struct target *t)
+{
+	pthread_t th[64];
+	struct hs_arg args[64];
+	int nt = opt_threads, failed = 0;
+	double t0, c0;
+
+	c0 = t->pid > 0 ? proc_cpu_s(t->pid) : 0;
+	t0 = now_s();
+	for (int i = 0; i < nt; i++) {
+		args[i] = (struct hs_arg){ .t = t, .n = opt_handshakes / nt };
+		pthread_create(&th[i], NULL, hs_thread, &args[i]);
+	}
+	for (int i = 0; i < nt; i++) {
+		pthread_join(th[i], NULL);
+		failed += args[i].failed;
+	}
+	t->hps = (double)(opt_handshakes - failed) / (now_s() - t0);
+	if (t->pid > 0)
+		t->cpu_us = (proc_cpu_s(t->pid) - c0) * 1e6 /
+		    (double)(opt_handshakes - failed);
+	if (failed > 0)
+		snprintf(t->note + strlen(t->note),
+		    sizeof(t->note) - strlen(t->note), " %d handshakes failed",
+		    failed);
+}
+
+static void
+bench_idle(struct target *t)
+{
+	int *fds = calloc((size_t)opt_idle, sizeof(int));
+	long r0, r1;
+	int ok = 0;
+
+	if (t->pid <= 0 || fds == NULL) {
+		free(fds);
+		return;
+	}
+	/* Let the previous phase's connections finish closing. */
+	sleep(1);
+	r0 = proc_rss_kib(t->pid);
+	for (int i = 0; i < opt_idle; i++) {
+		fds[i] = open_tunnel(t);
+		if (fds[i] >= 0 && send(fds[i], "I", 1, MSG_NOSIGNAL) == 1)
+			ok++;
+	}
+	r1 = proc_rss_kib(t->pid);
+	t->rss_kib = ok > 0 ? (double)(r1 - r0) / ok : 0;
+	if (ok < opt_idle)
+		snprintf(t->note + strlen(t->note),
+		    sizeof(t->note) - strlen(t->note), " %d/%d idle tunnels", ok,
+		    opt_idle);
+	for (int i = 0; i < opt_idle; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+}
+
+/* --- starting the proxies ---------------------------------------------- */
+
+static char tmpdir[] = "/tmp/cordon-bench-XXXXXX";
+
+static pid_t
+spawn(const char *const argv[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setpgid(0, 0);
+		dup2(null, 0);
+		dup2(null, 1);
+		if (getenv("BENCH_VERBOSE") == NULL)
+			dup2(null, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static bool
+wait_port(uint16_t port, pid_t pid)
+{
+	for (int i = 0; i < 400; i++) {
+		int fd = tcp_connect("127.0.0.1", port);
+		if (fd >= 0) {
+			close(fd);
+			return true;
+		}
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return false;
+		usleep(50 * 1000);
+	}
+	return false;
+}
+
+static uint16_t
+free_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+	getsockname(fd, (struct sockaddr *)&sin, &sl);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL) {
+		perror(path);
+		exit(1);
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool
+start_cordon(struct target *t, const char *bin)
+{
+	char list[300], alog[300], listen[64], allow[64], text[128];
+
+	snprintf(list, sizeof(list), "%s/cordon.list", tmpdir);
+	snprintf(alog, sizeof(alog), "%s/cordon-access.log", tmpdir);
+	snprintf(text, sizeof(text), "127.0.0.2:%u\n", up_port);
+	write_file(list, text);
+	t->port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", t->port);
+	snprintf(allow, sizeof(allow), "127.0.0.2:%u", up_port);
+	const char *argv[] = { bin, "--listen", listen, "--allowlist", list,
+	    "--allow-address", allow, "--access-log", alog, "--log-level",
+	    "warn", "--max-connections", "10000", NULL };
+	t->pid = spawn(argv);
+	return wait_port(t->port, t->pid);
+}
+
+static bool
+start_tinyproxy(struct target *t)
+{
+	char conf[300], text[1024];
+
+	t->port = free_port();
+	snprintf(conf, sizeof(conf), "%s/tinyproxy.conf", tmpdir);
+	snprintf(text, sizeof(text),
+	    "Port %u\nListen 127.0.0.1\nTimeout 600\nMaxClients 4000\n"
+	    "LogLevel Error\nLogFile \"%s/tinyproxy.log\"\n"
+	    "PidFile \"%s/tinyproxy.pid\"\nConnectPort %u\n"
+	    "Allow 127.0.0.1\n", t->port, tmpdir, tmpdir, up_port);
+	write_file(conf, text);
+	const char *argv[] = { "/usr/bin/tinyproxy", "-d", "-c", conf, NULL };
+	t->pid = spawn(argv);
+	return wait_port(t->port, t->pid);
+}
+
+static bool
+start_squid(struct target *t)
+{
+	char conf[300], text[2048];
+
+	t->port = free_port();
+	snprintf(conf, sizeof(conf), "%s/squid.conf", tmpdir);
+	snprintf(text, sizeof(text),
+	    "http_port 127.0.0.1:%u\n"
+	    "acl local src 127.0.0.0/8\n"
+	    "http_access allow local\nhttp_access deny all\n"
+	    "cache deny all\ncache_mem 8 MB\n"
+	    "access_log stdio:%s/squid-access.log\n"
+	    "cache_log %s/squid-cache.log\n"
+	    "pid_filename %s/squid.pid\ncoredump_dir %s\n"
+	    "cache_effective_user proxy\nshutdown_lifetime 1 seconds\n"
+	    "max_filedesc 16384\nworkers 1\n",
+	    t->port, tmpdir, tmpdir, tmpdir, tmpdir);
+	write_file(conf, text);
+	const char *argv[] = { "/usr/sbin/squid", "-N", "-f", conf, NULL };
+	t->pid = spawn(argv);
+	return wait_port(t->port, t->pid);
+}
+
+static void
+stop(struct target *t)
+{
+	if (t->pid > 0) {
+		kill(-t->pid, SIGKILL);
+		kill(t->pid, SIGKILL);
+		waitpid(t->pid, NULL, 0);
+	}
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+/* Each figure is the median of opt_runs runs (loopback on a shared VM is
+ * noisy); the idle-tunnel RSS is measured once. */
+static void
+run(struct target *t)
+{
+	double mbps[16], hps[16], cpu[16];
+
+	for (int i = 0; i < opt_runs; i++) {
+		fprintf(stderr, "bench_proxy: %s, run %d/%d...\n", t->name,
+		    i + 1, opt_runs);
+		bench_throughput(t);
+		bench_handshakes(t);
+		mbps[i] = t->mbps;
+		hps[i] = t->hps;
+		cpu[i] = t->cpu_us;
+	}
+	t->mbps = median(mbps, opt_runs);
+	t->hps = median(hps, opt_runs);
+	t->cpu_us = median(cpu, opt_runs);
+	bench_idle(t);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *cordon = NULL, *skip = "";
+	struct target tg[4] = {
+		{ .name = "direct (no proxy)" }, { .name = "tinyproxy 1.11" },
+		{ .name = "squid 5.7" }, { .name = "cordon-proxy" },
+	};
+	struct rlimit rl;
+	pid_t up;
+	char path[512];
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--cordon") == 0)
+			cordon = argv[i + 1];
+		else if (strcmp(argv[i], "--mib") == 0)
+			opt_bytes = atoll(argv[i + 1]) * 1024 * 1024;
+		else if (strcmp(argv[i], "--handshakes") == 0)
+			opt_handshakes = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--idle") == 0)
+			opt_idle = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--threads") == 0)
+			opt_threads = atoi(argv[i + 1]) > 64 ? 64 :
+			    atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--skip") == 0)
+			skip = argv[i + 1];
+		else if (strcmp(argv[i], "--runs") == 0)
+			opt_runs = atoi(argv[i + 1]) < 1 ? 1 :
+			    atoi(argv[i + 1]) > 15 ? 15 : atoi(argv[i + 1]);
+	}
+	if (cordon == NULL) {
+		const char *root = getenv("CORDON_BUILD_ROOT");
+		snprintf(path, sizeof(path), "%s/proxy/cordon-proxy",
+		    root != NULL ? root : ".");
+		cordon = path;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (mkdtemp(tmpdir) == NULL || chmod(tmpdir, 0777) != 0) {
+		perror("mkdtemp");
+		return 1;
+	}
+	up = up_start();
+
+	run(&tg[0]);
+	if (strstr(skip, "tinyproxy") != NULL)
+		tg[1].skip = true;
+	else if (!start_tinyproxy(&tg[1]))
+		snprintf(tg[1].note, sizeof(tg[1].note), "did not start"),
+		    tg[1].skip = true;
+	else
+		run(&tg[1]);
+	stop(&tg[1]);
+	if (strstr(skip, "squid") != NULL)
+		tg[2].skip = true;
+	else if (!start_squid(&tg[2]))
+		snprintf(tg[2].note, sizeof(tg[2].note), "did not start"),
+		    tg[2].skip = true;
+	else
+		run(&tg[2]);
+	stop(&tg[2]);
+	if (!start_cordon(&tg[3], cordon))
+		snprintf(tg[3].note, sizeof(tg[3].note), "did not start"),
+		    tg[3].skip = true;
+	else
+		run(&tg[3]);
+	stop(&tg[3]);
+	kill(up, SIGKILL);
+	waitpid(up, NULL, 0);
+
+	printf("\n%d MiB through one tunnel; %d CONNECT handshakes (%d threads);"
+	    " %d idle tunnels; medians of %d runs\n\n", (int)(opt_bytes >> 20),
+	    opt_handshakes, opt_threads, opt_idle, opt_runs);
+	printf("%-20s %12s %14s %16s %16s  %s\n", "target", "tunnel MB/s",
+	    "handshakes/s", "CPU us/handshk", "RSS KiB/tunnel", "notes");
+	for (int i = 0; i < 4; i++) {
+		if (tg[i].skip && tg[i].mbps == 0) {
+			printf("%-20s %12s %14s %16s %16s  %s\n", tg[i].name, "-",
+			    "-", "-", "-", tg[i].note[0] ? tg[i].note : "skipped");
+			continue;
+		}
+		if (i == 0)
+			printf("%-20s %12.0f %14.0f %16s %16s  %s\n", tg[i].name,
+			    tg[i].mbps, tg[i].hps, "-", "-", tg[i].note);
+		else
+			printf("%-20s %12.0f %14.0f %16.1f %16.1f  %s\n",
+			    tg[i].name, tg[i].mbps, tg[i].hps, tg[i].cpu_us,
+			    tg[i].rss_kib, tg[i].note);
+	}
+	if (!tg[1].skip && tg[1].mbps > 0 && !tg[3].skip) {
+		printf("\ncordon-proxy vs tinyproxy: throughput %.2fx (target "
+		    ">= 1.5), handshakes/s %.2fx (>= 1.3), CPU/handshake "
+		    "%.2fx (<= 0.5), RSS/tunnel %.1f vs %.1f KiB (<= 16)\n",
+		    tg[3].mbps / tg[1].mbps, tg[3].hps / tg[1].hps,
+		    tg[1].cpu_us > 0 ? tg[3].cpu_us / tg[1].cpu_us : 0,
+		    tg[3].rss_kib, tg[1].rss_kib);
+	}
+	if (!tg[2].skip && tg[2].mbps > 0 && !tg[3].skip)
+		printf("cordon-proxy vs squid: throughput %.2fx, handshakes/s "
+		    "%.2fx, CPU/handshake %.2fx\n", tg[3].mbps / tg[2].mbps,
+		    tg[3].hps / tg[2].hps, tg[2].cpu_us > 0 ?
+		    tg[3].cpu_us / tg[2].cpu_us : 0);
+	if (!tg[3].skip && tg[0].mbps > 0)
+		printf("cordon-proxy vs direct: throughput %.2fx (target >= 0.8),"
+		    " handshakes/s %.2fx\n", tg[3].mbps / tg[0].mbps,
+		    tg[3].hps / tg[0].hps);
+	(void)util_rm_rf(tmpdir);
+	return 0;
+}

@@ -1,0 +1,363 @@
+/*
+ * Command-line parsing for cordon-proxy. Every option is checked here so
+ * that --check can report all mistakes without touching the network, and
+ * the daemon only ever sees validated values.
+ */
+#include "proxy/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+enum {
+	OPT_LISTEN = 256, OPT_ALLOWLIST, OPT_POLICY, OPT_RESOLVER,
+	OPT_ALLOW_ADDRESS, OPT_ACCESS_LOG, OPT_METRICS, OPT_MAX_CONN,
+	OPT_CONNECT_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_DNS_TIMEOUT,
+	OPT_HEADER_TIMEOUT, OPT_GRACE, OPT_MAX_HEADER, OPT_USER, OPT_CHECK,
+	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE,
+};
+
+static const struct option config_options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "allowlist", required_argument, NULL, OPT_ALLOWLIST },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "resolver", required_argument, NULL, OPT_RESOLVER },
+	{ "allow-address", required_argument, NULL, OPT_ALLOW_ADDRESS },
+	{ "access-log", required_argument, NULL, OPT_ACCESS_LOG },
+	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "max-connections", required_argument, NULL, OPT_MAX_CONN },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "dns-timeout", required_argument, NULL, OPT_DNS_TIMEOUT },
+	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "max-header", required_argument, NULL, OPT_MAX_HEADER },
+	{ "user", required_argument, NULL, OPT_USER },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "no-splice", no_argument, NULL, OPT_NO_SPLICE },
+	{ NULL, 0, NULL, 0 },
+};
+
+const char *
+config_usage(void)
+{
+	return
+	    "usage: cordon-proxy --listen ADDR:PORT --allowlist FILE|DIR\n"
+	    "    [--policy NAME] [--resolver IP[:PORT]]...\n"
+	    "    [--allow-address IP[/PREFIX][:PORT]]... [--access-log FILE|-]\n"
+	    "    [--metrics ADDR:PORT] [--max-connections N]\n"
+	    "    [--connect-timeout S] [--idle-timeout S] [--dns-timeout S]\n"
+	    "    [--header-timeout S] [--grace S] [--max-header SIZE]\n"
+	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
+	    "    [--check]\n"
+	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
+	    "The bound address is logged as \"listening on ADDR:PORT\".\n";
+}
+
+void
+config_init(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->policy = "default";
+	c->max_connections = 4096;
+	c->connect_timeout_ms = 10000;
+	c->idle_timeout_ms = 300000;
+	c->dns_timeout_ms = 5000;
+	c->header_timeout_ms = 10000;
+	c->grace_ms = 30000;
+	c->max_header = 32 * 1024;
+	c->log_level = LOG_LEVEL_INFO;
+}
+
+static int
+config_port(const char *s, unsigned *port)
+{
+	int64_t v;
+
+	if (util_parse_i64(s, 0, 65535, &v) != 0)
+		return -EINVAL;
+	*port = (unsigned)v;
+	return 0;
+}
+
+int
+config_parse_sockaddr(const char *s, struct config_addr *out)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon, *h, *end;
+	unsigned port;
+	size_t hl;
+
+	memset(out, 0, sizeof(*out));
+	if (s[0] == '[') {
+		end = strchr(s, ']');
+		if (end == NULL || end[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hl = (size_t)(end - h);
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL)
+			return -EINVAL;
+		h = s;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= sizeof(host) || config_port(colon + 1, &port) != 0)
+		return -EINVAL;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (s[0] == '[') {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&out->ss;
+		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1)
+			goto bad;
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		out->len = sizeof(*sin6);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&out->ss;
+		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
+			goto bad;
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		out->len = sizeof(*sin);
+	}
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+int
+config_parse_seconds(const char *s, int *ms)
+{
+	int64_t whole = 0, frac = 0;
+	int fdigits = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > 86400)
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (++fdigits > 3)
+				return -EINVAL;
+			frac = frac * 10 + (*p - '0');
+		}
+		for (int i = fdigits; i < 3; i++)
+			frac *= 10;
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	whole = whole * 1000 + frac;
+	if (whole <= 0 || whole > 86400 * 1000LL)
+		return -ERANGE;
+	*ms = (int)whole;
+	return 0;
+}
+
+/* "IP" or "IP:PORT" or "[V6]" or "[V6]:PORT" appended to the c-ares csv. */
+static int
+config_add_resolver(struct config *c, const char *s)
+{
+	char host[INET6_ADDRSTRLEN + 2], item[INET6_ADDRSTRLEN + 16];
+	unsigned char buf[sizeof(struct in6_addr)];
+	unsigned port = 53;
+	size_t hl, used;
+	const char *colon;
+	bool v6;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+		if (end == NULL || (end[1] != '\0' && end[1] != ':'))
+			return -EINVAL;
+		hl = (size_t)(end - s - 1);
+		if (hl == 0 || hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, hl);
+		host[hl] = '\0';
+		if (end[1] == ':' && config_port(end + 2, &port) != 0)
+			return -EINVAL;
+		v6 = true;
+	} else if (strchr(s, ':') != strrchr(s, ':')) {
+		if (!util_strlcpy(host, s, sizeof(host)))	/* bare IPv6 */
+			return -EINVAL;
+		v6 = true;
+	} else {
+		colon = strchr(s, ':');
+		hl = colon != NULL ? (size_t)(colon - s) : strlen(s);
+		if (hl == 0 || hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s, hl);
+		host[hl] = '\0';
+		if (colon != NULL && config_port(colon + 1, &port) != 0)
+			return -EINVAL;
+		v6 = false;
+	}
+	if (port == 0 || inet_pton(v6 ? AF_INET6 : AF_INET, host, buf) != 1)
+		return -EINVAL;
+	snprintf(item, sizeof(item), v6 ? "[%s]:%u" : "%s:%u", host, port);
+	used = strlen(c->resolvers);
+	if (used + strlen(item) + 2 > sizeof(c->resolvers))
+		return -ENOSPC;
+	if (used > 0)
+		strcat(c->resolvers, ",");
+	strcat(c->resolvers, item);
+	return 0;
+}
+
+static int
+config_fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+config_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int
+config_option(struct config *c, int opt, const char *arg, char *err,
+    size_t errlen)
+{
+	int64_t v;
+	uint64_t sz;
+	int *ms = NULL;
+	enum log_level lvl;
+
+	switch (opt) {
+	case OPT_LISTEN:
+		if (c->nlisten == CONFIG_MAX_LISTEN)
+			return config_fail(err, errlen, "too many --listen");
+		if (config_parse_sockaddr(arg, &c->listen[c->nlisten]) != 0)
+			return config_fail(err, errlen,
+			    "--listen %s: want IPV4:PORT or [IPV6]:PORT", arg);
+		c->nlisten++;
+		return 0;
+	case OPT_ALLOWLIST:
+		c->allowlist = arg;
+		return 0;
+	case OPT_POLICY:
+		if (arg[0] == '\0' || strlen(arg) > 64)
+			return config_fail(err, errlen, "--policy: bad name");
+		c->policy = arg;
+		return 0;
+	case OPT_RESOLVER:
+		if (config_add_resolver(c, arg) != 0)
+			return config_fail(err, errlen,
+			    "--resolver %s: want IP, IP:PORT or [IPV6]:PORT",
+			    arg);
+		return 0;
+	case OPT_ALLOW_ADDRESS:
+		if (c->nexceptions == CONFIG_MAX_EXCEPTIONS)
+			return config_fail(err, errlen,
+			    "too many --allow-address");
+		if (addr_exception_parse(arg,
+		    &c->exceptions[c->nexceptions]) != 0)
+			return config_fail(err, errlen,
+			    "--allow-address %s: want IP[/PREFIX][:PORT]", arg);
+		c->nexceptions++;
+		return 0;
+	case OPT_ACCESS_LOG:
+		c->access_log = arg;
+		return 0;
+	case OPT_METRICS:
+		if (config_parse_sockaddr(arg, &c->metrics) != 0)
+			return config_fail(err, errlen,
+			    "--metrics %s: want IPV4:PORT or [IPV6]:PORT", arg);
+		c->has_metrics = true;
+		return 0;
+	case OPT_MAX_CONN:
+		if (util_parse_i64(arg, 1, 1000000, &v) != 0)
+			return config_fail(err, errlen,
+			    "--max-connections %s: want 1-1000000", arg);
+		c->max_connections = (long)v;
+		return 0;
+	case OPT_MAX_HEADER:
+		if (util_parse_size(arg, &sz) != 0 || sz < 1024 ||
+		    sz > 1024 * 1024)
+			return config_fail(err, errlen,
+			    "--max-header %s: want 1k-1m", arg);
+		c->max_header = (size_t)sz;
+		return 0;
+	case OPT_USER:
+		c->user = arg;
+		return 0;
+	case OPT_CHECK:
+		c->check = true;
+		return 0;
+	case OPT_HELP:
+		c->help = true;
+		return 0;
+	case OPT_NO_SPLICE:
+		c->no_splice = true;
+		return 0;
+	case OPT_LOG_LEVEL:
+		if (log_level_parse(arg, &lvl) != 0)
+			return config_fail(err, errlen,
+			    "--log-level %s: want error|warn|info|debug", arg);
+		c->log_level = (int)lvl;
+		return 0;
+	case OPT_CONNECT_TIMEOUT: ms = &c->connect_timeout_ms; break;
+	case OPT_IDLE_TIMEOUT: ms = &c->idle_timeout_ms; break;
+	case OPT_DNS_TIMEOUT: ms = &c->dns_timeout_ms; break;
+	case OPT_HEADER_TIMEOUT: ms = &c->header_timeout_ms; break;
+	case OPT_GRACE: ms = &c->grace_ms; break;
+	default:
+		return config_fail(err, errlen, "unknown option (see --help)");
+	}
+	if (config_parse_seconds(arg, ms) != 0)
+		return config_fail(err, errlen,
+		    "bad duration '%s': want seconds (e.g. 5 or 0.5)", arg);
+	return 0;
+}
+
+int
+config_parse(struct config *c, int argc, char *const argv[], char *err,
+    size_t errlen)
+{
+	int opt, rc;
+
+	err[0] = '\0';
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", config_options, NULL)) != -1) {
+		if (opt == '?' || opt == ':')
+			return config_fail(err, errlen, "bad option '%s'",
+			    argv[optind - 1]);
+		rc = config_option(c, opt, optarg, err, errlen);
+		if (rc != 0)
+			return rc;
+	}
+	if (optind < argc)
+		return config_fail(err, errlen, "unexpected argument '%s'",
+		    argv[optind]);
+	if (c->help)
+		return 0;
+	if (c->nlisten == 0)
+		return config_fail(err, errlen, "--listen is required");
+	if (c->allowlist == NULL)
+		return config_fail(err, errlen, "--allowlist is required");
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * cordon-proxy's command line: option parsing into a plain struct, with
+ * every value validated (addresses, exceptions, durations, sizes). Pure: no
+ * I/O, so it is unit-tested with tables; the daemon acts on the result.
+ */
+#ifndef CORDON_PROXY_CONFIG_H
+#define CORDON_PROXY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "proxy/addr.h"
+
+#define CONFIG_MAX_LISTEN	8
+#define CONFIG_MAX_EXCEPTIONS	64
+#define CONFIG_RESOLVERS_MAX	512	/* bytes of the c-ares server list */
+
+struct config_addr {
+	struct sockaddr_storage ss;
+	socklen_t len;
+};
+
+struct config {
+	struct config_addr listen[CONFIG_MAX_LISTEN];
+	size_t nlisten;
+	const char *allowlist;		/* path (borrowed from argv) */
+	const char *policy;		/* policy name, default "default" */
+	char resolvers[CONFIG_RESOLVERS_MAX];	/* c-ares csv, "" = system */
+	struct addr_exception exceptions[CONFIG_MAX_EXCEPTIONS];
+	size_t nexceptions;
+	const char *access_log;		/* NULL: none; "-": stdout */
+	bool has_metrics;
+	struct config_addr metrics;
+	long max_connections;
+	int connect_timeout_ms;
+	int idle_timeout_ms;
+	int dns_timeout_ms;
+	int header_timeout_ms;
+	int grace_ms;			/* SIGTERM drain period */
+	size_t max_header;		/* request/response head bytes */
+	const char *user;		/* --user, or NULL */
+	bool check;
+	bool no_splice;			/* relay tunnels through user space */
+	bool help;
+	int log_level;			/* enum log_level */
+};
+
+/* Defaults for every field (no listen address, no allowlist). */
+void config_init(struct config *c);
+
+/*
+ * Parses argv[1..argc) into c (call config_init first). Strings are
+ * borrowed from argv. Returns 0, or -EINVAL with a one-line message in err
+ * (naming the option and the bad value). --listen and --allowlist are
+ * required unless --help.
+ */
+int config_parse(struct config *c, int argc, char *const argv[], char *err,
+    size_t errlen);
+
+/* Parses "IPV4:PORT" or "[IPV6]:PORT" (numeric, port 0-65535). */
+int config_parse_sockaddr(const char *s, struct config_addr *out);
+/* Parses seconds "S" or "S.FFF" (up to milliseconds) into ms, > 0 and at
+ * most one day. */
+int config_parse_seconds(const char *s, int *ms);
+
+/* Usage text (static). */
+const char *config_usage(void);
+
+#endif

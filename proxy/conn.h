@@ -1,0 +1,166 @@
+/*
+ * Private to server.c, tunnel.c and forward.c: one client connection and
+ * the request it is serving. Nothing outside these three files includes
+ * this header; everyone else sees struct server only.
+ */
+#ifndef CORDON_PROXY_CONN_H
+#define CORDON_PROXY_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <event2/event_struct.h>
+
+#include "proxy/config.h"
+#include "proxy/host.h"
+#include "proxy/http.h"
+
+struct accesslog;
+struct allowlist_set;
+struct bufferevent;
+struct cbuf;
+struct dns;
+struct dns_query;
+struct event;
+struct evconnlistener;
+struct metrics;
+struct zerocopy;
+
+/* Relay limits: bytes queued towards one side before reading from the
+ * other stops, and the largest single read. Reads are capped to the room
+ * left below CONN_OUT_MAX, so a tunnel whose client never reads pins about
+ * one buffer chain per direction. libevent 2.1 reads at most 4096 bytes
+ * per call (EVBUFFER_MAX_READ) into chains it rounds (data plus header) up
+ * to a power of two, 8 KiB: the limit stays just under one such chain. */
+#define CONN_OUT_MAX	(8 * 1024 - 128)
+#define CONN_READ_MAX	CONN_OUT_MAX
+#define CONN_READ_MIN	1024	/* less room than this: wait for a drain */
+
+enum conn_state {
+	CONN_HEAD,		/* reading a request head */
+	CONN_RESOLVING,
+	CONN_CONNECTING,
+	CONN_TUNNEL,
+	CONN_FORWARD,
+	CONN_LINGER,		/* answer sent; draining input, then close */
+};
+
+/* One request: what the access log line needs, and the upstream plan. */
+struct conn_req {
+	int64_t start_wall_ms;
+	int64_t start_mono_ms;
+	char method[24];
+	char host[HOST_NAME_MAXLEN + 1];	/* normalised */
+	uint16_t port;
+	bool is_connect;
+	bool is_head;		/* HEAD: response has no body */
+	bool keep_alive;	/* client wants to keep the connection */
+	bool logged;
+	const char *decision;	/* "allow", "deny", "error"; NULL: pending */
+	char reason[48];
+	int status;
+	int64_t dns_ms, connect_ms;
+	char address[INET6_ADDRSTRLEN + 8];	/* connected to */
+
+	/* Candidate addresses (permitted only), tried in order. */
+	struct sockaddr_storage *addrs;
+	size_t naddrs, next_addr;
+	int last_err;		/* errno of the last failed attempt */
+	int64_t attempt_ms;	/* start of the current attempt */
+
+	/* HTTP forwarding: the head for upstream, request body framing and
+	 * response framing. */
+	struct cbuf *uphead;
+	int64_t body_left;	/* Content-Length bytes still to send */
+	bool body_chunked;
+	struct http_chunk_state req_chunk;
+	bool req_done;
+	bool resp_head_done;
+	bool resp_started;	/* something was sent to the client */
+	enum http_body_kind resp_body;
+	int64_t resp_left;
+	struct http_chunk_state resp_chunk;
+	bool resp_done;
+	bool close_client;	/* no further request on this connection */
+	bool client_http10;
+
+	uint64_t bytes_up, bytes_down;
+};
+
+struct conn {
+	struct server *srv;
+	struct conn *prev, *next;
+	struct bufferevent *cli;
+	struct bufferevent *up;
+	enum conn_state state;
+	struct event timer;	/* head deadline, connect deadline, idle */
+	struct dns_query *dq;
+	struct conn_req *req;
+	struct zerocopy *zc;	/* spliced tunnel (cli/up are then NULL) */
+	int64_t last_active_ms;	/* tunnel idle timeout */
+	unsigned nrequests;
+	uint32_t head_scanned;	/* bytes searched for the head's end */
+	bool cli_eof;
+	bool up_eof;
+	bool close_after_flush;
+	char client[INET6_ADDRSTRLEN + 8];
+};
+
+/* The server (server.h gives everyone else an opaque pointer). */
+struct server {
+	const struct config *cfg;
+	struct event_base *base;
+	struct dns *dns;
+	struct accesslog *alog;
+	struct metrics *m;
+	struct allowlist_set *set;
+	struct evconnlistener *lev[CONFIG_MAX_LISTEN];
+	struct config_addr bound[CONFIG_MAX_LISTEN];
+	size_t nlisten;
+	struct sockaddr_storage *self;
+	size_t nself;
+	struct conn *conns;
+	size_t nconns;
+	struct event *accept_retry;
+	bool draining;
+	bool drain_called;
+	void (*drain_done)(void *);
+	void *drain_arg;
+};
+
+/* server.c */
+void conn_format_addr(const struct sockaddr *sa, char *buf, size_t len);
+void conn_timer_arm(struct conn *c, int ms);
+void conn_free(struct conn *c);
+/* Answers status with X-Cordon-Error: reason and a one-line body, logs
+ * the request, and closes the connection after a lingering drain. */
+void conn_fail(struct conn *c, int status, const char *decision,
+    const char *reason);
+/* Logs the current request (once) and frees it. */
+void conn_request_done(struct conn *c);
+/* Closes once the client output is flushed. */
+void conn_close_when_flushed(struct conn *c);
+/* Back to reading the next request on a kept-alive connection. */
+void conn_next_request(struct conn *c);
+int conn_idle_timeout_ms(const struct conn *c);
+int conn_max_header(const struct conn *c);
+struct metrics *conn_metrics(const struct conn *c);
+bool conn_draining(const struct conn *c);
+struct event_base *conn_base(const struct conn *c);
+bool conn_splice_enabled(const struct conn *c);
+
+/* upstream.c: decides and connects (hp is the parsed request host). */
+void upstream_decide(struct conn *c, const struct host_parsed *hp);
+void upstream_connect_timeout(struct conn *c);
+/* tunnel.c: the client got 200; relay both ways until either side ends. */
+void tunnel_start(struct conn *c);
+/* zerocopy.c: when the tunnel starts clean, sends the 200 itself and
+ * relays with splice(2); false: nothing changed except that the 200 may
+ * have been queued on c->cli, use tunnel_start. */
+bool zerocopy_start(struct conn *c);
+void zerocopy_free(struct conn *c);	/* closes the sockets too */
+/* forward.c: upstream connected; send the head and relay the exchange. */
+void forward_start(struct conn *c);
+
+#endif

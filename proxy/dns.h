@@ -1,0 +1,47 @@
+/*
+ * Asynchronous A + AAAA resolution with c-ares driven by a libevent loop.
+ * One lookup per request, no cache, no search domains and no hosts file, so
+ * the addresses a caller checks are exactly what the name servers said once.
+ */
+#ifndef CORDON_PROXY_DNS_H
+#define CORDON_PROXY_DNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+struct event_base;
+struct dns;
+struct dns_query;
+
+#define DNS_MAX_ADDRS 16
+
+struct dns_result {
+	int error;		/* 0, -ENOENT (no such name / no data),
+				 * -ETIMEDOUT, -EIO (any other failure) */
+	size_t n;		/* addresses, in the order received */
+	struct sockaddr_storage addrs[DNS_MAX_ADDRS];
+	int64_t elapsed_ms;
+};
+
+/* res is only valid during the call. */
+typedef void (*dns_cb)(const struct dns_result *res, void *arg);
+
+/* Creates a resolver on base. servers_csv is NULL (use /etc/resolv.conf) or
+ * a c-ares server list ("127.0.0.1:5353,[::1]:53"). timeout_ms bounds each
+ * lookup as a whole. Returns 0 and *out (caller frees with dns_free), or a
+ * negative errno (-EINVAL for a bad server list). */
+int dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
+    struct dns **out);
+/* Pending callbacks are not called. Accepts NULL. */
+void dns_free(struct dns *d);
+
+/* Starts a lookup of name (absolute: no search domains). cb is called
+ * exactly once, later, from the loop, unless dns_cancel is called first.
+ * Returns the query (owned by the resolver) or NULL on ENOMEM. */
+struct dns_query *dns_resolve(struct dns *d, const char *name, dns_cb cb,
+    void *arg);
+/* The callback will not be called; the query is freed by the resolver. */
+void dns_cancel(struct dns_query *q);
+
+#endif

@@ -1,0 +1,304 @@
+/*
+ * Counters kept in one struct (single-threaded loop, no atomics needed) and
+ * rendered on demand. Reasons are interned in a small fixed table; beyond it
+ * they count as "other", so a hostile stream of reasons cannot grow memory.
+ */
+#include "proxy/metrics.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "common/cbuf.h"
+
+#define METRICS_MAX_KEYS 48
+#define METRICS_NBUCKETS 13
+
+static const double metrics_bounds[METRICS_NBUCKETS] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+
+struct metrics_hist {
+	uint64_t buckets[METRICS_NBUCKETS];	/* non-cumulative */
+	uint64_t count;
+	double sum;
+};
+
+struct metrics_key {
+	char decision[16];
+	char reason[48];
+	uint64_t count;
+};
+
+struct metrics {
+	struct metrics_key keys[METRICS_MAX_KEYS];
+	size_t nkeys;
+	uint64_t other;
+	int64_t connections, tunnels;
+	uint64_t bytes_up, bytes_down;
+	uint64_t reload_ok, reload_failed;
+	struct metrics_hist dns, connect;
+	struct evhttp *http;
+};
+
+int
+metrics_new(struct metrics **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out == NULL ? -ENOMEM : 0;
+}
+
+void
+metrics_free(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	if (m->http != NULL)
+		evhttp_free(m->http);
+	free(m);
+}
+
+void
+metrics_request(struct metrics *m, const char *decision, const char *reason)
+{
+	struct metrics_key *k;
+
+	if (m == NULL)
+		return;
+	if (reason == NULL)
+		reason = "none";
+	for (size_t i = 0; i < m->nkeys; i++) {
+		k = &m->keys[i];
+		if (strcmp(k->decision, decision) == 0 &&
+		    strcmp(k->reason, reason) == 0) {
+			k->count++;
+			return;
+		}
+	}
+	if (m->nkeys == METRICS_MAX_KEYS || strlen(decision) >= 16 ||
+	    strlen(reason) >= 48) {
+		m->other++;
+		return;
+	}
+	k = &m->keys[m->nkeys++];
+	strcpy(k->decision, decision);
+	strcpy(k->reason, reason);
+	k->count = 1;
+}
+
+void
+metrics_connections_add(struct metrics *m, int delta)
+{
+	if (m != NULL)
+		m->connections += delta;
+}
+
+void
+metrics_tunnels_add(struct metrics *m, int delta)
+{
+	if (m != NULL)
+		m->tunnels += delta;
+}
+
+void
+metrics_bytes_add(struct metrics *m, uint64_t up, uint64_t down)
+{
+	if (m == NULL)
+		return;
+	m->bytes_up += up;
+	m->bytes_down += down;
+}
+
+static void
+metrics_hist_observe(struct metrics_hist *h, int64_t ms)
+{
+	double s = (double)ms / 1000.0;
+
+	for (int i = 0; i < METRICS_NBUCKETS; i++)
+		if (s <= metrics_bounds[i]) {
+			h->buckets[i]++;
+			break;
+		}
+	h->count++;
+	h->sum += s;
+}
+
+void
+metrics_dns_observe(struct metrics *m, int64_t ms)
+{
+	if (m != NULL)
+		metrics_hist_observe(&m->dns, ms);
+}
+
+void
+metrics_connect_observe(struct metrics *m, int64_t ms)
+{
+	if (m != NULL)
+		metrics_hist_observe(&m->connect, ms);
+}
+
+void
+metrics_reload(struct metrics *m, int ok)
+{
+	if (m == NULL)
+		return;
+	if (ok)
+		m->reload_ok++;
+	else
+		m->reload_failed++;
+}
+
+static int
+metrics_printf(struct cbuf *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+metrics_printf(struct cbuf *out, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -ENOSPC;
+	return cbuf_append_str(out, line);
+}
+
+static int
+metrics_render_hist(const struct metrics_hist *h, const char *name,
+    const char *help, struct cbuf *out)
+{
+	uint64_t cum = 0;
+	int rc;
+
+	rc = metrics_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name,
+	    help, name);
+	for (int i = 0; i < METRICS_NBUCKETS && rc == 0; i++) {
+		cum += h->buckets[i];
+		rc = metrics_printf(out, "%s_bucket{le=\"%g\"} %" PRIu64 "\n",
+		    name, metrics_bounds[i], cum);
+	}
+	if (rc == 0)
+		rc = metrics_printf(out, "%s_bucket{le=\"+Inf\"} %" PRIu64
+		    "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count,
+		    name, h->sum, name, h->count);
+	return rc;
+}
+
+int
+metrics_render(const struct metrics *m, struct cbuf *out)
+{
+	int rc;
+
+	rc = metrics_printf(out, "# HELP cordon_proxy_requests_total Requests "
+	    "by decision and reason.\n# TYPE cordon_proxy_requests_total "
+	    "counter\n");
+	for (size_t i = 0; i < m->nkeys && rc == 0; i++)
+		rc = metrics_printf(out, "cordon_proxy_requests_total{decision="
+		    "\"%s\",reason=\"%s\"} %" PRIu64 "\n", m->keys[i].decision,
+		    m->keys[i].reason, m->keys[i].count);
+	if (rc == 0 && m->other > 0)
+		rc = metrics_printf(out, "cordon_proxy_requests_total{decision="
+		    "\"other\",reason=\"other\"} %" PRIu64 "\n", m->other);
+	if (rc == 0)
+		rc = metrics_printf(out,
+		    "# HELP cordon_proxy_connections Open client connections.\n"
+		    "# TYPE cordon_proxy_connections gauge\n"
+		    "cordon_proxy_connections %" PRId64 "\n"
+		    "# HELP cordon_proxy_tunnels Active CONNECT tunnels.\n"
+		    "# TYPE cordon_proxy_tunnels gauge\n"
+		    "cordon_proxy_tunnels %" PRId64 "\n", m->connections,
+		    m->tunnels);
+	if (rc == 0)
+		rc = metrics_printf(out,
+		    "# HELP cordon_proxy_bytes_total Bytes relayed.\n"
+		    "# TYPE cordon_proxy_bytes_total counter\n"
+		    "cordon_proxy_bytes_total{direction=\"up\"} %" PRIu64 "\n"
+		    "cordon_proxy_bytes_total{direction=\"down\"} %" PRIu64 "\n",
+		    m->bytes_up, m->bytes_down);
+	if (rc == 0)
+		rc = metrics_printf(out,
+		    "# HELP cordon_proxy_reloads_total Allowlist reloads.\n"
+		    "# TYPE cordon_proxy_reloads_total counter\n"
+		    "cordon_proxy_reloads_total{result=\"ok\"} %" PRIu64 "\n"
+		    "cordon_proxy_reloads_total{result=\"failed\"} %" PRIu64 "\n",
+		    m->reload_ok, m->reload_failed);
+	if (rc == 0)
+		rc = metrics_render_hist(&m->dns, "cordon_proxy_dns_seconds",
+		    "DNS lookup latency.", out);
+	if (rc == 0)
+		rc = metrics_render_hist(&m->connect,
+		    "cordon_proxy_connect_seconds",
+		    "Upstream connect latency.", out);
+	return rc;
+}
+
+static void
+metrics_http_cb(struct evhttp_request *req, void *arg)
+{
+	struct metrics *m = arg;
+	struct evbuffer *body;
+	struct cbuf *text;
+
+	if (strcmp(evhttp_request_get_uri(req), "/metrics") != 0) {
+		evhttp_send_error(req, HTTP_NOTFOUND, NULL);
+		return;
+	}
+	text = cbuf_new(1024 * 1024);
+	body = evbuffer_new();
+	if (text == NULL || body == NULL || metrics_render(m, text) != 0 ||
+	    evbuffer_add(body, cbuf_data(text), cbuf_len(text)) != 0) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		goto out;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(req, HTTP_OK, "OK", body);
+out:
+	if (body != NULL)
+		evbuffer_free(body);
+	cbuf_free(text);
+}
+
+int
+metrics_serve(struct metrics *m, struct event_base *base,
+    struct sockaddr_storage *sa, socklen_t len)
+{
+	struct evhttp_bound_socket *bs;
+	evutil_socket_t fd;
+	socklen_t sl = len;
+
+	m->http = evhttp_new(base);
+	if (m->http == NULL)
+		return -ENOMEM;
+	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0);
+	if (fd < 0)
+		return -errno;
+	(void)evutil_make_listen_socket_reuseable(fd);
+	if (bind(fd, (struct sockaddr *)sa, len) != 0 || listen(fd, 64) != 0 ||
+	    getsockname(fd, (struct sockaddr *)sa, &sl) != 0) {
+		int rc = -errno;
+		evutil_closesocket(fd);
+		return rc;
+	}
+	bs = evhttp_accept_socket_with_handle(m->http, fd);
+	if (bs == NULL) {
+		evutil_closesocket(fd);
+		return -ENOMEM;
+	}
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET);
+	evhttp_set_timeout(m->http, 10);
+	evhttp_set_gencb(m->http, metrics_http_cb, m);
+	return 0;
+}

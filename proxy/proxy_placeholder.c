@@ -1,2 +1,0 @@
-/* Placeholder until the proxy library lands. */
-typedef int proxy_placeholder_t;

@@ -1,0 +1,302 @@
+/*
+ * The upstream side of a request: host checks, the allowlist, one DNS
+ * lookup, classification of every answer (only public or excepted
+ * addresses, never the proxy's own), then connecting to the permitted
+ * addresses in order with a deadline each. Hands over to tunnel/forward.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "allowlist/allowlist.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/addr.h"
+#include "proxy/config.h"
+#include "proxy/conn.h"
+#include "proxy/dns.h"
+#include "proxy/host.h"
+#include "proxy/metrics.h"
+
+static void upstream_connect_next(struct conn *c);
+
+
+static socklen_t
+sockaddr_len(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+	    sizeof(struct sockaddr_in6);
+}
+
+/* IPv4 address of sa, unwrapping ::ffff:a.b.c.d; false for real IPv6. */
+static bool
+sockaddr_v4(const struct sockaddr *sa, struct in_addr *out)
+{
+	if (sa->sa_family == AF_INET) {
+		*out = ((const struct sockaddr_in *)sa)->sin_addr;
+		return true;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+		    &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			memcpy(out, &a->s6_addr[12], 4);
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool
+sockaddr_same_ip(const struct sockaddr *a, const struct sockaddr *b)
+{
+	struct in_addr a4 = { 0 }, b4 = { 0 };
+	bool av4 = sockaddr_v4(a, &a4), bv4 = sockaddr_v4(b, &b4);
+
+	if (av4 || bv4)
+		return av4 && bv4 && a4.s_addr == b4.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+	    &((const struct sockaddr_in6 *)b)->sin6_addr,
+	    sizeof(struct in6_addr)) == 0;
+}
+
+static void
+sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+/* NULL when the proxy may connect to sa:port, else the reason
+ * ("address-<class>", "address-self") written into buf. */
+static const char *
+upstream_blocked(const struct server *s, const struct sockaddr *sa,
+    uint16_t port, char *buf, size_t len)
+{
+	enum addr_class cls;
+
+	cls = addr_classify(sa);
+	if (cls != ADDR_PUBLIC && !addr_exception_match(s->cfg->exceptions,
+	    s->cfg->nexceptions, sa, port)) {
+		snprintf(buf, len, "address-%s", addr_class_name(cls));
+		return buf;
+	}
+	/* Even a public or excepted address is refused when it is the proxy
+	 * itself (request loops). */
+	for (size_t i = 0; i < s->nself; i++)
+		if (sockaddr_same_ip(sa, (const struct sockaddr *)&s->self[i])) {
+			snprintf(buf, len, "address-self");
+			return buf;
+		}
+	return NULL;
+}
+
+static void
+upstream_connected(struct conn *c)
+{
+	struct conn_req *r = c->req;
+	struct sockaddr *sa = (struct sockaddr *)&r->addrs[r->next_addr - 1];
+	int one = 1;
+
+	event_del(&c->timer);
+	r->connect_ms = time_mono_ms() - r->attempt_ms;
+	metrics_connect_observe(c->srv->m, r->connect_ms);
+	conn_format_addr(sa, r->address, sizeof(r->address));
+	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one));
+	r->decision = "allow";
+	if (r->is_connect) {
+		r->status = 200;
+		r->resp_started = true;
+		if (conn_splice_enabled(c) && zerocopy_start(c))
+			return;
+		if (evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
+			evbuffer_add(bufferevent_get_output(c->cli),
+			    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+		tunnel_start(c);
+	} else {
+		forward_start(c);
+	}
+}
+
+static void
+upstream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		upstream_connected(c);
+		return;
+	}
+	c->req->last_err = err != 0 && err != EINPROGRESS ? err : ECONNREFUSED;
+	event_del(&c->timer);
+	bufferevent_free(c->up);
+	c->up = NULL;
+	upstream_connect_next(c);
+}
+
+void
+upstream_connect_timeout(struct conn *c)
+{
+	c->req->last_err = ETIMEDOUT;
+	bufferevent_free(c->up);
+	c->up = NULL;
+	upstream_connect_next(c);
+}
+
+static void
+upstream_connect_next(struct conn *c)
+{
+	struct server *s = c->srv;
+	struct conn_req *r = c->req;
+	struct bufferevent *up;
+	struct sockaddr *sa;
+
+	while (r->next_addr < r->naddrs) {
+		sa = (struct sockaddr *)&r->addrs[r->next_addr++];
+		up = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (up == NULL) {
+			r->last_err = ENOMEM;
+			continue;
+		}
+		bufferevent_setcb(up, NULL, NULL, upstream_connect_event_cb, c);
+		r->attempt_ms = time_mono_ms();
+		if (bufferevent_socket_connect(up, sa, (int)sockaddr_len(sa))
+		    != 0) {
+			r->last_err = errno != 0 ? errno : EIO;
+			bufferevent_free(up);
+			continue;
+		}
+		c->up = up;
+		c->state = CONN_CONNECTING;
+		conn_timer_arm(c, s->cfg->connect_timeout_ms);
+		return;
+	}
+	if (r->last_err == ETIMEDOUT)
+		conn_fail(c, 504, "error", "connect-timeout");
+	else if (r->last_err == ECONNREFUSED)
+		conn_fail(c, 502, "error", "upstream-refused");
+	else if (r->last_err == ENOMEM)
+		conn_fail(c, 503, "error", "no-memory");
+	else
+		conn_fail(c, 502, "error", "upstream-unreachable");
+}
+
+/* Keeps the permitted addresses (in the order given); fails the request
+ * with the first blocked reason when none is left. */
+static void
+upstream_plan(struct conn *c, const struct sockaddr_storage *addrs, size_t n)
+{
+	struct conn_req *r = c->req;
+	char why[48], first[48] = "";
+	const char *blocked;
+
+	r->addrs = calloc(n > 0 ? n : 1, sizeof(*r->addrs));
+	if (r->addrs == NULL) {
+		conn_fail(c, 503, "error", "no-memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sockaddr_storage ss = addrs[i];
+		sockaddr_set_port(&ss, r->port);
+		blocked = upstream_blocked(c->srv, (struct sockaddr *)&ss,
+		    r->port, why, sizeof(why));
+		if (blocked == NULL) {
+			r->addrs[r->naddrs++] = ss;
+		} else {
+			char text[64];
+			conn_format_addr((struct sockaddr *)&ss, text,
+			    sizeof(text));
+			log_debug("%s: %s -> %s refused: %s", c->client,
+			    r->host, text, blocked);
+			if (first[0] == '\0')
+				snprintf(first, sizeof(first), "%s", blocked);
+		}
+	}
+	if (r->naddrs == 0) {
+		conn_fail(c, 403, "deny", first[0] ? first : "address-none");
+		return;
+	}
+	upstream_connect_next(c);
+}
+
+static void
+upstream_dns_cb(const struct dns_result *res, void *arg)
+{
+	struct conn *c = arg;
+	struct conn_req *r = c->req;
+
+	c->dq = NULL;
+	r->dns_ms = res->elapsed_ms;
+	metrics_dns_observe(c->srv->m, res->elapsed_ms);
+	if (res->error == -ENOENT)
+		conn_fail(c, 502, "error", "dns-nxdomain");
+	else if (res->error == -ETIMEDOUT)
+		conn_fail(c, 502, "error", "dns-timeout");
+	else if (res->error != 0)
+		conn_fail(c, 502, "error", "dns-error");
+	else
+		upstream_plan(c, res->addrs, res->n);
+}
+
+/* Host checks, allowlist, then the address plan (literal) or one lookup. */
+void
+upstream_decide(struct conn *c, const struct host_parsed *hp)
+{
+	struct server *s = c->srv;
+	struct conn_req *r = c->req;
+	struct allowlist_decision d;
+	const struct allowlist *pol;
+	struct sockaddr_storage lit;
+	char why[48];
+
+	memset(&lit, 0, sizeof(lit));
+	if (hp->kind == HOST_NAME && host_name_internal(hp->name)) {
+		conn_fail(c, 403, "deny", "internal-name");
+		return;
+	}
+	if (hp->kind == HOST_IPV4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&lit;
+		sin->sin_family = AF_INET;
+		sin->sin_addr = hp->v4;
+	} else if (hp->kind == HOST_IPV6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&lit;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = hp->v6;
+	}
+	if (hp->kind != HOST_NAME) {
+		sockaddr_set_port(&lit, r->port);
+		if (upstream_blocked(s, (struct sockaddr *)&lit, r->port,
+		    why, sizeof(why)) != NULL) {
+			conn_fail(c, 403, "deny", why);
+			return;
+		}
+	}
+	pol = allowlist_set_policy(s->set, s->cfg->policy);
+	if (!allowlist_match(pol, r->host, r->port, &d)) {
+		conn_fail(c, 403, "deny", d.reason != NULL ? d.reason : "denied");
+		return;
+	}
+	snprintf(r->reason, sizeof(r->reason), "%s",
+	    d.reason != NULL ? d.reason : "allowed");
+	if (hp->kind != HOST_NAME) {
+		upstream_plan(c, &lit, 1);
+		return;
+	}
+	c->state = CONN_RESOLVING;
+	c->dq = dns_resolve(s->dns, hp->name, upstream_dns_cb, c);
+	if (c->dq == NULL)
+		conn_fail(c, 503, "error", "no-memory");
+}

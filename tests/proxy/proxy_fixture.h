@@ -1,0 +1,84 @@
+/*
+ * Loopback fixture for the cordon-proxy integration tests: a stub DNS
+ * server (evdns server API) that counts every query, an echo server, a tiny
+ * HTTP server and a flooding server on 127.0.0.2, all on one libevent loop
+ * in a background thread; plus helpers to run the built daemon and talk to
+ * it with blocking sockets. Test traffic never leaves 127.0.0.0/8.
+ */
+#ifndef CORDON_TESTS_PROXY_FIXTURE_H
+#define CORDON_TESTS_PROXY_FIXTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Starts the servers (once per test binary). 0 or a negative errno. */
+int fx_start(void);
+void fx_stop(void);
+
+uint16_t fx_dns_port(void);
+uint16_t fx_echo_port(void);
+uint16_t fx_http_port(void);
+uint16_t fx_flood_port(void);
+uint16_t fx_closed_port(void);	/* nothing listens on 127.0.0.2 here */
+
+/* DNS queries (A + AAAA) seen for name (NULL: all names) so far. */
+unsigned fx_queries(const char *name);
+unsigned fx_queries_a(const char *name);
+/* Copy of the last request head the HTTP server received. */
+void fx_last_http_head(char *buf, size_t len);
+long fx_flood_conns(void);
+long long fx_flood_bytes(void);
+
+/* A running cordon-proxy. */
+struct px {
+	pid_t pid;
+	int errfd;		/* its stderr */
+	char err[65536];	/* everything read from it so far */
+	size_t errlen;
+	uint16_t port;
+	uint16_t metrics_port;
+	char dir[256];		/* temp dir: allow.list, access.log */
+	char allowlist[300];
+	char accesslog[300];
+};
+
+/* Writes the default test allowlist (see proxy_fixture.c) to p->dir, then
+ * starts the daemon with the standard flags plus extra (NULL-terminated, may
+ * be NULL) and waits for "listening on". allowlist_text NULL = default. */
+int px_start(struct px *p, const char *allowlist_text,
+    const char *const *extra);
+/* Reads stderr until needle appears after offset from (or timeout). */
+bool px_wait_err(struct px *p, size_t from, const char *needle,
+    int timeout_ms);
+/* SIGTERM (if still running) and wait; returns the exit status as from
+ * waitpid's WEXITSTATUS, or -1 (killed by a signal or hung: SIGKILLed). */
+int px_stop(struct px *p);
+/* Waits for exit without signalling. -2 on timeout. */
+int px_wait_exit(struct px *p, int timeout_ms);
+long px_rss_kb(const struct px *p);
+/* SIGKILLs and reaps every daemon still running (after a failed test). */
+void px_kill_all(void);
+/* The default allowlist text (static; contains the fixture's ports). */
+const char *px_default_allowlist(void);
+
+/* Blocking client helpers (10 s receive timeout). */
+int cli_connect(uint16_t port);
+int cli_send(int fd, const char *s);
+int cli_send_n(int fd, const void *s, size_t n);
+/* Reads a response head byte by byte (nothing past CRLFCRLF); returns the
+ * status code, or -1 on EOF/timeout/garbage. head gets the text. */
+int cli_read_head(int fd, char *head, size_t len);
+/* Reads exactly n bytes; 0 or -1. */
+int cli_read_n(int fd, void *buf, size_t n);
+/* Content-Length of a head, or -1. */
+long head_content_length(const char *head);
+/* True when head has a line "Name: value" (case-insensitive name). */
+bool head_has(const char *head, const char *name, const char *value);
+/* CONNECT authority through p; returns the fd after 200, or -1 with
+ * *status (and head) set. */
+int px_connect(struct px *p, const char *authority, int *status,
+    char *head, size_t headlen);
+
+#endif
