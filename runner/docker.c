@@ -123,6 +123,35 @@ docker_inspect_state(const struct config *c, const char *name,
 	return rc;
 }
 
+int
+docker_wait_running(const struct config *c, const char *name)
+{
+	struct argv_buf a;
+	struct proc_result r;
+	int rc;
+
+	argv_init(&a);
+	argv_add(&a, c->docker);
+	argv_add(&a, "inspect");
+	argv_add(&a, "--type=container");
+	argv_add(&a, "--format={{.State.Status}}");
+	argv_add(&a, name);
+	rc = run_argv(&a, &r, 4096);
+	argv_cleanup(&a);
+	if (rc < 0)
+		return rc;
+	if (r.exit_code != 0)
+		rc = says_no_such(&r) ? -EAGAIN : -EIO;
+	else if (strncmp(cbuf_data(r.out), "running", 7) == 0)
+		rc = 0;
+	else if (strncmp(cbuf_data(r.out), "created", 7) == 0)
+		rc = -EAGAIN;
+	else
+		rc = -ECHILD;
+	proc_result_cleanup(&r);
+	return rc;
+}
+
 bool
 docker_runtimes_has(const char *json, size_t len, const char *runtime)
 {

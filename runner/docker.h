@@ -30,6 +30,11 @@ int docker_rm_force(const struct config *c, const char *const *names,
 int docker_inspect_state(const struct config *c, const char *name,
     struct docker_state *st);
 
+/* Whether the container is running: 0; -EAGAIN while it does not exist
+ * yet or is still "created"; -ECHILD when it already stopped; or another
+ * negative errno. */
+int docker_wait_running(const struct config *c, const char *name);
+
 /* Parses the inspect line "OOMKilled ExitCode StartedAt". Pure. */
 int docker_state_parse(const char *line, struct docker_state *st);
 

@@ -180,6 +180,8 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 		argv_add(a, "--mount");
 		argv_addf(a, "type=bind,src=%s,dst=/in,readonly", s->in_dir);
 	}
+	for (size_t i = 0; i < s->nextra; i++)
+		argv_add(a, s->extra[i]);
 	argv_add(a, s->image_id);
 	argv_add(a, "python3");
 	argv_add(a, "-I");

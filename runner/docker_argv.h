@@ -41,6 +41,9 @@ struct docker_spec {
 	const char *wrapper;		/* NULL: python3 -I -; else the --out
 					 * wrapper program text (fixed) */
 	uint64_t wrapper_cap;		/* per-stream cap the wrapper forwards */
+	const char *const *extra;	/* egress mode's options (netsetup: */
+	size_t nextra;			/*   --dns, --env proxy vars), before */
+					/*   the image; never hardening flags */
 };
 
 /* Fills a with the full `docker run` argv (a->v[0] is c->docker). Returns

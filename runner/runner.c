@@ -18,6 +18,8 @@
 #include "common/proc.h"
 #include "common/sha256.h"
 #include "common/util.h"
+#include "netsetup/netsetup.h"
+#include "probe/probe.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
 #include "runner/dockerapi.h"
@@ -41,6 +43,9 @@ struct run {
 	bool finished, timed_out, cancelled, oom, sandbox_error;
 	bool not_started;		/* docker's own failure, no job ran */
 	int cli_exit;
+	bool proxy;			/* --net proxy: egress settings below */
+	struct netsetup_endpoint ep;
+	struct netsetup_run_args na;
 };
 
 static int
@@ -110,6 +115,12 @@ run_spawn(struct run *r, const char *name)
 		.wrapper = r->req->out_dir != NULL ? outwrap_program : NULL,
 		.wrapper_cap = r->lim.max_output,
 	};
+	if (r->proxy) {
+		s.runtime = r->na.runtime;
+		s.network = r->na.network;
+		s.extra = r->na.argv;
+		s.nextra = r->na.argc;
+	}
 	struct argv_buf a;
 	struct proc_opts o = { .stdin_data = r->input,
 	    .stdin_len = r->input_len, .stdout_max = stdout_cap(r),
@@ -299,6 +310,30 @@ run_cleanup(struct run *r)
 	free(r->input);
 }
 
+/* Egress mode: wait (within the deadline) until the container runs, then
+ * seal its network namespace before a byte of code is written: python
+ * reads its whole program from stdin first, so nothing runs unsealed. */
+static int
+run_seal(struct run *r, const char *name, char *err, size_t errlen)
+{
+	int rc;
+
+	while ((rc = docker_wait_running(r->c, name)) == -EAGAIN) {
+		if (time_mono_ms() >= r->deadline) {
+			snprintf(err, errlen, "the egress container did not "
+			    "start before the deadline");
+			return -ETIMEDOUT;
+		}
+		(void)poll(NULL, 0, 50);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "the egress container did not start: %s",
+		    strerror(-rc));
+		return rc;
+	}
+	return netsetup_sandbox_seal(r->c, &r->ep, name, err, errlen);
+}
+
 int
 runner_run(const struct config *c, const struct runner_request *req,
     struct runner_result *res, char *err, size_t errlen)
@@ -313,10 +348,17 @@ runner_run(const struct config *c, const struct runner_request *req,
 	r.start = time_mono_ms();
 	if ((rc = runner_request_check(req, err, errlen)) < 0)
 		return rc;
+	if (!req->skip_probe_check && (rc = probe_state_check(c,
+	    runner_net_name(req->net), time_wall_ms(), err, errlen)) < 0)
+		return rc;
 	if (req->net == RUNNER_NET_PROXY) {
-		snprintf(err, errlen, "--net proxy is not available yet: egress "
-		    "mode arrives with netsetup");
-		return -ENOTSUP;
+		r.proxy = true;
+		if ((rc = netsetup_ready(c, &r.ep, err, errlen)) < 0)
+			return rc;
+		if ((rc = netsetup_run_args(c, &r.ep, &r.na)) < 0) {
+			snprintf(err, errlen, "cannot build the egress options");
+			return rc;
+		}
 	}
 	runner_limits_resolve(c, req, &r.lim);
 	r.deadline = r.start + r.lim.timeout_s * 1000;
@@ -325,6 +367,10 @@ runner_run(const struct config *c, const struct runner_request *req,
 	if ((rc = run_spawn(&r, res->container)) < 0) {
 		snprintf(err, errlen, "cannot run %s: %s", c->docker,
 		    strerror(-rc));
+		goto bad;
+	}
+	if (r.proxy && (rc = run_seal(&r, res->container, err, errlen)) < 0) {
+		run_stop(&r, res->container);
 		goto bad;
 	}
 	(void)run_wait(&r, res->container);

@@ -49,6 +49,9 @@ struct runner_request {
 	const char *out_dir;		/* NULL: no --out */
 	const char *session;		/* NULL or RUNNER_SESSION_MAX chars */
 	volatile sig_atomic_t *cancel;	/* may be NULL; set from a handler */
+	bool skip_probe_check;		/* only for `cordon probe` itself: no
+					 * CLI flag or API field of the service
+					 * sets it */
 };
 
 /* A file brought back from /tmp/out (or refused). */
@@ -94,7 +97,12 @@ void runner_limits_resolve(const struct config *c,
 int runner_request_check(const struct runner_request *req, char *err,
     size_t errlen);
 
-/* Runs the request. Returns 0 when a result was produced (whatever the
+/* Runs the request. Fails closed first: with require_probe on, refuses
+ * (-EPERM/-ESTALE/-ENOENT, reason in err) unless the latest probe for the
+ * request's net mode passed recently; --net proxy refuses (-ENETDOWN)
+ * unless the egress network, firewall and proxy are up, and its container
+ * is sealed (netsetup_sandbox_seal) before the code is written to it.
+ * Returns 0 when a result was produced (whatever the
  * program did: see res->status), else a negative errno with a one-line
  * reason in err (docker unreachable, runtime not registered, image
  * missing, bad request, ...). In every case the container is removed

@@ -37,7 +37,8 @@ setup(void **state)
 		return -1;
 	snprintf(logpath, sizeof(logpath), "%s/calls.log", dir);
 	snprintf(text, sizeof(text), "{\"docker\":\"%s/tests/runner/"
-	    "fake-docker.sh\",\"state_dir\":\"%s/state\",\"audit_log\":"
+	    "fake-docker.sh\",\"require_probe\":false,"
+	    "\"state_dir\":\"%s/state\",\"audit_log\":"
 	    "\"%s/audit/audit.log\",\"image\":{\"id\":\"sha256:%064d\"}}",
 	    src, dir, dir, 7);
 	if (config_parse(&cfg, text, strlen(text), "test", err,
@@ -241,13 +242,36 @@ test_proxy_refused_and_preflight(void **state)
 	struct runner_request q = { .code = "x", .code_len = 1,
 	    .net = RUNNER_NET_PROXY };
 	struct runner_result res;
-	char err[256];
+	char err[256], *log;
 
 	(void)state;
-	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), -ENOTSUP);
-	assert_non_null(strstr(err, "netsetup"));
+	/* No egress network in this test's config: refused before docker
+	 * is ever asked to run anything. */
+	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), -ENETDOWN);
+	assert_non_null(strstr(err, "cordon net up"));
+	log = read_log();
+	assert_false(strncmp(log, "run ", 4) == 0 || strstr(log, "\nrun ") != NULL);
+	free(log);
 	assert_int_equal(runner_preflight(&cfg, RUNNER_NET_NONE, err,
 	    sizeof(err)), -ENOENT);
+}
+
+/* require_probe on and no probe recorded: refused, docker never called. */
+static void
+test_require_probe_fails_closed(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1 };
+	struct runner_result res;
+	char err[256], *log;
+
+	(void)state;
+	cfg.require_probe = true;
+	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), -ENOENT);
+	cfg.require_probe = false;
+	assert_non_null(strstr(err, "cordon probe --net none"));
+	log = read_log();
+	assert_false(strncmp(log, "run ", 4) == 0 || strstr(log, "\nrun ") != NULL);
+	free(log);
 }
 
 static void
@@ -312,6 +336,7 @@ main(void)
 		cmocka_unit_test(test_refusal_is_an_error),
 		cmocka_unit_test(test_cancel_removes),
 		cmocka_unit_test(test_proxy_refused_and_preflight),
+		cmocka_unit_test(test_require_probe_fails_closed),
 		cmocka_unit_test(test_gc_selects),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,283 @@
+/*
+ * `cordon net up|down|status` (and the helpers `seal CONTAINER` and
+ * `run-args`, which expose exactly what the runner uses for --net proxy).
+ * Finds cordon-proxy beside the cordon executable and the shipped default
+ * allowlist, then calls the netsetup library.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/json.h"
+#include "netsetup/netsetup.h"
+#include "runner/cmd.h"
+
+#define MAX_PROXY_ARGS 32
+
+static void
+net_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: cordon net up [--allowlist FILE|DIR] [--subnet CIDR] "
+	    "[--proxy-arg ARG]...\n"
+	    "       cordon net down\n"
+	    "       cordon net status\n"
+	    "       cordon net seal CONTAINER   (seal a running proxy-mode "
+	    "container)\n"
+	    "       cordon net run-args         (docker run options for "
+	    "--net proxy)\n");
+}
+
+/* The proxy: config proxy_bin, else beside this executable (build tree:
+ * <dir>/proxy/cordon-proxy; installed: <dir>/cordon-proxy). */
+static int
+find_proxy(const struct config *c, char *out, size_t len)
+{
+	char self[PATH_MAX], cand[PATH_MAX + 32];
+	ssize_t n;
+	char *slash;
+
+	if (c->proxy_bin[0] != '\0') {
+		if (realpath(c->proxy_bin, out) == NULL || strlen(out) >= len)
+			return -ENOENT;
+		return 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		return -errno;
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')) == NULL)
+		return -ENOENT;
+	*slash = '\0';
+	snprintf(cand, sizeof(cand), "%s/proxy/cordon-proxy", self);
+	if (access(cand, X_OK) != 0)
+		snprintf(cand, sizeof(cand), "%s/cordon-proxy", self);
+	if (access(cand, X_OK) != 0 || strlen(cand) >= len)
+		return -ENOENT;
+	snprintf(out, len, "%s", cand);
+	return 0;
+}
+
+/* The shipped default: the source tree's copy, else the installed one. */
+static int
+default_allowlist(char *out, size_t len)
+{
+	static const char *const cands[] = {
+		CORDON_SOURCE_ROOT "/examples/allowlists/default.list",
+		"/usr/local/share/cordon/allowlists/default.list",
+		"/usr/share/cordon/allowlists/default.list",
+	};
+
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++)
+		if (access(cands[i], R_OK) == 0 && strlen(cands[i]) < len) {
+			snprintf(out, len, "%s", cands[i]);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static void
+print_changes(const char *changes, const char *none)
+{
+	if (changes == NULL || changes[0] == '\0')
+		printf("%s\n", none);
+	else
+		fputs(changes, stdout);
+}
+
+static int
+net_up(const struct config *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "allowlist", required_argument, NULL, 'a' },
+		{ "subnet", required_argument, NULL, 's' },
+		{ "proxy-arg", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *allowlist = NULL, *subnet = NULL;
+	const char *pargs[MAX_PROXY_ARGS];
+	char al[PATH_MAX], proxy[PATH_MAX], err[1024], *changes = NULL;
+	struct netsetup_params p;
+	struct netsetup_up_opts o;
+	size_t npargs = 0;
+	int opt, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'a': allowlist = optarg; break;
+		case 's': subnet = optarg; break;
+		case 'p':
+			if (npargs == MAX_PROXY_ARGS) {
+				fprintf(stderr, "cordon net up: too many "
+				    "--proxy-arg\n");
+				return 2;
+			}
+			pargs[npargs++] = optarg;
+			break;
+		case 'h': net_usage(stdout); return 0;
+		default:
+			fprintf(stderr, "cordon net up: bad option '%s'\n",
+			    argv[optind - 1]);
+			net_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cordon net up: unexpected '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (allowlist != NULL ? realpath(allowlist, al) == NULL :
+	    default_allowlist(al, sizeof(al)) < 0) {
+		fprintf(stderr, "cordon net up: allowlist %s: %s\n",
+		    allowlist != NULL ? allowlist : "(shipped default)",
+		    strerror(errno != 0 ? errno : ENOENT));
+		return 1;
+	}
+	if (find_proxy(c, proxy, sizeof(proxy)) < 0) {
+		fprintf(stderr, "cordon net up: cannot find cordon-proxy beside "
+		    "the cordon executable; set \"proxy_bin\" in the config\n");
+		return 1;
+	}
+	if (netsetup_params_init(&p, c, subnet, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net up: %s\n", err);
+		return 1;
+	}
+	o = (struct netsetup_up_opts){ al, proxy, pargs, npargs };
+	rc = netsetup_up(&p, &o, &changes, err, sizeof(err));
+	print_changes(changes, rc == 0 ? "already up: nothing changed" : "");
+	free(changes);
+	if (rc < 0) {
+		fprintf(stderr, "cordon net up: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+net_down(const struct config *c)
+{
+	struct netsetup_params p;
+	char err[1024], *changes = NULL;
+	int rc;
+
+	if (netsetup_params_load(&p, c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net down: %s\n", err);
+		return 1;
+	}
+	rc = netsetup_down(&p, &changes, err, sizeof(err));
+	print_changes(changes, rc == 0 ? "already down: nothing to remove" :
+	    "");
+	free(changes);
+	if (rc < 0) {
+		fprintf(stderr, "cordon net down: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+net_status(const struct config *c)
+{
+	struct netsetup_params p;
+	const cJSON *d, *drift;
+	cJSON *st = NULL;
+	char err[1024], *text;
+	bool ok;
+
+	if (netsetup_params_load(&p, c, err, sizeof(err)) < 0 ||
+	    netsetup_status(&p, &st, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net status: %s\n", err);
+		return 1;
+	}
+	if ((text = json_print_line(st)) != NULL)
+		fputs(text, stdout);
+	free(text);
+	ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "ok"));
+	drift = cJSON_GetObjectItemCaseSensitive(st, "drift");
+	cJSON_ArrayForEach(d, drift)
+		fprintf(stderr, "cordon net status: drift: %s\n", d->valuestring);
+	cJSON_Delete(st);
+	return ok ? 0 : 1;
+}
+
+static int
+net_seal(const struct config *c, int argc, char **argv)
+{
+	struct netsetup_endpoint ep;
+	char err[1024];
+
+	if (argc != 2) {
+		net_usage(stderr);
+		return 2;
+	}
+	if (netsetup_ready(c, &ep, err, sizeof(err)) < 0 ||
+	    netsetup_sandbox_seal(c, &ep, argv[1], err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net seal: %s\n", err);
+		return 1;
+	}
+	printf("sealed %s\n", argv[1]);
+	return 0;
+}
+
+static int
+net_run_args(const struct config *c)
+{
+	struct netsetup_endpoint ep;
+	struct netsetup_run_args ra;
+	char err[1024];
+
+	if (netsetup_ready(c, &ep, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net run-args: %s\n", err);
+		return 1;
+	}
+	if (netsetup_run_args(c, &ep, &ra) < 0) {
+		fprintf(stderr, "cordon net run-args: cannot build them\n");
+		return 1;
+	}
+	printf("--network=%s\n--runtime=%s\n", ra.network, ra.runtime);
+	for (size_t i = 0; i < ra.argc; i++)
+		printf("%s\n", ra.argv[i]);
+	return 0;
+}
+
+int
+cmd_net(int argc, char **argv)
+{
+	struct config c;
+	char err[1024];
+
+	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "--help") == 0) {
+		net_usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net: %s\n", err);
+		return 1;
+	}
+	if (strcmp(argv[1], "up") == 0)
+		return net_up(&c, argc - 1, argv + 1);
+	if (argc != 2 && strcmp(argv[1], "seal") != 0) {
+		net_usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "down") == 0)
+		return net_down(&c);
+	if (strcmp(argv[1], "status") == 0)
+		return net_status(&c);
+	if (strcmp(argv[1], "seal") == 0)
+		return net_seal(&c, argc - 1, argv + 1);
+	if (strcmp(argv[1], "run-args") == 0)
+		return net_run_args(&c);
+	fprintf(stderr, "cordon net: unknown command '%s'\n", argv[1]);
+	net_usage(stderr);
+	return 2;
+}

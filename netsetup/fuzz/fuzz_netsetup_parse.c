@@ -1,0 +1,52 @@
+/*
+ * libFuzzer target for netsetup's parsers of outside text: `iptables -S`
+ * listings (chain presence, counts, jump position), `docker network
+ * inspect` JSON (the network check) and CIDR strings.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/config.h"
+#include "netsetup/fw.h"
+#include "netsetup/internal.h"
+#include "netsetup/netsetup.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct netsetup_params p;
+	struct fw_plan plan;
+	struct config c;
+	char err[256], why[512], norm[32], gw[16];
+	char *text = malloc(size + 1);
+	cJSON *net;
+
+	if (text == NULL)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	config_defaults(&c);
+	if (netsetup_params_init(&p, &c, NULL, err, sizeof(err)) == 0 &&
+	    fw_plan_build(&plan, FW_INET, &p, true) == 0) {
+		(void)fw_listing_has_chain(text, p.chain_in);
+		(void)fw_listing_count(text, p.chain_in);
+		for (size_t i = 0; i < plan.nrules; i++)
+			(void)fw_listing_jump_first(text, &plan.rules[i]);
+		if ((net = cJSON_Parse(text)) != NULL) {
+			(void)dnet_check(net, &p, why, sizeof(why));
+			(void)dnet_ours(net);
+			(void)dnet_containers(net);
+			cJSON_Delete(net);
+		}
+	}
+	(void)fw_backend_parse(text);
+	(void)netsetup_subnet_parse(text, norm, gw);
+	free(text);
+	return 0;
+}

@@ -1,0 +1,360 @@
+/*
+ * The firewall as applied: reads `iptables -S`, adds what is missing from
+ * the plan (fw.c), repairs our own chains, moves jumps back to the top,
+ * removes exactly our chains and jumps, and reports drift. Uses the host's
+ * iptables binary, so it works with whichever backend Docker uses.
+ */
+#include "netsetup/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *
+fam_name(enum fw_family fam)
+{
+	return fam == FW_INET6 ? "ipv6" : "ipv4";
+}
+
+const char *
+fwa_backend(void)
+{
+	static char backend[16];
+	const char *argv[] = { "iptables", "-V", NULL };
+	char err[128], *out = NULL;
+
+	if (backend[0] == '\0') {
+		if (ns_run(argv, NULL, &out, err, sizeof(err)) == 0)
+			snprintf(backend, sizeof(backend), "%s",
+			    fw_backend_parse(out));
+		else
+			snprintf(backend, sizeof(backend), "unknown");
+		free(out);
+	}
+	return backend;
+}
+
+int
+fwa_bridge_nf(enum fw_family fam)
+{
+	const char *path = fam == FW_INET6 ?
+	    "/proc/sys/net/bridge/bridge-nf-call-ip6tables" :
+	    "/proc/sys/net/bridge/bridge-nf-call-iptables";
+	char c = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '1' ? 1 : 0;
+}
+
+static int
+fw_do(enum fw_family fam, enum fw_op op, const char *chain,
+    const struct fw_rule *rule, char **out, char *err, size_t errlen)
+{
+	const char *argv[FW_ARGV_MAX];
+	int rc = fw_argv(argv, FW_ARGV_MAX, fam, op, chain, rule);
+
+	if (rc < 0) {
+		snprintf(err, errlen, "internal: bad firewall rule");
+		return rc;
+	}
+	return ns_run(argv, NULL, out, err, errlen);
+}
+
+/* Runs an operation that must succeed. */
+static int
+fw_must(enum fw_family fam, enum fw_op op, const char *chain,
+    const struct fw_rule *rule, char *err, size_t errlen)
+{
+	char line[512] = "";
+	int rc = fw_do(fam, op, chain, rule, NULL, err, errlen);
+
+	if (rc == 0)
+		return 0;
+	if (rule != NULL)
+		(void)fw_rule_line(rule, line, sizeof(line));
+	if (rc > 0) {
+		char why[256];
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s %s%s%s: %s", fw_binary(fam),
+		    chain != NULL ? chain : "", chain != NULL ? " " : "", line,
+		    why);
+		return -EIO;
+	}
+	return rc;
+}
+
+/* Whether a rule is in place: the exact -S line, else iptables -C. */
+static bool
+rule_present(enum fw_family fam, const char *listing, const struct fw_rule *r)
+{
+	char line[512], err[64];
+	const char *s;
+	size_t n;
+
+	if (fw_rule_line(r, line, sizeof(line)) == 0) {
+		n = strlen(line);
+		for (s = strstr(listing, line); s != NULL;
+		    s = strstr(s + 1, line))
+			if ((s == listing || s[-1] == '\n') &&
+			    (s[n] == '\n' || s[n] == '\0'))
+				return true;
+	}
+	return fw_do(fam, FW_OP_CHECK, NULL, r, NULL, err, sizeof(err)) == 0;
+}
+
+/* Reads the filter table. 0, or -ENODEV when this family is unusable
+ * (no ip6tables or no IPv6 in the kernel), or another negative errno. */
+static int
+fw_listing(enum fw_family fam, char **out, char *err, size_t errlen)
+{
+	int rc = fw_do(fam, FW_OP_LIST, NULL, NULL, out, err, errlen);
+
+	if (rc == -ENOENT || (rc > 0 && fam == FW_INET6))
+		return -ENODEV;
+	if (rc > 0) {
+		char why[256];
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s -S: %s", fw_binary(fam), why);
+		return -EIO;
+	}
+	return rc;
+}
+
+/* Whether our chain holds exactly the planned rules. */
+static bool
+chain_right(const struct fw_plan *plan, const char *chain,
+    const char *listing)
+{
+	size_t want = 0;
+
+	for (size_t i = 0; i < plan->nrules; i++) {
+		const struct fw_rule *r = &plan->rules[i];
+		if (r->jump || strcmp(r->chain, chain) != 0)
+			continue;
+		want++;
+		if (!rule_present(plan->family, listing, r))
+			return false;
+	}
+	return fw_listing_count(listing, chain) == want;
+}
+
+static int
+chain_fill(const struct fw_plan *plan, const char *chain, char *err,
+    size_t errlen)
+{
+	for (size_t i = 0; i < plan->nrules; i++) {
+		const struct fw_rule *r = &plan->rules[i];
+		int rc;
+		if (r->jump || strcmp(r->chain, chain) != 0)
+			continue;
+		if ((rc = fw_must(plan->family, FW_OP_APPEND, NULL, r, err,
+		    errlen)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+fwa_apply(const struct netsetup_params *p, enum fw_family fam,
+    struct cbuf *changes, char *err, size_t errlen)
+{
+	const char *fn = fam_name(fam);
+	struct fw_plan plan;
+	char *listing = NULL, line[512];
+	int rc;
+
+	rc = fw_listing(fam, &listing, err, errlen);
+	if (rc == -ENODEV) {
+		ns_note(changes, "%s: %s unavailable, skipped (no IPv6 here)",
+		    fn, fw_binary(fam));
+		free(listing);
+		return 0;
+	}
+	if (rc < 0)
+		goto out;
+	if ((rc = fw_plan_build(&plan, fam, p,
+	    fw_listing_has_chain(listing, "DOCKER-USER"))) < 0) {
+		snprintf(err, errlen, "cannot build the firewall rules");
+		goto out;
+	}
+	/* Our chains first, so the jumps never point at a missing chain. */
+	for (size_t c = 0; c < 2; c++) {
+		const char *chain = plan.chains[c];
+		if (!fw_listing_has_chain(listing, chain)) {
+			if ((rc = fw_must(fam, FW_OP_NEW_CHAIN, chain, NULL, err,
+			    errlen)) < 0 ||
+			    (rc = chain_fill(&plan, chain, err, errlen)) < 0)
+				goto out;
+			ns_note(changes, "%s: created chain %s", fn, chain);
+		} else if (!chain_right(&plan, chain, listing)) {
+			if ((rc = fw_must(fam, FW_OP_FLUSH, chain, NULL, err,
+			    errlen)) < 0 ||
+			    (rc = chain_fill(&plan, chain, err, errlen)) < 0)
+				goto out;
+			ns_note(changes, "%s: rewrote chain %s (its rules had "
+			    "drifted)", fn, chain);
+		}
+	}
+	for (size_t i = 0; i < plan.nrules; i++) {
+		const struct fw_rule *r = &plan.rules[i];
+		if (!r->jump)
+			continue;
+		(void)fw_rule_line(r, line, sizeof(line));
+		if (!rule_present(fam, listing, r)) {
+			if ((rc = fw_must(fam, FW_OP_INSERT1, NULL, r, err,
+			    errlen)) < 0)
+				goto out;
+			ns_note(changes, "%s: added %s", fn, line);
+		} else if (!fw_listing_jump_first(listing, r)) {
+			if ((rc = fw_must(fam, FW_OP_DELETE, NULL, r, err,
+			    errlen)) < 0 ||
+			    (rc = fw_must(fam, FW_OP_INSERT1, NULL, r, err,
+			    errlen)) < 0)
+				goto out;
+			ns_note(changes, "%s: moved to the top: %s", fn, line);
+		}
+	}
+	rc = 0;
+out:
+	free(listing);
+	return rc;
+}
+
+int
+fwa_remove(const struct netsetup_params *p, enum fw_family fam,
+    struct cbuf *changes, char *err, size_t errlen)
+{
+	const char *fn = fam_name(fam);
+	struct fw_plan plan;
+	char *listing = NULL, line[512];
+	int rc;
+
+	rc = fw_listing(fam, &listing, err, errlen);
+	if (rc == -ENODEV) {
+		free(listing);
+		return 0;
+	}
+	if (rc < 0)
+		goto out;
+	/* Plan with DOCKER-USER whenever it exists: jumps put there by an
+	 * earlier up must go even if Docker's chains came back since. */
+	if ((rc = fw_plan_build(&plan, fam, p,
+	    fw_listing_has_chain(listing, "DOCKER-USER"))) < 0) {
+		snprintf(err, errlen, "cannot build the firewall rules");
+		goto out;
+	}
+	for (size_t i = 0; i < plan.nrules; i++) {
+		const struct fw_rule *r = &plan.rules[i];
+		char e2[64];
+		if (!r->jump)
+			continue;
+		(void)fw_rule_line(r, line, sizeof(line));
+		/* Duplicates are possible after manual edits: remove all. */
+		for (int k = 0; k < 16 && fw_do(fam, FW_OP_CHECK, NULL, r, NULL,
+		    e2, sizeof(e2)) == 0; k++) {
+			if ((rc = fw_must(fam, FW_OP_DELETE, NULL, r, err,
+			    errlen)) < 0)
+				goto out;
+			ns_note(changes, "%s: deleted %s", fn, line);
+		}
+	}
+	for (size_t c = 0; c < 2; c++) {
+		if (!fw_listing_has_chain(listing, plan.chains[c]))
+			continue;
+		if ((rc = fw_must(fam, FW_OP_FLUSH, plan.chains[c], NULL, err,
+		    errlen)) < 0 ||
+		    (rc = fw_must(fam, FW_OP_DELETE_CHAIN, plan.chains[c], NULL,
+		    err, errlen)) < 0)
+			goto out;
+		ns_note(changes, "%s: deleted chain %s", fn, plan.chains[c]);
+	}
+	rc = 0;
+out:
+	free(listing);
+	return rc;
+}
+
+static void
+drift_add(cJSON *drift, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+drift_add(cJSON *drift, const char *fmt, ...)
+{
+	char buf[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	cJSON_AddItemToArray(drift, cJSON_CreateString(buf));
+}
+
+int
+fwa_status(const struct netsetup_params *p, enum fw_family fam, cJSON *obj,
+    cJSON *drift)
+{
+	const char *fn = fam_name(fam);
+	struct fw_plan plan;
+	char *listing = NULL, line[512], err[256];
+	cJSON *rules;
+	int rc, nf;
+
+	rc = fw_listing(fam, &listing, err, sizeof(err));
+	if (rc == -ENODEV) {
+		cJSON_AddStringToObject(obj, "state", "unavailable");
+		free(listing);
+		return 0;
+	}
+	if (rc < 0) {
+		drift_add(drift, "%s: cannot list the firewall: %s", fn, err);
+		free(listing);
+		return 0;
+	}
+	if (fw_plan_build(&plan, fam, p,
+	    fw_listing_has_chain(listing, "DOCKER-USER")) < 0) {
+		free(listing);
+		return -EINVAL;
+	}
+	for (size_t c = 0; c < 2; c++) {
+		const char *chain = plan.chains[c];
+		if (!fw_listing_has_chain(listing, chain))
+			drift_add(drift, "%s: chain %s missing", fn, chain);
+		else if (!chain_right(&plan, chain, listing))
+			drift_add(drift, "%s: chain %s does not hold exactly "
+			    "Cordon's rules", fn, chain);
+	}
+	rules = cJSON_AddArrayToObject(obj, "rules");
+	for (size_t i = 0; i < plan.nrules; i++) {
+		const struct fw_rule *r = &plan.rules[i];
+		bool present = rule_present(fam, listing, r);
+		(void)fw_rule_line(r, line, sizeof(line));
+		if (present)
+			cJSON_AddItemToArray(rules, cJSON_CreateString(line));
+		if (!r->jump)
+			continue;
+		if (!present)
+			drift_add(drift, "%s: rule missing: %s", fn, line);
+		else if (!fw_listing_jump_first(listing, r))
+			drift_add(drift, "%s: rule not first in %s: %s", fn,
+			    r->chain, line);
+	}
+	nf = fwa_bridge_nf(fam);
+	cJSON_AddBoolToObject(obj, "bridge_netfilter", nf == 1);
+	if (nf != 1)
+		drift_add(drift, "%s: bridge netfilter is off (net.bridge."
+		    "bridge-nf-call-%s != 1): traffic between containers on "
+		    "%s bypasses the firewall", fn,
+		    fam == FW_INET6 ? "ip6tables" : "iptables", p->bridge);
+	free(listing);
+	return 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * Netsetup: the egress network for proxy-mode jobs. One Docker --internal
+ * bridge network, host firewall chains owned by Cordon so that only the
+ * proxy on the bridge's gateway is reachable from it, and the supervised
+ * cordon-proxy. Also what the runner needs for `cordon run --net proxy`:
+ * a readiness check, the extra docker run arguments, and the per-container
+ * seal that takes Docker's embedded DNS away from the sandbox.
+ * A library: it never prints and never exits.
+ */
+#ifndef CORDON_NETSETUP_NETSETUP_H
+#define CORDON_NETSETUP_NETSETUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/config.h"
+
+#define NETSETUP_LABEL "cordon.netsetup"	/* on networks we create */
+
+/* Everything derived from the config (and from `net up --subnet`, which
+ * is recorded in the state directory so later calls agree). */
+struct netsetup_params {
+	char docker[256];
+	char network[64];
+	char bridge[16];
+	char subnet[32];		/* normalised a.b.c.d/n */
+	char gateway[16];		/* first host address of subnet */
+	int port;			/* proxy port on the gateway */
+	char proxy_user[32];
+	char state_dir[300];		/* <state_dir>/net-<bridge> */
+	char chain_in[32];		/* CORDON-IN-<bridge> */
+	char chain_fwd[32];		/* CORDON-FWD-<bridge> */
+};
+
+/*
+ * Parses an IPv4 CIDR with a prefix of 8-29 and no host bits set; writes
+ * the normalised form and the gateway (network + 1). Pure. 0 or -EINVAL.
+ */
+int netsetup_subnet_parse(const char *cidr, char norm[32], char gateway[16]);
+
+/*
+ * Fills p from c; subnet (may be NULL) overrides c->egress_subnet. Pure.
+ * 0 or -EINVAL with a reason in err.
+ */
+int netsetup_params_init(struct netsetup_params *p, const struct config *c,
+    const char *subnet, char *err, size_t errlen);
+
+/* Like netsetup_params_init, then takes the subnet recorded by the last
+ * `net up` if there is one. */
+int netsetup_params_load(struct netsetup_params *p, const struct config *c,
+    char *err, size_t errlen);
+
+/* ---- `cordon net up|down|status` ---- */
+
+struct netsetup_up_opts {
+	const char *allowlist;		/* file or dir; NULL: shipped default */
+	const char *proxy_bin;		/* cordon-proxy executable */
+	const char *const *proxy_args;	/* extra proxy arguments, or NULL */
+	size_t nproxy_args;
+};
+
+/*
+ * Brings everything up or repairs what is missing. *changes receives a
+ * malloc'd, newline-separated list of what was done ("" when already up;
+ * caller frees), also on failure (what was done before it). 0 or a negative
+ * errno with a reason in err.
+ */
+int netsetup_up(const struct netsetup_params *p,
+    const struct netsetup_up_opts *o, char **changes, char *err,
+    size_t errlen);
+
+/* Removes exactly what up added. *changes as for netsetup_up. */
+int netsetup_down(const struct netsetup_params *p, char **changes,
+    char *err, size_t errlen);
+
+/*
+ * Inspects everything. *out receives a JSON object (caller cJSON_Deletes)
+ * with "ok" and a "drift" array naming each problem. 0 when the status
+ * could be taken (look at "ok"), or a negative errno.
+ */
+int netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
+    size_t errlen);
+
+/* ---- for the runner: `cordon run --net proxy` ---- */
+
+/* Where the sandbox finds the proxy. */
+struct netsetup_endpoint {
+	char gateway[16];
+	int port;
+};
+
+/*
+ * Whether the egress network, the firewall and the proxy are up and right
+ * (the same checks as status, ~0.1-0.3 s). Returns 0 and fills ep (may be
+ * NULL), or -ENETDOWN with a one-line reason ("... run 'cordon net up'")
+ * in err, or another negative errno.
+ */
+int netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
+    char *err, size_t errlen);
+
+#define NETSETUP_RUN_ARGS_MAX 24
+
+/* What a proxy-mode `docker run` needs besides the hardening set. All
+ * strings point into buf. */
+struct netsetup_run_args {
+	const char *network;		/* for --network= (config egress_network) */
+	const char *runtime;		/* for --runtime= (config runtime_egress) */
+	size_t argc;			/* further options, before the image: */
+	const char *argv[NETSETUP_RUN_ARGS_MAX + 1];	/* NULL-terminated */
+	char buf[1024];
+};
+
+/*
+ * The docker run settings for a proxy-mode job: network and runtime, and
+ * in argv: --dns=<gateway> (Docker's embedded DNS then forwards to an
+ * address the firewall drops, never out) and the pairs "--env" "K=V" for
+ * HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy (http://GW:PORT), and
+ * NO_PROXY= and no_proxy= (empty). Pure. 0, or -EINVAL/-ENOSPC with out
+ * zeroed.
+ */
+int netsetup_run_args(const struct config *c,
+    const struct netsetup_endpoint *ep, struct netsetup_run_args *out);
+
+/*
+ * Seals one running proxy-mode container: in the container's network
+ * namespace (from the host, with nsenter), packets to Docker's embedded DNS
+ * 127.0.0.11 are rejected and nothing leaves except loopback and TCP to
+ * gateway:port; IPv6 only loopback. With runsc --network=host these rules
+ * apply to the sandbox. Call after the container is running and before the
+ * job's code is written to its stdin; on failure, remove the container.
+ * 0 or a negative errno with a reason in err.
+ */
+int netsetup_sandbox_seal(const struct config *c,
+    const struct netsetup_endpoint *ep, const char *container, char *err,
+    size_t errlen);
+
+/* The iptables-restore input used by the seal, for one family (4 or 6).
+ * Pure. 0 or -ENOSPC. */
+int netsetup_seal_rules(int family, const struct netsetup_endpoint *ep,
+    char *buf, size_t len);
+
+#endif

@@ -1,2 +1,0 @@
-/* Placeholder until the netsetup library lands. */
-typedef int netsetup_placeholder_t;

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Host-side services for the netsetup end-to-end test: a stub DNS server
+(UDP, answers A records from --name NAME=IP, NXDOMAIN otherwise), an HTTP
+upstream that returns a marker, and plain TCP listeners. Binds port 0,
+writes {"dns": port, "http": port, "tcp": {"ADDR": port}} to --out, then
+serves until killed. Only ever binds the addresses it is given."""
+import argparse, json, os, socket, struct, threading, http.server, socketserver
+
+def dns_answer(q, names):
+    if len(q) < 12:
+        return None
+    tid, flags, qd = struct.unpack(">HHH", q[:6])
+    if qd != 1:
+        return None
+    i, labels = 12, []
+    while i < len(q) and q[i] != 0:
+        n = q[i]; labels.append(q[i + 1:i + 1 + n].decode("ascii", "replace")); i += 1 + n
+    i += 1
+    if i + 4 > len(q):
+        return None
+    qtype, qclass = struct.unpack(">HH", q[i:i + 4])
+    question = q[12:i + 4]
+    name = ".".join(labels).lower().rstrip(".")
+    ip = names.get(name)
+    if ip is None:
+        return struct.pack(">HHHHHH", tid, 0x8183, 1, 0, 0, 0) + question
+    if qtype != 1:  # no AAAA etc.: NOERROR, no answer
+        return struct.pack(">HHHHHH", tid, 0x8180, 1, 0, 0, 0) + question
+    ans = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + socket.inet_aton(ip)
+    return struct.pack(">HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + ans
+
+def serve_dns(sock, names):
+    while True:
+        q, peer = sock.recvfrom(2048)
+        r = dns_answer(q, names)
+        if r:
+            sock.sendto(r, peer)
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"cordon-upstream-ok " + self.headers.get("Host", "").encode() + b"\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+def accept_forever(sock):
+    while True:
+        c, _ = sock.accept()
+        try:
+            c.sendall(b"host-service\n")
+        finally:
+            c.close()
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--dns", help="ADDR to serve DNS on (UDP)")
+    ap.add_argument("--name", action="append", default=[])
+    ap.add_argument("--http", help="ADDR for the HTTP upstream")
+    ap.add_argument("--tcp", action="append", default=[])
+    a = ap.parse_args()
+    res = {"tcp": {}}
+    if a.dns:
+        names = dict(n.split("=", 1) for n in a.name)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((a.dns, 0))
+        res["dns"] = s.getsockname()[1]
+        threading.Thread(target=serve_dns, args=(s, names), daemon=True).start()
+    if a.http:
+        srv = Server((a.http, 0), Upstream)
+        res["http"] = srv.server_address[1]
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    for addr in a.tcp:
+        s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, 0) if ":" not in addr else (addr, 0, 0, 0))
+        s.listen(64)
+        res["tcp"][addr] = s.getsockname()[1]
+        threading.Thread(target=accept_forever, args=(s,), daemon=True).start()
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f)
+    os.rename(tmp, a.out)
+    threading.Event().wait()
+
+main()
