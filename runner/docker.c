@@ -96,29 +96,44 @@ docker_state_parse(const char *line, struct docker_state *st)
 	return 0;
 }
 
-int
-docker_inspect_state(const struct config *c, const char *name,
-    struct docker_state *st)
+/* `docker inspect --format=FORMAT NAME` of a container: 0 with r filled
+ * (caller cleans it up), -ENOENT when there is no such container, or
+ * another negative errno. */
+static int
+inspect_format(const struct config *c, const char *name, const char *format,
+    struct proc_result *r)
 {
 	struct argv_buf a;
-	struct proc_result r;
 	int rc;
 
 	argv_init(&a);
 	argv_add(&a, c->docker);
 	argv_add(&a, "inspect");
 	argv_add(&a, "--type=container");
-	argv_add(&a, "--format={{.State.OOMKilled}} {{.State.ExitCode}} "
-	    "{{.State.StartedAt}}");
+	argv_addf(&a, "--format=%s", format);
 	argv_add(&a, name);
-	rc = run_argv(&a, &r, 4096);
+	rc = run_argv(&a, r, 4096);
 	argv_cleanup(&a);
 	if (rc < 0)
 		return rc;
-	if (r.exit_code != 0)
-		rc = says_no_such(&r) ? -ENOENT : -EIO;
-	else
-		rc = docker_state_parse(cbuf_data(r.out), st);
+	if (r->exit_code != 0) {
+		rc = says_no_such(r) ? -ENOENT : -EIO;
+		proc_result_cleanup(r);
+	}
+	return rc;
+}
+
+int
+docker_inspect_state(const struct config *c, const char *name,
+    struct docker_state *st)
+{
+	struct proc_result r;
+	int rc = inspect_format(c, name, "{{.State.OOMKilled}} "
+	    "{{.State.ExitCode}} {{.State.StartedAt}}", &r);
+
+	if (rc < 0)
+		return rc;
+	rc = docker_state_parse(cbuf_data(r.out), st);
 	proc_result_cleanup(&r);
 	return rc;
 }
@@ -126,25 +141,18 @@ docker_inspect_state(const struct config *c, const char *name,
 int
 docker_wait_running(const struct config *c, const char *name)
 {
-	struct argv_buf a;
 	struct proc_result r;
-	int rc;
+	const char *status;
+	int rc = inspect_format(c, name, "{{.State.Status}}", &r);
 
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "inspect");
-	argv_add(&a, "--type=container");
-	argv_add(&a, "--format={{.State.Status}}");
-	argv_add(&a, name);
-	rc = run_argv(&a, &r, 4096);
-	argv_cleanup(&a);
+	if (rc == -ENOENT)
+		return -EAGAIN;
 	if (rc < 0)
 		return rc;
-	if (r.exit_code != 0)
-		rc = says_no_such(&r) ? -EAGAIN : -EIO;
-	else if (strncmp(cbuf_data(r.out), "running", 7) == 0)
+	status = cbuf_data(r.out);
+	if (strncmp(status, "running", 7) == 0)
 		rc = 0;
-	else if (strncmp(cbuf_data(r.out), "created", 7) == 0)
+	else if (strncmp(status, "created", 7) == 0)
 		rc = -EAGAIN;
 	else
 		rc = -ECHILD;
