@@ -1,0 +1,2 @@
+/* Placeholder until the service lands. */
+typedef int serve_placeholder_t;
