@@ -48,7 +48,8 @@ chmod 755 "$T"  # the proxy runs as nobody and reads the allowlist here
 export CORDON_CONFIG="$T/cordon.json"
 cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
- "state_dir": "$T/state", "runtime_egress": "cordon-egress"}
+ "state_dir": "$T/state", "runtime_egress": "cordon-egress",
+ "audit_log": "$T/audit.log", "image": {"id": "$img"}}
 EOF
 pids=()
 cleanup() {
@@ -95,6 +96,30 @@ echo "ok: second up: $(cat "$T/up2.txt"), rules unchanged"
 "$cordon" net status >"$T/status1.json" 2>&1 || fail "net status after up: $(cat "$T/status1.json")"
 echo "ok: status is clean"
 iptables -S | grep -- "$br"
+
+step "cordon probe --net proxy and cordon run --net proxy (the real runner path)"
+"$cordon" probe --net proxy >"$T/probe.json" 2>&1 || fail "probe --net proxy: $(cat "$T/probe.json")"
+echo "ok: probe --net proxy passed"
+cat >"$T/fetch.py" <<PY
+import urllib.request, urllib.error
+for name in ("allowed.example.com", "denied.example.com"):
+    try:
+        r = urllib.request.urlopen("http://%s:$http_port/" % name, timeout=10)
+        print(name, r.status, r.read().decode().strip())
+    except urllib.error.HTTPError as e:
+        print(name, e.code, e.headers.get("X-Cordon-Error"))
+    except Exception as e:
+        print(name, "error", e)
+PY
+"$cordon" run --net proxy <"$T/fetch.py" >"$T/run.json" 2>&1 || fail "cordon run --net proxy: $(cat "$T/run.json")"
+out=$(jget "$T/run.json" 'd["stdout"]')
+echo "$out"
+echo "$out" | grep -q "^allowed.example.com 200 cordon-upstream-ok allowed.example.com:$http_port" ||
+	fail "allowlisted fetch through cordon run --net proxy failed: $(cat "$T/run.json")"
+echo "$out" | grep -q "^denied.example.com 403 no-match" ||
+	fail "non-allowlisted fetch was not refused with 403: $(cat "$T/run.json")"
+[ "$(jget "$T/run.json" 'd["net"]')" = proxy ] || fail "result does not say net proxy"
+echo "ok: cordon run --net proxy: allowlisted name 200, other name 403"
 
 mapfile -t runargs < <("$cordon" net run-args) || true
 [ "${#runargs[@]}" -gt 4 ] || fail "net run-args gave nothing"
