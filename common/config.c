@@ -78,6 +78,33 @@ static const struct field image_fields[] = {
 	ISTR("id", id),
 };
 
+#define SSTR(k, m) { k, F_STR, offsetof(struct config_serve, m), \
+	sizeof(((struct config_serve *)0)->m), 0, 0 }
+#define SINT(k, m, lo, hi) { k, F_INT, offsetof(struct config_serve, m), 0, lo, hi }
+
+static const struct field serve_fields[] = {
+	SSTR("socket", socket),
+	SSTR("listen", listen),
+	SINT("global_limit", global_limit, 1, 1024),
+	SINT("queue_max", queue_max, 0, 100000),
+	{ "body_max", F_SIZE, offsetof(struct config_serve, body_max_bytes), 0,
+	    1024, 1LL << 30 },
+	SINT("probe_interval_s", probe_interval_s, 60, 30 * 86400),
+};
+
+#define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
+	sizeof(((struct config_tenant *)0)->m), 0, 0 }
+
+static const struct field tenant_fields[] = {
+	TSTR("name", name),
+	TSTR("token", token),
+	{ "max_concurrent", F_INT, offsetof(struct config_tenant,
+	    max_concurrent), 0, 1, 1024 },
+	{ "max_queue", F_INT, offsetof(struct config_tenant, max_queue), 0, 0,
+	    100000 },
+	TSTR("net", net),
+};
+
 void
 config_defaults(struct config *c)
 {
@@ -117,6 +144,11 @@ config_defaults(struct config *c)
 	strcpy(c->image.suite, "bookworm");
 	strcpy(c->image.packages[0], "python3");
 	c->image.npackages = 1;
+	strcpy(c->serve.socket, "/run/cordon/serve.sock");
+	c->serve.global_limit = 4;
+	c->serve.queue_max = 16;
+	c->serve.body_max_bytes = 16ULL << 20;
+	c->serve.probe_interval_s = 3600;
 }
 
 static int fail(char *err, size_t errlen, const char *name, const char *fmt,
@@ -272,6 +304,77 @@ apply_image(struct config_image *img, const cJSON *obj, const char *name,
 }
 
 static int
+apply_tenant(struct config_tenant *t, const cJSON *obj, const char *name,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	if (!cJSON_IsObject(obj))
+		return fail(err, errlen, name,
+		    "serve.tenants: each entry must be an object");
+	memset(t, 0, sizeof(*t));
+	t->max_concurrent = 1;
+	t->max_queue = -1;
+	strcpy(t->net, "none");
+	if ((rc = apply_section(t, tenant_fields, sizeof(tenant_fields) /
+	    sizeof(tenant_fields[0]), obj, name, "serve.tenants.", err,
+	    errlen)) < 0)
+		return rc;
+	if (t->name[0] == '\0' || strlen(t->token) < 16)
+		return fail(err, errlen, name, "serve.tenants: each entry needs "
+		    "a 'name' and a 'token' of at least 16 characters");
+	/* The name is the runs' session id in labels and the audit log. */
+	if (strspn(t->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._-") != strlen(t->name))
+		return fail(err, errlen, name, "serve.tenants.name: only "
+		    "letters, digits, '.', '_' and '-'");
+	if (strcmp(t->net, "none") != 0 && strcmp(t->net, "proxy") != 0)
+		return fail(err, errlen, name,
+		    "serve.tenants.net: expected \"none\" or \"proxy\"");
+	return 0;
+}
+
+static int
+apply_serve(struct config_serve *s, const cJSON *obj, const char *name,
+    char *err, size_t errlen)
+{
+	const cJSON *v, *t;
+	int rc;
+
+	cJSON_ArrayForEach(v, obj) {
+		if (strcmp(v->string, "tenants") != 0) {
+			if ((rc = apply_key(s, serve_fields, sizeof(serve_fields) /
+			    sizeof(serve_fields[0]), v, name, "serve.", err,
+			    errlen)) < 0)
+				return rc;
+			continue;
+		}
+		if (!cJSON_IsArray(v))
+			return fail(err, errlen, name,
+			    "serve.tenants: expected an array");
+		s->ntenants = 0;
+		cJSON_ArrayForEach(t, v) {
+			if (s->ntenants == CONFIG_MAX_TENANTS)
+				return fail(err, errlen, name, "serve.tenants: "
+				    "at most %d", CONFIG_MAX_TENANTS);
+			if ((rc = apply_tenant(&s->tenants[s->ntenants], t,
+			    name, err, errlen)) < 0)
+				return rc;
+			for (size_t i = 0; i < s->ntenants; i++)
+				if (strcmp(s->tenants[i].token,
+				    s->tenants[s->ntenants].token) == 0 ||
+				    strcmp(s->tenants[i].name,
+				    s->tenants[s->ntenants].name) == 0)
+					return fail(err, errlen, name,
+					    "serve.tenants: names and tokens "
+					    "must be unique");
+			s->ntenants++;
+		}
+	}
+	return 0;
+}
+
+static int
 config_check(const struct config *c, const char *name, char *err,
     size_t errlen)
 {
@@ -308,7 +411,11 @@ config_parse(struct config *c, const char *text, size_t len,
 		return fail(err, errlen, name, "expected a JSON object");
 	}
 	cJSON_ArrayForEach(v, root) {
-		if (strcmp(v->string, "limits") == 0 ||
+		if (strcmp(v->string, "serve") == 0) {
+			rc = cJSON_IsObject(v) ? apply_serve(&c->serve, v, name,
+			    err, errlen) : fail(err, errlen, name,
+			    "serve: expected an object");
+		} else if (strcmp(v->string, "limits") == 0 ||
 		    strcmp(v->string, "image") == 0) {
 			if (!cJSON_IsObject(v)) {
 				rc = fail(err, errlen, name, "%s: expected an object",

@@ -40,6 +40,29 @@ struct config_image {
 	char id[80];			/* "" = the ID recorded by image build */
 };
 
+#define CONFIG_MAX_TENANTS 16
+
+/* One caller of `cordon serve`: a bearer token names it. */
+struct config_tenant {
+	char name[64];
+	char token[128];		/* at least 16 characters */
+	int64_t max_concurrent;		/* runs at once */
+	int64_t max_queue;		/* -1: serve.queue_max */
+	char net[8];			/* default net mode: "none" or "proxy" */
+};
+
+/* `cordon serve`. */
+struct config_serve {
+	char socket[108];		/* unix socket path (sun_path) */
+	char listen[64];		/* "" or ADDR:PORT (tokens required) */
+	int64_t global_limit;		/* runs at once, all tenants */
+	int64_t queue_max;		/* waiting runs per tenant, default */
+	uint64_t body_max_bytes;	/* request body cap */
+	int64_t probe_interval_s;	/* scheduled probe, per net mode */
+	struct config_tenant tenants[CONFIG_MAX_TENANTS];
+	size_t ntenants;
+};
+
 struct config {
 	char path[512];			/* file it came from, "" for defaults */
 	char docker[256];		/* docker CLI */
@@ -59,6 +82,7 @@ struct config {
 	int64_t probe_max_age_s;
 	struct config_limits limits;
 	struct config_image image;
+	struct config_serve serve;
 };
 
 /* Fills c with the built-in defaults. */

@@ -62,8 +62,11 @@ docker_rm_force(const struct config *c, const char *const *names, size_t n)
 	argv_cleanup(&a);
 	if (rc < 0)
 		return rc;
-	/* Newer clients exit 0 for `rm -f` of a missing container. */
-	if (says_no_such(&r))
+	/* Newer clients exit 0 for `rm -f` of a missing container; a
+	 * removal already in progress (the run removing its own container
+	 * while gc lists it) ends the same way. */
+	if (says_no_such(&r) ||
+	    strstr(cbuf_data(r.err), "already in progress") != NULL)
 		rc = -ENOENT;
 	else if (r.exit_code != 0)
 		rc = -EIO;

@@ -25,7 +25,7 @@ static const struct command commands[] = {
 	{ "kill-all", cmd_kill_all, "remove every Cordon container now" },
 	{ "doctor", cmd_doctor, "check the host set-up, with hints" },
 	{ "image", cmd_image, "build|show: the pinned sandbox image" },
-	{ "serve", cmd_not_implemented, "HTTP/JSON service with a warm pool" },
+	{ "serve", cmd_serve, "HTTP/JSON service: runs, tenants, kill switch" },
 	{ "mcp", cmd_mcp, "Model Context Protocol server on stdio (tool run_code)" },
 };
 

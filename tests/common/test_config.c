@@ -84,6 +84,70 @@ test_parse_errors(void **state)
 }
 
 static void
+test_parse_serve(void **state)
+{
+	const char *j = "{\"serve\":{\"socket\":\"/tmp/s.sock\","
+	    "\"listen\":\"127.0.0.1:8700\",\"global_limit\":8,"
+	    "\"queue_max\":3,\"body_max\":\"1m\",\"probe_interval_s\":600,"
+	    "\"tenants\":[{\"name\":\"a\",\"token\":\"aaaaaaaaaaaaaaaa\","
+	    "\"max_concurrent\":1,\"max_queue\":0},{\"name\":\"b\","
+	    "\"token\":\"bbbbbbbbbbbbbbbb\",\"net\":\"proxy\"}]}}";
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"serve\":{\"sockett\":\"x\"}}",
+		  "t.json: unknown key 'serve.sockett'" },
+		{ "{\"serve\":[]}", "t.json: serve: expected an object" },
+		{ "{\"serve\":{\"global_limit\":0}}",
+		  "t.json: serve.global_limit: expected a whole number in [1, 1024]" },
+		{ "{\"serve\":{\"tenants\":{}}}",
+		  "t.json: serve.tenants: expected an array" },
+		{ "{\"serve\":{\"tenants\":[1]}}",
+		  "t.json: serve.tenants: each entry must be an object" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"tokn\":\"x\"}]}}",
+		  "t.json: unknown key 'serve.tenants.tokn'" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":\"short\"}]}}",
+		  "t.json: serve.tenants: each entry needs a 'name' and a 'token' "
+		  "of at least 16 characters" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a b\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\"}]}}",
+		  "t.json: serve.tenants.name: only letters, digits, '.', '_' and '-'" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\",\"net\":\"all\"}]}}",
+		  "t.json: serve.tenants.net: expected \"none\" or \"proxy\"" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\"},{\"name\":\"b\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\"}]}}",
+		  "t.json: serve.tenants: names and tokens must be unique" },
+	};
+	struct config c;
+	char err[512] = "";
+	(void)state;
+	config_defaults(&c);
+	assert_string_equal(c.serve.socket, "/run/cordon/serve.sock");
+	assert_int_equal(c.serve.ntenants, 0);
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_string_equal(c.serve.socket, "/tmp/s.sock");
+	assert_string_equal(c.serve.listen, "127.0.0.1:8700");
+	assert_int_equal(c.serve.global_limit, 8);
+	assert_int_equal(c.serve.queue_max, 3);
+	assert_int_equal(c.serve.body_max_bytes, 1 << 20);
+	assert_int_equal(c.serve.probe_interval_s, 600);
+	assert_int_equal(c.serve.ntenants, 2);
+	assert_int_equal(c.serve.tenants[0].max_queue, 0);
+	assert_int_equal(c.serve.tenants[1].max_queue, -1);
+	assert_int_equal(c.serve.tenants[1].max_concurrent, 1);
+	assert_string_equal(c.serve.tenants[1].net, "proxy");
+	assert_string_equal(c.serve.tenants[0].net, "none");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int rc = config_parse(&c, rows[i].json, strlen(rows[i].json),
+		    "t.json", err, sizeof(err));
+		assert_int_equal(rc, -EINVAL);
+		assert_string_equal(err, rows[i].msg);
+		assert_int_equal(c.serve.ntenants, 0);
+	}
+}
+
+static void
 test_load_paths(void **state)
 {
 	char path[] = "/tmp/cordon-cfg-XXXXXX";
@@ -112,6 +176,7 @@ main(void)
 		cmocka_unit_test(test_defaults_are_closed),
 		cmocka_unit_test(test_parse_overrides),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_serve),
 		cmocka_unit_test(test_load_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,122 @@
+/*
+ * `cordon serve`: loads the config, sweeps Cordon containers left by a
+ * previous instance, and runs the HTTP/JSON service until SIGTERM, with
+ * this same executable as the scheduled probe. The warm pool is not
+ * implemented yet and says so.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "runner/cmd.h"
+#include "runner/runner.h"
+#include "serve/server.h"
+
+static int
+usage(FILE *f, int code)
+{
+	fprintf(f, "usage: cordon serve [--socket PATH] [--listen ADDR:PORT] "
+	    "[--pool N] [--config FILE] [--verbose]\n"
+	    "  --socket PATH      unix socket (default: serve.socket, "
+	    "/run/cordon/serve.sock)\n"
+	    "  --listen ADDR:PORT also listen on TCP; bearer tokens required\n"
+	    "  --pool N           warm containers per net mode (0: none; "
+	    "only 0 is implemented)\n");
+	return code;
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "pool", required_argument, NULL, 'p' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct server_opts o = { .socket = NULL };
+	const char *cfgpath = NULL;
+	struct server *s = NULL;
+	struct config c;
+	char err[512] = "", exe[PATH_MAX];
+	ssize_t n;
+	int64_t pool = 0;
+	int opt, rc, removed = 0;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			o.socket = optarg;
+			break;
+		case 'l':
+			o.listen = optarg;
+			break;
+		case 'p':
+			if (util_parse_i64(optarg, 0, 1024, &pool) < 0) {
+				fprintf(stderr, "cordon serve: bad --pool '%s'\n",
+				    optarg);
+				return 2;
+			}
+			break;
+		case 'c':
+			cfgpath = optarg;
+			break;
+		case 'v':
+			log_set_level(LOG_LEVEL_INFO);
+			break;
+		case 'h':
+			return usage(stdout, 0);
+		default:
+			return usage(stderr, 2);
+		}
+	}
+	if (optind != argc)
+		return usage(stderr, 2);
+	if (pool > 0) {
+		fprintf(stderr, "cordon serve: --pool %lld: the warm pool is not "
+		    "implemented yet (use --pool 0)\n", (long long)pool);
+		return 2;
+	}
+	if (config_load(&c, cfgpath, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon serve: %s\n", err);
+		return 1;
+	}
+	/* Containers of a previous instance whose owner is gone. */
+	if (runner_gc(&c, false, &removed, err, sizeof(err)) < 0)
+		log_warnx("start-up sweep failed: %s", err);
+	else if (removed > 0)
+		log_warnx("start-up sweep removed %d stale container(s)",
+		    removed);
+	o.config = &c;
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = '\0';
+		o.probe_exe = exe;
+	} else {
+		log_warn("no scheduled probe: readlink /proc/self/exe");
+	}
+	if ((rc = server_new(&o, &s, err, sizeof(err))) < 0) {
+		fprintf(stderr, "cordon serve: %s\n", err);
+		return 1;
+	}
+	log_info("serving on %s", o.socket != NULL ? o.socket : c.serve.socket);
+	rc = server_run(s);
+	server_free(s);
+	if (rc < 0) {
+		fprintf(stderr, "cordon serve: the event loop failed: %s\n",
+		    strerror(-rc));
+		return 1;
+	}
+	return 0;
+}

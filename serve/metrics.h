@@ -1,0 +1,44 @@
+/*
+ * The service's counters and their Prometheus text exposition. Updated and
+ * rendered on the event loop's thread only; pure.
+ */
+#ifndef CORDON_SERVE_METRICS_H
+#define CORDON_SERVE_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runner/runner.h"
+
+#define SERVE_METRICS_BUCKETS 10	/* latency buckets, +Inf excluded */
+#define SERVE_STATUS_ERROR (RUNNER_SANDBOX_ERROR + 1)	/* no result */
+#define SERVE_NSTATUS (SERVE_STATUS_ERROR + 1)
+
+struct serve_metrics {
+	uint64_t runs[SERVE_NSTATUS];	/* by runner status, + "error" */
+	uint64_t rejected;		/* 429 */
+	uint64_t unavailable;		/* 503 */
+	uint64_t bad_requests;		/* 400, 401, 404, 405, 413 */
+	uint64_t hist[SERVE_METRICS_BUCKETS + 1];	/* cumulative at render */
+	uint64_t count;
+	double sum_s;
+	int64_t queue_depth;
+	int64_t active;
+	int64_t pool_size;
+	uint64_t pool_hits;
+	uint64_t pool_misses;		/* runs started cold */
+};
+
+/* Upper bounds of the latency buckets, in seconds. */
+extern const double serve_metrics_bounds[SERVE_METRICS_BUCKETS];
+
+/* Counts a finished run: status is a runner_status or SERVE_STATUS_ERROR;
+ * latency_ms from admission to reply. */
+void serve_metrics_observe(struct serve_metrics *m, int status,
+    int64_t latency_ms);
+
+/* The text exposition (format 0.0.4), malloc'd, caller frees; NULL on
+ * ENOMEM. */
+char *serve_metrics_render(const struct serve_metrics *m);
+
+#endif

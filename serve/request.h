@@ -1,0 +1,64 @@
+/*
+ * The body of `POST /v1/runs`: strict parsing of the JSON request (unknown
+ * fields, wrong types, bad base64 and unsafe paths are refused), and the
+ * staging of its `files` into a private temporary directory as --in inputs.
+ * Parsing is pure; staging is the only part that touches the filesystem.
+ */
+#ifndef CORDON_SERVE_REQUEST_H
+#define CORDON_SERVE_REQUEST_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "runner/runner.h"
+
+struct serve_file {
+	char *path;			/* safe relative path (mcp_path_safe) */
+	unsigned char *data;		/* decoded bytes */
+	size_t len;
+};
+
+/* A parsed request; everything is owned (serve_req_cleanup frees). */
+struct serve_req {
+	char *code;
+	size_t code_len;
+	bool has_net;			/* false: the tenant's default */
+	enum runner_net net;
+	int64_t timeout_s;		/* 0: the config default */
+	uint64_t max_output;		/* 0: the config default */
+	struct serve_file *files;
+	size_t nfiles;
+};
+
+/* Parses body[0..len) against c's limits. 0; -EINVAL (answer 400) or
+ * -EFBIG (answer 413: the body or the decoded files are over a cap) with a
+ * one-line reason in err; or -ENOMEM. On failure *out is zeroed. */
+int serve_req_parse(const struct config *c, const char *body, size_t len,
+    struct serve_req *out, char *err, size_t errlen);
+void serve_req_cleanup(struct serve_req *r);	/* accepts a zeroed one */
+
+/* Strict RFC 4648 base64 (standard alphabet, '=' padding required, no
+ * whitespace). 0 and *out (caller frees; may be a 1-byte buffer for an
+ * empty input), -EINVAL or -ENOMEM. */
+int serve_base64_decode(const char *s, size_t len, unsigned char **out,
+    size_t *outlen);
+
+/* Files of one run written under a fresh directory: dir is removed by
+ * serve_stage_cleanup. */
+struct serve_stage {
+	char dir[PATH_MAX];		/* "" when nothing was created */
+	char *in[RUNNER_MAX_IN];	/* dir/TOP for each top-level name */
+	size_t nin;
+};
+
+/* Writes r's files under a new directory in tmp_dir. 0 (st->nin == 0 when
+ * there were none), -EINVAL (duplicate paths, too many top-level names) or
+ * another negative errno, reason in err; on failure nothing is left. */
+int serve_stage_files(const char *tmp_dir, const struct serve_req *r,
+    struct serve_stage *st, char *err, size_t errlen);
+void serve_stage_cleanup(struct serve_stage *st);
+
+#endif

@@ -1,2 +1,0 @@
-/* Placeholder until the service lands. */
-typedef int serve_placeholder_t;

@@ -1,0 +1,40 @@
+/*
+ * The HTTP/JSON service behind `cordon serve`: evhttp on a unix socket
+ * (and optionally TCP, where a bearer token is required), runs executed on
+ * worker threads with per-tenant and global limits, a kill switch, and a
+ * graceful stop on SIGTERM/SIGINT, and a scheduled probe per net mode.
+ * The library never prints or exits (failed probes are logged).
+ */
+#ifndef CORDON_SERVE_SERVER_H
+#define CORDON_SERVE_SERVER_H
+
+#include <stddef.h>
+
+#include "common/config.h"
+
+struct server_opts {
+	const struct config *config;	/* borrowed; must outlive the server */
+	const char *socket;		/* NULL: config serve.socket */
+	const char *listen;		/* NULL: config serve.listen ("" none) */
+	const char *tmp_dir;		/* staged files; NULL: $TMPDIR or /tmp */
+	const char *probe_exe;		/* `cordon` for the scheduled probe;
+					 * NULL: no scheduled probe */
+};
+
+struct server;
+
+/* Creates the event loop and binds the listeners. 0 and *out (caller frees
+ * with server_free), or a negative errno with a reason in err. */
+int server_new(const struct server_opts *opts, struct server **out,
+    char *err, size_t errlen);
+
+/* Serves until SIGTERM or SIGINT; then stops accepting, refuses queued
+ * runs, lets running ones finish (a second signal cancels them) and
+ * returns 0 once none is left. A negative errno if the loop failed. */
+int server_run(struct server *s);
+
+/* Unlinks the socket and frees; accepts NULL. Call only after server_run
+ * returned (no run may be in flight). */
+void server_free(struct server *s);
+
+#endif

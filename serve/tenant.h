@@ -1,0 +1,58 @@
+/*
+ * Tenants of `cordon serve`: bearer tokens map to a tenant with its own
+ * concurrency limit, queue bound and default net mode, under one global
+ * limit. Only the event loop's thread touches this accounting, so it has no
+ * locks; it is pure and unit-tested.
+ */
+#ifndef CORDON_SERVE_TENANT_H
+#define CORDON_SERVE_TENANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "runner/runner.h"
+
+#define SERVE_LOCAL_TENANT 0		/* unix-socket callers with no token */
+
+struct serve_tenant {
+	char name[64];
+	char token[128];		/* "" for the local tenant */
+	int64_t max_concurrent;
+	int64_t max_queue;
+	enum runner_net net;
+	int64_t active;			/* runs started and not finished */
+	int64_t queued;			/* runs waiting for a slot */
+};
+
+struct serve_tenants {
+	struct serve_tenant t[CONFIG_MAX_TENANTS + 1];	/* [0]: local */
+	size_t n;
+	int64_t global_limit;
+	int64_t active;			/* over all tenants */
+};
+
+enum serve_admit { SERVE_ADMIT_RUN, SERVE_ADMIT_QUEUE, SERVE_ADMIT_REJECT };
+
+/* From c->serve: tenant 0 is "local" (limit and queue of the whole
+ * service), then one per configured tenant. */
+void serve_tenants_init(struct serve_tenants *ts, const struct config *c);
+
+/* The tenant for an Authorization header value (NULL when absent): a
+ * "Bearer TOKEN" naming a configured tenant, compared in constant time.
+ * Without a header, unix-socket callers (tcp false) are the local tenant.
+ * Returns the index, or -EACCES (missing, malformed or unknown token). */
+int serve_tenants_lookup(const struct serve_tenants *ts, const char *authz,
+    bool tcp);
+
+/* Decides a new run of tenant i: RUN (counted active now), QUEUE (counted
+ * queued now; nobody of that tenant jumps the queue), or REJECT. */
+enum serve_admit serve_tenants_admit(struct serve_tenants *ts, size_t i);
+/* True when a queued run of tenant i may start now. */
+bool serve_tenants_can_start(const struct serve_tenants *ts, size_t i);
+void serve_tenants_start_queued(struct serve_tenants *ts, size_t i);
+void serve_tenants_unqueue(struct serve_tenants *ts, size_t i);
+void serve_tenants_finish(struct serve_tenants *ts, size_t i);
+
+#endif

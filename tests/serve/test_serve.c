@@ -1,0 +1,425 @@
+/* Unit tests for the service's pure parts: request bodies (a table of bad
+ * ones), strict base64, tenant lookup and limit accounting, metrics text. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "serve/listen.h"
+#include "serve/metrics.h"
+#include "serve/probe_sched.h"
+#include "serve/request.h"
+#include "serve/tenant.h"
+
+static struct config cfg;
+
+static int
+setup(void **state)
+{
+	(void)state;
+	config_defaults(&cfg);
+	cfg.serve.body_max_bytes = 4096;
+	cfg.limits.in_max_bytes = 16;
+	cfg.limits.in_max_files = 3;
+	return 0;
+}
+
+static void
+test_req_ok(void **state)
+{
+	const char *b = "{\"code\":\"print(1)\",\"lang\":\"python\",\"net\":"
+	    "\"proxy\",\"timeout_s\":5,\"max_output\":100,\"files\":[{\"path\":"
+	    "\"d/x.bin\",\"content_b64\":\"AAEC\"},{\"path\":\"y\","
+	    "\"content_b64\":\"\"}]}";
+	struct serve_req r;
+	char err[256] = "";
+	(void)state;
+	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
+	    sizeof(err)), 0);
+	assert_string_equal(r.code, "print(1)");
+	assert_int_equal(r.code_len, 8);
+	assert_true(r.has_net);
+	assert_int_equal(r.net, RUNNER_NET_PROXY);
+	assert_int_equal(r.timeout_s, 5);
+	assert_int_equal(r.max_output, 100);
+	assert_int_equal(r.nfiles, 2);
+	assert_string_equal(r.files[0].path, "d/x.bin");
+	assert_int_equal(r.files[0].len, 3);
+	assert_memory_equal(r.files[0].data, "\0\1\2", 3);
+	assert_int_equal(r.files[1].len, 0);
+	serve_req_cleanup(&r);
+
+	b = "{\"code\":\"\"}";
+	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
+	    sizeof(err)), 0);
+	assert_false(r.has_net);
+	assert_int_equal(r.timeout_s, 0);
+	assert_int_equal(r.nfiles, 0);
+	serve_req_cleanup(&r);
+}
+
+static void
+test_req_bad(void **state)
+{
+	static const struct { const char *body; int rc; const char *msg; } rows[] = {
+		{ "", -EINVAL, "the body is not valid JSON" },
+		{ "{\"code\":", -EINVAL, "the body is not valid JSON" },
+		{ "[]", -EINVAL, "the body must be a JSON object" },
+		{ "\"code\"", -EINVAL, "the body must be a JSON object" },
+		{ "{}", -EINVAL, "missing field 'code'" },
+		{ "{\"code\":1}", -EINVAL, "'code' must be a string" },
+		{ "{\"code\":\"x\",\"Code\":\"y\"}", -EINVAL, "unknown field 'Code' "
+		  "(allowed: code, lang, net, timeout_s, max_output, files)" },
+		{ "{\"code\":\"x\",\"skip_probe_check\":true}", -EINVAL,
+		  "unknown field 'skip_probe_check' (allowed: code, lang, net, "
+		  "timeout_s, max_output, files)" },
+		{ "{\"code\":\"x\",\"lang\":\"js\"}", -EINVAL, "'lang' must be \"python\"" },
+		{ "{\"code\":\"x\",\"lang\":null}", -EINVAL, "'lang' must be \"python\"" },
+		{ "{\"code\":\"x\",\"net\":\"host\"}", -EINVAL,
+		  "'net' must be \"none\" or \"proxy\"" },
+		{ "{\"code\":\"x\",\"net\":0}", -EINVAL,
+		  "'net' must be \"none\" or \"proxy\"" },
+		{ "{\"code\":\"x\",\"timeout_s\":0}", -EINVAL, "'timeout_s' must be "
+		  "a whole number of seconds, at least 1" },
+		{ "{\"code\":\"x\",\"timeout_s\":1.5}", -EINVAL, "'timeout_s' must "
+		  "be a whole number of seconds, at least 1" },
+		{ "{\"code\":\"x\",\"timeout_s\":\"5\"}", -EINVAL, "'timeout_s' "
+		  "must be a whole number of seconds, at least 1" },
+		{ "{\"code\":\"x\",\"max_output\":-1}", -EINVAL, "'max_output' must "
+		  "be a whole number of bytes, at least 1" },
+		{ "{\"code\":\"x\",\"files\":{}}", -EINVAL, "'files' must be an array" },
+		{ "{\"code\":\"x\",\"files\":[1]}", -EINVAL, "each of 'files' must be "
+		  "an object with string 'path' and 'content_b64'" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content\":\"x\"}]}",
+		  -EINVAL, "each of 'files' must be an object with string 'path' "
+		  "and 'content_b64'" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"\","
+		  "\"mode\":1}]}", -EINVAL,
+		  "'files': only 'path' and 'content_b64' are allowed" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"../a\",\"content_b64\":\"\"}]}",
+		  -EINVAL, "'files': unsafe path (a relative path of printable "
+		  "ASCII, no '..', '.' or empty components)" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"/etc/x\",\"content_b64\":\"\"}]}",
+		  -EINVAL, "'files': unsafe path (a relative path of printable "
+		  "ASCII, no '..', '.' or empty components)" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a//b\",\"content_b64\":\"\"}]}",
+		  -EINVAL, "'files': unsafe path (a relative path of printable "
+		  "ASCII, no '..', '.' or empty components)" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"YQ\"}]}",
+		  -EINVAL, "'files': content_b64 is not canonical base64" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"Y Q==\"}]}",
+		  -EINVAL, "'files': content_b64 is not canonical base64" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":"
+		  "\"AAAAAAAAAAAAAAAAAAAAAAAA\"}]}", -EFBIG,
+		  "'files': more than 16 bytes in total" },
+		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"\"},"
+		  "{\"path\":\"b\",\"content_b64\":\"\"},{\"path\":\"c\","
+		  "\"content_b64\":\"\"},{\"path\":\"d\",\"content_b64\":\"\"}]}",
+		  -EINVAL, "'files': at most 3 entries" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct serve_req r;
+		char err[256] = "";
+		int rc = serve_req_parse(&cfg, rows[i].body,
+		    strlen(rows[i].body), &r, err, sizeof(err));
+		if (rc != rows[i].rc || strcmp(err, rows[i].msg) != 0)
+			fail_msg("row %zu: rc %d '%s'", i, rc, err);
+		assert_null(r.code);
+		assert_null(r.files);
+	}
+}
+
+static void
+test_req_oversize(void **state)
+{
+	size_t n = cfg.serve.body_max_bytes + 1;
+	char *big = malloc(n), err[256] = "";
+	struct serve_req r;
+	(void)state;
+	assert_non_null(big);
+	memset(big, ' ', n);
+	assert_int_equal(serve_req_parse(&cfg, big, n, &r, err, sizeof(err)),
+	    -EFBIG);
+	assert_string_equal(err, "the body is over 4096 bytes");
+	free(big);
+}
+
+static void
+test_base64(void **state)
+{
+	static const struct { const char *in, *out; size_t len; } ok[] = {
+		{ "", "", 0 }, { "Zg==", "f", 1 }, { "Zm8=", "fo", 2 },
+		{ "Zm9v", "foo", 3 }, { "Zm9vYg==", "foob", 4 },
+		{ "+/8=", "\xfb\xff", 2 },
+	};
+	static const char *const bad[] = {
+		"Z", "Zg=", "Zg===", "Z===", "====", "Zh==", "Zm9=", "Zg==Zg==",
+		"Zm9v\n", "Zm-v", "Zm_v", "=Zm9",
+	};
+	unsigned char *out;
+	size_t len;
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(serve_base64_decode(ok[i].in, strlen(ok[i].in),
+		    &out, &len), 0);
+		assert_int_equal(len, ok[i].len);
+		assert_memory_equal(out, ok[i].out, len);
+		free(out);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (serve_base64_decode(bad[i], strlen(bad[i]), &out, &len) !=
+		    -EINVAL)
+			fail_msg("accepted '%s'", bad[i]);
+		assert_null(out);
+	}
+}
+
+static void
+test_stage(void **state)
+{
+	const char *b = "{\"code\":\"\",\"files\":[{\"path\":\"d/x\","
+	    "\"content_b64\":\"AAEC\"},{\"path\":\"d/y\",\"content_b64\":\"\"},"
+	    "{\"path\":\"z\",\"content_b64\":\"eg==\"}]}";
+	const char *dup = "{\"code\":\"\",\"files\":[{\"path\":\"d\","
+	    "\"content_b64\":\"\"},{\"path\":\"d/y\",\"content_b64\":\"\"}]}";
+	struct serve_req r;
+	struct serve_stage st;
+	char err[256] = "", path[PATH_MAX + 8], *data, dir[PATH_MAX];
+	size_t len;
+	struct stat sb;
+	(void)state;
+	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
+	    sizeof(err)), 0);
+	assert_int_equal(serve_stage_files("/tmp", &r, &st, err, sizeof(err)), 0);
+	assert_int_equal(st.nin, 2);
+	snprintf(path, sizeof(path), "%s/d/x", st.dir);
+	assert_int_equal(util_read_file(path, 100, &data, &len), 0);
+	assert_int_equal(len, 3);
+	free(data);
+	assert_string_equal(strrchr(st.in[1], '/'), "/z");
+	util_strlcpy(dir, st.dir, sizeof(dir));
+	serve_stage_cleanup(&st);
+	assert_int_equal(stat(dir, &sb), -1);
+	serve_req_cleanup(&r);
+
+	assert_int_equal(serve_req_parse(&cfg, dup, strlen(dup), &r, err,
+	    sizeof(err)), 0);
+	assert_int_equal(serve_stage_files("/tmp", &r, &st, err, sizeof(err)),
+	    -EINVAL);
+	assert_string_equal(err, "'files': path given twice or both as a file "
+	    "and a directory");
+	assert_string_equal(st.dir, "");
+	serve_req_cleanup(&r);
+}
+
+static void
+test_tenants(void **state)
+{
+	const char *j = "{\"serve\":{\"global_limit\":3,\"queue_max\":2,"
+	    "\"tenants\":[{\"name\":\"a\",\"token\":\"aaaaaaaaaaaaaaaa\","
+	    "\"max_concurrent\":1,\"max_queue\":0},{\"name\":\"b\","
+	    "\"token\":\"bbbbbbbbbbbbbbbb\",\"max_concurrent\":3,"
+	    "\"net\":\"proxy\"}]}}";
+	struct serve_tenants ts;
+	struct config c;
+	char err[256];
+	(void)state;
+	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)), 0);
+	serve_tenants_init(&ts, &c);
+	assert_int_equal(ts.n, 3);
+	/* Lookup: unix callers may omit the token, TCP callers may not. */
+	assert_int_equal(serve_tenants_lookup(&ts, NULL, false), 0);
+	assert_int_equal(serve_tenants_lookup(&ts, NULL, true), -EACCES);
+	assert_int_equal(serve_tenants_lookup(&ts, "Bearer aaaaaaaaaaaaaaaa",
+	    true), 1);
+	assert_int_equal(serve_tenants_lookup(&ts, "bearer bbbbbbbbbbbbbbbb",
+	    false), 2);
+	assert_int_equal(serve_tenants_lookup(&ts, "Bearer aaaaaaaaaaaaaaa",
+	    true), -EACCES);
+	assert_int_equal(serve_tenants_lookup(&ts, "Bearer aaaaaaaaaaaaaaaaa",
+	    true), -EACCES);
+	assert_int_equal(serve_tenants_lookup(&ts, "Bearer ", false), -EACCES);
+	assert_int_equal(serve_tenants_lookup(&ts, "Basic YTpi", false), -EACCES);
+	assert_int_equal(serve_tenants_lookup(&ts, "aaaaaaaaaaaaaaaa", true),
+	    -EACCES);
+	assert_int_equal(ts.t[2].net, RUNNER_NET_PROXY);
+	assert_int_equal(ts.t[0].max_concurrent, 3);
+	assert_int_equal(ts.t[2].max_queue, 2);
+
+	/* a: one at a time, no queue. */
+	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_RUN);
+	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_REJECT);
+	/* b: two more fill the global limit of 3, then it queues up to 2. */
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
+	assert_int_equal(ts.active, 3);
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_QUEUE);
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_QUEUE);
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_REJECT);
+	assert_false(serve_tenants_can_start(&ts, 2));
+	/* a finishes: one of b's queued runs may start. */
+	serve_tenants_finish(&ts, 1);
+	assert_true(serve_tenants_can_start(&ts, 2));
+	serve_tenants_start_queued(&ts, 2);
+	assert_int_equal(ts.t[2].active, 3);
+	assert_int_equal(ts.t[2].queued, 1);
+	/* b is at its own limit now, even with global room. */
+	serve_tenants_finish(&ts, 2);
+	serve_tenants_finish(&ts, 2);
+	assert_int_equal(ts.active, 1);
+	assert_true(serve_tenants_can_start(&ts, 2));
+	/* While b has a queue, a new run of b queues behind it. */
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_QUEUE);
+	serve_tenants_unqueue(&ts, 2);
+	serve_tenants_unqueue(&ts, 2);
+	assert_int_equal(ts.t[2].queued, 0);
+	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
+}
+
+static void
+test_metrics(void **state)
+{
+	struct serve_metrics m = { .queue_depth = 2, .active = 1,
+	    .pool_misses = 4 };
+	char *t;
+	(void)state;
+	serve_metrics_observe(&m, RUNNER_OK, 200);
+	serve_metrics_observe(&m, RUNNER_OK, 800);
+	serve_metrics_observe(&m, RUNNER_TIMEOUT, 10000);
+	serve_metrics_observe(&m, SERVE_STATUS_ERROR, 400000);
+	serve_metrics_observe(&m, 99, 1);
+	t = serve_metrics_render(&m);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "# TYPE cordon_runs_total counter\n"));
+	assert_non_null(strstr(t, "\ncordon_runs_total{status=\"ok\"} 2\n"));
+	assert_non_null(strstr(t, "\ncordon_runs_total{status=\"timeout\"} 1\n"));
+	assert_non_null(strstr(t, "\ncordon_runs_total{status=\"error\"} 2\n"));
+	assert_non_null(strstr(t, "\ncordon_runs_total{status=\"oom\"} 0\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_bucket{le=\"0.25\"} 2\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_bucket{le=\"1\"} 3\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_bucket{le=\"10\"} 4\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_bucket{le=\"300\"} 4\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_bucket{le=\"+Inf\"} 5\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_count 5\n"));
+	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_sum 411.001\n"));
+	assert_non_null(strstr(t, "\ncordon_queue_depth 2\n"));
+	assert_non_null(strstr(t, "\ncordon_active_runs 1\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_size 0\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_misses_total 4\n"));
+	assert_int_equal(t[strlen(t) - 1], '\n');
+	free(t);
+}
+
+static void
+test_probe_schedule(void **state)
+{
+	struct config c;
+	int64_t now = 1000000000000LL;
+	char *env[] = { "A=1", "CORDON_CONFIG=/old", "B=2", NULL };
+	char **e;
+	(void)state;
+	config_defaults(&c);
+	c.serve.probe_interval_s = 3600;
+	c.probe_max_age_s = 7200;
+	/* No record: now at start-up, after the retry floor later. */
+	assert_int_equal(serve_probe_delay(&c, -1, true, now, true), 0);
+	assert_int_equal(serve_probe_delay(&c, -1, true, now, false),
+	    SERVE_PROBE_RETRY_MS);
+	/* A fresh record: the interval. */
+	assert_int_equal(serve_probe_delay(&c, now, true, now, false), 3600000);
+	/* A failed one: re-probed within minutes, not after the interval. */
+	assert_int_equal(serve_probe_delay(&c, now, false, now, false),
+	    SERVE_PROBE_FAIL_RETRY_MS);
+	/* A record about to go stale: before it does. */
+	assert_int_equal(serve_probe_delay(&c, now - 7000000, true, now, false),
+	    200000 - SERVE_PROBE_MARGIN_MS);
+	/* Stale already: at once at start-up, else after the floor. */
+	assert_int_equal(serve_probe_delay(&c, now - 8000000, true, now, true), 0);
+	assert_int_equal(serve_probe_delay(&c, now - 8000000, true, now, false),
+	    SERVE_PROBE_RETRY_MS);
+
+	e = serve_probe_env(env, "/etc/c.json");
+	assert_non_null(e);
+	assert_string_equal(e[0], "A=1");
+	assert_string_equal(e[1], "B=2");
+	assert_string_equal(e[2], "CORDON_CONFIG=/etc/c.json");
+	assert_null(e[3]);
+	serve_probe_env_free(e);
+}
+
+static void
+test_listen(void **state)
+{
+	static const struct { const char *spec, *host; int port; } ok[] = {
+		{ "127.0.0.1:8700", "127.0.0.1", 8700 },
+		{ "[::1]:1", "::1", 1 },
+		{ "localhost:65535", "localhost", 65535 },
+	};
+	static const char *const bad[] = {
+		"127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "127.0.0.1:65536",
+		":80", "::1:80", "[::1]", "[]:80", "1.2.3.4:8x", "[::1:80",
+	};
+	char host[64], dir[] = "/tmp/cordon-serve-test.XXXXXX", path[128];
+	char err[256];
+	uint16_t port;
+	int fd, fd2, f;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		assert_int_equal(listen_parse_addr(ok[i].spec, host, sizeof(host),
+		    &port), 0);
+		assert_string_equal(host, ok[i].host);
+		assert_int_equal(port, ok[i].port);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (listen_parse_addr(bad[i], host, sizeof(host), &port) != -EINVAL)
+			fail_msg("accepted '%s'", bad[i]);
+
+	/* The unix socket: made with its directory; a live one is refused;
+	 * a stale one replaced; a regular file never removed. */
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sub/s.sock", dir);
+	assert_int_equal(listen_unix(path, &fd, err, sizeof(err)), 0);
+	assert_int_equal(listen_unix(path, &fd2, err, sizeof(err)), -EADDRINUSE);
+	close(fd);
+	assert_int_equal(listen_unix(path, &fd, err, sizeof(err)), 0);
+	util_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	f = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(connect(f, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(f);
+	close(fd);
+	unlink(path);
+	assert_int_equal(util_write_file_atomic(path, "x", 1, 0644), 0);
+	assert_int_equal(listen_unix(path, &fd, err, sizeof(err)), -EADDRINUSE);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(util_rm_rf(dir), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_req_ok, setup),
+		cmocka_unit_test_setup(test_req_bad, setup),
+		cmocka_unit_test_setup(test_req_oversize, setup),
+		cmocka_unit_test(test_base64),
+		cmocka_unit_test_setup(test_stage, setup),
+		cmocka_unit_test(test_tenants),
+		cmocka_unit_test(test_metrics),
+		cmocka_unit_test(test_probe_schedule),
+		cmocka_unit_test(test_listen),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
