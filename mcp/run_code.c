@@ -16,6 +16,7 @@
 #include "common/json.h"
 #include "common/util.h"
 #include "mcp/internal.h"
+#include "runner/stage.h"
 
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
@@ -27,12 +28,6 @@ struct call {
 	const cJSON *files;		/* NULL or an array, checked */
 };
 
-/* Files staged for one call: dir is removed afterwards. */
-struct staged {
-	char dir[PATH_MAX];		/* "" when nothing was created */
-	char *in[RUNNER_MAX_IN];	/* dir/TOP for each top-level name */
-	size_t nin;
-};
 
 static int64_t
 max_files(const struct config *c)
@@ -221,145 +216,29 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 	return 0;
 }
 
+/* Writes the (already checked) files under a fresh directory. */
 static int
-write_all(int fd, const char *p, size_t n)
+stage_files(const struct mcp_server *s, const cJSON *files,
+    struct stage_dir *st, char *err, size_t errlen)
 {
-	ssize_t w;
+	size_t n = (size_t)cJSON_GetArraySize(files), i = 0;
+	struct stage_file *f;
+	const cJSON *x;
+	int rc;
 
-	while (n > 0) {
-		w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Creates rel (a safe path) under the directory dfd with content; parent
- * directories are made as needed. Never follows a symlink (there are none
- * in a directory we just made, but the flags keep it so). */
-static int
-write_one(int dfd, const char *rel, const char *content)
-{
-	char buf[MCP_PATH_MAX + 1], *comp, *slash;
-	int cur = dfd, next, fd, rc = 0;
-
-	util_strlcpy(buf, rel, sizeof(buf));
-	comp = buf;
-	while ((slash = strchr(comp, '/')) != NULL) {
-		*slash = '\0';
-		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
-			rc = -errno;
-			goto out;
-		}
-		next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		if (next < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (cur != dfd)
-			close(cur);
-		cur = next;
-		comp = slash + 1;
-	}
-	fd = openat(cur, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = write_all(fd, content, strlen(content));
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-out:
-	if (cur != dfd)
-		close(cur);
-	return rc;
-}
-
-static void
-staged_cleanup(struct staged *st)
-{
-	for (size_t i = 0; i < st->nin; i++)
-		free(st->in[i]);
-	if (st->dir[0] != '\0')
-		(void)util_rm_rf(st->dir);
 	memset(st, 0, sizeof(*st));
-}
-
-/* Remembers the top-level name of rel as an --in path (once). */
-static int
-staged_add_top(struct staged *st, const char *rel, char *err, size_t errlen)
-{
-	size_t n = strcspn(rel, "/"), dl = strlen(st->dir);
-	char *p;
-
-	for (size_t i = 0; i < st->nin; i++)
-		if (strncmp(st->in[i] + dl + 1, rel, n) == 0 &&
-		    st->in[i][dl + 1 + n] == '\0')
-			return 0;
-	if (st->nin == RUNNER_MAX_IN) {
-		snprintf(err, errlen, "'files': at most %d distinct top-level "
-		    "names", RUNNER_MAX_IN);
-		return -EINVAL;
-	}
-	if (asprintf(&p, "%s/%.*s", st->dir, (int)n, rel) < 0) {
+	if ((f = calloc(n ? n : 1, sizeof(*f))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	st->in[st->nin++] = p;
-	return 0;
-}
-
-static int
-stage_files(const struct mcp_server *s, const cJSON *files,
-    struct staged *st, char *err, size_t errlen)
-{
-	const cJSON *f;
-	const char *path;
-	int dfd, rc = 0;
-
-	memset(st, 0, sizeof(*st));
-	if (snprintf(st->dir, sizeof(st->dir), "%s/cordon-mcp.XXXXXX",
-	    s->tmp_dir) >= (int)sizeof(st->dir))
-		rc = -ENAMETOOLONG;
-	else if (mkdtemp(st->dir) == NULL)
-		rc = -errno;
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot create a temporary directory "
-		    "under %.200s: %s", s->tmp_dir, strerror(-rc));
-		st->dir[0] = '\0';
-		return rc;
+	cJSON_ArrayForEach(x, files) {
+		const char *content = cJSON_GetObjectItemCaseSensitive(x,
+		    "content")->valuestring;
+		f[i++] = (struct stage_file){ cJSON_GetObjectItemCaseSensitive(x,
+		    "path")->valuestring, content, strlen(content) };
 	}
-	if ((dfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %.200s: %s", st->dir,
-		    strerror(-rc));
-		staged_cleanup(st);
-		return rc;
-	}
-	cJSON_ArrayForEach(f, files) {
-		path = cJSON_GetObjectItemCaseSensitive(f, "path")->valuestring;
-		rc = write_one(dfd, path, cJSON_GetObjectItemCaseSensitive(f,
-		    "content")->valuestring);
-		if (rc == -EEXIST || rc == -ENOTDIR || rc == -EISDIR) {
-			snprintf(err, errlen, "'files': path given twice or "
-			    "both as a file and a directory");
-			rc = -EINVAL;
-		} else if (rc < 0) {
-			snprintf(err, errlen, "cannot write a file under %.200s: "
-			    "%s", st->dir, strerror(-rc));
-		}
-		if (rc < 0 || (rc = staged_add_top(st, path, err, errlen)) < 0)
-			break;
-	}
-	close(dfd);
-	if (rc < 0)
-		staged_cleanup(st);
+	rc = stage_write(s->tmp_dir, "cordon-mcp", f, n, st, err, errlen);
+	free(f);
 	return rc;
 }
 
@@ -433,7 +312,7 @@ run_code_call(struct mcp_server *s, const cJSON *arguments)
 {
 	struct runner_request req = { .lang = "python" };
 	struct runner_result res;
-	struct staged st = { .nin = 0 };
+	struct stage_dir st = { .nin = 0 };
 	struct call k;
 	char err[512] = "";
 	cJSON *r;
@@ -458,7 +337,7 @@ run_code_call(struct mcp_server *s, const cJSON *arguments)
 	res.exit_code = -1;
 	err[0] = '\0';
 	rc = s->run(s->config, &req, &res, err, sizeof(err), s->run_arg);
-	staged_cleanup(&st);
+	stage_dir_cleanup(&st);
 	if (rc < 0)
 		r = run_failed(err[0] != '\0' ? err : strerror(-rc));
 	else

@@ -242,140 +242,30 @@ serve_req_parse(const struct config *c, const char *body, size_t len,
 	return rc;
 }
 
-static int
-write_all(int fd, const unsigned char *p, size_t n)
-{
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Creates rel (a safe path) under dfd, making parents; never follows a
- * symlink. */
-static int
-write_one(int dfd, const struct serve_file *f)
-{
-	char buf[MCP_PATH_MAX + 1], *comp, *slash;
-	int cur = dfd, next, fd, rc = 0;
-
-	util_strlcpy(buf, f->path, sizeof(buf));
-	comp = buf;
-	while ((slash = strchr(comp, '/')) != NULL) {
-		*slash = '\0';
-		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
-			rc = -errno;
-			goto out;
-		}
-		next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		    O_CLOEXEC);
-		if (next < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (cur != dfd)
-			close(cur);
-		cur = next;
-		comp = slash + 1;
-	}
-	fd = openat(cur, comp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0644);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	rc = write_all(fd, f->data, f->len);
-	if (close(fd) < 0 && rc == 0)
-		rc = -errno;
-out:
-	if (cur != dfd)
-		close(cur);
-	return rc;
-}
-
 void
 serve_stage_cleanup(struct serve_stage *st)
 {
-	for (size_t i = 0; i < st->nin; i++)
-		free(st->in[i]);
-	if (st->dir[0] != '\0')
-		(void)util_rm_rf(st->dir);
-	memset(st, 0, sizeof(*st));
-}
-
-/* Remembers the top-level name of rel as an --in path (once). */
-static int
-stage_add_top(struct serve_stage *st, const char *rel, char *err,
-    size_t errlen)
-{
-	size_t n = strcspn(rel, "/"), dl = strlen(st->dir);
-	char *p;
-
-	for (size_t i = 0; i < st->nin; i++)
-		if (strncmp(st->in[i] + dl + 1, rel, n) == 0 &&
-		    st->in[i][dl + 1 + n] == '\0')
-			return 0;
-	if (st->nin == RUNNER_MAX_IN) {
-		snprintf(err, errlen, "'files': at most %d distinct top-level "
-		    "names", RUNNER_MAX_IN);
-		return -EINVAL;
-	}
-	if (asprintf(&p, "%s/%.*s", st->dir, (int)n, rel) < 0)
-		return bad(err, errlen, -ENOMEM, "out of memory");
-	st->in[st->nin++] = p;
-	return 0;
+	stage_dir_cleanup(st);
 }
 
 int
 serve_stage_files(const char *tmp_dir, const struct serve_req *r,
     struct serve_stage *st, char *err, size_t errlen)
 {
-	int dfd, rc = 0;
+	struct stage_file *f;
+	int rc;
 
 	memset(st, 0, sizeof(*st));
 	if (r->nfiles == 0)
 		return 0;
-	if (snprintf(st->dir, sizeof(st->dir), "%s/cordon-serve.XXXXXX",
-	    tmp_dir) >= (int)sizeof(st->dir))
-		rc = -ENAMETOOLONG;
-	else if (mkdtemp(st->dir) == NULL)
-		rc = -errno;
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot create a temporary directory "
-		    "under %.200s: %s", tmp_dir, strerror(-rc));
-		st->dir[0] = '\0';
-		return rc;
+	if ((f = calloc(r->nfiles, sizeof(*f))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	if ((dfd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %.200s: %s", st->dir,
-		    strerror(-rc));
-		serve_stage_cleanup(st);
-		return rc;
-	}
-	for (size_t i = 0; i < r->nfiles && rc == 0; i++) {
-		rc = write_one(dfd, &r->files[i]);
-		if (rc == -EEXIST || rc == -ENOTDIR || rc == -EISDIR) {
-			snprintf(err, errlen, "'files': path given twice or "
-			    "both as a file and a directory");
-			rc = -EINVAL;
-		} else if (rc < 0) {
-			snprintf(err, errlen, "cannot write a file under %.200s: "
-			    "%s", st->dir, strerror(-rc));
-		}
-		if (rc == 0)
-			rc = stage_add_top(st, r->files[i].path, err, errlen);
-	}
-	close(dfd);
-	if (rc < 0)
-		serve_stage_cleanup(st);
+	for (size_t i = 0; i < r->nfiles; i++)
+		f[i] = (struct stage_file){ r->files[i].path, r->files[i].data,
+		    r->files[i].len };
+	rc = stage_write(tmp_dir, "cordon-serve", f, r->nfiles, st, err, errlen);
+	free(f);
 	return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "common/config.h"
 #include "runner/runner.h"
+#include "runner/stage.h"
 
 struct serve_file {
 	char *path;			/* safe relative path (mcp_path_safe) */
@@ -46,13 +47,9 @@ void serve_req_cleanup(struct serve_req *r);	/* accepts a zeroed one */
 int serve_base64_decode(const char *s, size_t len, unsigned char **out,
     size_t *outlen);
 
-/* Files of one run written under a fresh directory: dir is removed by
- * serve_stage_cleanup. */
-struct serve_stage {
-	char dir[PATH_MAX];		/* "" when nothing was created */
-	char *in[RUNNER_MAX_IN];	/* dir/TOP for each top-level name */
-	size_t nin;
-};
+/* Files of one run written under a fresh directory (runner/stage.h):
+ * dir is removed by serve_stage_cleanup. */
+#define serve_stage stage_dir
 
 /* Writes r's files under a new directory in tmp_dir. 0 (st->nin == 0 when
  * there were none), -EINVAL (duplicate paths, too many top-level names) or
