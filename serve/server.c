@@ -707,6 +707,9 @@ listener_init(struct server *s, struct listener *l, bool tcp, char *err,
 		return -ENOMEM;
 	}
 	evhttp_set_max_body_size(l->http, (ev_ssize_t)s->c->serve.body_max_bytes);
+	/* Over the cap: read and drop the rest of the body before closing,
+	 * so the client gets its 413 instead of a reset mid-upload. */
+	evhttp_set_flags(l->http, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_max_headers_size(l->http, 16384);
 	/* Never time out a client that waits for a long run. */
 	evhttp_set_timeout(l->http, t > INT_MAX ? INT_MAX : (int)t);
