@@ -242,15 +242,9 @@ serve_req_parse(const struct config *c, const char *body, size_t len,
 	return rc;
 }
 
-void
-serve_stage_cleanup(struct serve_stage *st)
-{
-	stage_dir_cleanup(st);
-}
-
 int
 serve_stage_files(const char *tmp_dir, const struct serve_req *r,
-    struct serve_stage *st, char *err, size_t errlen)
+    struct stage_dir *st, char *err, size_t errlen)
 {
 	struct stage_file *f;
 	int rc;

@@ -47,15 +47,11 @@ void serve_req_cleanup(struct serve_req *r);	/* accepts a zeroed one */
 int serve_base64_decode(const char *s, size_t len, unsigned char **out,
     size_t *outlen);
 
-/* Files of one run written under a fresh directory (runner/stage.h):
- * dir is removed by serve_stage_cleanup. */
-#define serve_stage stage_dir
-
-/* Writes r's files under a new directory in tmp_dir. 0 (st->nin == 0 when
- * there were none), -EINVAL (duplicate paths, too many top-level names) or
+/* Writes r's files under a new directory in tmp_dir (runner/stage.h; the
+ * caller removes it with stage_dir_cleanup). 0 (st->nin == 0 when there
+ * were none), -EINVAL (duplicate paths, too many top-level names) or
  * another negative errno, reason in err; on failure nothing is left. */
 int serve_stage_files(const char *tmp_dir, const struct serve_req *r,
-    struct serve_stage *st, char *err, size_t errlen);
-void serve_stage_cleanup(struct serve_stage *st);
+    struct stage_dir *st, char *err, size_t errlen);
 
 #endif

@@ -264,7 +264,7 @@ job_thread(void *arg)
 	struct job *j = arg;
 	const struct config *c = j->s->c;
 	struct runner_request rq = { .lang = "python" };
-	struct serve_stage st;
+	struct stage_dir st;
 
 	j->rc = serve_stage_files(j->s->tmp_dir, &j->parsed, &st, j->err,
 	    sizeof(j->err));
@@ -284,7 +284,7 @@ job_thread(void *arg)
 		j->res.exit_code = -1;
 		j->rc = runner_run(c, &rq, &j->res, j->err, sizeof(j->err));
 	}
-	serve_stage_cleanup(&st);
+	stage_dir_cleanup(&st);
 	event_active(j->done_ev, 0, 0);
 	return NULL;
 }

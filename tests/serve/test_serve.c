@@ -195,7 +195,7 @@ test_stage(void **state)
 	const char *dup = "{\"code\":\"\",\"files\":[{\"path\":\"d\","
 	    "\"content_b64\":\"\"},{\"path\":\"d/y\",\"content_b64\":\"\"}]}";
 	struct serve_req r;
-	struct serve_stage st;
+	struct stage_dir st;
 	char err[256] = "", path[PATH_MAX + 8], *data, dir[PATH_MAX];
 	size_t len;
 	struct stat sb;
@@ -210,7 +210,7 @@ test_stage(void **state)
 	free(data);
 	assert_string_equal(strrchr(st.in[1], '/'), "/z");
 	util_strlcpy(dir, st.dir, sizeof(dir));
-	serve_stage_cleanup(&st);
+	stage_dir_cleanup(&st);
 	assert_int_equal(stat(dir, &sb), -1);
 	serve_req_cleanup(&r);
 
