@@ -90,6 +90,8 @@ static const struct field serve_fields[] = {
 	{ "body_max", F_SIZE, offsetof(struct config_serve, body_max_bytes), 0,
 	    1024, 1LL << 30 },
 	SINT("probe_interval_s", probe_interval_s, 60, 30 * 86400),
+	SINT("pool", pool, 0, 64),
+	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
@@ -149,6 +151,8 @@ config_defaults(struct config *c)
 	c->serve.queue_max = 16;
 	c->serve.body_max_bytes = 16ULL << 20;
 	c->serve.probe_interval_s = 3600;
+	c->serve.pool = 0;
+	c->serve.pool_max_age_s = 900;
 }
 
 static int fail(char *err, size_t errlen, const char *name, const char *fmt,

@@ -59,6 +59,8 @@ struct config_serve {
 	int64_t queue_max;		/* waiting runs per tenant, default */
 	uint64_t body_max_bytes;	/* request body cap */
 	int64_t probe_interval_s;	/* scheduled probe, per net mode */
+	int64_t pool;			/* warm containers per net mode */
+	int64_t pool_max_age_s;		/* an idle one is replaced after */
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];
 	size_t ntenants;
 };

@@ -26,6 +26,7 @@ struct proc {
 	size_t in_left;
 	struct cbuf *out, *err;
 	bool reaped;
+	bool held;		/* stdin_hold, not fed yet */
 	int status;
 };
 
@@ -126,9 +127,10 @@ proc_spawn(const struct proc_opts *opts, struct proc **out)
 	p->in_fd = inp[1];
 	p->out_fd = outp[0];
 	p->err_fd = errp[0];
-	p->in_data = opts->stdin_data;
-	p->in_left = opts->stdin_data != NULL ? opts->stdin_len : 0;
-	if (p->in_left == 0)
+	p->held = opts->stdin_hold;
+	p->in_data = p->held ? NULL : opts->stdin_data;
+	p->in_left = p->in_data != NULL ? opts->stdin_len : 0;
+	if (p->in_left == 0 && !p->held)
 		close_fd(&p->in_fd);
 	else
 		(void)fcntl(p->in_fd, F_SETFL, O_NONBLOCK);
@@ -241,7 +243,7 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 			return 0;
 		if (deadline_ms > 0 && time_mono_ms() >= deadline_ms)
 			return -ETIMEDOUT;
-		if (p->in_fd >= 0)
+		if (p->in_fd >= 0 && !p->held)
 			fds[n++] = (struct pollfd){ p->in_fd, POLLOUT, 0 };
 		if (p->out_fd >= 0)
 			fds[n++] = (struct pollfd){ p->out_fd, POLLIN, 0 };
@@ -272,6 +274,55 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 			}
 		}
 	}
+}
+
+int
+proc_feed(struct proc *p, const void *data, size_t len, size_t stdout_max,
+    size_t stderr_max)
+{
+	struct cbuf *o, *e;
+
+	if (!p->held || cbuf_seen(p->out) != 0 || cbuf_seen(p->err) != 0)
+		return -EBUSY;
+	if ((o = cbuf_new(stdout_max)) == NULL ||
+	    (e = cbuf_new(stderr_max)) == NULL) {
+		cbuf_free(o);
+		return -ENOMEM;
+	}
+	cbuf_free(p->out);
+	cbuf_free(p->err);
+	p->out = o;
+	p->err = e;
+	p->held = false;
+	p->in_data = data;
+	p->in_left = data != NULL ? len : 0;
+	if (p->in_left == 0)
+		close_fd(&p->in_fd);
+	return 0;
+}
+
+bool
+proc_gone(struct proc *p)
+{
+	struct pollfd f = { p->out_fd, POLLIN, 0 };
+	siginfo_t si;
+	int r;
+
+	if (p->reaped || p->out_fd < 0)
+		return true;
+	/* Sees an exit without reaping (WNOWAIT): the zombie keeps the pid,
+	 * and so the process group id, reserved until proc_reap, whose
+	 * group kill could otherwise hit a new process given the same id. */
+	memset(&si, 0, sizeof(si));
+	do {
+		r = waitid(P_PID, (id_t)p->pid, &si,
+		    WEXITED | WNOHANG | WNOWAIT);
+	} while (r < 0 && errno == EINTR);
+	if ((r == 0 && si.si_pid == p->pid) || (r < 0 && errno == ECHILD))
+		return true;
+	/* A held child writes nothing to stdout: readable means EOF (or
+	 * output it should not have produced: not waiting any more). */
+	return poll(&f, 1, 0) == 1 && f.revents != 0;
 }
 
 void

@@ -25,6 +25,8 @@ struct proc_opts {
 	size_t stdin_len;		/*   is then closed (may be empty) */
 	size_t stdout_max;		/* bytes kept per stream; the rest is */
 	size_t stderr_max;		/*   read and discarded (never blocks) */
+	bool stdin_hold;		/* keep stdin open with nothing to write
+					 * until proc_feed (stdin_data unused) */
 };
 
 /* Starts the child. Returns 0 and *out (caller frees with proc_free), or a
@@ -39,6 +41,19 @@ int proc_spawn(const struct proc_opts *opts, struct proc **out);
  * -ETIMEDOUT/-EINTR, e.g. after killing the child. */
 int proc_communicate(struct proc *p, int64_t deadline_ms,
     volatile sig_atomic_t *cancel);
+
+/* For a child spawned with stdin_hold that nothing has read from yet:
+ * sets the per-stream caps and what to write to its stdin (then closed);
+ * the next proc_communicate writes it. 0, or -EBUSY when the child was not
+ * held or output was already read, -ENOMEM. */
+int proc_feed(struct proc *p, const void *data, size_t len,
+    size_t stdout_max, size_t stderr_max);
+
+/* Without blocking: true when the child has exited or has closed its
+ * stdout. For a held child that should still be waiting. An exited child is
+ * not reaped here (its pid stays reserved until proc_reap, proc_communicate
+ * or proc_free reap it). */
+bool proc_gone(struct proc *p);
 
 /* Sends sig to the child's whole process group (no-op once reaped). */
 void proc_kill(struct proc *p, int sig);

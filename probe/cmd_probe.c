@@ -19,6 +19,7 @@
 #include "netsetup/netsetup.h"
 #include "probe/probe.h"
 #include "runner/cmd.h"
+#include "runner/pool.h"
 #include "runner/runner.h"
 
 struct inspector {
@@ -99,10 +100,37 @@ runtime_is_runsc(const struct config *c, const char *runtime)
 	return ok;
 }
 
+/* --warm: a pool of one container for the mode, labelled with the probe's
+ * session (the inspector finds it by that), ready before the run. */
+static int
+warm_pool(const struct config *c, enum runner_net net, const char *session,
+    struct runner_pool **out, char *err, size_t errlen)
+{
+	struct runner_pool_opts o = { .size = 1, .max_age_s = 600,
+	    .session = session, .skip_probe_check = true };
+	struct runner_pool_stats st;
+	int rc;
+
+	o.modes[net] = true;
+	if ((rc = runner_pool_new(c, &o, out, err, errlen)) < 0)
+		return rc;
+	if (runner_pool_wait_full(*out, 60000) == 0)
+		return 0;
+	runner_pool_stats(*out, &st);
+	snprintf(err, errlen, "no warm container in 60 s%s%.160s",
+	    st.last_error[0] != '\0' ? ": " : "", st.last_error);
+	runner_pool_free(*out);
+	*out = NULL;
+	return -ETIMEDOUT;
+}
+
 static int
 probe_usage(void)
 {
-	fprintf(stderr, "usage: cordon probe [--net none|proxy]\n");
+	fprintf(stderr, "usage: cordon probe [--net none|proxy] [--warm]\n"
+	    "  --warm  probe a container of a warm pool (pre-started, its "
+	    "program\n          written later), the path `cordon serve --pool` "
+	    "runs take\n");
 	return 2;
 }
 
@@ -118,6 +146,8 @@ cmd_probe(int argc, char **argv)
 	struct utsname uts;
 	char err[512], marker[64], hex[17], proxy_url[64], *code;
 	const char *mode = "none";
+	struct runner_pool *pool = NULL;
+	bool warm = false;
 	pthread_t th;
 	cJSON *j;
 	char *line;
@@ -126,6 +156,8 @@ cmd_probe(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--net") == 0 && i + 1 < argc)
 			mode = argv[++i];
+		else if (strcmp(argv[i], "--warm") == 0)
+			warm = true;
 		else
 			return probe_usage();
 	}
@@ -168,6 +200,13 @@ cmd_probe(int argc, char **argv)
 	req.timeout_s = 90;
 	req.session = in.session;
 	req.skip_probe_check = true;
+	if (warm && (rc = warm_pool(&c, req.net, in.session, &pool, err,
+	    sizeof(err))) < 0) {
+		free(code);
+		fprintf(stderr, "cordon probe: %s\n", err);
+		return 1;
+	}
+	req.pool = pool;
 	if (pthread_create(&th, NULL, inspector_main, &in) != 0) {
 		free(code);
 		fprintf(stderr, "cordon probe: cannot start the inspector\n");
@@ -176,7 +215,13 @@ cmd_probe(int argc, char **argv)
 	rc = runner_run(&c, &req, &res, err, sizeof(err));
 	in.stop = 1;
 	pthread_join(th, NULL);
+	runner_pool_free(pool);
 	free(code);
+	if (rc == 0 && warm && !res.warm) {
+		snprintf(err, sizeof(err), "the run did not get the warm "
+		    "container");
+		rc = -EIO;
+	}
 	if (rc < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);
 		free(in.inspect);
@@ -192,6 +237,7 @@ cmd_probe(int argc, char **argv)
 	j = probe_report_to_json(&rep);
 	if (j != NULL) {
 		cJSON_AddStringToObject(j, "container", res.container);
+		cJSON_AddBoolToObject(j, "warm", res.warm);
 		cJSON_AddStringToObject(j, "run_status",
 		    runner_status_name(res.status));
 		if (!rep.pass && res.err_len > 0)

@@ -136,6 +136,7 @@ runner_result_to_json(const struct runner_result *res)
 	ok = ok && cJSON_AddNumberToObject(o, "duration_ms",
 	    (double)res->duration_ms);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
+	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
 	if (ok && res->want_files) {
@@ -194,6 +195,7 @@ audit_json(const char *session, const struct runner_result *res)
 	ok = ok && cJSON_AddBoolToObject(o, "stderr_truncated",
 	    res->err_truncated);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
+	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;

@@ -20,14 +20,13 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "probe/probe.h"
+#include "runner/container.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
-#include "runner/dockerapi.h"
 #include "runner/files.h"
 #include "runner/image.h"
 #include "runner/outwrap.h"
-
-#define GC_GRACE_S 30		/* label deadline = run deadline + this */
+#include "runner/pool.h"
 
 struct run {
 	const struct config *c;
@@ -42,6 +41,7 @@ struct run {
 	int64_t start, deadline;
 	bool finished, timed_out, cancelled, oom, sandbox_error;
 	bool not_started;		/* docker's own failure, no job ran */
+	bool warm;			/* its container came from req->pool */
 	int cli_exit;
 	bool proxy;			/* --net proxy: egress settings below */
 	struct netsetup_endpoint ep;
@@ -103,52 +103,50 @@ stdout_cap(const struct run *r)
 static int
 run_spawn(struct run *r, const char *name)
 {
-	struct docker_spec s = {
-		.name = name, .image_id = r->image,
-		.runtime = r->c->runtime_offline, .network = "none",
-		.session = r->req->session != NULL ? r->req->session : "",
-		.owner_pid = (long)getpid(),
-		.deadline_epoch_s = time_wall_ms() / 1000 + r->lim.timeout_s +
-		    GC_GRACE_S,
-		.memory = r->lim.memory, .cpus = r->lim.cpus,
+	struct container_start cs = {
+		.name = name, .image = r->image, .session = r->req->session,
+		.lim = &r->lim, .na = r->proxy ? &r->na : NULL,
+		.label_deadline_s = time_wall_ms() / 1000 + r->lim.timeout_s +
+		    CONTAINER_GC_GRACE_S,
 		.in_dir = r->in_dir[0] != '\0' ? r->in_dir : NULL,
-		.wrapper = r->req->out_dir != NULL ? outwrap_program : NULL,
-		.wrapper_cap = r->lim.max_output,
+		.out_wrapper = r->req->out_dir != NULL,
+		.input = r->input, .input_len = r->input_len,
+		.stdout_max = stdout_cap(r),
+		.stderr_max = (size_t)r->lim.max_output,
 	};
-	if (r->proxy) {
-		s.runtime = r->na.runtime;
-		s.network = r->na.network;
-		s.extra = r->na.argv;
-		s.nextra = r->na.argc;
-	}
-	struct argv_buf a;
-	struct proc_opts o = { .stdin_data = r->input,
-	    .stdin_len = r->input_len, .stdout_max = stdout_cap(r),
-	    .stderr_max = (size_t)r->lim.max_output };
-	int rc;
 
-	if ((rc = docker_run_argv(r->c, &s, &a)) < 0)
-		return rc;
-	o.argv = (const char *const *)a.v;
-	rc = proc_spawn(&o, &r->p);
-	argv_cleanup(&a);
-	return rc;
+	return container_spawn(r->c, &cs, &r->p);
 }
 
-/* docker rm -f NAME: through the API socket when that is the same daemon
- * (saves a CLI start on every run), else through the configured CLI. */
-static int
-remove_container(const struct config *c, const char *name)
+/* Takes a warm container from the pool when the run can use one: it was
+ * started by the same argv as a cold one (container_spawn), with python
+ * already waiting for its program on stdin, and (egress mode) sealed. */
+static bool
+run_take_warm(struct run *r, struct runner_result *res)
 {
-	const char *names[] = { name };
-	int rc;
+	const struct runner_request *q = r->req;
+	struct pool_entry e;
 
-	if (dockerapi_usable(c)) {
-		rc = dockerapi_rm_force(DOCKERAPI_SOCKET, name, DOCKER_CALL_MS);
-		if (rc == 0 || rc == -ENOENT)
-			return rc;
+	if (q->pool == NULL)
+		return false;
+	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
+	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0) {
+		runner_pool_count_miss(q->pool);
+		return false;
 	}
-	return docker_rm_force(c, names, 1);
+	if (proc_feed(e.p, r->input, r->input_len, stdout_cap(r),
+	    (size_t)r->lim.max_output) < 0) {
+		/* Cannot happen for a fresh entry; never use it half-way. */
+		(void)container_remove(r->c, e.name);
+		proc_free(e.p);
+		runner_pool_count_miss(q->pool);
+		return false;
+	}
+	r->p = e.p;
+	util_strlcpy(res->container, e.name, sizeof(res->container));
+	res->warm = true;
+	r->warm = true;
+	return true;
 }
 
 /* Stops a run that did not finish by itself: remove the container by
@@ -159,11 +157,11 @@ run_stop(struct run *r, const char *name)
 {
 	int rc;
 
-	rc = remove_container(r->c, name);
+	rc = container_remove(r->c, name);
 	proc_kill(r->p, SIGKILL);
 	(void)proc_reap(r->p, 0);
 	if (rc != 0)
-		(void)remove_container(r->c, name);
+		(void)container_remove(r->c, name);
 }
 
 /* After the CLI exited by itself: learn the end state, then remove. */
@@ -189,7 +187,11 @@ run_finish(struct run *r, const char *name)
 	r->not_started = r->cli_exit >= 125 && (rc < 0 || !st.started);
 	if (r->cli_exit < 0 || (r->cli_exit != 137 && r->not_started))
 		r->sandbox_error = true;
-	(void)remove_container(r->c, name);
+	/* We never remove a container before this point: gone means it was
+	 * removed from outside (kill-all, an operator), not a job's exit. */
+	if (rc == -ENOENT && r->cli_exit >= 125)
+		r->sandbox_error = true;
+	(void)container_remove(r->c, name);
 }
 
 static int
@@ -305,33 +307,14 @@ static void
 run_cleanup(struct run *r)
 {
 	proc_free(r->p);
+	r->p = NULL;
 	if (r->in_dir[0] != '\0')
 		(void)util_rm_rf(r->in_dir);
 	free(r->input);
-}
-
-/* Egress mode: wait (within the deadline) until the container runs, then
- * seal its network namespace before a byte of code is written: python
- * reads its whole program from stdin first, so nothing runs unsealed. */
-static int
-run_seal(struct run *r, const char *name, char *err, size_t errlen)
-{
-	int rc;
-
-	while ((rc = docker_wait_running(r->c, name)) == -EAGAIN) {
-		if (time_mono_ms() >= r->deadline) {
-			snprintf(err, errlen, "the egress container did not "
-			    "start before the deadline");
-			return -ETIMEDOUT;
-		}
-		(void)poll(NULL, 0, 50);
-	}
-	if (rc < 0) {
-		snprintf(err, errlen, "the egress container did not start: %s",
-		    strerror(-rc));
-		return rc;
-	}
-	return netsetup_sandbox_seal(r->c, &r->ep, name, err, errlen);
+	r->input = NULL;
+	if (r->warm)
+		runner_pool_run_done(r->req->pool);
+	r->warm = false;
 }
 
 int
@@ -364,12 +347,15 @@ runner_run(const struct config *c, const struct runner_request *req,
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;
-	if ((rc = run_spawn(&r, res->container)) < 0) {
+	if (run_take_warm(&r, res)) {
+		/* Started, waiting for its program, sealed: go on. */
+	} else if ((rc = run_spawn(&r, res->container)) < 0) {
 		snprintf(err, errlen, "cannot run %s: %s", c->docker,
 		    strerror(-rc));
 		goto bad;
-	}
-	if (r.proxy && (rc = run_seal(&r, res->container, err, errlen)) < 0) {
+	} else if (r.proxy && (rc = container_seal(c, &r.ep, res->container,
+	    r.deadline, err, errlen)) < 0) {
+		/* The code is never written to a container not sealed. */
 		run_stop(&r, res->container);
 		goto bad;
 	}

@@ -23,6 +23,8 @@
 
 enum runner_net { RUNNER_NET_NONE = 0, RUNNER_NET_PROXY };
 
+struct runner_pool;			/* runner/pool.h */
+
 enum runner_status {
 	RUNNER_OK = 0,
 	RUNNER_TIMEOUT,			/* the deadline passed; we killed it */
@@ -49,6 +51,10 @@ struct runner_request {
 	const char *out_dir;		/* NULL: no --out */
 	const char *session;		/* NULL or RUNNER_SESSION_MAX chars */
 	volatile sig_atomic_t *cancel;	/* may be NULL; set from a handler */
+	struct runner_pool *pool;	/* NULL, or take a warm container from
+					 * it when the run can use one (no
+					 * in/out files, default memory and
+					 * cpus); else the run starts cold */
 	bool skip_probe_check;		/* only for `cordon probe` itself: no
 					 * CLI flag or API field of the service
 					 * sets it */
@@ -71,6 +77,7 @@ struct runner_result {
 	bool out_truncated, err_truncated;
 	int64_t duration_ms;
 	char container[RUNNER_NAME_MAX];
+	bool warm;			/* ran in a container from the pool */
 	char code_sha256[65];
 	enum runner_net net;
 	bool want_files;		/* --out was requested */

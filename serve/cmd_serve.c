@@ -1,8 +1,8 @@
 /*
  * `cordon serve`: loads the config, sweeps Cordon containers left by a
  * previous instance, and runs the HTTP/JSON service until SIGTERM, with
- * this same executable as the scheduled probe. The warm pool is not
- * implemented yet and says so.
+ * this same executable as the scheduled probe, and a warm pool of
+ * --pool (or serve.pool) containers per net mode.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,8 +27,8 @@ usage(FILE *f, int code)
 	    "  --socket PATH      unix socket (default: serve.socket, "
 	    "/run/cordon/serve.sock)\n"
 	    "  --listen ADDR:PORT also listen on TCP; bearer tokens required\n"
-	    "  --pool N           warm containers per net mode (0: none; "
-	    "only 0 is implemented)\n");
+	    "  --pool N           warm containers per net mode, 0-64 "
+	    "(default: serve.pool, 0: none)\n");
 	return code;
 }
 
@@ -50,7 +50,7 @@ cmd_serve(int argc, char **argv)
 	struct config c;
 	char err[512] = "", exe[PATH_MAX];
 	ssize_t n;
-	int64_t pool = 0;
+	int64_t pool = -1;
 	int opt, rc, removed = 0;
 
 	optind = 1;
@@ -64,7 +64,7 @@ cmd_serve(int argc, char **argv)
 			o.listen = optarg;
 			break;
 		case 'p':
-			if (util_parse_i64(optarg, 0, 1024, &pool) < 0) {
+			if (util_parse_i64(optarg, 0, 64, &pool) < 0) {
 				fprintf(stderr, "cordon serve: bad --pool '%s'\n",
 				    optarg);
 				return 2;
@@ -84,11 +84,6 @@ cmd_serve(int argc, char **argv)
 	}
 	if (optind != argc)
 		return usage(stderr, 2);
-	if (pool > 0) {
-		fprintf(stderr, "cordon serve: --pool %lld: the warm pool is not "
-		    "implemented yet (use --pool 0)\n", (long long)pool);
-		return 2;
-	}
 	if (config_load(&c, cfgpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon serve: %s\n", err);
 		return 1;
@@ -100,6 +95,7 @@ cmd_serve(int argc, char **argv)
 		log_warnx("start-up sweep removed %d stale container(s)",
 		    removed);
 	o.config = &c;
+	o.pool = pool;
 	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
 		exe[n] = '\0';
 		o.probe_exe = exe;

@@ -29,6 +29,8 @@ struct serve_prober {
 	void (*on_idle)(void *);
 	void *arg;
 	bool busy, first, stopped;
+	bool warm;			/* probe with --warm; set on the loop
+					 * thread while no round runs */
 	int rc[2];			/* [RUNNER_NET_NONE], [RUNNER_NET_PROXY] */
 	char err[2][384];
 	char note[2][400];		/* last outcome, for /v1/health */
@@ -90,10 +92,11 @@ bad:
 
 int
 serve_probe_run(const char *exe, const char *config_path, const char *mode,
-    char *err, size_t errlen)
+    bool warm, char *err, size_t errlen)
 {
 	extern char **environ;
-	const char *argv[] = { exe, "probe", "--net", mode, NULL };
+	const char *argv[] = { exe, "probe", "--net", mode,
+	    warm ? "--warm" : NULL, NULL };
 	char **env = serve_probe_env(environ, config_path);
 	struct proc_opts o = { .argv = argv, .stdout_max = 1 << 20,
 	    .stderr_max = 4096 };
@@ -136,12 +139,12 @@ probe_thread(void *arg)
 	const struct config *c = p->c;
 	struct netsetup_endpoint ep;
 
-	p->rc[0] = serve_probe_run(p->exe, c->path, "none",
+	p->rc[0] = serve_probe_run(p->exe, c->path, "none", p->warm,
 	    p->err[0], sizeof(p->err[0]));
 	/* Proxy runs are refused anyway while egress is down. */
 	p->rc[1] = netsetup_ready(c, &ep, p->err[1], sizeof(p->err[1]));
 	if (p->rc[1] == 0)
-		p->rc[1] = serve_probe_run(p->exe, c->path, "proxy",
+		p->rc[1] = serve_probe_run(p->exe, c->path, "proxy", p->warm,
 		    p->err[1], sizeof(p->err[1]));
 	else
 		p->rc[1] = 1;	/* not probed */
@@ -209,6 +212,13 @@ probe_fire(evutil_socket_t fd, short what, void *arg)
 		log_warnx("cannot start the scheduled probe's thread");
 		probe_arm(p);
 	}
+}
+
+void
+serve_prober_set_warm(struct serve_prober *p, bool warm)
+{
+	if (p != NULL)
+		p->warm = warm;
 }
 
 int

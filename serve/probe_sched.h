@@ -35,12 +35,14 @@ int64_t serve_probe_delay(const struct config *c, int64_t at_ms, bool pass,
 char **serve_probe_env(char *const *env, const char *config_path);
 void serve_probe_env_free(char **env);	/* accepts NULL */
 
-/* Runs `exe probe --net mode` with the service's config. 0 when every
+/* Runs `exe probe --net mode` (with --warm: through a warm pool's
+ * container, the path the service's pooled runs take) with the service's
+ * config. 0 when every
  * control passed; -EPERM when the probe ran and something failed (its
  * last stderr line in err), or another negative errno. Blocks up to
  * SERVE_PROBE_TIMEOUT_MS. */
 int serve_probe_run(const char *exe, const char *config_path,
-    const char *mode, char *err, size_t errlen);
+    const char *mode, bool warm, char *err, size_t errlen);
 
 /* Probes on base's loop thread: once now or soon (see serve_probe_delay),
  * then on schedule. on_idle(arg) is called on the loop after each round.
@@ -50,6 +52,8 @@ struct serve_prober;
 int serve_prober_new(struct event_base *base, const struct config *c,
     const char *exe, void (*on_idle)(void *), void *arg,
     struct serve_prober **out, char *err, size_t errlen);
+/* From the next round on, probe with --warm (the service has a pool). */
+void serve_prober_set_warm(struct serve_prober *p, bool warm);
 /* No further rounds (a running one still finishes). */
 void serve_prober_stop(struct serve_prober *p);
 /* Probes now unless a round is running (e.g. on resume after kill-all,

@@ -28,6 +28,7 @@
 
 #include "common/json.h"
 #include "common/util.h"
+#include "runner/pool.h"
 #include "runner/runner.h"
 #include "serve/listen.h"
 #include "serve/metrics.h"
@@ -75,6 +76,7 @@ struct kill {
 struct server {
 	const struct config *c;
 	struct serve_prober *prober;	/* NULL: no scheduled probe */
+	struct runner_pool *pool;	/* NULL: every run starts cold */
 	char tmp_dir[PATH_MAX];
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct event_base *base;
@@ -278,6 +280,7 @@ job_thread(void *arg)
 			rq.in[i] = st.in[i];
 		rq.nin = st.nin;
 		rq.cancel = &j->cancel;
+		rq.pool = j->s->pool;
 		/* The tenant's name (checked by the config) tags the run's
 		 * container and its audit line. */
 		rq.session = j->s->tenants.t[j->tenant].name;
@@ -356,6 +359,10 @@ job_done(evutil_socket_t fd, short what, void *arg)
 	s->metrics.active--;
 	serve_metrics_observe(&s->metrics, j->rc == 0 ? (int)j->res.status :
 	    SERVE_STATUS_ERROR, time_mono_ms() - j->t0_ms);
+	if (j->rc == 0 && j->res.warm)
+		s->metrics.pool_hits++;
+	else if (j->rc == 0)
+		s->metrics.pool_misses++;
 	job_reply(s, j);
 	job_free(j);
 	server_dispatch(s);
@@ -371,7 +378,6 @@ job_start(struct server *s, struct job *j)
 	j->state = JOB_RUNNING;
 	TAILQ_INSERT_TAIL(&s->running, j, link);
 	s->metrics.active++;
-	s->metrics.pool_misses++;
 	if ((rc = listen_thread_spawn(job_thread, j)) == 0)
 		return;
 	j->rc = rc;
@@ -552,6 +558,9 @@ handle_kill_all(struct server *s, struct evhttp_request *req)
 	int rc;
 
 	s->paused = true;
+	/* Before the sweep, so that no new warm container appears. */
+	if (s->pool != NULL)
+		runner_pool_pause(s->pool, true);
 	server_cancel_running(s);
 	server_flush_queue(s, "stopped by kill-all");
 	if (k == NULL || (k->done_ev = event_new(s->base, -1, 0, kill_done,
@@ -572,18 +581,55 @@ handle_kill_all(struct server *s, struct evhttp_request *req)
 	s->killing++;
 }
 
+/* Idle warm containers (all modes); st may be NULL. */
+static int64_t
+pool_idle(struct server *s, struct runner_pool_stats *st)
+{
+	struct runner_pool_stats local;
+
+	if (st == NULL)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	if (s->pool == NULL)
+		return 0;
+	runner_pool_stats(s->pool, st);
+	return st->idle[0] + st->idle[1];
+}
+
+/* {none, proxy, starting, hits, misses, retired, failed, last_error} */
+static bool
+add_pool(struct server *s, cJSON *o)
+{
+	struct runner_pool_stats st;
+	cJSON *p;
+
+	(void)pool_idle(s, &st);
+	return (p = cJSON_AddObjectToObject(o, "pool")) != NULL &&
+	    cJSON_AddBoolToObject(p, "enabled", s->pool != NULL) != NULL &&
+	    cJSON_AddNumberToObject(p, "none", (double)st.idle[0]) != NULL &&
+	    cJSON_AddNumberToObject(p, "proxy", (double)st.idle[1]) != NULL &&
+	    cJSON_AddNumberToObject(p, "starting", (double)st.starting) !=
+	    NULL && cJSON_AddNumberToObject(p, "started",
+	    (double)st.started) != NULL && cJSON_AddNumberToObject(p, "retired",
+	    (double)st.retired) != NULL && cJSON_AddNumberToObject(p, "failed",
+	    (double)st.failed) != NULL &&
+	    json_add_bytes(p, "last_error", st.last_error,
+	    strlen(st.last_error)) == 0;
+}
+
 static void
 handle_health(struct server *s, struct evhttp_request *req)
 {
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL &&
+	bool ok = o != NULL && add_pool(s, o) &&
 	    cJSON_AddStringToObject(o, "status", s->draining ? "draining" :
 	    s->paused ? "paused" : "ok") != NULL &&
 	    cJSON_AddNumberToObject(o, "active",
 	    (double)s->metrics.active) != NULL &&
 	    cJSON_AddNumberToObject(o, "queued",
 	    (double)s->metrics.queue_depth) != NULL &&
-	    cJSON_AddNumberToObject(o, "pool_size", 0) != NULL &&
+	    cJSON_AddNumberToObject(o, "pool_size",
+	    (double)pool_idle(s, NULL)) != NULL &&
 	    cJSON_AddStringToObject(o, "probe_none", serve_prober_note(s->prober,
 	    RUNNER_NET_NONE)) != NULL &&
 	    cJSON_AddStringToObject(o, "probe_proxy", serve_prober_note(s->prober,
@@ -601,7 +647,10 @@ handle_health(struct server *s, struct evhttp_request *req)
 static void
 handle_metrics(struct server *s, struct evhttp_request *req)
 {
-	char *text = serve_metrics_render(&s->metrics);
+	char *text;
+
+	s->metrics.pool_size = pool_idle(s, NULL);
+	text = serve_metrics_render(&s->metrics);
 
 	if (text == NULL) {
 		reply_error(req, 500, "Internal Server Error", "out of memory");
@@ -649,6 +698,8 @@ on_request(struct evhttp_request *req, void *arg)
 		handle_kill_all(s, req);
 	} else if (strcmp(path, "/v1/resume") == 0 && post) {
 		s->paused = false;
+		if (s->pool != NULL)
+			runner_pool_pause(s->pool, false);
 		/* kill-all may have removed a probe's container: a probe
 		 * that failed so is redone now, not in minutes. */
 		if (strncmp(serve_prober_note(s->prober, RUNNER_NET_NONE),
@@ -682,6 +733,9 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	s->draining = true;
 	serve_prober_stop(s->prober);
+	/* Idle warm containers go now; server_free waits for the last. */
+	if (s->pool != NULL)
+		runner_pool_pause(s->pool, true);
 	for (size_t i = 0; i < s->nlis; i++)
 		if (s->lis[i].bound != NULL) {
 			evhttp_del_accept_socket(s->lis[i].http, s->lis[i].bound);
@@ -741,6 +795,21 @@ bind_tcp(struct server *s, struct listener *l, const char *spec, char *err,
 		return -EADDRNOTAVAIL;
 	}
 	return 0;
+}
+
+static int
+server_pool_start(struct server *s, const struct server_opts *opts,
+    char *err, size_t errlen)
+{
+	struct runner_pool_opts po = {
+		.size = opts->pool >= 0 ? opts->pool : s->c->serve.pool,
+		.max_age_s = s->c->serve.pool_max_age_s,
+		.modes = { true, true },
+	};
+
+	if (po.size == 0)
+		return 0;
+	return runner_pool_new(s->c, &po, &s->pool, err, errlen);
 }
 
 int
@@ -813,6 +882,10 @@ server_new(const struct server_opts *opts, struct server **out, char *err,
 	    opts->probe_exe, server_on_probe_idle, s, &s->prober, err,
 	    errlen)) < 0)
 		goto bad;
+	if ((rc = server_pool_start(s, opts, err, errlen)) < 0)
+		goto bad;
+	/* Probe the path pooled runs take. */
+	serve_prober_set_warm(s->prober, s->pool != NULL);
 	*out = s;
 	return 0;
 bad:
@@ -835,6 +908,7 @@ server_free(struct server *s)
 		if (s->sig_ev[i] != NULL)
 			event_free(s->sig_ev[i]);
 	serve_prober_free(s->prober);
+	runner_pool_free(s->pool);
 	for (size_t i = 0; i < s->nlis; i++)
 		if (s->lis[i].http != NULL)
 			evhttp_free(s->lis[i].http);

@@ -19,6 +19,8 @@ struct server_opts {
 	const char *tmp_dir;		/* staged files; NULL: $TMPDIR or /tmp */
 	const char *probe_exe;		/* `cordon` for the scheduled probe;
 					 * NULL: no scheduled probe */
+	int64_t pool;			/* warm containers per net mode; -1:
+					 * config serve.pool; 0: no pool */
 };
 
 struct server;

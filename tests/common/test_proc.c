@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/proc.h"
@@ -177,6 +178,246 @@ test_env_is_exactly_given(void **state)
 	proc_result_cleanup(&r);
 }
 
+/* --- stdin_hold / proc_feed / proc_gone (the warm pool's primitives) --- */
+
+static struct proc *
+spawn_held(const char *const *argv)
+{
+	struct proc_opts o = { .argv = argv, .stdout_max = 4096,
+	    .stderr_max = 4096, .stdin_hold = true,
+	    /* Ignored with stdin_hold: must never reach the child. */
+	    .stdin_data = "IGNORED", .stdin_len = 7 };
+	struct proc *p = NULL;
+
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	assert_non_null(p);
+	return p;
+}
+
+/* Polls proc_gone until it says true or ms pass. */
+static bool
+gone_within(struct proc *p, int64_t ms)
+{
+	int64_t end = time_mono_ms() + ms;
+
+	while (!proc_gone(p)) {
+		if (time_mono_ms() >= end)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
+static int64_t
+cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (int64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+	    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+}
+
+static void
+test_held_cat_waits(void **state)
+{
+	const char *argv[] = { "cat", NULL };
+	struct proc *p = spawn_held(argv);
+
+	(void)state;
+	usleep(100000);
+	assert_false(proc_gone(p));
+	assert_false(proc_reaped(p));
+	/* Still waiting, repeatedly, and proc_gone has no side effect. */
+	usleep(50000);
+	assert_false(proc_gone(p));
+	proc_free(p);
+}
+
+static void
+test_feed_caps_and_closes_stdin(void **state)
+{
+	const char *argv[] = { "cat", NULL };
+	struct proc *p = spawn_held(argv);
+	int64_t t0;
+
+	(void)state;
+	usleep(50000);
+	assert_false(proc_gone(p));
+	assert_int_equal(proc_feed(p, "hello", 5, 3, 100), 0);
+	/* Fed once: the proc is no longer held. */
+	assert_int_equal(proc_feed(p, "again", 5, 3, 100), -EBUSY);
+	t0 = time_mono_ms();
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
+	/* cat saw EOF after the fed bytes: well before the deadline. */
+	assert_true(time_mono_ms() - t0 < 3000);
+	assert_true(proc_reaped(p));
+	assert_int_equal(proc_exit_code(p), 0);
+	assert_string_equal(cbuf_data(proc_stdout(p)), "hel");
+	assert_int_equal(cbuf_len(proc_stdout(p)), 3);
+	assert_true(cbuf_truncated(proc_stdout(p)));
+	assert_int_equal(cbuf_seen(proc_stdout(p)), 5);
+	assert_int_equal(cbuf_len(proc_stderr(p)), 0);
+	assert_int_equal(proc_feed(p, "again", 5, 3, 100), -EBUSY);
+	proc_free(p);
+}
+
+static void
+test_feed_empty_closes_stdin(void **state)
+{
+	const char *argv[] = { "cat", NULL };
+	struct proc *p = spawn_held(argv);
+
+	(void)state;
+	assert_int_equal(proc_feed(p, NULL, 0, 10, 10), 0);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
+	assert_int_equal(proc_exit_code(p), 0);
+	assert_int_equal(cbuf_len(proc_stdout(p)), 0);
+	proc_free(p);
+}
+
+/* What a held child wrote to stderr while waiting (docker's warnings) is
+ * kept under the caps given to proc_feed, as for a run started cold. */
+static void
+test_feed_keeps_early_stderr(void **state)
+{
+	const char *argv[] = { "sh", "-c", "echo early >&2; cat", NULL };
+	struct proc *p = spawn_held(argv);
+
+	(void)state;
+	usleep(100000);
+	assert_false(proc_gone(p));
+	assert_int_equal(proc_feed(p, "abc", 3, 100, 100), 0);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
+	assert_string_equal(cbuf_data(proc_stdout(p)), "abc");
+	assert_string_equal(cbuf_data(proc_stderr(p)), "early\n");
+	proc_free(p);
+}
+
+static void
+test_feed_not_held_is_busy(void **state)
+{
+	const char *argv[] = { "cat", NULL };
+	struct proc_opts o = { .argv = argv, .stdin_data = "xy",
+	    .stdin_len = 2, .stdout_max = 10, .stderr_max = 10 };
+	struct proc *p;
+
+	(void)state;
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	assert_int_equal(proc_feed(p, "hello", 5, 10, 10), -EBUSY);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
+	/* The refused feed changed nothing. */
+	assert_string_equal(cbuf_data(proc_stdout(p)), "xy");
+	assert_int_equal(proc_exit_code(p), 0);
+	proc_free(p);
+}
+
+/* Output already read: too late to feed (the caps would be wrong). */
+static void
+test_feed_after_output_is_busy(void **state)
+{
+	const char *argv[] = { "sh", "-c", "echo out; exec cat", NULL };
+	struct proc *p = spawn_held(argv);
+
+	(void)state;
+	assert_true(gone_within(p, 5000));	/* stdout readable */
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 300, NULL),
+	    -ETIMEDOUT);
+	assert_string_equal(cbuf_data(proc_stdout(p)), "out\n");
+	assert_int_equal(proc_feed(p, "x", 1, 10, 10), -EBUSY);
+	proc_free(p);
+}
+
+static void
+test_held_child_exiting_is_gone(void **state)
+{
+	const char *argv[] = { "sh", "-c", "exit 0", NULL };
+	struct proc *p = spawn_held(argv);
+
+	(void)state;
+	assert_true(gone_within(p, 5000));
+	assert_true(proc_gone(p));	/* and stays so */
+	assert_int_equal(proc_reap(p, time_mono_ms() + 5000), 0);
+	assert_int_equal(proc_exit_code(p), 0);
+	proc_free(p);
+}
+
+/* A held child that closes stdout but lives on is no longer waiting. */
+static void
+test_held_child_closing_stdout_is_gone(void **state)
+{
+	const char *argv[] = { "sh", "-c", "exec >&-; exec sleep 30", NULL };
+	struct proc *p = spawn_held(argv);
+
+	(void)state;
+	assert_true(gone_within(p, 5000));
+	assert_false(proc_reaped(p));
+	proc_free(p);
+}
+
+/* Until proc_reap/proc_communicate/proc_free, the exited child stays a
+ * zombie: its pid (and so its process group id) cannot be reused by a
+ * new process that a later group kill would then hit. */
+static void
+test_gone_keeps_pid_reserved(void **state)
+{
+	const char *argv[] = { "sh", "-c", "exit 5", NULL };
+	struct proc *p = spawn_held(argv);
+	char path[64];
+
+	(void)state;
+	assert_true(gone_within(p, 5000));
+	assert_false(proc_reaped(p));
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)proc_pid(p));
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(proc_reap(p, time_mono_ms() + 5000), 0);
+	assert_true(proc_reaped(p));
+	assert_int_equal(proc_exit_code(p), 5);
+	proc_free(p);
+}
+
+/* A held child that exits by itself: proc_communicate returns 0 once it
+ * has exited, without writing to, or spinning on, the held stdin. */
+static void
+test_communicate_held_exit_no_spin(void **state)
+{
+	const char *argv[] = { "sh", "-c", "sleep 0.5; printf bye; exit 4",
+	    NULL };
+	struct proc *p = spawn_held(argv);
+	int64_t t0 = time_mono_ms(), c0 = cpu_ms();
+
+	(void)state;
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 10000, NULL), 0);
+	assert_true(time_mono_ms() - t0 < 5000);
+	/* Half a second of waiting: a busy loop would burn about that much
+	 * CPU; poll()ing costs next to nothing. */
+	assert_true(cpu_ms() - c0 < 250);
+	assert_true(proc_reaped(p));
+	assert_int_equal(proc_exit_code(p), 4);
+	assert_string_equal(cbuf_data(proc_stdout(p)), "bye");
+	proc_free(p);
+}
+
+/* A held child that waits: proc_communicate honours the deadline and
+ * leaves it held (stdin not closed), so it can still be fed. */
+static void
+test_communicate_held_waiting_times_out(void **state)
+{
+	const char *argv[] = { "cat", NULL };
+	struct proc *p = spawn_held(argv);
+	int64_t c0 = cpu_ms();
+
+	(void)state;
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 400, NULL),
+	    -ETIMEDOUT);
+	assert_true(cpu_ms() - c0 < 250);
+	assert_false(proc_gone(p));
+	assert_int_equal(proc_feed(p, "late", 4, 10, 10), 0);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
+	assert_string_equal(cbuf_data(proc_stdout(p)), "late");
+	proc_free(p);
+}
+
 int
 main(void)
 {
@@ -189,6 +430,17 @@ main(void)
 		cmocka_unit_test(test_cancel_and_manual_kill),
 		cmocka_unit_test(test_child_closing_stdin_early),
 		cmocka_unit_test(test_env_is_exactly_given),
+		cmocka_unit_test(test_held_cat_waits),
+		cmocka_unit_test(test_feed_caps_and_closes_stdin),
+		cmocka_unit_test(test_feed_empty_closes_stdin),
+		cmocka_unit_test(test_feed_keeps_early_stderr),
+		cmocka_unit_test(test_feed_not_held_is_busy),
+		cmocka_unit_test(test_feed_after_output_is_busy),
+		cmocka_unit_test(test_held_child_exiting_is_gone),
+		cmocka_unit_test(test_held_child_closing_stdout_is_gone),
+		cmocka_unit_test(test_gone_keeps_pid_reserved),
+		cmocka_unit_test(test_communicate_held_exit_no_spin),
+		cmocka_unit_test(test_communicate_held_waiting_times_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,6 +100,12 @@ iptables -S | grep -- "$br"
 step "cordon probe --net proxy and cordon run --net proxy (the real runner path)"
 "$cordon" probe --net proxy >"$T/probe.json" 2>&1 || fail "probe --net proxy: $(cat "$T/probe.json")"
 echo "ok: probe --net proxy passed"
+# The warm pool's path: a pre-started proxy-mode container, sealed before
+# it is handed out, then given its program (what `cordon serve --pool` does).
+"$cordon" probe --net proxy --warm >"$T/probe-warm.json" 2>&1 ||
+	fail "probe --net proxy --warm: $(cat "$T/probe-warm.json")"
+grep -q '"warm":true' "$T/probe-warm.json" || fail "the warm probe was not warm: $(cat "$T/probe-warm.json")"
+echo "ok: probe --net proxy --warm passed"
 cat >"$T/fetch.py" <<PY
 import urllib.request, urllib.error
 for name in ("allowed.example.com", "denied.example.com"):

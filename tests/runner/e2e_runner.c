@@ -380,6 +380,47 @@ test_sigterm_removes_container(void **state)
 	e2e_free(&r);
 }
 
+/* Removes the run's container from outside once it appears. */
+static void
+remove_tick(pid_t pid, int64_t ms, void *arg)
+{
+	bool *done = arg;
+	char filter[64], *ids, *out;
+
+	(void)ms;
+	if (*done)
+		return;
+	snprintf(filter, sizeof(filter), "label=cordon.owner_pid=%d", (int)pid);
+	ids = docker_out("ps", "-q", "--filter", filter, NULL);
+	ids[strcspn(ids, "\n")] = '\0';
+	if (ids[0] != '\0') {
+		/* Let python start and block in its sleep first. */
+		(void)poll(NULL, 0, 1500);
+		out = docker_out("rm", "-f", ids, NULL, NULL);
+		free(out);
+		*done = true;
+	}
+	free(ids);
+}
+
+/* A container removed from outside (an operator, kill-all of another
+ * process) is a sandbox error, never "ok" with the kill's exit code. */
+static void
+test_removed_from_outside(void **state)
+{
+	const char *args[] = { "run", "--timeout", "120", NULL };
+	bool done = false;
+	struct e2e r;
+
+	(void)state;
+	run_cordon("import time\ntime.sleep(100)\n", args, 60000,
+	    remove_tick, &done, &r);
+	assert_true(done);
+	assert_string_equal(jstr(&r, "status"), "sandbox_error");
+	assert_container_gone(r.container);
+	e2e_free(&r);
+}
+
 static void
 test_sigkill_runner_then_gc(void **state)
 {
@@ -755,6 +796,7 @@ main(void)
 		cmocka_unit_test(test_timeout_sleep),
 		cmocka_unit_test(test_sigterm_removes_container),
 		cmocka_unit_test(test_sigkill_runner_then_gc),
+		cmocka_unit_test(test_removed_from_outside),
 		cmocka_unit_test(test_flood_both_streams),
 		cmocka_unit_test(test_fork_bomb_then_next_run),
 		cmocka_unit_test(test_memory_bomb_is_oom),

@@ -1,11 +1,19 @@
 #!/bin/sh
 # A fake docker CLI for the runner's process-handling tests. Every call is
 # appended (one line, arguments joined by spaces) to $FAKE_LOG; what `run`
-# does is chosen by $FAKE_MODE.
+# does is chosen by $FAKE_MODE. `run` also leaves a marker $FAKE_LOG.NAME
+# (removed by `rm`), so that `inspect --format={{.State.Status}}` says
+# "running" for a started container, or "created" while the marker is
+# younger than $FAKE_START_DELAY seconds (a slow start), else "No such".
 printf '%s\n' "$*" >> "$FAKE_LOG"
 cmd=$1
 case "$cmd" in
 run)
+	prev=
+	for a in "$@"; do
+		[ "$prev" = "--name" ] && : > "$FAKE_LOG.$a"
+		prev=$a
+	done
 	case "$FAKE_MODE" in
 	ok)	# echo the code back, as a program printing its source would
 		cat; echo "to-stderr" >&2; exit 3 ;;
@@ -28,6 +36,20 @@ run)
 	esac
 	exit 99 ;;
 inspect)
+	case "$*" in
+	*"{{.State.Status}}"*)
+		for name in "$@"; do :; done
+		if [ ! -e "$FAKE_LOG.$name" ]; then
+			echo "Error: No such container: $name" >&2; exit 1
+		fi
+		age=$(( $(date +%s) - $(stat -c %Y "$FAKE_LOG.$name") ))
+		if [ "$age" -lt "${FAKE_START_DELAY:-0}" ]; then
+			echo created
+		else
+			echo running
+		fi
+		exit 0 ;;
+	esac
 	case "$FAKE_MODE" in
 	oom)	echo "true 137 2026-11-29T10:00:00.1Z"; exit 0 ;;
 	kill137) echo "false 137 2026-11-29T10:00:00.1Z"; exit 0 ;;
@@ -36,6 +58,10 @@ inspect)
 	esac
 	echo "false 0 2026-11-29T10:00:00.1Z"; exit 0 ;;
 rm)
+	shift
+	for a in "$@"; do
+		case "$a" in -*) ;; *) rm -f "$FAKE_LOG.$a" ;; esac
+	done
 	exit 0 ;;
 info)
 	echo '{"runc":{"path":"runc"}}'; exit 0 ;;

@@ -20,71 +20,37 @@
 #include "common/config.h"
 #include "common/util.h"
 #include "runner/runner.h"
+#include "fake_docker.h"
 
-static char dir[64];
-static char logpath[128];
-static struct config cfg;
+static struct fake_docker fk;
 
 static int
 setup(void **state)
 {
-	const char *src = getenv("CORDON_SOURCE_ROOT");
-	char text[1024], err[256];
-
 	(void)state;
-	strcpy(dir, "/tmp/cordon-fake.XXXXXX");
-	if (src == NULL || mkdtemp(dir) == NULL)
-		return -1;
-	snprintf(logpath, sizeof(logpath), "%s/calls.log", dir);
-	snprintf(text, sizeof(text), "{\"docker\":\"%s/tests/runner/"
-	    "fake-docker.sh\",\"require_probe\":false,"
-	    "\"state_dir\":\"%s/state\",\"audit_log\":"
-	    "\"%s/audit/audit.log\",\"image\":{\"id\":\"sha256:%064d\"}}",
-	    src, dir, dir, 7);
-	if (config_parse(&cfg, text, strlen(text), "test", err,
-	    sizeof(err)) < 0) {
-		fprintf(stderr, "config: %s\n", err);
-		return -1;
-	}
-	setenv("FAKE_LOG", logpath, 1);
-	return 0;
+	return fake_docker_setup(&fk);
 }
 
 static int
 teardown(void **state)
 {
 	(void)state;
-	return util_rm_rf(dir);
+	return fake_docker_teardown(&fk);
 }
 
 static char *
 read_log(void)
 {
-	char *text = NULL;
-	size_t len;
-
-	if (util_read_file(logpath, 1 << 20, &text, &len) < 0)
-		return strdup("");
-	return text;
+	return fake_docker_log(&fk);
 }
 
 static int
 run_mode(const char *mode, struct runner_request *q,
     struct runner_result *res, char *err, size_t errlen)
 {
-	unlink(logpath);
+	unlink(fk.log);
 	setenv("FAKE_MODE", mode, 1);
-	return runner_run(&cfg, q, res, err, errlen);
-}
-
-/* The log has "rm -f NAME" for the run's container. */
-static bool
-removed_by_name(const char *log, const char *name)
-{
-	char want[96];
-
-	snprintf(want, sizeof(want), "rm -f %s\n", name);
-	return strstr(log, want) != NULL;
+	return runner_run(&fk.cfg, q, res, err, errlen);
 }
 
 static void
@@ -107,7 +73,7 @@ test_ok_code_on_stdin_only(void **state)
 	log = read_log();
 	assert_null(strstr(log, "MARKER-7f3a"));	/* never on argv */
 	assert_non_null(strstr(log, "cordon.session=sess1"));
-	assert_true(removed_by_name(log, res.container));
+	assert_true(fake_docker_removed(log, res.container));
 	free(log);
 	runner_result_cleanup(&res);
 }
@@ -128,7 +94,7 @@ test_hang_before_start_hits_deadline(void **state)
 	assert_true(time_mono_ms() - t0 >= 1000);
 	assert_true(time_mono_ms() - t0 < 5000);
 	log = read_log();
-	assert_true(removed_by_name(log, res.container));
+	assert_true(fake_docker_removed(log, res.container));
 	free(log);
 	runner_result_cleanup(&res);
 }
@@ -145,7 +111,7 @@ test_closed_outputs_then_hang(void **state)
 	assert_int_equal(run_mode("close", &q, &res, err, sizeof(err)), 0);
 	assert_int_equal(res.status, RUNNER_TIMEOUT);
 	log = read_log();
-	assert_true(removed_by_name(log, res.container));
+	assert_true(fake_docker_removed(log, res.container));
 	free(log);
 	runner_result_cleanup(&res);
 }
@@ -231,7 +197,7 @@ test_cancel_removes(void **state)
 	assert_int_equal(res.status, RUNNER_CLOSED_EARLY);
 	assert_true(time_mono_ms() - t0 < 5000);
 	log = read_log();
-	assert_true(removed_by_name(log, res.container));
+	assert_true(fake_docker_removed(log, res.container));
 	free(log);
 	runner_result_cleanup(&res);
 }
@@ -252,7 +218,7 @@ test_proxy_refused_and_preflight(void **state)
 	log = read_log();
 	assert_false(strncmp(log, "run ", 4) == 0 || strstr(log, "\nrun ") != NULL);
 	free(log);
-	assert_int_equal(runner_preflight(&cfg, RUNNER_NET_NONE, err,
+	assert_int_equal(runner_preflight(&fk.cfg, RUNNER_NET_NONE, err,
 	    sizeof(err)), -ENOENT);
 }
 
@@ -265,9 +231,9 @@ test_require_probe_fails_closed(void **state)
 	char err[256], *log;
 
 	(void)state;
-	cfg.require_probe = true;
+	fk.cfg.require_probe = true;
 	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), -ENOENT);
-	cfg.require_probe = false;
+	fk.cfg.require_probe = false;
 	assert_non_null(strstr(err, "cordon probe --net none"));
 	log = read_log();
 	assert_false(strncmp(log, "run ", 4) == 0 || strstr(log, "\nrun ") != NULL);
@@ -284,7 +250,7 @@ test_gc_selects(void **state)
 	char err[256];
 
 	(void)state;
-	snprintf(ps, sizeof(ps), "%s/ps.txt", dir);
+	snprintf(ps, sizeof(ps), "%s/ps.txt", fk.dir);
 	snprintf(text, sizeof(text),
 	    "cordon-live\t%ld\t%ld\n"		/* owner alive, in time */
 	    "cordon-expired\t%ld\t%ld\n"	/* deadline passed */
@@ -298,13 +264,13 @@ test_gc_selects(void **state)
 	for (int i = 0; i < 4; i++) {
 		static const char *const names[] = { "cordon-expired.a1",
 		    "cordon-live.b2", "cordon-gone.c3", "cordon-fresh.d4" };
-		snprintf(stage[i], sizeof(stage[i]), "%s/in/%s", cfg.state_dir,
+		snprintf(stage[i], sizeof(stage[i]), "%s/in/%s", fk.cfg.state_dir,
 		    names[i]);
 		assert_int_equal(util_mkdir_p(stage[i], 0755), 0);
 	}
 	assert_int_equal(utimes(stage[2], old), 0);
-	unlink(logpath);
-	assert_int_equal(runner_gc(&cfg, false, &removed, err, sizeof(err)), 0);
+	unlink(fk.log);
+	assert_int_equal(runner_gc(&fk.cfg, false, &removed, err, sizeof(err)), 0);
 	assert_int_equal(removed, 3);
 	log = read_log();
 	assert_non_null(strstr(log,
@@ -316,8 +282,8 @@ test_gc_selects(void **state)
 	assert_int_equal(access(stage[1], F_OK), 0);	/* live */
 	assert_int_equal(access(stage[2], F_OK), -1);	/* stale, unlisted */
 	assert_int_equal(access(stage[3], F_OK), 0);	/* fresh, unlisted */
-	unlink(logpath);
-	assert_int_equal(runner_gc(&cfg, true, &removed, err, sizeof(err)), 0);
+	unlink(fk.log);
+	assert_int_equal(runner_gc(&fk.cfg, true, &removed, err, sizeof(err)), 0);
 	assert_int_equal(removed, 4);
 	log = read_log();
 	assert_non_null(strstr(log, "rm -f cordon-live cordon-expired"));

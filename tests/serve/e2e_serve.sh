@@ -11,37 +11,10 @@
 # this test reports a stale or missing probe). Everything else (socket,
 # audit log, staged files) is under a temporary directory.
 # NOTE: kill-all removes EVERY Cordon container on the host (that is its
-# job), so do not run this suite alongside other e2e suites.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
-command -v curl >/dev/null || missing "no curl"
-command -v python3 >/dev/null || missing "no python3 (reads the JSON replies)"
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
-"$cordon" image show >/dev/null 2>&1 || missing "no pinned sandbox image"
-
-tmp=$(mktemp -d /tmp/cordon-serve-e2e.XXXXXX)
-sock="$tmp/serve.sock"
+# job), so do not run this suite alongside other e2e suites. Shared set-up
+# and helpers: lib.sh. The warm pool has its own script, e2e_pool.sh.
+. "$(dirname "$0")/lib.sh"
 port=$((20000 + RANDOM % 20000))
-pid=
-cleanup() {
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-		kill -TERM "$pid"; kill -TERM "$pid"; sleep 1; kill -KILL "$pid" 2>/dev/null
-	fi
-	if [ -n "$pid" ]; then
-		"$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid" |
-			xargs -r "$docker" rm -f >/dev/null 2>&1
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 A='Authorization: Bearer aaaaaaaaaaaaaaaa'
 B='Authorization: Bearer bbbbbbbbbbbbbbbb'
@@ -53,30 +26,11 @@ cat >"$tmp/cordon.json" <<JSON
    {"name": "b", "token": "bbbbbbbbbbbbbbbb", "max_concurrent": 2}]}}
 JSON
 
-# req OUTFILE CURL-ARGS...: prints the HTTP status, body in OUTFILE.
-req() { local out=$1; shift; curl -s -o "$out" -w '%{http_code}' --max-time 120 --unix-socket "$sock" "$@"; }
-run() { req "$1" -H 'Content-Type: application/json' "${@:3}" -d "$2" http://cordon/v1/runs; }
-jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get(sys.argv[2]))' "$1" "$2"; }
-containers() { "$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid"; }
 wait_container() {
 	for _ in $(seq 100); do [ -n "$(containers)" ] && return 0; sleep 0.1; done
 	fail "no container of the service appeared"
 }
 cfgfile="$tmp/cordon.json"
-start() {
-	"$cordon" serve --config "$cfgfile" --socket "$sock" "$@" \
-		>"$tmp/serve.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 50); do
-		[ "$(req "$tmp/h" http://cordon/v1/health 2>/dev/null)" = 200 ] && return 0
-		sleep 0.1
-	done
-	fail "the service did not answer: $(cat "$tmp/serve.log")"
-}
-
-# --pool N > 0 says it is not implemented rather than pretending.
-out=$("$cordon" serve --pool 2 --socket "$tmp/x.sock" 2>&1); rc=$?
-[ $rc -eq 2 ] && grep -q "not implemented yet" <<<"$out" || fail "--pool 2: rc $rc: $out"
 
 # A container left by a previous instance (its owner is dead) is swept at
 # start-up.
@@ -255,9 +209,7 @@ done
 [ -s "$tmp/state/probe-none.json" ] || fail "the scheduled probe recorded nothing"
 code=$(run "$tmp/p2" '{"code":"print(1)"}')
 [ "$code" = 200 ] || fail "run after the scheduled probe: HTTP $code: $(cat "$tmp/p2")"
-kill -TERM "$pid"
-for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-wait "$pid" || fail "the second service exited non-zero: $(cat "$tmp/serve.log")"
+stop
 [ -z "$(containers)" ] || fail "containers left: $(containers)"
 echo "ok - runs refused (503) until the scheduled probe passed"
 printf 'all passed in %.1f s\n' "$(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo 0)"

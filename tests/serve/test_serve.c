@@ -359,6 +359,39 @@ test_probe_schedule(void **state)
 	serve_probe_env_free(e);
 }
 
+/* serve_probe_run's argv (--warm only for a service with a pool) and
+ * outcome, with a stand-in executable that records what it was given. */
+static void
+test_probe_run_argv(void **state)
+{
+	char dir[] = "/tmp/cordon-probe-argv.XXXXXX", exe[96], log[96];
+	char script[512], err[256], *text;
+	size_t len;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(exe, sizeof(exe), "%s/cordon", dir);
+	snprintf(log, sizeof(log), "%s/argv", dir);
+	snprintf(script, sizeof(script), "#!/bin/sh\necho \"$* $CORDON_CONFIG\" "
+	    ">>%s\n[ \"$3\" = proxy ] && { echo 'control x failed' >&2; "
+	    "exit 1; }\nexit 0\n", log);
+	assert_int_equal(util_write_file_atomic(exe, script, strlen(script),
+	    0755), 0);
+	assert_int_equal(serve_probe_run(exe, "/c.json", "none", false, err,
+	    sizeof(err)), 0);
+	assert_int_equal(serve_probe_run(exe, "/c.json", "none", true, err,
+	    sizeof(err)), 0);
+	assert_int_equal(serve_probe_run(exe, "/c.json", "proxy", true, err,
+	    sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "control x failed"));
+	assert_int_equal(util_read_file(log, 4096, &text, &len), 0);
+	assert_string_equal(text, "probe --net none /c.json\n"
+	    "probe --net none --warm /c.json\n"
+	    "probe --net proxy --warm /c.json\n");
+	free(text);
+	assert_int_equal(util_rm_rf(dir), 0);
+}
+
 static void
 test_listen(void **state)
 {
@@ -419,6 +452,7 @@ main(void)
 		cmocka_unit_test(test_tenants),
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_probe_schedule),
+		cmocka_unit_test(test_probe_run_argv),
 		cmocka_unit_test(test_listen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

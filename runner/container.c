@@ -1,0 +1,94 @@
+/*
+ * The container steps shared by cold runs and the warm pool (container.h).
+ */
+#include "runner/container.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "runner/docker.h"
+#include "runner/dockerapi.h"
+#include "runner/outwrap.h"
+
+void
+container_spec(const struct config *c, const struct container_start *s,
+    struct docker_spec *out)
+{
+	*out = (struct docker_spec){
+		.name = s->name, .image_id = s->image,
+		.runtime = c->runtime_offline, .network = "none",
+		.session = s->session != NULL ? s->session : "",
+		.owner_pid = (long)getpid(),
+		.deadline_epoch_s = s->label_deadline_s,
+		.memory = s->lim->memory, .cpus = s->lim->cpus,
+		.in_dir = s->in_dir,
+		.wrapper = s->out_wrapper ? outwrap_program : NULL,
+		.wrapper_cap = s->lim->max_output,
+	};
+	if (s->na != NULL) {
+		out->runtime = s->na->runtime;
+		out->network = s->na->network;
+		out->extra = s->na->argv;
+		out->nextra = s->na->argc;
+	}
+}
+
+int
+container_spawn(const struct config *c, const struct container_start *s,
+    struct proc **out)
+{
+	struct docker_spec spec;
+	struct argv_buf a;
+	struct proc_opts o = { .stdin_data = s->input,
+	    .stdin_len = s->input_len, .stdin_hold = s->hold,
+	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max };
+	int rc;
+
+	container_spec(c, s, &spec);
+	if ((rc = docker_run_argv(c, &spec, &a)) < 0)
+		return rc;
+	o.argv = (const char *const *)a.v;
+	rc = proc_spawn(&o, out);
+	argv_cleanup(&a);
+	return rc;
+}
+
+int
+container_remove(const struct config *c, const char *name)
+{
+	const char *names[] = { name };
+	int rc;
+
+	if (dockerapi_usable(c)) {
+		rc = dockerapi_rm_force(DOCKERAPI_SOCKET, name, DOCKER_CALL_MS);
+		if (rc == 0 || rc == -ENOENT)
+			return rc;
+	}
+	return docker_rm_force(c, names, 1);
+}
+
+int
+container_seal(const struct config *c, const struct netsetup_endpoint *ep,
+    const char *name, int64_t deadline_ms, char *err, size_t errlen)
+{
+	int rc;
+
+	while ((rc = docker_wait_running(c, name)) == -EAGAIN) {
+		if (time_mono_ms() >= deadline_ms) {
+			snprintf(err, errlen, "the egress container did not "
+			    "start before the deadline");
+			return -ETIMEDOUT;
+		}
+		(void)poll(NULL, 0, 50);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "the egress container did not start: %s",
+		    strerror(-rc));
+		return rc;
+	}
+	return netsetup_sandbox_seal(c, ep, name, err, errlen);
+}

@@ -1,0 +1,94 @@
+/*
+ * The warm pool: per net mode, N containers started ahead of time by the
+ * same `docker run -i` argv as a cold run (container.h), python already
+ * waiting for its program on stdin, egress ones already sealed. A run
+ * takes one (runner_request.pool), writes its code, and from then on it
+ * is exactly a cold run: same deadline, caps, end-state inspection and
+ * removal. python runs one program and exits, which ends the container:
+ * a pooled container can never serve a second run. A background thread
+ * refills the pool, and replaces a container that died, outlived the
+ * max age, or was started from an image no longer pinned. The pool
+ * never makes a run wait: an empty pool means a cold start.
+ */
+#ifndef CORDON_RUNNER_POOL_H
+#define CORDON_RUNNER_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/proc.h"
+#include "netsetup/netsetup.h"
+#include "runner/image.h"
+#include "runner/runner.h"
+
+#define POOL_MAX_SIZE 64	/* idle containers per mode */
+
+struct runner_pool_opts {
+	int64_t size;		/* idle containers per net mode, 1..64 */
+	int64_t max_age_s;	/* replace an idle one older than this */
+	bool modes[2];		/* which modes to keep (index runner_net) */
+	const char *session;	/* container label; NULL: "pool" */
+	bool skip_probe_check;	/* only `cordon probe --warm`: keep the
+				 * pool even while no probe passes */
+};
+
+struct runner_pool_stats {
+	int64_t idle[2];	/* ready now, per mode */
+	int64_t starting;	/* being started */
+	uint64_t hits;		/* runs given a warm container */
+	uint64_t misses;	/* runs that asked and started cold */
+	uint64_t started;	/* containers made ready */
+	uint64_t failed;	/* starts that failed */
+	uint64_t retired;	/* idle ones removed unused (age, death,
+				 * image change, probe, pause) */
+	char last_error[160];	/* "" or the latest start failure */
+};
+
+/* One taken container: the caller owns p (the `docker run` CLI, stdin
+ * held) and must remove the container by name when done. */
+struct pool_entry {
+	struct proc *p;
+	char name[RUNNER_NAME_MAX];
+	char image[IMAGE_ID_MAX];
+	int64_t born_ms;		/* monotonic */
+	uint64_t memory;
+	double cpus;
+	struct netsetup_endpoint ep;	/* egress: the proxy it was sealed to */
+};
+
+/* Starts the refill thread. 0 and *out, or a negative errno with a
+ * reason. c must outlive the pool. */
+int runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
+    struct runner_pool **out, char *err, size_t errlen);
+
+/* Paused: every idle container is removed and none is started (kill-all,
+ * shutdown) until unpaused. Returns at once; the thread does the work. */
+void runner_pool_pause(struct runner_pool *p, bool paused);
+
+/* Waits (up to timeout_ms) until each kept mode has its N idle containers;
+ * 0, or -ETIMEDOUT. For tests and benchmarks. */
+int runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms);
+
+void runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s);
+
+/* Stops the thread and removes every idle container. Accepts NULL. */
+void runner_pool_free(struct runner_pool *p);
+
+/* For runner_run: hands out the oldest idle container of the mode that
+ * matches (image, memory, cpus, egress endpoint) and is still waiting,
+ * and counts a hit; -ENOENT at once when there is none. Never blocks on a
+ * start. A taken entry is out of the pool for good. */
+int runner_pool_take(struct runner_pool *p, enum runner_net net,
+    const char *image, const struct runner_limits *lim,
+    const struct netsetup_endpoint *ep, struct pool_entry *out);
+
+/* For runner_run: a warm run has ended (its container is removed); the
+ * refill waits for those in flight, POOL_DEFER_MS at most. */
+void runner_pool_run_done(struct runner_pool *p);
+
+/* For runner_run: a run that could not use the pool. */
+void runner_pool_count_miss(struct runner_pool *p);
+
+#endif

@@ -1,0 +1,788 @@
+/* Unit tests of the warm pool (runner/pool.c) and its use by runner_run,
+ * against the fake docker CLI (tests/runner/fake-docker.sh): in mode "ok"
+ * its `run` is `cat` (python waiting for its program on stdin is cat
+ * waiting), `inspect --format={{.State.Status}}` says "running" for a
+ * container it started (or "created" for $FAKE_START_DELAY seconds), and
+ * every call lands in $FAKE_LOG, which is what these tests read: which
+ * containers were started with which argv, and which were removed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "runner/pool.h"
+#include "runner/runner.h"
+#include "fake_docker.h"
+
+#define MAX_NAMES 256
+
+static struct fake_docker fk;
+static struct runner_pool *live;	/* freed by teardown if a test failed */
+
+struct names {
+	char v[MAX_NAMES][RUNNER_NAME_MAX];
+	size_t n;
+};
+
+static int
+setup(void **state)
+{
+	(void)state;
+	/* Only while no pool thread runs: it forks with this environment. */
+	setenv("FAKE_MODE", "ok", 1);
+	unsetenv("FAKE_START_DELAY");
+	return fake_docker_setup(&fk);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	runner_pool_free(live);
+	live = NULL;
+	unsetenv("FAKE_START_DELAY");
+	return fake_docker_teardown(&fk);
+}
+
+static struct runner_pool *
+pool_new(int64_t size, int64_t max_age_s)
+{
+	struct runner_pool_opts o = { .size = size, .max_age_s = max_age_s,
+	    .modes = { true, false } };
+	struct runner_pool *p = NULL;
+	char err[256];
+
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    0);
+	assert_non_null(p);
+	live = p;
+	return p;
+}
+
+static void
+pool_free(struct runner_pool *p)
+{
+	assert_ptr_equal(p, live);
+	live = NULL;
+	runner_pool_free(p);
+}
+
+static struct runner_pool_stats
+stats(struct runner_pool *p)
+{
+	struct runner_pool_stats s;
+
+	runner_pool_stats(p, &s);
+	return s;
+}
+
+/* The container names of the `run` lines of log, in order. */
+static void
+run_names(const char *log, struct names *out)
+{
+	out->n = 0;
+	for (const char *l = log; *l != '\0'; ) {
+		const char *end = strchr(l, '\n'), *nm;
+
+		if (end == NULL)
+			end = l + strlen(l);
+		if (strncmp(l, "run ", 4) == 0 &&
+		    (nm = strstr(l, " --name ")) != NULL && nm < end) {
+			size_t len;
+
+			nm += 8;
+			len = strcspn(nm, " \n");
+			assert_true(len < RUNNER_NAME_MAX);
+			assert_true(out->n < MAX_NAMES);
+			memcpy(out->v[out->n], nm, len);
+			out->v[out->n][len] = '\0';
+			out->n++;
+		}
+		l = *end != '\0' ? end + 1 : end;
+	}
+}
+
+/* run_names of the fake docker's log so far. */
+static void
+logged_run_names(struct names *out)
+{
+	char *log = fake_docker_log(&fk);
+
+	run_names(log, out);
+	free(log);
+}
+
+static size_t
+count_runs(void)
+{
+	struct names *n = malloc(sizeof(*n));
+	char *log = fake_docker_log(&fk);
+	size_t c;
+
+	assert_non_null(n);
+	run_names(log, n);
+	c = n->n;
+	free(log);
+	free(n);
+	return c;
+}
+
+/* The `run` line that started NAME (copied; caller frees), or NULL. Fails
+ * the test when more than one line started it. */
+static char *
+run_line(const char *log, const char *name)
+{
+	char want[96];
+	const char *hit = NULL;
+	size_t len;
+	char *line;
+
+	snprintf(want, sizeof(want), " --name %s ", name);
+	for (const char *l = log; *l != '\0'; ) {
+		const char *end = strchr(l, '\n');
+
+		if (end == NULL)
+			end = l + strlen(l);
+		if (strncmp(l, "run ", 4) == 0) {
+			const char *m = strstr(l, want);
+
+			if (m != NULL && m < end) {
+				assert_null(hit);	/* started once */
+				hit = l;
+			}
+		}
+		l = *end != '\0' ? end + 1 : end;
+	}
+	if (hit == NULL)
+		return NULL;
+	len = strcspn(hit, "\n");
+	assert_non_null(line = malloc(len + 1));
+	memcpy(line, hit, len);
+	line[len] = '\0';
+	return line;
+}
+
+/* A `run` line with the per-container values (the name, the owner pid,
+ * deadline and session labels) blanked out; caller frees. */
+static char *
+normalize(const char *line)
+{
+	static const char *const vary[] = { "cordon.owner_pid=",
+	    "cordon.deadline=", "cordon.session=" };
+	char *copy = strdup(line), *out = calloc(1, strlen(line) + 64 * 4);
+	char *tok, *save = NULL;
+	bool after_name = false;
+
+	assert_non_null(copy);
+	assert_non_null(out);
+	for (tok = strtok_r(copy, " ", &save); tok != NULL;
+	    tok = strtok_r(NULL, " ", &save)) {
+		const char *t = tok;
+
+		if (after_name)
+			t = "NAME";
+		for (size_t i = 0; i < 3; i++)
+			if (strncmp(tok, vary[i], strlen(vary[i])) == 0)
+				t = vary[i];
+		if (out[0] != '\0')
+			strcat(out, " ");
+		strcat(out, t);
+		after_name = strcmp(tok, "--name") == 0;
+	}
+	free(copy);
+	return out;
+}
+
+/* The value of label KEY= in a run line. */
+static long long
+label_value(const char *line, const char *key)
+{
+	const char *v = strstr(line, key);
+
+	assert_non_null(v);
+	return strtoll(v + strlen(key), NULL, 10);
+}
+
+static bool
+removed_after(size_t off, const char *name)
+{
+	char *log = fake_docker_log(&fk);
+	bool yes = strlen(log) >= off && fake_docker_removed(log + off, name);
+
+	free(log);
+	return yes;
+}
+
+/* Polls until every name in n has an `rm` line, or ms pass. */
+static bool
+all_removed_within(const struct names *n, int64_t ms)
+{
+	int64_t end = time_mono_ms() + ms;
+
+	for (;;) {
+		char *log = fake_docker_log(&fk);
+		size_t i;
+
+		for (i = 0; i < n->n && fake_docker_removed(log, n->v[i]); i++)
+			;
+		free(log);
+		if (i == n->n)
+			return true;
+		if (time_mono_ms() >= end)
+			return false;
+		usleep(50000);
+	}
+}
+
+static bool
+in_names(const struct names *n, const char *name)
+{
+	for (size_t i = 0; i < n->n; i++)
+		if (strcmp(n->v[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Polls until a start is in progress, or ms pass. */
+static bool
+starting_within(struct runner_pool *p, int64_t ms)
+{
+	int64_t end = time_mono_ms() + ms;
+
+	while (stats(p).starting == 0) {
+		if (time_mono_ms() >= end)
+			return false;
+		usleep(20000);
+	}
+	return true;
+}
+
+static int
+run_code(struct runner_pool *pool, const char *code,
+    struct runner_result *res)
+{
+	struct runner_request q = { .code = code, .code_len = strlen(code),
+	    .pool = pool };
+	char err[256];
+	int rc = runner_run(&fk.cfg, &q, res, err, sizeof(err));
+
+	if (rc < 0)
+		fprintf(stderr, "runner_run: %s\n", err);
+	return rc;
+}
+
+/* The pool fills to N for the kept mode only, and its containers are
+ * started by the very argv of a cold run: the full hardening set. */
+static void
+test_fills_with_cold_argv(void **state)
+{
+	enum { N = 3 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct runner_result res;
+	struct names *n = malloc(sizeof(*n));
+	long long t0 = (long long)(time_wall_ms() / 1000);
+	char *log, *cold, *cold_norm;
+
+	(void)state;
+	assert_non_null(n);
+	pool = pool_new(N, 60);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	s = stats(pool);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], N);
+	assert_int_equal(s.idle[RUNNER_NET_PROXY], 0);
+	assert_int_equal(s.starting, 0);
+	assert_int_equal(s.failed, 0);
+	assert_int_equal(s.started, N);
+	assert_string_equal(s.last_error, "");
+
+	/* A cold run, for the argv to compare with. */
+	assert_int_equal(run_code(NULL, "print(1)\n", &res), 0);
+	assert_false(res.warm);
+	log = fake_docker_log(&fk);
+	run_names(log, n);
+	assert_int_equal(n->n, N + 1);
+	assert_string_equal(n->v[N], res.container);
+	assert_non_null(cold = run_line(log, res.container));
+	assert_non_null(strstr(cold, " --read-only "));
+	assert_non_null(strstr(cold, " --cap-drop=ALL "));
+	assert_true(strlen(cold) > 5 && strcmp(cold + strlen(cold) - 5,
+	    " -I -") == 0);
+	cold_norm = normalize(cold);
+	for (size_t i = 0; i < N; i++) {
+		char *line = run_line(log, n->v[i]), *norm;
+
+		assert_non_null(line);
+		assert_string_not_equal(n->v[i], res.container);
+		norm = normalize(line);
+		assert_string_equal(norm, cold_norm);
+		assert_non_null(strstr(line, " cordon.session=pool "));
+		/* `cordon gc` leaves it alone while it may idle for the
+		 * max age and then run for the longest timeout. */
+		assert_true(label_value(line, "cordon.deadline=") >=
+		    t0 + 60 + fk.cfg.limits.max_timeout_s + 30);
+		free(norm);
+		free(line);
+	}
+	free(cold_norm);
+	free(cold);
+	free(log);
+	runner_result_cleanup(&res);
+	pool_free(pool);
+	free(n);
+}
+
+/* Runs take warm containers (the code reaches the waiting `cat`), each
+ * container serves one run only, and every one is removed after its run. */
+static void
+test_runs_take_each_once(void **state)
+{
+	enum { N = 2, RUNS = 2 * N + 2 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	char used[RUNS][RUNNER_NAME_MAX];
+	uint64_t warm = 0;
+
+	(void)state;
+	pool = pool_new(N, 60);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	for (int i = 0; i < RUNS; i++) {
+		struct runner_result res;
+		char code[64], *log, *line;
+		size_t off;
+
+		snprintf(code, sizeof(code), "print('run %d')\n", i);
+		log = fake_docker_log(&fk);
+		off = strlen(log);
+		free(log);
+		assert_int_equal(run_code(pool, code, &res), 0);
+		if (i < N)
+			assert_true(res.warm);
+		warm += res.warm;
+		assert_int_equal(res.status, RUNNER_OK);
+		assert_int_equal(res.exit_code, 3);
+		assert_string_equal(res.out, code);	/* fake echoes stdin */
+		assert_string_equal(res.err, "to-stderr\n");
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(used[j], res.container);
+		util_strlcpy(used[i], res.container, sizeof(used[i]));
+		/* Removed by the run itself, after it. */
+		assert_true(removed_after(off, res.container));
+		log = fake_docker_log(&fk);
+		line = run_line(log, res.container);	/* started once */
+		assert_non_null(line);
+		/* A warm one was started before the run, a cold one by it. */
+		if (res.warm)
+			assert_true(strstr(log, line) < log + off);
+		else
+			assert_true(strstr(log, line) >= log + off);
+		free(line);
+		free(log);
+		runner_result_cleanup(&res);
+	}
+	s = stats(pool);
+	assert_true(warm >= N);
+	assert_int_equal(s.hits, warm);
+	assert_int_equal(s.misses, RUNS - warm);
+	/* It refills after the takes. */
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	pool_free(pool);
+}
+
+/* --in and --out runs start cold (a miss) and leave the pool alone. */
+static void
+test_files_run_cold(void **state)
+{
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct runner_request q = { .code = "x", .code_len = 1 };
+	struct runner_result res;
+	char in[160], out[160], err[256], *log, *line;
+
+	(void)state;
+	snprintf(in, sizeof(in), "%s/input.txt", fk.dir);
+	snprintf(out, sizeof(out), "%s/out", fk.dir);
+	assert_int_equal(util_write_file_atomic(in, "data", 4, 0644), 0);
+	pool = pool_new(1, 60);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	q.pool = pool;
+
+	q.in[0] = in;
+	q.nin = 1;
+	assert_int_equal(runner_run(&fk.cfg, &q, &res, err, sizeof(err)), 0);
+	assert_false(res.warm);
+	assert_string_equal(res.out, "x");
+	log = fake_docker_log(&fk);
+	assert_non_null(line = run_line(log, res.container));
+	assert_non_null(strstr(line, " --mount "));
+	free(line);
+	free(log);
+	runner_result_cleanup(&res);
+	s = stats(pool);
+	assert_int_equal(s.misses, 1);
+	assert_int_equal(s.hits, 0);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 1);
+
+	q.nin = 0;
+	q.out_dir = out;
+	assert_int_equal(runner_run(&fk.cfg, &q, &res, err, sizeof(err)), 0);
+	assert_false(res.warm);
+	assert_true(res.want_files);
+	runner_result_cleanup(&res);
+	s = stats(pool);
+	assert_int_equal(s.misses, 2);
+	assert_int_equal(s.hits, 0);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 1);
+
+	/* The pool was usable all along. */
+	q.out_dir = NULL;
+	assert_int_equal(runner_run(&fk.cfg, &q, &res, err, sizeof(err)), 0);
+	assert_true(res.warm);
+	runner_result_cleanup(&res);
+	s = stats(pool);
+	assert_int_equal(s.hits, 1);
+	assert_int_equal(s.misses, 2);
+	pool_free(pool);
+}
+
+/* Starts that take DELAY s: a run meanwhile starts cold at once. */
+static void
+test_empty_pool_does_not_wait(void **state)
+{
+	enum { DELAY_S = 3 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct runner_result res;
+	struct names *n = malloc(sizeof(*n));
+	char cold[RUNNER_NAME_MAX];
+	const char *pooled;
+	long long ready;
+	char *log, *line;
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_START_DELAY", "3", 1);
+	pool = pool_new(1, 60);
+	assert_true(starting_within(pool, 5000));
+	t0 = time_mono_ms();
+	assert_int_equal(run_code(pool, "print(2)\n", &res), 0);
+	assert_true(time_mono_ms() - t0 < DELAY_S * 1000 / 2);
+	assert_false(res.warm);
+	assert_int_equal(res.status, RUNNER_OK);
+	assert_string_equal(res.out, "print(2)\n");
+	util_strlcpy(cold, res.container, sizeof(cold));
+	runner_result_cleanup(&res);
+	s = stats(pool);
+	assert_int_equal(s.misses, 1);
+	assert_int_equal(s.hits, 0);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	/* The slow start does complete, and then serves a run. */
+	assert_int_equal(runner_pool_wait_full(pool, 4 * DELAY_S * 1000), 0);
+	ready = (long long)(time_wall_ms() / 1000);
+	/* Its `cordon gc` deadline still covers the max age and the longest
+	 * run counted from when it became ready, not from its `docker run`.
+	 * (Which of the two run lines came first depends on scheduling.) */
+	log = fake_docker_log(&fk);
+	run_names(log, n);
+	assert_int_equal(n->n, 2);
+	assert_true(in_names(n, cold));
+	pooled = n->v[strcmp(n->v[0], cold) == 0 ? 1 : 0];
+	assert_non_null(line = run_line(log, pooled));
+	assert_true(label_value(line, "cordon.deadline=") >=
+	    ready + 60 + fk.cfg.limits.max_timeout_s + 30);
+	free(line);
+	free(log);
+	free(n);
+	assert_int_equal(run_code(pool, "print(3)\n", &res), 0);
+	assert_true(res.warm);
+	assert_string_equal(res.out, "print(3)\n");
+	runner_result_cleanup(&res);
+	pool_free(pool);
+}
+
+/* A start that hangs (never "running") neither delays runner_pool_free
+ * nor survives a pause: both cut it short and remove its container. */
+static void
+test_slow_start_cut_by_pause_and_free(void **state)
+{
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct names *n = malloc(sizeof(*n));
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_START_DELAY", "60", 1);
+	pool = pool_new(1, 60);
+	assert_true(starting_within(pool, 5000));
+	runner_pool_pause(pool, true);
+	t0 = time_mono_ms();
+	while (stats(pool).starting != 0 && time_mono_ms() - t0 < 5000)
+		usleep(20000);
+	s = stats(pool);
+	assert_int_equal(s.starting, 0);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	/* Cut short on purpose: not a failure, no error to report. */
+	assert_int_equal(s.failed, 0);
+	assert_string_equal(s.last_error, "");
+	/* Its container is removed. (Cut early enough, the fake may not
+	 * have logged its `run` line yet: at most one.) */
+	logged_run_names(n);
+	assert_true(n->n <= 1);
+	assert_true(all_removed_within(n, 5000));
+
+	runner_pool_pause(pool, false);
+	assert_true(starting_within(pool, 5000));
+	t0 = time_mono_ms();
+	pool_free(pool);
+	assert_true(time_mono_ms() - t0 < 5000);
+	logged_run_names(n);
+	assert_true(n->n <= 2);
+	assert_true(all_removed_within(n, 0));
+	free(n);
+}
+
+/* Idle containers older than the max age are removed and replaced. */
+static void
+test_max_age_replaces(void **state)
+{
+	enum { N = 2 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct names *first = malloc(sizeof(*first));
+	struct names *now = malloc(sizeof(*now));
+	size_t fresh = 0;
+	int64_t t0;
+	char *log;
+
+	(void)state;
+	assert_non_null(first);
+	assert_non_null(now);
+	t0 = time_mono_ms();
+	pool = pool_new(N, 1);
+	/* (With a 1 s max age the pool churns: idle may already be below
+	 * N again by the time anything is read after this.) */
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	/* Not retired before its age passed the max: none is older than
+	 * the pool. */
+	while (stats(pool).retired == 0 && time_mono_ms() - t0 < 8000)
+		usleep(20000);
+	assert_true(stats(pool).retired > 0);
+	assert_true(time_mono_ms() - t0 >= 1000);
+	while (stats(pool).retired < N && time_mono_ms() - t0 < 8000)
+		usleep(50000);
+	assert_true(stats(pool).retired >= N);
+	/* The first N started are the first retired (oldest first). */
+	log = fake_docker_log(&fk);
+	run_names(log, first);
+	free(log);
+	assert_true(first->n >= N);
+	first->n = N;
+	assert_true(all_removed_within(first, 5000));
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	s = stats(pool);
+	assert_true(s.started >= 2 * N);
+	assert_int_equal(s.failed, 0);
+	log = fake_docker_log(&fk);
+	run_names(log, now);
+	free(log);
+	for (size_t i = 0; i < now->n; i++)
+		fresh += !in_names(first, now->v[i]);
+	assert_true(fresh >= N);
+	pool_free(pool);
+	free(first);
+	free(now);
+}
+
+/* Paused: the idle containers are removed, none is started (and none is
+ * handed out); unpaused, it refills. */
+static void
+test_pause_empties_and_stops(void **state)
+{
+	enum { N = 2 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct runner_result res;
+	struct names *n = malloc(sizeof(*n));
+	size_t runs;
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	pool = pool_new(N, 60);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	logged_run_names(n);
+	assert_int_equal(n->n, N);
+
+	runner_pool_pause(pool, true);
+	t0 = time_mono_ms();
+	while (stats(pool).idle[RUNNER_NET_NONE] != 0 &&
+	    time_mono_ms() - t0 < 5000)
+		usleep(20000);
+	assert_int_equal(stats(pool).idle[RUNNER_NET_NONE], 0);
+	assert_true(all_removed_within(n, 5000));
+	assert_true(stats(pool).retired >= N);
+
+	/* While paused, runs start cold... */
+	assert_int_equal(run_code(pool, "print(4)\n", &res), 0);
+	assert_false(res.warm);
+	runner_result_cleanup(&res);
+	/* ... and the pool starts nothing. */
+	runs = count_runs();
+	sleep(2);
+	assert_int_equal(count_runs(), runs);
+	s = stats(pool);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	assert_int_equal(s.starting, 0);
+
+	runner_pool_pause(pool, false);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	assert_int_equal(count_runs(), runs + N);
+	pool_free(pool);
+	free(n);
+}
+
+/* A pooled container whose CLI died is never handed out, and is
+ * removed and replaced. */
+static pid_t
+cli_pid_of(const char *name)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = -1;
+
+	assert_non_null(d);
+	while (found < 0 && (de = readdir(d)) != NULL) {
+		char path[300], *text = NULL;
+		size_t len = 0;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		if (util_read_file(path, 1 << 16, &text, &len) < 0)
+			continue;
+		/* NUL-separated argv: "...\0run\0-i\0--name\0NAME\0..." */
+		for (size_t i = 0; i + 7 < len; i++) {
+			if (memcmp(text + i, "--name", 7) == 0 &&
+			    strcmp(text + i + 7, name) == 0 &&
+			    memmem(text, len, "\0run\0", 5) != NULL) {
+				found = (pid_t)strtol(de->d_name, NULL, 10);
+				break;
+			}
+		}
+		free(text);
+	}
+	closedir(d);
+	return found;
+}
+
+static void
+test_dead_container_replaced(void **state)
+{
+	struct runner_pool *pool;
+	struct runner_result res;
+	struct names *n = malloc(sizeof(*n));
+	pid_t pid;
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	pool = pool_new(1, 60);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	logged_run_names(n);
+	assert_int_equal(n->n, 1);
+	assert_true((pid = cli_pid_of(n->v[0])) > 0);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	usleep(100000);
+	/* Not handed out, whether or not the pool has noticed yet. */
+	assert_int_equal(run_code(pool, "print(5)\n", &res), 0);
+	assert_string_not_equal(res.container, n->v[0]);
+	assert_string_equal(res.out, "print(5)\n");
+	runner_result_cleanup(&res);
+	t0 = time_mono_ms();
+	while (stats(pool).retired < 1 && time_mono_ms() - t0 < 5000)
+		usleep(20000);
+	assert_int_equal(stats(pool).retired, 1);
+	assert_true(all_removed_within(n, 5000));
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	pool_free(pool);
+	free(n);
+}
+
+/* runner_pool_free removes every idle container and leaves no child. */
+static void
+test_free_removes_idle(void **state)
+{
+	enum { N = 3 };
+	struct runner_pool *pool;
+	struct names *n = malloc(sizeof(*n));
+
+	(void)state;
+	assert_non_null(n);
+	pool = pool_new(N, 60);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	logged_run_names(n);
+	assert_int_equal(n->n, N);
+	pool_free(pool);
+	assert_true(all_removed_within(n, 0));
+	/* Every `docker run` CLI was killed and reaped. */
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	free(n);
+}
+
+static void
+test_bad_options(void **state)
+{
+	struct runner_pool_opts o = { .size = 0, .max_age_s = 60,
+	    .modes = { true, false } };
+	struct runner_pool *p = (struct runner_pool *)0x1;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    -EINVAL);
+	assert_null(p);
+	o.size = POOL_MAX_SIZE + 1;
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    -EINVAL);
+	o.size = 1;
+	o.max_age_s = 0;
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    -EINVAL);
+	runner_pool_free(NULL);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_fills_with_cold_argv),
+		T(test_runs_take_each_once),
+		T(test_files_run_cold),
+		T(test_empty_pool_does_not_wait),
+		T(test_slow_start_cut_by_pause_and_free),
+		T(test_max_age_replaces),
+		T(test_pause_empties_and_stops),
+		T(test_dead_container_replaced),
+		T(test_free_removes_idle),
+		T(test_bad_options),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
