@@ -17,7 +17,5 @@ int cmd_doctor(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
-/* For subcommands whose issue has not landed: says so, exits 2. */
-int cmd_not_implemented(int argc, char **argv);
 
 #endif

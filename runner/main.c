@@ -25,17 +25,9 @@ static const struct command commands[] = {
 	{ "kill-all", cmd_kill_all, "remove every Cordon container now" },
 	{ "doctor", cmd_doctor, "check the host set-up, with hints" },
 	{ "image", cmd_image, "build|show: the pinned sandbox image" },
-	{ "serve", cmd_serve, "HTTP/JSON service: runs, tenants, kill switch" },
+	{ "serve", cmd_serve, "HTTP/JSON service: runs, tenants, warm pool, kill switch" },
 	{ "mcp", cmd_mcp, "Model Context Protocol server on stdio (tool run_code)" },
 };
-
-int
-cmd_not_implemented(int argc, char **argv)
-{
-	(void)argc;
-	fprintf(stderr, "cordon %s: not implemented yet\n", argv[0]);
-	return 2;
-}
 
 static void
 usage(FILE *f)
