@@ -163,29 +163,45 @@ chain_fill(const struct fw_plan *plan, const char *chain, char *err,
 	return 0;
 }
 
+/* The current listing of fam (*listing, caller frees) and the plan for
+ * p, with DOCKER-USER whenever it exists: jumps put there by an earlier up
+ * must also go in remove even if Docker's chains came back since.
+ * -ENODEV when fam's tool is not there (no IPv6). On failure *listing is
+ * NULL. */
+static int
+fwa_load(const struct netsetup_params *p, enum fw_family fam,
+    char **listing, struct fw_plan *plan, char *err, size_t errlen)
+{
+	int rc;
+
+	*listing = NULL;
+	if ((rc = fw_listing(fam, listing, err, errlen)) == 0 &&
+	    (rc = fw_plan_build(plan, fam, p,
+	    fw_listing_has_chain(*listing, "DOCKER-USER"))) < 0)
+		snprintf(err, errlen, "cannot build the firewall rules");
+	if (rc < 0) {
+		free(*listing);
+		*listing = NULL;
+	}
+	return rc;
+}
+
 int
 fwa_apply(const struct netsetup_params *p, enum fw_family fam,
     struct cbuf *changes, char *err, size_t errlen)
 {
 	const char *fn = fam_name(fam);
 	struct fw_plan plan;
-	char *listing = NULL, line[512];
+	char *listing, line[512];
 	int rc;
 
-	rc = fw_listing(fam, &listing, err, errlen);
-	if (rc == -ENODEV) {
+	if ((rc = fwa_load(p, fam, &listing, &plan, err, errlen)) == -ENODEV) {
 		ns_note(changes, "%s: %s unavailable, skipped (no IPv6 here)",
 		    fn, fw_binary(fam));
-		free(listing);
-		return 0;
+		rc = 0;
 	}
-	if (rc < 0)
+	if (rc < 0 || listing == NULL)
 		goto out;
-	if ((rc = fw_plan_build(&plan, fam, p,
-	    fw_listing_has_chain(listing, "DOCKER-USER"))) < 0) {
-		snprintf(err, errlen, "cannot build the firewall rules");
-		goto out;
-	}
 	/* Our chains first, so the jumps never point at a missing chain. */
 	for (size_t c = 0; c < 2; c++) {
 		const char *chain = plan.chains[c];
@@ -235,23 +251,13 @@ fwa_remove(const struct netsetup_params *p, enum fw_family fam,
 {
 	const char *fn = fam_name(fam);
 	struct fw_plan plan;
-	char *listing = NULL, line[512];
+	char *listing, line[512];
 	int rc;
 
-	rc = fw_listing(fam, &listing, err, errlen);
-	if (rc == -ENODEV) {
-		free(listing);
-		return 0;
-	}
-	if (rc < 0)
+	if ((rc = fwa_load(p, fam, &listing, &plan, err, errlen)) == -ENODEV)
+		rc = 0;
+	if (rc < 0 || listing == NULL)
 		goto out;
-	/* Plan with DOCKER-USER whenever it exists: jumps put there by an
-	 * earlier up must go even if Docker's chains came back since. */
-	if ((rc = fw_plan_build(&plan, fam, p,
-	    fw_listing_has_chain(listing, "DOCKER-USER"))) < 0) {
-		snprintf(err, errlen, "cannot build the firewall rules");
-		goto out;
-	}
 	for (size_t i = 0; i < plan.nrules; i++) {
 		const struct fw_rule *r = &plan.rules[i];
 		char e2[64];

@@ -72,18 +72,31 @@ container_remove(const struct config *c, const char *name)
 }
 
 int
-container_seal(const struct config *c, const struct netsetup_endpoint *ep,
-    const char *name, int64_t deadline_ms, char *err, size_t errlen)
+container_wait_running(const struct config *c, const char *name,
+    int64_t deadline_ms, int (*stop)(void *), void *arg)
 {
 	int rc;
 
 	while ((rc = docker_wait_running(c, name)) == -EAGAIN) {
-		if (time_mono_ms() >= deadline_ms) {
-			snprintf(err, errlen, "the egress container did not "
-			    "start before the deadline");
+		if (stop != NULL && (rc = stop(arg)) < 0)
+			return rc;
+		if (time_mono_ms() >= deadline_ms)
 			return -ETIMEDOUT;
-		}
 		(void)poll(NULL, 0, 50);
+	}
+	return rc;
+}
+
+int
+container_seal(const struct config *c, const struct netsetup_endpoint *ep,
+    const char *name, int64_t deadline_ms, char *err, size_t errlen)
+{
+	int rc = container_wait_running(c, name, deadline_ms, NULL, NULL);
+
+	if (rc == -ETIMEDOUT) {
+		snprintf(err, errlen, "the egress container did not start "
+		    "before the deadline");
+		return rc;
 	}
 	if (rc < 0) {
 		snprintf(err, errlen, "the egress container did not start: %s",

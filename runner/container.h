@@ -47,6 +47,12 @@ int container_spawn(const struct config *c, const struct container_start *s,
  * daemon (saves a CLI start), else the CLI. 0, -ENOENT or an errno. */
 int container_remove(const struct config *c, const char *name);
 
+/* Polls until the container runs: 0; -ETIMEDOUT at deadline_ms (monotonic
+ * clock); stop(arg)'s negative errno as soon as it returns one (stop may
+ * be NULL); or docker_wait_running's error. */
+int container_wait_running(const struct config *c, const char *name,
+    int64_t deadline_ms, int (*stop)(void *), void *arg);
+
 /* Egress mode: waits until the container runs (until deadline_ms on the
  * monotonic clock), then seals its network namespace. 0 or an errno with a
  * reason in err. */

@@ -7,7 +7,6 @@
 #include "runner/pool.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +16,6 @@
 #include "common/util.h"
 #include "probe/probe.h"
 #include "runner/container.h"
-#include "runner/docker.h"
 
 #define POOL_START_MS 60000	/* a start that takes longer failed */
 #define POOL_TICK_MS 1000	/* re-check ages and liveness this often */
@@ -99,6 +97,22 @@ pool_halted(struct runner_pool *p)
 	return h;
 }
 
+struct start_watch {
+	struct runner_pool *p;
+	struct proc *cli;
+};
+
+/* container_wait_running's stop: the pool halted, or the start failed. */
+static int
+start_stop(void *arg)
+{
+	struct start_watch *w = arg;
+
+	if (pool_halted(w->p))
+		return -ECANCELED;
+	return proc_gone(w->cli) ? -ECHILD : 0;
+}
+
 /* Starts one container for mode m and waits until it runs (and, egress,
  * is sealed). Runs on the pool's thread, without the lock. -ECANCELED
  * when the pool was stopped or paused meanwhile. */
@@ -109,6 +123,7 @@ start_one(struct runner_pool *p, int m, const char *image,
 	const struct config *c = p->c;
 	struct netsetup_run_args na;
 	int64_t deadline = time_mono_ms() + POOL_START_MS;
+	struct start_watch w = { .p = p };
 	char hex[17];
 	int rc;
 	struct container_start cs = {
@@ -143,23 +158,10 @@ start_one(struct runner_pool *p, int m, const char *image,
 		    strerror(-rc));
 		return rc;
 	}
-	/* Both modes wait here, not in container_seal, so that a stop or a
-	 * pause cuts a slow start short. */
-	while ((rc = docker_wait_running(c, e->name)) == -EAGAIN) {
-		if (pool_halted(p)) {
-			rc = -ECANCELED;
-			break;
-		}
-		if (proc_gone(e->p)) {
-			rc = -ECHILD;
-			break;
-		}
-		if (time_mono_ms() >= deadline) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		(void)poll(NULL, 0, 50);
-	}
+	/* Not container_seal's wait: a stop or a pause cuts a slow start
+	 * short, and so does its docker CLI exiting. */
+	w.cli = e->p;
+	rc = container_wait_running(c, e->name, deadline, start_stop, &w);
 	if (rc == 0 && m == RUNNER_NET_PROXY)
 		rc = netsetup_sandbox_seal(c, &e->ep, e->name, err, errlen);
 	if (rc == 0 && proc_gone(e->p))

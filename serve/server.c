@@ -596,40 +596,39 @@ pool_idle(struct server *s, struct runner_pool_stats *st)
 	return st->idle[0] + st->idle[1];
 }
 
-/* {none, proxy, starting, hits, misses, retired, failed, last_error} */
+/* The "pool" object of /v1/health, from st. */
 static bool
-add_pool(struct server *s, cJSON *o)
+add_pool(struct server *s, cJSON *o, const struct runner_pool_stats *st)
 {
-	struct runner_pool_stats st;
 	cJSON *p;
 
-	(void)pool_idle(s, &st);
 	return (p = cJSON_AddObjectToObject(o, "pool")) != NULL &&
 	    cJSON_AddBoolToObject(p, "enabled", s->pool != NULL) != NULL &&
-	    cJSON_AddNumberToObject(p, "none", (double)st.idle[0]) != NULL &&
-	    cJSON_AddNumberToObject(p, "proxy", (double)st.idle[1]) != NULL &&
-	    cJSON_AddNumberToObject(p, "starting", (double)st.starting) !=
+	    cJSON_AddNumberToObject(p, "none", (double)st->idle[0]) != NULL &&
+	    cJSON_AddNumberToObject(p, "proxy", (double)st->idle[1]) != NULL &&
+	    cJSON_AddNumberToObject(p, "starting", (double)st->starting) !=
 	    NULL && cJSON_AddNumberToObject(p, "started",
-	    (double)st.started) != NULL && cJSON_AddNumberToObject(p, "retired",
-	    (double)st.retired) != NULL && cJSON_AddNumberToObject(p, "failed",
-	    (double)st.failed) != NULL &&
-	    json_add_bytes(p, "last_error", st.last_error,
-	    strlen(st.last_error)) == 0;
+	    (double)st->started) != NULL && cJSON_AddNumberToObject(p, "retired",
+	    (double)st->retired) != NULL && cJSON_AddNumberToObject(p, "failed",
+	    (double)st->failed) != NULL &&
+	    json_add_bytes(p, "last_error", st->last_error,
+	    strlen(st->last_error)) == 0;
 }
 
 static void
 handle_health(struct server *s, struct evhttp_request *req)
 {
+	struct runner_pool_stats st;
+	int64_t idle = pool_idle(s, &st);
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL && add_pool(s, o) &&
+	bool ok = o != NULL && add_pool(s, o, &st) &&
 	    cJSON_AddStringToObject(o, "status", s->draining ? "draining" :
 	    s->paused ? "paused" : "ok") != NULL &&
 	    cJSON_AddNumberToObject(o, "active",
 	    (double)s->metrics.active) != NULL &&
 	    cJSON_AddNumberToObject(o, "queued",
 	    (double)s->metrics.queue_depth) != NULL &&
-	    cJSON_AddNumberToObject(o, "pool_size",
-	    (double)pool_idle(s, NULL)) != NULL &&
+	    cJSON_AddNumberToObject(o, "pool_size", (double)idle) != NULL &&
 	    cJSON_AddStringToObject(o, "probe_none", serve_prober_note(s->prober,
 	    RUNNER_NET_NONE)) != NULL &&
 	    cJSON_AddStringToObject(o, "probe_proxy", serve_prober_note(s->prober,
