@@ -121,9 +121,11 @@ fw_listing(enum fw_family fam, char **out, char *err, size_t errlen)
 	if (rc == -ENOENT || (rc > 0 && fam == FW_INET6))
 		return -ENODEV;
 	if (rc > 0) {
-		char why[256];
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errlen, "%s -S: %s", fw_binary(fam), why);
+		/* A copy as large as what err holds, so nothing is cut twice. */
+		char *why = strdup(err);
+		snprintf(err, errlen, "%s -S: %s", fw_binary(fam),
+		    why != NULL ? why : "(out of memory)");
+		free(why);
 		return -EIO;
 	}
 	return rc;

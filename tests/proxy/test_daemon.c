@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1051,8 +1052,20 @@ main(void)
 		    test_teardown),
 	};
 
-	/* e.g. CORDON_TEST_FILTER=test_many_tunnels for one test. */
-	if (getenv("CORDON_TEST_FILTER") != NULL)
-		cmocka_set_test_filter(getenv("CORDON_TEST_FILTER"));
+	/* e.g. CORDON_TEST_FILTER=test_many_tunnels for one test; a filter
+	 * that matches no test fails rather than passing with none run. */
+	const char *filter = getenv("CORDON_TEST_FILTER");
+	if (filter != NULL) {
+		size_t matched = 0;
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			if (fnmatch(filter, tests[i].name, 0) == 0)
+				matched++;
+		if (matched == 0) {
+			fprintf(stderr, "CORDON_TEST_FILTER=%s matches no test\n",
+			    filter);
+			return 1;
+		}
+		cmocka_set_test_filter(filter);
+	}
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
