@@ -449,3 +449,60 @@ proc_result_cleanup(struct proc_result *res)
 	cbuf_free(res->err);
 	res->out = res->err = NULL;
 }
+
+/* First line of s, at most 300 bytes, into buf. */
+static void
+first_line(const char *s, char *buf, size_t len)
+{
+	size_t n = strcspn(s, "\n");
+
+	snprintf(buf, len, "%.*s", (int)(n > 300 ? 300 : n), s);
+}
+
+int
+proc_call(const struct proc_opts *opts, int64_t timeout_ms, struct cbuf **out,
+    int *status, char *err, size_t errlen)
+{
+	struct proc_result r;
+	char line[320];
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (status != NULL)
+		*status = -1;
+	if (errlen > 0)
+		err[0] = '\0';
+	if ((rc = proc_run(opts, timeout_ms, &r)) < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", opts->argv[0],
+		    strerror(-rc));
+		return rc;
+	}
+	if (r.timed_out) {
+		snprintf(err, errlen, "%s timed out after %lld ms",
+		    opts->argv[0], (long long)timeout_ms);
+		proc_result_cleanup(&r);
+		return -ETIMEDOUT;
+	}
+	if (status != NULL)
+		*status = r.exit_code >= 0 ? r.exit_code : 128 + r.term_signal;
+	rc = 0;
+	if (r.exit_code != 0) {
+		first_line(cbuf_data(r.err), line, sizeof(line));
+		if (line[0] != '\0')
+			snprintf(err, errlen, "%s", line);
+		else if (r.exit_code > 0)
+			snprintf(err, errlen, "%s exited with %d",
+			    opts->argv[0], r.exit_code);
+		else
+			snprintf(err, errlen, "%s killed by signal %d",
+			    opts->argv[0], r.term_signal);
+		rc = -EIO;
+	}
+	if (out != NULL) {
+		*out = r.out;
+		r.out = NULL;
+	}
+	proc_result_cleanup(&r);
+	return rc;
+}

@@ -93,4 +93,19 @@ int proc_run(const struct proc_opts *opts, int64_t timeout_ms,
     struct proc_result *res);
 void proc_result_cleanup(struct proc_result *res);
 
+/* The one way Cordon calls a tool (docker, iptables, ...) and judges the
+ * outcome. Runs opts->argv to completion with a timeout (<= 0: none; at the
+ * timeout the group is SIGKILLed and reaped). Returns:
+ *   0          it exited 0;
+ *   -EIO       it exited non-zero or was killed by a signal: err holds the
+ *              first line of its stderr, else "ARGV0 exited with N";
+ *   -ETIMEDOUT it ran past timeout_ms ("ARGV0 timed out after N ms");
+ *   other < 0  it could not be started ("cannot run ARGV0: why").
+ * *status (may be NULL) gets the exit code, 128 + signal, or -1 when it did
+ * not run to an exit. *out (may be NULL) gets its stdout (caller
+ * cbuf_frees) whenever it ran to an exit (0 or -EIO), else NULL; check
+ * cbuf_truncated(*out) against opts->stdout_max when a cut matters. */
+int proc_call(const struct proc_opts *opts, int64_t timeout_ms,
+    struct cbuf **out, int *status, char *err, size_t errlen);
+
 #endif

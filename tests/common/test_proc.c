@@ -418,6 +418,57 @@ test_communicate_held_waiting_times_out(void **state)
 	proc_free(p);
 }
 
+/* proc_call: one error convention for every tool Cordon calls. */
+static void
+test_call_conventions(void **state)
+{
+	const char *ok[] = { "sh", "-c", "echo out; echo noise >&2", NULL };
+	const char *fail[] = { "sh", "-c", "echo partial; echo 'boom: why' >&2; "
+	    "echo second >&2; exit 3", NULL };
+	const char *silent[] = { "sh", "-c", "exit 4", NULL };
+	const char *slow[] = { "sleep", "5", NULL };
+	const char *none[] = { "/nonexistent/cordon-tool", NULL };
+	struct proc_opts o = { .stdout_max = 4096, .stderr_max = 4096 };
+	struct cbuf *out;
+	char err[128];
+	int status;
+
+	(void)state;
+	o.argv = ok;
+	assert_int_equal(proc_call(&o, 5000, &out, &status, err, sizeof(err)), 0);
+	assert_int_equal(status, 0);
+	assert_string_equal(cbuf_data(out), "out\n");
+	assert_string_equal(err, "");
+	cbuf_free(out);
+
+	o.argv = fail;
+	assert_int_equal(proc_call(&o, 5000, &out, &status, err, sizeof(err)),
+	    -EIO);
+	assert_int_equal(status, 3);
+	assert_string_equal(err, "boom: why");
+	assert_string_equal(cbuf_data(out), "partial\n");
+	cbuf_free(out);
+
+	o.argv = silent;
+	assert_int_equal(proc_call(&o, 5000, NULL, &status, err, sizeof(err)),
+	    -EIO);
+	assert_int_equal(status, 4);
+	assert_string_equal(err, "sh exited with 4");
+
+	o.argv = slow;
+	assert_int_equal(proc_call(&o, 200, &out, &status, err, sizeof(err)),
+	    -ETIMEDOUT);
+	assert_null(out);
+	assert_int_equal(status, -1);
+	assert_string_equal(err, "sleep timed out after 200 ms");
+
+	o.argv = none;
+	assert_int_equal(proc_call(&o, 5000, &out, NULL, err, sizeof(err)),
+	    -ENOENT);
+	assert_null(out);
+	assert_non_null(strstr(err, "cannot run /nonexistent/cordon-tool"));
+}
+
 int
 main(void)
 {
@@ -441,6 +492,7 @@ main(void)
 		cmocka_unit_test(test_gone_keeps_pid_reserved),
 		cmocka_unit_test(test_communicate_held_exit_no_spin),
 		cmocka_unit_test(test_communicate_held_waiting_times_out),
+		cmocka_unit_test(test_call_conventions),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

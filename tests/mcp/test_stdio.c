@@ -1,5 +1,5 @@
 /*
- * Unit tests for the stdio transport of `cordon mcp` (mcp/cmd_mcp.c): the
+ * Unit tests for the stdio transport of `cordon mcp` (cli/cmd_mcp.c): the
  * built binary gets byte streams on stdin (CRLF, blank lines, a last line
  * without newline, NUL bytes, a message over the 4 MiB cap) and must answer
  * each message on its own line and exit 0 at EOF. No tool runs here.

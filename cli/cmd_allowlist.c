@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "allowlist/allowlist.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 
 #define EXPLAIN_DEFAULT_PORT	443
 

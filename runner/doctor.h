@@ -3,8 +3,8 @@
  * (INFO: not set up, and not needed unless you use that feature) with a
  * one-line hint on how to fix a failure.
  */
-#ifndef CORDON_PROBE_DOCTOR_H
-#define CORDON_PROBE_DOCTOR_H
+#ifndef CORDON_RUNNER_DOCTOR_H
+#define CORDON_RUNNER_DOCTOR_H
 
 #include <stdbool.h>
 #include <stddef.h>

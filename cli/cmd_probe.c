@@ -18,7 +18,7 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "probe/probe.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 #include "runner/pool.h"
 #include "runner/runner.h"
 

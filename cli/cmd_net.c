@@ -15,7 +15,7 @@
 #include "common/config.h"
 #include "common/json.h"
 #include "netsetup/netsetup.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 
 #define MAX_PROXY_ARGS 32
 

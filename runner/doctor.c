@@ -4,7 +4,7 @@
  * setuid/setgid files, egress (via the netsetup callback), and the age and
  * outcome of the latest probes.
  */
-#include "probe/doctor.h"
+#include "runner/doctor.h"
 
 #include <errno.h>
 #include <stdarg.h>

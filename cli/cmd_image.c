@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/config.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 #include "runner/image.h"
 
 static void

@@ -15,7 +15,7 @@
 #include "common/config.h"
 #include "common/json.h"
 #include "common/util.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 #include "runner/runner.h"
 
 static volatile sig_atomic_t run_cancel;

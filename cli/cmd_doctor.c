@@ -9,8 +9,8 @@
 
 #include "common/config.h"
 #include "netsetup/netsetup.h"
-#include "probe/doctor.h"
-#include "runner/cmd.h"
+#include "runner/doctor.h"
+#include "cli/cmd.h"
 
 /* Egress: INFO when nothing of it exists, OK when all is in place, FAIL
  * naming the first drift when it is partly there. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/config.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 #include "runner/runner.h"
 
 static int

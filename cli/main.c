@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 
 struct command {
 	const char *name;

@@ -19,7 +19,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "mcp/mcp.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 #include "runner/runner.h"
 
 #define MAX_PENDING 8		/* run_code calls waiting behind the running one */

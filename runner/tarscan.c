@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "probe/doctor.h"
+#include "runner/doctor.h"
 
 long
 doctor_tar_count_setid(const unsigned char *tar, size_t len, char *first,

@@ -1,11 +1,11 @@
 /*
- * Subcommands of the `cordon` CLI. Each lives beside the part it drives
- * (runner/cmd_run.c, allowlist/cmd_allowlist.c, ...) and is linked into the
- * executable only. Each takes argv after the subcommand name (argv[0] is the
- * subcommand) and returns the process exit status.
+ * Subcommands of the `cordon` CLI, one cli/cmd_*.c each, linked into the
+ * executable only. Each takes argv after the subcommand name (argv[0] is
+ * the subcommand) and returns the process exit status. Libraries never
+ * include this header.
  */
-#ifndef CORDON_RUNNER_CMD_H
-#define CORDON_RUNNER_CMD_H
+#ifndef CORDON_CLI_CMD_H
+#define CORDON_CLI_CMD_H
 
 int cmd_run(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -15,7 +15,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "runner/cmd.h"
+#include "cli/cmd.h"
 #include "runner/runner.h"
 #include "serve/server.h"
 

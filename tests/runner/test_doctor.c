@@ -12,7 +12,7 @@
 
 #include "common/proc.h"
 #include "common/util.h"
-#include "probe/doctor.h"
+#include "runner/doctor.h"
 
 /* Makes a tar of a temp tree holding the given modes; caller frees. */
 static struct cbuf *
