@@ -112,8 +112,8 @@ dnet_inspect(const struct netsetup_params *p, cJSON **net, char *err,
 	int rc;
 
 	*net = NULL;
-	rc = ns_run(argv, NULL, &out, err, errlen);
-	if (rc > 0) {
+	rc = netsetup_exec(argv, NULL, &out, NULL, err, errlen);
+	if (rc == -EIO) {
 		rc = strstr(err, "No such network") != NULL ||
 		    strstr(err, "not found") != NULL ? -ENOENT : -EIO;
 		goto done;
@@ -181,8 +181,8 @@ dnet_create(const struct netsetup_params *p, char *err, size_t errlen)
 	int rc = dnet_create_argv(p, argv, 16, bufs, sizeof(bufs));
 
 	if (rc == 0)
-		rc = ns_run(argv, NULL, NULL, err, errlen);
-	if (rc > 0) {
+		rc = netsetup_exec(argv, NULL, NULL, NULL, err, errlen);
+	if (rc == -EIO) {
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen, "docker network create %s: %s",
@@ -196,9 +196,9 @@ int
 dnet_remove(const struct netsetup_params *p, char *err, size_t errlen)
 {
 	const char *argv[] = { p->docker, "network", "rm", p->network, NULL };
-	int rc = ns_run(argv, NULL, NULL, err, errlen);
+	int rc = netsetup_exec(argv, NULL, NULL, NULL, err, errlen);
 
-	if (rc > 0) {
+	if (rc == -EIO) {
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen, "docker network rm %s: %s", p->network,

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,15 +25,14 @@ fwa_backend(void)
 	static char backend[16];
 	const char *argv[] = { "iptables", "-V", NULL };
 	char err[128], *out = NULL;
+	int rc;
 
-	if (backend[0] == '\0') {
-		if (ns_run(argv, NULL, &out, err, sizeof(err)) == 0)
-			snprintf(backend, sizeof(backend), "%s",
-			    fw_backend_parse(out));
-		else
-			snprintf(backend, sizeof(backend), "unknown");
-		free(out);
-	}
+	if (backend[0] != '\0')
+		return backend;
+	rc = netsetup_exec(argv, NULL, &out, NULL, err, sizeof(err));
+	snprintf(backend, sizeof(backend), "%s",
+	    rc == 0 ? fw_backend_parse(out) : "unknown");
+	free(out);
 	return backend;
 }
 
@@ -66,7 +64,7 @@ fw_do(enum fw_family fam, enum fw_op op, const char *chain,
 		snprintf(err, errlen, "internal: bad firewall rule");
 		return rc;
 	}
-	return ns_run(argv, NULL, out, err, errlen);
+	return netsetup_exec(argv, NULL, out, NULL, err, errlen);
 }
 
 /* Runs an operation that must succeed. */
@@ -81,7 +79,7 @@ fw_must(enum fw_family fam, enum fw_op op, const char *chain,
 		return 0;
 	if (rule != NULL)
 		(void)fw_rule_line(rule, line, sizeof(line));
-	if (rc > 0) {
+	if (rc == -EIO) {
 		char why[256];
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen, "%s %s%s%s: %s", fw_binary(fam),
@@ -118,9 +116,9 @@ fw_listing(enum fw_family fam, char **out, char *err, size_t errlen)
 {
 	int rc = fw_do(fam, FW_OP_LIST, NULL, NULL, out, err, errlen);
 
-	if (rc == -ENOENT || (rc > 0 && fam == FW_INET6))
+	if (rc == -ENOENT || (rc == -EIO && fam == FW_INET6))
 		return -ENODEV;
-	if (rc > 0) {
+	if (rc == -EIO) {
 		/* A copy as large as what err holds, so nothing is cut twice. */
 		char *why = strdup(err);
 		snprintf(err, errlen, "%s -S: %s", fw_binary(fam),
@@ -198,8 +196,8 @@ fwa_apply(const struct netsetup_params *p, enum fw_family fam,
 	int rc;
 
 	if ((rc = fwa_load(p, fam, &listing, &plan, err, errlen)) == -ENODEV) {
-		ns_note(changes, "%s: %s unavailable, skipped (no IPv6 here)",
-		    fn, fw_binary(fam));
+		netsetup_note(changes, "%s: %s unavailable, skipped (no IPv6 "
+		    "here)", fn, fw_binary(fam));
 		rc = 0;
 	}
 	if (rc < 0 || listing == NULL)
@@ -212,14 +210,15 @@ fwa_apply(const struct netsetup_params *p, enum fw_family fam,
 			    errlen)) < 0 ||
 			    (rc = chain_fill(&plan, chain, err, errlen)) < 0)
 				goto out;
-			ns_note(changes, "%s: created chain %s", fn, chain);
+			netsetup_note(changes, "%s: created chain %s", fn,
+			    chain);
 		} else if (!chain_right(&plan, chain, listing)) {
 			if ((rc = fw_must(fam, FW_OP_FLUSH, chain, NULL, err,
 			    errlen)) < 0 ||
 			    (rc = chain_fill(&plan, chain, err, errlen)) < 0)
 				goto out;
-			ns_note(changes, "%s: rewrote chain %s (its rules had "
-			    "drifted)", fn, chain);
+			netsetup_note(changes, "%s: rewrote chain %s (its "
+			    "rules had drifted)", fn, chain);
 		}
 	}
 	for (size_t i = 0; i < plan.nrules; i++) {
@@ -231,14 +230,15 @@ fwa_apply(const struct netsetup_params *p, enum fw_family fam,
 			if ((rc = fw_must(fam, FW_OP_INSERT1, NULL, r, err,
 			    errlen)) < 0)
 				goto out;
-			ns_note(changes, "%s: added %s", fn, line);
+			netsetup_note(changes, "%s: added %s", fn, line);
 		} else if (!fw_listing_jump_first(listing, r)) {
 			if ((rc = fw_must(fam, FW_OP_DELETE, NULL, r, err,
 			    errlen)) < 0 ||
 			    (rc = fw_must(fam, FW_OP_INSERT1, NULL, r, err,
 			    errlen)) < 0)
 				goto out;
-			ns_note(changes, "%s: moved to the top: %s", fn, line);
+			netsetup_note(changes, "%s: moved to the top: %s", fn,
+			    line);
 		}
 	}
 	rc = 0;
@@ -272,7 +272,7 @@ fwa_remove(const struct netsetup_params *p, enum fw_family fam,
 			if ((rc = fw_must(fam, FW_OP_DELETE, NULL, r, err,
 			    errlen)) < 0)
 				goto out;
-			ns_note(changes, "%s: deleted %s", fn, line);
+			netsetup_note(changes, "%s: deleted %s", fn, line);
 		}
 	}
 	for (size_t c = 0; c < 2; c++) {
@@ -283,7 +283,8 @@ fwa_remove(const struct netsetup_params *p, enum fw_family fam,
 		    (rc = fw_must(fam, FW_OP_DELETE_CHAIN, plan.chains[c], NULL,
 		    err, errlen)) < 0)
 			goto out;
-		ns_note(changes, "%s: deleted chain %s", fn, plan.chains[c]);
+		netsetup_note(changes, "%s: deleted chain %s", fn,
+		    plan.chains[c]);
 	}
 	rc = 0;
 out:
@@ -291,20 +292,57 @@ out:
 	return rc;
 }
 
-static void
-drift_add(cJSON *drift, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-drift_add(cJSON *drift, const char *fmt, ...)
+/* Our chains: a drift line for each that is missing or not exactly ours. */
+static int
+status_chains(const struct fw_plan *plan, const char *listing,
+    const char *fn, cJSON *drift)
 {
-	char buf[600];
-	va_list ap;
+	int rc = 0;
 
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	cJSON_AddItemToArray(drift, cJSON_CreateString(buf));
+	for (size_t c = 0; rc == 0 && c < 2; c++) {
+		const char *chain = plan->chains[c];
+		if (!fw_listing_has_chain(listing, chain))
+			rc = netsetup_drift(drift, "%s: chain %s missing", fn,
+			    chain);
+		else if (!chain_right(plan, chain, listing))
+			rc = netsetup_drift(drift, "%s: chain %s does not hold "
+			    "exactly Cordon's rules", fn, chain);
+	}
+	return rc;
+}
+
+/* Each planned rule: into rules when present; for jumps, a drift line
+ * when missing or not first. */
+static int
+status_rules(const struct fw_plan *plan, const char *listing,
+    const char *fn, cJSON *rules, cJSON *drift)
+{
+	char line[512];
+	cJSON *v;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < plan->nrules; i++) {
+		const struct fw_rule *r = &plan->rules[i];
+		bool present = rule_present(plan->family, listing, r);
+		(void)fw_rule_line(r, line, sizeof(line));
+		if (present) {
+			if ((v = cJSON_CreateString(line)) == NULL)
+				return -ENOMEM;
+			if (!cJSON_AddItemToArray(rules, v)) {
+				cJSON_Delete(v);
+				return -ENOMEM;
+			}
+		}
+		if (!r->jump)
+			continue;
+		if (!present)
+			rc = netsetup_drift(drift, "%s: rule missing: %s", fn,
+			    line);
+		else if (!fw_listing_jump_first(listing, r))
+			rc = netsetup_drift(drift, "%s: rule not first in %s: "
+			    "%s", fn, r->chain, line);
+	}
+	return rc;
 }
 
 int
@@ -313,56 +351,43 @@ fwa_status(const struct netsetup_params *p, enum fw_family fam, cJSON *obj,
 {
 	const char *fn = fam_name(fam);
 	struct fw_plan plan;
-	char *listing = NULL, line[512], err[256];
+	char *listing = NULL, err[256];
 	cJSON *rules;
 	int rc, nf;
 
 	rc = fw_listing(fam, &listing, err, sizeof(err));
 	if (rc == -ENODEV) {
-		cJSON_AddStringToObject(obj, "state", "unavailable");
-		free(listing);
-		return 0;
+		rc = cJSON_AddStringToObject(obj, "state", "unavailable") ==
+		    NULL ? -ENOMEM : 0;
+		goto out;
 	}
 	if (rc < 0) {
-		drift_add(drift, "%s: cannot list the firewall: %s", fn, err);
-		free(listing);
-		return 0;
+		rc = netsetup_drift(drift, "%s: cannot list the firewall: %s",
+		    fn, err);
+		goto out;
 	}
 	if (fw_plan_build(&plan, fam, p,
 	    fw_listing_has_chain(listing, "DOCKER-USER")) < 0) {
-		free(listing);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto out;
 	}
-	for (size_t c = 0; c < 2; c++) {
-		const char *chain = plan.chains[c];
-		if (!fw_listing_has_chain(listing, chain))
-			drift_add(drift, "%s: chain %s missing", fn, chain);
-		else if (!chain_right(&plan, chain, listing))
-			drift_add(drift, "%s: chain %s does not hold exactly "
-			    "Cordon's rules", fn, chain);
+	if ((rc = status_chains(&plan, listing, fn, drift)) < 0)
+		goto out;
+	if ((rules = cJSON_AddArrayToObject(obj, "rules")) == NULL) {
+		rc = -ENOMEM;
+		goto out;
 	}
-	rules = cJSON_AddArrayToObject(obj, "rules");
-	for (size_t i = 0; i < plan.nrules; i++) {
-		const struct fw_rule *r = &plan.rules[i];
-		bool present = rule_present(fam, listing, r);
-		(void)fw_rule_line(r, line, sizeof(line));
-		if (present)
-			cJSON_AddItemToArray(rules, cJSON_CreateString(line));
-		if (!r->jump)
-			continue;
-		if (!present)
-			drift_add(drift, "%s: rule missing: %s", fn, line);
-		else if (!fw_listing_jump_first(listing, r))
-			drift_add(drift, "%s: rule not first in %s: %s", fn,
-			    r->chain, line);
-	}
+	if ((rc = status_rules(&plan, listing, fn, rules, drift)) < 0)
+		goto out;
 	nf = fwa_bridge_nf(fam);
-	cJSON_AddBoolToObject(obj, "bridge_netfilter", nf == 1);
-	if (nf != 1)
-		drift_add(drift, "%s: bridge netfilter is off (net.bridge."
-		    "bridge-nf-call-%s != 1): traffic between containers on "
-		    "%s bypasses the firewall", fn,
+	if (cJSON_AddBoolToObject(obj, "bridge_netfilter", nf == 1) == NULL)
+		rc = -ENOMEM;
+	else if (nf != 1)
+		rc = netsetup_drift(drift, "%s: bridge netfilter is off "
+		    "(net.bridge.bridge-nf-call-%s != 1): traffic between "
+		    "containers on %s bypasses the firewall", fn,
 		    fam == FW_INET6 ? "ip6tables" : "iptables", p->bridge);
+out:
 	free(listing);
-	return 0;
+	return rc;
 }

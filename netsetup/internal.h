@@ -1,7 +1,12 @@
 /*
  * Netsetup's internal interfaces between its files: running iptables and
- * docker through proc.h, the Docker network, the firewall as applied, and
- * the proxy supervisor. Not for other parts of Cordon.
+ * docker through proc_call, the state directory, the proxy as `up` starts
+ * it, the Docker network, the firewall as applied, the proxy supervisor
+ * and its systemd unit. Not for other parts of Cordon. Calls between the
+ * files go one way: netsetup.c (up, down) -> proxy.c; netsetup.c, status.c
+ * and proxy.c -> state.c (-> params.c), dnet.c, fwapply.c (-> fw.c),
+ * sdunit.c, super.c; seal.c -> params.c; everything that runs a tool ->
+ * nsexec.c, which calls nothing in netsetup.
  */
 #ifndef CORDON_NETSETUP_INTERNAL_H
 #define CORDON_NETSETUP_INTERNAL_H
@@ -18,16 +23,61 @@
 
 #define NS_CMD_TIMEOUT_MS 30000
 
-/* Runs argv (stdin may be NULL). On success *out (may be NULL) receives
- * stdout, malloc'd and NUL-terminated (caller frees). Returns the exit
- * code (>= 0), or a negative errno when it could not run or timed out;
- * err then holds a reason, and on a non-zero exit the first stderr line. */
-int ns_run(const char *const *argv, const char *in, char **out, char *err,
-    size_t errlen);
+/* ---- running tools and noting what was done (nsexec.c) ---- */
+
+/*
+ * Runs argv (never a shell; in, if not NULL, is written to its stdin)
+ * through proc_call, with its convention: 0 when it exited 0; -EIO when it
+ * exited non-zero or was killed (err: the first stderr line, else
+ * "ARGV0 exited with N"); -ETIMEDOUT after NS_CMD_TIMEOUT_MS; another
+ * negative errno when it could not be started (err says why). *status
+ * (may be NULL) gets the exit code, 128 + signal, or -1 when it did not run
+ * to an exit: `iptables -C` exits 1 when a rule is absent. *out (may be
+ * NULL) gets its stdout, malloc'd and NUL-terminated (caller frees),
+ * whenever it ran to an exit (0 or -EIO), else NULL; -ENOMEM when that copy
+ * fails.
+ */
+int netsetup_exec(const char *const *argv, const char *in, char **out,
+    int *status, char *err, size_t errlen);
 
 /* Appends "what\n" to changes (ignores ENOSPC: the list is informative). */
-void ns_note(struct cbuf *changes, const char *fmt, ...)
+void netsetup_note(struct cbuf *changes, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Appends the formatted line to drift (a JSON array). 0 or -ENOMEM: a
+ * status that lost a drift line would look better than it is. */
+int netsetup_drift(cJSON *drift, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- the state directory (state.c) ---- */
+
+/* buf = p->state_dir "/" name. */
+void netsetup_state_path(const struct netsetup_params *p, const char *name,
+    char *buf, size_t len);
+/* The record of the last `up` (net.json), or NULL (caller deletes). */
+cJSON *netsetup_state_read(const struct netsetup_params *p);
+/* Writes the record of an `up` (atomically; nothing on failure). 0,
+ * -ENOMEM or another negative errno. */
+int netsetup_state_write(const struct netsetup_params *p,
+    const struct netsetup_up_opts *o, const cJSON *proxy_argv, bool ours);
+/* Serialises up and down for one bridge: a lock file in the state dir,
+ * waited for up to 60 s. Returns the locked fd or a negative errno. */
+int netsetup_state_lock(const struct netsetup_params *p, char *err,
+    size_t errlen);
+
+/* ---- the proxy as `up` starts it (proxy.c) ---- */
+
+/* Pure: the proxy argv as a JSON array of strings (the recorded form):
+ * proxy_bin --listen GW:PORT --allowlist FILE --access-log - --user USER,
+ * then o's extra arguments. 0 and *out (caller deletes), -EINVAL, or
+ * -ENOMEM with *out NULL. */
+int netsetup_proxy_argv(const struct netsetup_params *p,
+    const struct netsetup_up_opts *o, cJSON **out);
+/* Starts (or restarts, when want differs from recorded) the supervised
+ * proxy and waits until it listens; notes changes. */
+int netsetup_proxy_up(const struct netsetup_params *p,
+    const struct netsetup_up_opts *o, const cJSON *recorded,
+    const cJSON *want, struct cbuf *changes, char *err, size_t errlen);
 
 /* ---- docker network (dnet.c) ---- */
 
@@ -57,7 +107,7 @@ int fwa_apply(const struct netsetup_params *p, enum fw_family fam,
 int fwa_remove(const struct netsetup_params *p, enum fw_family fam,
     struct cbuf *changes, char *err, size_t errlen);
 /* Adds one drift line per problem to drift (a JSON array); fills obj with
- * what is there. 0 or a negative errno. */
+ * what is there. 0, -ENOMEM or another negative errno. */
 int fwa_status(const struct netsetup_params *p, enum fw_family fam,
     cJSON *obj, cJSON *drift);
 /* Reads /proc/sys/net/bridge/bridge-nf-call-ip{,6}tables: 1, 0, or -1
@@ -66,7 +116,7 @@ int fwa_bridge_nf(enum fw_family fam);
 
 /* ---- proxy supervisor (super.c) ---- */
 
-struct super_spec {
+struct nssuper_spec {
 	const char *const *argv;	/* proxy argv, NULL-terminated */
 	const char *const *envp;	/* its whole environment */
 	const char *user;		/* run the proxy as this user */
@@ -77,38 +127,39 @@ struct super_spec {
 
 /* Starts the supervisor, detached (setsid). Returns 0 once it runs and
  * holds its pid file, with *pid; or a negative errno. */
-int super_start(const struct super_spec *s, pid_t *pid, char *err,
+int nssuper_start(const struct nssuper_spec *s, pid_t *pid, char *err,
     size_t errlen);
 /* 0 and *pid when a supervisor holds pid_path; -ESRCH when none does. */
-int super_alive(const char *pid_path, pid_t *pid);
+int nssuper_alive(const char *pid_path, pid_t *pid);
 /* Reads a pid file and checks the process exists: 0 or -ESRCH. */
-int super_child_alive(const char *child_pid_path, pid_t *pid);
+int nssuper_child_alive(const char *child_pid_path, pid_t *pid);
 /* SIGTERMs the supervisor (which stops the proxy) and waits up to
  * timeout_ms, then SIGKILLs both. 0, or -ESRCH when none ran. */
-int super_stop(const char *pid_path, const char *child_pid_path,
+int nssuper_stop(const char *pid_path, const char *child_pid_path,
     int timeout_ms);
 /* Tries a TCP connect to addr:port within timeout_ms: true if accepted. */
-bool super_port_open(const char *addr, int port, int timeout_ms);
+bool nssuper_port_open(const char *addr, int port, int timeout_ms);
 
 /* ---- the same as a systemd unit (sdunit.c), where systemd runs ---- */
 
 /* True when systemd is the init system (sd_booted(3)). */
-bool sd_booted(void);
+bool sdunit_booted(void);
 /* "cordon-proxy-<bridge>.service" */
-void sd_unit_name(const struct netsetup_params *p, char *buf, size_t len);
+void sdunit_name(const struct netsetup_params *p, char *buf, size_t len);
 /* Pure: the unit file for s (argv, envp, user, log_path). 0, -EINVAL
  * (a value systemd would misread) or -ENOSPC. */
-int sd_unit_text(const struct super_spec *s, const char *bridge, char *buf,
+int sdunit_text(const struct nssuper_spec *s, const char *bridge, char *buf,
     size_t len);
 /* Writes the unit if it changed and (re)starts it unless it is already
  * active and unchanged. */
-int sd_start(const struct netsetup_params *p, const struct super_spec *s,
-    struct cbuf *changes, char *err, size_t errlen);
-bool sd_active(const struct netsetup_params *p);
-bool sd_installed(const struct netsetup_params *p);
-pid_t sd_main_pid(const struct netsetup_params *p);
+int sdunit_start(const struct netsetup_params *p,
+    const struct nssuper_spec *s, struct cbuf *changes, char *err,
+    size_t errlen);
+bool sdunit_active(const struct netsetup_params *p);
+bool sdunit_installed(const struct netsetup_params *p);
+pid_t sdunit_main_pid(const struct netsetup_params *p);
 /* Stops and removes the unit if it is installed. */
-int sd_stop(const struct netsetup_params *p, struct cbuf *changes,
+int sdunit_stop(const struct netsetup_params *p, struct cbuf *changes,
     char *err, size_t errlen);
 
 #endif

@@ -15,17 +15,17 @@
 
 #include "common/util.h"
 
-#define SD_RUNTIME_DIR "/run/systemd/system"
+#define SDUNIT_RUNTIME_DIR "/run/systemd/system"
 
 bool
-sd_booted(void)
+sdunit_booted(void)
 {
 	/* The test sd_booted(3) uses. */
-	return access(SD_RUNTIME_DIR "/", F_OK) == 0;
+	return access(SDUNIT_RUNTIME_DIR "/", F_OK) == 0;
 }
 
 void
-sd_unit_name(const struct netsetup_params *p, char *buf, size_t len)
+sdunit_name(const struct netsetup_params *p, char *buf, size_t len)
 {
 	snprintf(buf, len, "cordon-proxy-%s.service", p->bridge);
 }
@@ -34,7 +34,7 @@ sd_unit_name(const struct netsetup_params *p, char *buf, size_t len)
  * quotes, with \ and " escaped, % and $ doubled (no specifiers, no
  * variable expansion). Control characters are refused. */
 static int
-sd_quote(char *buf, size_t len, size_t *used, const char *s)
+sdunit_quote(char *buf, size_t len, size_t *used, const char *s)
 {
 	size_t u = *used;
 
@@ -62,7 +62,7 @@ sd_quote(char *buf, size_t len, size_t *used, const char *s)
 }
 
 static int
-sd_append(char *buf, size_t len, size_t *used, const char *s)
+sdunit_append(char *buf, size_t len, size_t *used, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -75,22 +75,22 @@ sd_append(char *buf, size_t len, size_t *used, const char *s)
 
 /* Appends "key" then each value quoted and space-separated, then "\n". */
 static int
-sd_line(char *buf, size_t len, size_t *used, const char *key,
+sdunit_line(char *buf, size_t len, size_t *used, const char *key,
     const char *const *vals)
 {
-	int rc = sd_append(buf, len, used, key);
+	int rc = sdunit_append(buf, len, used, key);
 
 	for (size_t i = 0; rc == 0 && vals[i] != NULL; i++) {
 		if (i > 0)
-			rc = sd_append(buf, len, used, " ");
+			rc = sdunit_append(buf, len, used, " ");
 		if (rc == 0)
-			rc = sd_quote(buf, len, used, vals[i]);
+			rc = sdunit_quote(buf, len, used, vals[i]);
 	}
-	return rc == 0 ? sd_append(buf, len, used, "\n") : rc;
+	return rc == 0 ? sdunit_append(buf, len, used, "\n") : rc;
 }
 
 int
-sd_unit_text(const struct super_spec *s, const char *bridge, char *buf,
+sdunit_text(const struct nssuper_spec *s, const char *bridge, char *buf,
     size_t len)
 {
 	const char *user[] = { s->user, NULL };
@@ -105,24 +105,25 @@ sd_unit_text(const struct super_spec *s, const char *bridge, char *buf,
 	if (strpbrk(s->log_path, " \t\n\"'\\%$") != NULL ||
 	    strpbrk(bridge, " \t\n\"'\\%$") != NULL)
 		return -EINVAL;
-	rc = sd_append(buf, len, &used, "# Written by 'cordon net up'; "
+	rc = sdunit_append(buf, len, &used, "# Written by 'cordon net up'; "
 	    "removed by 'cordon net down'.\n[Unit]\nDescription=Cordon egress "
 	    "proxy on ");
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, bridge);
+		rc = sdunit_append(buf, len, &used, bridge);
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, "\nAfter=network.target "
+		rc = sdunit_append(buf, len, &used, "\nAfter=network.target "
 		    "docker.service\n\n[Service]\nType=simple\n");
 	if (rc == 0)
-		rc = sd_line(buf, len, &used, "ExecStart=", s->argv);
+		rc = sdunit_line(buf, len, &used, "ExecStart=", s->argv);
 	if (rc == 0)
-		rc = sd_line(buf, len, &used, "User=", user);
+		rc = sdunit_line(buf, len, &used, "User=", user);
 	for (size_t i = 0; rc == 0 && s->envp[i] != NULL; i++) {
 		const char *one[] = { s->envp[i], NULL };
-		rc = sd_line(buf, len, &used, "Environment=", one);
+		rc = sdunit_line(buf, len, &used, "Environment=", one);
 	}
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, "Restart=always\nRestartSec=1\n"
+		rc = sdunit_append(buf, len, &used,
+		    "Restart=always\nRestartSec=1\n"
 		    "NoNewPrivileges=yes\nCapabilityBoundingSet=\n"
 		    "ProtectSystem=strict\nProtectHome=read-only\n"
 		    "PrivateTmp=yes\nPrivateDevices=yes\n"
@@ -131,13 +132,13 @@ sd_unit_text(const struct super_spec *s, const char *bridge, char *buf,
 		    "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX\n"
 		    "StandardInput=null\nStandardOutput=append:");
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, s->log_path);
+		rc = sdunit_append(buf, len, &used, s->log_path);
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, "\nStandardError=append:");
+		rc = sdunit_append(buf, len, &used, "\nStandardError=append:");
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, s->log_path);
+		rc = sdunit_append(buf, len, &used, s->log_path);
 	if (rc == 0)
-		rc = sd_append(buf, len, &used, "\n");
+		rc = sdunit_append(buf, len, &used, "\n");
 	if (rc != 0)
 		buf[0] = '\0';
 	return rc;
@@ -151,20 +152,20 @@ systemctl(const char *verb, const char *unit, char **out, char *err,
 
 	if (unit == NULL)
 		argv[2] = NULL;
-	return ns_run(argv, NULL, out, err, errlen);
+	return netsetup_exec(argv, NULL, out, NULL, err, errlen);
 }
 
 int
-sd_start(const struct netsetup_params *p, const struct super_spec *s,
+sdunit_start(const struct netsetup_params *p, const struct nssuper_spec *s,
     struct cbuf *changes, char *err, size_t errlen)
 {
 	char name[64], path[128], text[8192], *old = NULL;
 	bool same;
 	int rc;
 
-	sd_unit_name(p, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", SD_RUNTIME_DIR, name);
-	if ((rc = sd_unit_text(s, p->bridge, text, sizeof(text))) < 0) {
+	sdunit_name(p, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", SDUNIT_RUNTIME_DIR, name);
+	if ((rc = sdunit_text(s, p->bridge, text, sizeof(text))) < 0) {
 		snprintf(err, errlen, "cannot write a systemd unit for the "
 		    "proxy (a path has characters systemd would misread)");
 		return rc;
@@ -172,7 +173,7 @@ sd_start(const struct netsetup_params *p, const struct super_spec *s,
 	same = util_read_file(path, sizeof(text), &old, NULL) == 0 &&
 	    strcmp(old, text) == 0;
 	free(old);
-	if (same && sd_active(p))
+	if (same && sdunit_active(p))
 		return 0;
 	if (!same) {
 		if ((rc = util_write_file_atomic(path, text, strlen(text),
@@ -185,42 +186,42 @@ sd_start(const struct netsetup_params *p, const struct super_spec *s,
 	}
 	if (systemctl("restart", name, NULL, err, errlen) != 0)
 		return -EIO;
-	ns_note(changes, "%s systemd unit %s: cordon-proxy as %s on %s:%d, "
-	    "log %s", same ? "restarted" : "wrote and started", name, s->user,
-	    p->gateway, p->port, s->log_path);
+	netsetup_note(changes, "%s systemd unit %s: cordon-proxy as %s on "
+	    "%s:%d, log %s", same ? "restarted" : "wrote and started", name,
+	    s->user, p->gateway, p->port, s->log_path);
 	return 0;
 }
 
 bool
-sd_active(const struct netsetup_params *p)
+sdunit_active(const struct netsetup_params *p)
 {
 	char name[64], err[128];
 
-	sd_unit_name(p, name, sizeof(name));
+	sdunit_name(p, name, sizeof(name));
 	return systemctl("is-active", name, NULL, err, sizeof(err)) == 0;
 }
 
 bool
-sd_installed(const struct netsetup_params *p)
+sdunit_installed(const struct netsetup_params *p)
 {
 	char name[64], path[128];
 
-	sd_unit_name(p, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", SD_RUNTIME_DIR, name);
+	sdunit_name(p, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", SDUNIT_RUNTIME_DIR, name);
 	return access(path, F_OK) == 0;
 }
 
 pid_t
-sd_main_pid(const struct netsetup_params *p)
+sdunit_main_pid(const struct netsetup_params *p)
 {
 	const char *argv[] = { "systemctl", "show", "--property=MainPID",
 	    "--value", NULL, NULL };
 	char name[64], err[128], *out = NULL;
 	int64_t v = 0;
 
-	sd_unit_name(p, name, sizeof(name));
+	sdunit_name(p, name, sizeof(name));
 	argv[4] = name;
-	if (ns_run(argv, NULL, &out, err, sizeof(err)) == 0) {
+	if (netsetup_exec(argv, NULL, &out, NULL, err, sizeof(err)) == 0) {
 		out[strcspn(out, "\n")] = '\0';
 		if (util_parse_i64(out, 0, 1 << 30, &v) < 0)
 			v = 0;
@@ -230,15 +231,15 @@ sd_main_pid(const struct netsetup_params *p)
 }
 
 int
-sd_stop(const struct netsetup_params *p, struct cbuf *changes, char *err,
+sdunit_stop(const struct netsetup_params *p, struct cbuf *changes, char *err,
     size_t errlen)
 {
 	char name[64], path[128];
 
-	if (!sd_installed(p))
+	if (!sdunit_installed(p))
 		return 0;
-	sd_unit_name(p, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", SD_RUNTIME_DIR, name);
+	sdunit_name(p, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", SDUNIT_RUNTIME_DIR, name);
 	if (systemctl("stop", name, NULL, err, errlen) != 0)
 		return -EIO;
 	if (unlink(path) < 0) {
@@ -246,6 +247,6 @@ sd_stop(const struct netsetup_params *p, struct cbuf *changes, char *err,
 		return -errno;
 	}
 	(void)systemctl("daemon-reload", NULL, NULL, err, errlen);
-	ns_note(changes, "stopped and removed systemd unit %s", name);
+	netsetup_note(changes, "stopped and removed systemd unit %s", name);
 	return 0;
 }

@@ -34,13 +34,13 @@
 #define STABLE_MS	30000	/* a run this long resets the backoff */
 #define STOP_GRACE_MS	5000
 
-static volatile sig_atomic_t super_stop_flag;
+static volatile sig_atomic_t nssuper_stop_flag;
 
 static void
 on_term(int sig)
 {
 	(void)sig;
-	super_stop_flag = 1;
+	nssuper_stop_flag = 1;
 }
 
 /* One timestamped line to the log (fd 2 in the supervisor). */
@@ -79,7 +79,7 @@ read_pid(const char *path, pid_t *pid)
 }
 
 int
-super_alive(const char *pid_path, pid_t *pid)
+nssuper_alive(const char *pid_path, pid_t *pid)
 {
 	int fd, rc;
 
@@ -99,7 +99,7 @@ super_alive(const char *pid_path, pid_t *pid)
 }
 
 int
-super_child_alive(const char *child_pid_path, pid_t *pid)
+nssuper_child_alive(const char *child_pid_path, pid_t *pid)
 {
 	char path[64], comm[32] = "";
 	FILE *f;
@@ -134,7 +134,7 @@ sleep_ms(int ms)
  * that user; pw is used to check the drop really happened (see
  * supervise's liveness check in netsetup's tests). */
 static void
-child_exec(const struct super_spec *s, const struct passwd *pw)
+child_exec(const struct nssuper_spec *s, const struct passwd *pw)
 {
 	sigset_t none;
 
@@ -169,7 +169,7 @@ wait_child(pid_t child, int *status)
 			return 0;
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (super_stop_flag)
+		if (nssuper_stop_flag)
 			return -EINTR;
 	}
 }
@@ -194,7 +194,7 @@ stop_child(pid_t child)
 }
 
 static noreturn void
-supervise(const struct super_spec *s, const struct passwd *pw)
+supervise(const struct nssuper_spec *s, const struct passwd *pw)
 {
 	int backoff = BACKOFF_MIN_MS;
 	struct sigaction sa;
@@ -208,7 +208,7 @@ supervise(const struct super_spec *s, const struct passwd *pw)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_DFL);
 	slog("supervising %s as %s", s->argv[0], s->user);
-	while (!super_stop_flag) {
+	while (!nssuper_stop_flag) {
 		int64_t started = time_mono_ms();
 		int status = 0;
 		pid_t child = fork();
@@ -233,7 +233,7 @@ supervise(const struct super_spec *s, const struct passwd *pw)
 			if (time_mono_ms() - started >= STABLE_MS)
 				backoff = BACKOFF_MIN_MS;
 		}
-		if (super_stop_flag)
+		if (nssuper_stop_flag)
 			break;
 		slog("restarting in %d ms", backoff);
 		sleep_ms(backoff);
@@ -248,7 +248,8 @@ supervise(const struct super_spec *s, const struct passwd *pw)
 
 /* The detached grandchild: set up fds and the lock, report, supervise. */
 static noreturn void
-super_main(const struct super_spec *s, const struct passwd *pw, int ready)
+nssuper_main(const struct nssuper_spec *s, const struct passwd *pw,
+    int ready)
 {
 	char buf[32];
 	int fd, logfd, n;
@@ -285,16 +286,31 @@ super_main(const struct super_spec *s, const struct passwd *pw, int ready)
 	supervise(s, pw);
 }
 
+/* What the supervisor reports on its ready pipe within 5 s: EOF when it
+ * started (0), else the errno it failed with. */
+static int
+ready_wait(int fd)
+{
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	ssize_t r;
+	int e = 0;
+
+	if (poll(&pfd, 1, 5000) != 1)
+		return ETIMEDOUT;
+	r = read(fd, &e, sizeof(e));
+	if (r == 0)
+		return 0;
+	return r == (ssize_t)sizeof(e) ? e : EIO;
+}
+
 int
-super_start(const struct super_spec *s, pid_t *pid, char *err,
+nssuper_start(const struct nssuper_spec *s, pid_t *pid, char *err,
     size_t errlen)
 {
 	struct passwd pwc, *pw;
 	sigset_t all, old;
-	struct pollfd pfd;
 	int fds[2], e = 0, status;
 	pid_t mid;
-	ssize_t r;
 
 	*pid = 0;
 	if ((pw = getpwnam(s->user)) == NULL) {
@@ -331,7 +347,7 @@ super_start(const struct super_spec *s, pid_t *pid, char *err,
 			if (fds[1] != 3 && dup2(fds[1], 3) < 0)
 				_exit(1);
 			closefrom(4);
-			super_main(s, &pwc, 3);
+			nssuper_main(s, &pwc, 3);
 		}
 		_exit(0);
 	}
@@ -345,20 +361,9 @@ super_start(const struct super_spec *s, pid_t *pid, char *err,
 	}
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
 		;
-	/* EOF: started; an int: the errno it failed with. */
-	pfd = (struct pollfd){ fds[0], POLLIN, 0 };
-	e = 0;
-	if (poll(&pfd, 1, 5000) != 1) {
-		e = ETIMEDOUT;
-	} else {
-		r = read(fds[0], &e, sizeof(e));
-		if (r == 0)
-			e = 0;
-		else if (r != (ssize_t)sizeof(e))
-			e = EIO;
-	}
+	e = ready_wait(fds[0]);
 	close(fds[0]);
-	if (e == 0 && super_alive(s->pid_path, pid) < 0)
+	if (e == 0 && nssuper_alive(s->pid_path, pid) < 0)
 		e = ESRCH;
 	if (e != 0) {
 		snprintf(err, errlen, "starting the proxy supervisor (%s, log "
@@ -391,13 +396,13 @@ pid_running(pid_t pid)
 }
 
 int
-super_stop(const char *pid_path, const char *child_pid_path, int timeout_ms)
+nssuper_stop(const char *pid_path, const char *child_pid_path, int timeout_ms)
 {
 	int64_t until = time_mono_ms() + timeout_ms;
 	pid_t sup = 0, child = 0;
-	bool had_child = super_child_alive(child_pid_path, &child) == 0;
+	bool had_child = nssuper_child_alive(child_pid_path, &child) == 0;
 
-	if (super_alive(pid_path, &sup) < 0) {
+	if (nssuper_alive(pid_path, &sup) < 0) {
 		/* No supervisor: a proxy left behind is still ours to end. */
 		if (had_child) {
 			(void)kill(child, SIGKILL);
@@ -410,11 +415,11 @@ super_stop(const char *pid_path, const char *child_pid_path, int timeout_ms)
 	}
 	(void)kill(sup, SIGTERM);
 	while (time_mono_ms() < until) {
-		if (super_alive(pid_path, &sup) == -ESRCH)
+		if (nssuper_alive(pid_path, &sup) == -ESRCH)
 			break;
 		sleep_ms(20);
 	}
-	if (super_alive(pid_path, &sup) == 0)
+	if (nssuper_alive(pid_path, &sup) == 0)
 		(void)kill(sup, SIGKILL);
 	if (had_child && pid_running(child))
 		(void)kill(child, SIGKILL);
@@ -429,7 +434,7 @@ super_stop(const char *pid_path, const char *child_pid_path, int timeout_ms)
 }
 
 bool
-super_port_open(const char *addr, int port, int timeout_ms)
+nssuper_port_open(const char *addr, int port, int timeout_ms)
 {
 	struct sockaddr_in sin;
 	struct pollfd pfd;

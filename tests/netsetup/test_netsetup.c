@@ -2,7 +2,8 @@
  * Unit tests for netsetup's pure parts: subnet parsing, the exact firewall
  * rules and their iptables argv, `iptables -S` parsing (chain presence,
  * counts, jump position), the Docker network check, the create argv, the
- * docker run options for --net proxy and the seal rules.
+ * docker run options for --net proxy, the seal rules, the proxy's argv
+ * and the state record (whole or, under ENOMEM, not at all).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,11 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/config.h"
+#include "common/util.h"
 #include "netsetup/fw.h"
 #include "netsetup/internal.h"
 #include "netsetup/netsetup.h"
@@ -456,12 +460,12 @@ test_unit_text(void **state)
 	    "10.213.0.1:3128", "--allowlist", "/etc/cordon/a \"b\"%$.list",
 	    NULL };
 	const char *env[] = { "PATH=/usr/bin:/bin", NULL };
-	struct super_spec s = { argv, env, "nobody",
+	struct nssuper_spec s = { argv, env, "nobody",
 	    "/var/lib/cordon/net-cordon0/proxy.log", "x", "y" };
 	char buf[2048];
 
 	(void)state;
-	assert_int_equal(sd_unit_text(&s, "cordon0", buf, sizeof(buf)), 0);
+	assert_int_equal(sdunit_text(&s, "cordon0", buf, sizeof(buf)), 0);
 	assert_string_equal(buf,
 	    "# Written by 'cordon net up'; removed by 'cordon net down'.\n"
 	    "[Unit]\nDescription=Cordon egress proxy on cordon0\n"
@@ -484,16 +488,152 @@ test_unit_text(void **state)
 	/* Control characters and odd log paths are refused, small buffers
 	 * too; nothing half-written is left. */
 	argv[4] = "/etc/a\nExecStartPre=/bin/evil";
-	assert_int_equal(sd_unit_text(&s, "cordon0", buf, sizeof(buf)),
+	assert_int_equal(sdunit_text(&s, "cordon0", buf, sizeof(buf)),
 	    -EINVAL);
 	assert_string_equal(buf, "");
 	argv[4] = "/etc/a.list";
 	s.log_path = "/var/log/a b.log";
-	assert_int_equal(sd_unit_text(&s, "cordon0", buf, sizeof(buf)),
+	assert_int_equal(sdunit_text(&s, "cordon0", buf, sizeof(buf)),
 	    -EINVAL);
 	s.log_path = "/l";
-	assert_int_equal(sd_unit_text(&s, "cordon0", buf, 64), -ENOSPC);
+	assert_int_equal(sdunit_text(&s, "cordon0", buf, 64), -ENOSPC);
 	assert_string_equal(buf, "");
+}
+
+/* cJSON allocations fail from the n-th on (n < 0: never). */
+static long alloc_left = -1;
+
+static void *
+counted_malloc(size_t n)
+{
+	if (alloc_left == 0)
+		return NULL;
+	if (alloc_left > 0)
+		alloc_left--;
+	return malloc(n);
+}
+
+static void
+hooks_fail_after(long n)
+{
+	cJSON_Hooks h = { counted_malloc, free };
+
+	alloc_left = n;
+	cJSON_InitHooks(&h);
+}
+
+static void
+hooks_reset(void)
+{
+	alloc_left = -1;
+	cJSON_InitHooks(NULL);
+}
+
+/* Index of s in the JSON string array a, or -1. */
+static int
+array_find(const cJSON *a, const char *s)
+{
+	int i = 0;
+	const cJSON *v;
+
+	cJSON_ArrayForEach(v, a) {
+		if (cJSON_IsString(v) && strcmp(v->valuestring, s) == 0)
+			return i;
+		i++;
+	}
+	return -1;
+}
+
+static void
+test_proxy_argv(void **state)
+{
+	const char *extra[] = { "--log-level", "debug" };
+	struct netsetup_up_opts o = { "/etc/cordon/default.list",
+	    "/usr/lib/cordon/cordon-proxy", extra, 2 };
+	struct netsetup_params p;
+	char want[512], *text;
+	cJSON *a = NULL;
+	long n;
+	int rc, u;
+
+	(void)state;
+	params(&p);
+	assert_int_equal(netsetup_proxy_argv(&p, &o, &a), 0);
+	text = cJSON_PrintUnformatted(a);
+	assert_non_null(text);
+	snprintf(want, sizeof(want), "[\"/usr/lib/cordon/cordon-proxy\","
+	    "\"--listen\",\"10.213.0.1:3128\",\"--allowlist\","
+	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\",\"--user\","
+	    "\"%s\",\"--log-level\",\"debug\"]", p.proxy_user);
+	assert_string_equal(text, want);
+	free(text);
+	cJSON_Delete(a);
+	/* Under ENOMEM: the whole argv (with --user) or nothing. */
+	for (n = 0;; n++) {
+		assert_true(n < 100);
+		hooks_fail_after(n);
+		rc = netsetup_proxy_argv(&p, &o, &a);
+		hooks_reset();
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, -ENOMEM);
+		assert_null(a);
+	}
+	assert_true(n > 9);
+	u = array_find(a, "--user");
+	assert_int_equal(u, 7);
+	assert_string_equal(cJSON_GetArrayItem(a, u + 1)->valuestring,
+	    p.proxy_user);
+	assert_int_equal(cJSON_GetArraySize(a), 11);
+	cJSON_Delete(a);
+	o.allowlist = NULL;
+	assert_int_equal(netsetup_proxy_argv(&p, &o, &a), -EINVAL);
+	assert_null(a);
+}
+
+static void
+test_state_write(void **state)
+{
+	struct netsetup_up_opts o = { "/etc/cordon/default.list",
+	    "/usr/lib/cordon/cordon-proxy", NULL, 0 };
+	struct netsetup_params p;
+	char dir[] = "/tmp/cordon-test-netsetup.XXXXXX", path[400];
+	const cJSON *v;
+	cJSON *argv = NULL, *st;
+	long n;
+	int rc;
+
+	(void)state;
+	params(&p);
+	assert_non_null(mkdtemp(dir));
+	snprintf(p.state_dir, sizeof(p.state_dir), "%s", dir);
+	netsetup_state_path(&p, "net.json", path, sizeof(path));
+	assert_int_equal(netsetup_proxy_argv(&p, &o, &argv), 0);
+	/* Under ENOMEM: -ENOMEM and no record, never half a record. */
+	for (n = 0;; n++) {
+		assert_true(n < 200);
+		hooks_fail_after(n);
+		rc = netsetup_state_write(&p, &o, argv, true);
+		hooks_reset();
+		if (rc == 0)
+			break;
+		assert_int_equal(rc, -ENOMEM);
+		assert_int_equal(access(path, F_OK), -1);
+	}
+	assert_true(n > 8);
+	st = netsetup_state_read(&p);
+	assert_non_null(st);
+	v = cJSON_GetObjectItemCaseSensitive(st, "subnet");
+	assert_true(cJSON_IsString(v));
+	assert_string_equal(v->valuestring, "10.213.0.0/24");
+	v = cJSON_GetObjectItemCaseSensitive(st, "network_created");
+	assert_true(cJSON_IsTrue(v));
+	v = cJSON_GetObjectItemCaseSensitive(st, "proxy_argv");
+	assert_true(cJSON_Compare(v, argv, true));
+	assert_int_equal(array_find(v, "--user"), 7);
+	cJSON_Delete(st);
+	cJSON_Delete(argv);
+	assert_int_equal(util_rm_rf(dir), 0);
 }
 
 int
@@ -511,6 +651,8 @@ main(void)
 		cmocka_unit_test(test_run_args),
 		cmocka_unit_test(test_seal_rules),
 		cmocka_unit_test(test_unit_text),
+		cmocka_unit_test(test_proxy_argv),
+		cmocka_unit_test(test_state_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

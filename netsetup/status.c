@@ -1,0 +1,208 @@
+/*
+ * `cordon net status` as a library, and the runner's readiness check on
+ * top of it: the Docker network, the firewall of both families and the
+ * proxy as they are, with one drift line per problem. A status that could
+ * not be built whole (ENOMEM) is an error, never a shorter drift list.
+ */
+#include "netsetup/internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int
+status_network(const struct netsetup_params *p, cJSON *root, cJSON *drift)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "network"), *net = NULL;
+	char why[512], err[256];
+	int rc;
+
+	if (o == NULL ||
+	    cJSON_AddStringToObject(o, "name", p->network) == NULL ||
+	    cJSON_AddStringToObject(o, "bridge", p->bridge) == NULL ||
+	    cJSON_AddStringToObject(o, "subnet", p->subnet) == NULL ||
+	    cJSON_AddStringToObject(o, "gateway", p->gateway) == NULL)
+		return -ENOMEM;
+	rc = dnet_inspect(p, &net, err, sizeof(err));
+	if (cJSON_AddBoolToObject(o, "present", rc == 0) == NULL) {
+		cJSON_Delete(net);
+		return -ENOMEM;
+	}
+	if (rc == -ENOENT)
+		return netsetup_drift(drift, "network missing");
+	if (rc < 0)
+		return netsetup_drift(drift, "network: cannot inspect: %s",
+		    err);
+	rc = 0;
+	if (cJSON_AddBoolToObject(o, "created_by_cordon", dnet_ours(net)) ==
+	    NULL || cJSON_AddNumberToObject(o, "containers",
+	    dnet_containers(net)) == NULL)
+		rc = -ENOMEM;
+	else if (dnet_check(net, p, why, sizeof(why)) > 0)
+		rc = cJSON_AddStringToObject(o, "wrong", why) == NULL ?
+		    -ENOMEM : netsetup_drift(drift, "network wrong: %s", why);
+	cJSON_Delete(net);
+	return rc;
+}
+
+/* A pid, or null when not running. */
+static int
+add_pid(cJSON *o, const char *key, bool ok, pid_t pid)
+{
+	if (ok)
+		return cJSON_AddNumberToObject(o, key, pid) != NULL ? 0 :
+		    -ENOMEM;
+	return cJSON_AddNullToObject(o, key) != NULL ? 0 : -ENOMEM;
+}
+
+/* The allowlist the last `up` recorded, if any. */
+static int
+add_allowlist(const struct netsetup_params *p, cJSON *o)
+{
+	cJSON *st = netsetup_state_read(p);
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, "allowlist");
+	int rc = 0;
+
+	if (cJSON_IsString(a) &&
+	    cJSON_AddStringToObject(o, "allowlist", a->valuestring) == NULL)
+		rc = -ENOMEM;
+	cJSON_Delete(st);
+	return rc;
+}
+
+static int
+status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "proxy");
+	char pidp[400], cpidp[400], logp[400], listen[40], name[64] = "";
+	pid_t sup = 0, child = 0;
+	bool sd, sup_ok, child_ok, open_ok;
+	int rc;
+
+	if (o == NULL)
+		return -ENOMEM;
+	netsetup_state_path(p, "supervisor.pid", pidp, sizeof(pidp));
+	netsetup_state_path(p, "proxy.pid", cpidp, sizeof(cpidp));
+	netsetup_state_path(p, "proxy.log", logp, sizeof(logp));
+	snprintf(listen, sizeof(listen), "%s:%d", p->gateway, p->port);
+	if ((sd = sdunit_installed(p))) {
+		sdunit_name(p, name, sizeof(name));
+		sup_ok = sdunit_active(p);
+		sup = 1;	/* systemd */
+		child = sup_ok ? sdunit_main_pid(p) : 0;
+		child_ok = child > 0;
+	} else {
+		sup_ok = nssuper_alive(pidp, &sup) == 0;
+		child_ok = sup_ok && nssuper_child_alive(cpidp, &child) == 0;
+	}
+	open_ok = child_ok && nssuper_port_open(p->gateway, p->port, 1000);
+	if (cJSON_AddStringToObject(o, "supervisor", sd ? "systemd" :
+	    "pid-file") == NULL ||
+	    (sd && cJSON_AddStringToObject(o, "unit", name) == NULL) ||
+	    cJSON_AddStringToObject(o, "listen", listen) == NULL ||
+	    cJSON_AddStringToObject(o, "user", p->proxy_user) == NULL ||
+	    add_pid(o, "supervisor_pid", sup_ok, sup) < 0 ||
+	    add_pid(o, "proxy_pid", child_ok, child) < 0 ||
+	    cJSON_AddBoolToObject(o, "listening", open_ok) == NULL ||
+	    cJSON_AddStringToObject(o, "log", logp) == NULL ||
+	    add_allowlist(p, o) < 0)
+		return -ENOMEM;
+	rc = 0;
+	if (!sup_ok)
+		rc = netsetup_drift(drift, "proxy supervisor not running");
+	else if (!child_ok)
+		rc = netsetup_drift(drift, "proxy dead (supervisor restarting "
+		    "it)");
+	else if (!open_ok)
+		rc = netsetup_drift(drift, "proxy not listening");
+	return rc;
+}
+
+static int
+status_firewall(const struct netsetup_params *p, cJSON *root, cJSON *drift)
+{
+	cJSON *fw = cJSON_AddObjectToObject(root, "firewall"), *v4, *v6;
+	int rc;
+
+	if (fw == NULL ||
+	    cJSON_AddStringToObject(fw, "backend", fwa_backend()) == NULL ||
+	    cJSON_AddStringToObject(fw, "input_chain", p->chain_in) == NULL ||
+	    cJSON_AddStringToObject(fw, "forward_chain", p->chain_fwd) ==
+	    NULL || (v4 = cJSON_AddObjectToObject(fw, "ipv4")) == NULL)
+		return -ENOMEM;
+	if ((rc = fwa_status(p, FW_INET, v4, drift)) < 0)
+		return rc;
+	if ((v6 = cJSON_AddObjectToObject(fw, "ipv6")) == NULL)
+		return -ENOMEM;
+	return fwa_status(p, FW_INET6, v6, drift);
+}
+
+int
+netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
+    size_t errlen)
+{
+	cJSON *root = cJSON_CreateObject(), *drift;
+	int rc;
+
+	*out = NULL;
+	err[0] = '\0';
+	if (root == NULL)
+		return -ENOMEM;
+	if ((drift = cJSON_AddArrayToObject(root, "drift")) == NULL) {
+		cJSON_Delete(root);
+		return -ENOMEM;
+	}
+	if ((rc = status_network(p, root, drift)) < 0)
+		goto bad;
+	if ((rc = status_firewall(p, root, drift)) < 0) {
+		if (rc != -ENOMEM)
+			snprintf(err, errlen, "cannot take the firewall "
+			    "status");
+		goto bad;
+	}
+	if ((rc = status_proxy(p, root, drift)) < 0)
+		goto bad;
+	if (cJSON_AddBoolToObject(root, "ok", cJSON_GetArraySize(drift) ==
+	    0) == NULL) {
+		rc = -ENOMEM;
+		goto bad;
+	}
+	*out = root;
+	return 0;
+bad:
+	if (err[0] == '\0')
+		snprintf(err, errlen, "cannot take the status: %s",
+		    strerror(-rc));
+	cJSON_Delete(root);
+	return rc;
+}
+
+int
+netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
+    char *err, size_t errlen)
+{
+	struct netsetup_params p;
+	cJSON *st = NULL, *drift;
+	int rc;
+
+	if ((rc = netsetup_params_load(&p, c, err, errlen)) < 0)
+		return rc;
+	if ((rc = netsetup_status(&p, &st, err, errlen)) < 0)
+		return rc;
+	drift = cJSON_GetObjectItemCaseSensitive(st, "drift");
+	if (cJSON_GetArraySize(drift) > 0) {
+		const cJSON *d0 = cJSON_GetArrayItem(drift, 0);
+		snprintf(err, errlen, "the egress network is not ready (%s%s); "
+		    "run 'cordon net up' (and 'cordon net status')",
+		    d0->valuestring, cJSON_GetArraySize(drift) > 1 ?
+		    ", and more" : "");
+		cJSON_Delete(st);
+		return -ENETDOWN;
+	}
+	cJSON_Delete(st);
+	if (ep != NULL) {
+		snprintf(ep->gateway, sizeof(ep->gateway), "%s", p.gateway);
+		ep->port = p.port;
+	}
+	return 0;
+}
