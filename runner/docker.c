@@ -20,7 +20,7 @@
 #include "runner/runner.h"
 
 static int
-run_argv(struct argv_buf *a, struct proc_result *r, size_t outmax)
+run_argv(struct dargv *a, struct proc_result *r, size_t outmax)
 {
 	struct proc_opts o = { .argv = (const char *const *)a->v,
 	    .stdout_max = outmax, .stderr_max = 4096 };
@@ -46,20 +46,20 @@ says_no_such(const struct proc_result *r)
 int
 docker_rm_force(const struct config *c, const char *const *names, size_t n)
 {
-	struct argv_buf a;
+	struct dargv a;
 	struct proc_result r;
 	int rc;
 
 	if (n == 0)
 		return 0;
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "rm");
-	argv_add(&a, "-f");
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "rm");
+	dargv_add(&a, "-f");
 	for (size_t i = 0; i < n; i++)
-		argv_add(&a, names[i]);
+		dargv_add(&a, names[i]);
 	rc = run_argv(&a, &r, 65536);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	if (rc < 0)
 		return rc;
 	/* Newer clients exit 0 for `rm -f` of a missing container; a
@@ -106,17 +106,17 @@ static int
 inspect_format(const struct config *c, const char *name, const char *format,
     struct proc_result *r)
 {
-	struct argv_buf a;
+	struct dargv a;
 	int rc;
 
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "inspect");
-	argv_add(&a, "--type=container");
-	argv_addf(&a, "--format=%s", format);
-	argv_add(&a, name);
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "inspect");
+	dargv_add(&a, "--type=container");
+	dargv_addf(&a, "--format=%s", format);
+	dargv_add(&a, name);
 	rc = run_argv(&a, r, 4096);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	if (rc < 0)
 		return rc;
 	if (r->exit_code != 0) {
@@ -178,16 +178,16 @@ static int
 check_runtime(const struct config *c, const char *runtime, char *err,
     size_t errlen)
 {
-	struct argv_buf a;
+	struct dargv a;
 	struct proc_result r;
 	int rc;
 
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "info");
-	argv_add(&a, "--format={{json .Runtimes}}");
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "info");
+	dargv_add(&a, "--format={{json .Runtimes}}");
 	rc = run_argv(&a, &r, 1 << 16);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	if (rc < 0 || r.exit_code != 0) {
 		snprintf(err, errlen, "docker daemon not reachable (`%s info` "
 		    "failed%s%.120s)", c->docker, rc < 0 ? "" : ": ",
@@ -210,7 +210,7 @@ static int
 check_image(const struct config *c, char *err, size_t errlen)
 {
 	char id[IMAGE_ID_MAX];
-	struct argv_buf a;
+	struct dargv a;
 	struct proc_result r;
 	int rc;
 
@@ -219,14 +219,14 @@ check_image(const struct config *c, char *err, size_t errlen)
 		    "image build`)");
 		return -ENOENT;
 	}
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "image");
-	argv_add(&a, "inspect");
-	argv_add(&a, "--format={{.Id}}");
-	argv_add(&a, id);
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "image");
+	dargv_add(&a, "inspect");
+	dargv_add(&a, "--format={{.Id}}");
+	dargv_add(&a, id);
 	rc = run_argv(&a, &r, 4096);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	if (rc < 0)
 		return rc;
 	if (r.exit_code != 0) {

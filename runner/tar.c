@@ -15,7 +15,7 @@
 #define BLOCK 512
 
 void
-tar_reader_init(struct tar_reader *r, const void *buf, size_t len)
+runner_tar_reader_init(struct tar_reader *r, const void *buf, size_t len)
 {
 	r->buf = buf;
 	r->len = len;
@@ -94,7 +94,7 @@ copy_name(const unsigned char *h, char out[TAR_NAME_MAX])
 }
 
 int
-tar_next(struct tar_reader *r, struct tar_entry *e)
+runner_tar_next(struct tar_reader *r, struct tar_entry *e)
 {
 	const unsigned char *h;
 	uint64_t size, padded;
@@ -125,7 +125,7 @@ tar_next(struct tar_reader *r, struct tar_entry *e)
 }
 
 const char *
-tar_entry_refusal(struct tar_entry *e)
+runner_tar_entry_refusal(struct tar_entry *e)
 {
 	char *n = e->name;
 	size_t len;
@@ -211,7 +211,7 @@ write_all(int fd, const unsigned char *p, uint64_t n)
 }
 
 int
-tar_write_entry(int dirfd, const struct tar_entry *e)
+runner_tar_write_entry(int dirfd, const struct tar_entry *e)
 {
 	const char *slash = strrchr(e->name, '/');
 	const char *base = slash != NULL ? slash + 1 : e->name;

@@ -29,24 +29,24 @@ struct tar_reader {
 	size_t len, off;
 };
 
-void tar_reader_init(struct tar_reader *r, const void *buf, size_t len);
+void runner_tar_reader_init(struct tar_reader *r, const void *buf, size_t len);
 
 /* Next entry: 1 with *e filled, 0 at the end-of-archive marker (or a clean
  * end of data), or a negative errno: -EBADMSG for a malformed header (bad
  * checksum, bad octal, unterminated name), -EPIPE when the data is cut
  * short. After an error the reader stays at the error. Pure. */
-int tar_next(struct tar_reader *r, struct tar_entry *e);
+int runner_tar_next(struct tar_reader *r, struct tar_entry *e);
 
 /* NULL when the entry may be unpacked, else a static reason: not a regular
  * file or directory, absolute name, a ".." component, control characters,
  * empty name. Names are normalised in place (leading "./" and trailing
  * "/" removed). Pure. */
-const char *tar_entry_refusal(struct tar_entry *e);
+const char *runner_tar_entry_refusal(struct tar_entry *e);
 
 /* Writes one accepted entry under the directory fd dirfd without ever
  * following a link (each component opened with O_NOFOLLOW; files created
  * with O_EXCL, mode 0644; dirs 0755). 0 or a negative errno (-EEXIST when
  * something is already there). */
-int tar_write_entry(int dirfd, const struct tar_entry *e);
+int runner_tar_write_entry(int dirfd, const struct tar_entry *e);
 
 #endif

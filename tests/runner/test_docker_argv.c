@@ -26,7 +26,7 @@ base_spec(void)
 }
 
 static bool
-has_arg(const struct argv_buf *a, const char *s)
+has_arg(const struct dargv *a, const char *s)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (strcmp(a->v[i], s) == 0)
@@ -36,7 +36,7 @@ has_arg(const struct argv_buf *a, const char *s)
 
 /* True when flag is immediately followed by value. */
 static bool
-has_pair(const struct argv_buf *a, const char *flag, const char *value)
+has_pair(const struct dargv *a, const char *flag, const char *value)
 {
 	for (size_t i = 0; i + 1 < a->n; i++)
 		if (strcmp(a->v[i], flag) == 0 && strcmp(a->v[i + 1], value) == 0)
@@ -70,7 +70,7 @@ test_hardening_set(void **state)
 	};
 	struct docker_spec s = base_spec();
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 	size_t envs = 0;
 
 	(void)state;
@@ -100,7 +100,7 @@ test_hardening_set(void **state)
 	assert_string_equal(a.v[a.n - 2], "-I");
 	assert_string_equal(a.v[a.n - 1], "-");
 	assert_null(a.v[a.n]);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 }
 
 static void
@@ -108,7 +108,7 @@ test_in_mount_and_wrapper(void **state)
 {
 	struct docker_spec s = base_spec();
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 
 	(void)state;
 	config_defaults(&c);
@@ -121,7 +121,7 @@ test_in_mount_and_wrapper(void **state)
 	assert_string_equal(a.v[a.n - 3], "-c");
 	assert_string_equal(a.v[a.n - 2], "print(1)");
 	assert_string_equal(a.v[a.n - 1], "1000");
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 }
 
 static void
@@ -132,7 +132,7 @@ test_config_values_flow(void **state)
 	    "\"pids_limit\":2048,\"nofile\":100,\"tmpfs_size\":\"8m\"}}";
 	struct docker_spec s = base_spec();
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 	char err[256];
 
 	(void)state;
@@ -147,7 +147,7 @@ test_config_values_flow(void **state)
 	assert_true(has_pair(&a, "--ulimit", "nofile=100:100"));
 	assert_true(has_pair(&a, "--tmpfs",
 	    "/tmp:rw,noexec,nosuid,nodev,size=8388608"));
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 }
 
 static void
@@ -158,7 +158,7 @@ test_bad_spec_values(void **state)
 		struct docker_spec s;
 	} cases[8];
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 	size_t n = 0;
 
 	(void)state;
