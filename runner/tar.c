@@ -97,7 +97,7 @@ int
 runner_tar_next(struct tar_reader *r, struct tar_entry *e)
 {
 	const unsigned char *h;
-	uint64_t size, padded;
+	uint64_t size, padded, mode;
 
 	if (r->off == r->len)
 		return 0;
@@ -113,6 +113,8 @@ runner_tar_next(struct tar_reader *r, struct tar_entry *e)
 		return -EPIPE;
 	padded = (size + BLOCK - 1) / BLOCK * BLOCK;
 	e->typeflag = (char)h[156];
+	e->mode = parse_octal(h + 100, 8, &mode) == 0 && mode <= 07777777 ?
+	    (int32_t)mode : -1;
 	e->type = (h[156] == '0' || h[156] == '\0') ? TAR_FILE :
 	    h[156] == '5' ? TAR_DIR : TAR_OTHER;
 	e->size = size;

@@ -20,6 +20,10 @@ struct tar_entry {
 	char name[TAR_NAME_MAX];	/* prefix/name, NUL-terminated */
 	enum tar_type type;
 	char typeflag;
+	int32_t mode;			/* the mode field (permission, sticky
+					 * and set-id bits), -1 when it is not
+					 * octal (never judged by the refusal
+					 * rules: unpacked files get 0644) */
 	uint64_t size;
 	const unsigned char *data;	/* size bytes inside the stream */
 };
