@@ -76,18 +76,18 @@ struct probe_job {
 	size_t code_len;
 	const char *mode;		/* "none" or "proxy" */
 	bool warm;			/* in a warm (pooled) container */
-	const char *session;		/* its container's label, "probe-<hex>" */
+	const char *session;		/* its container's label: probe-HEX */
 };
 
 /* What a run gave back. The buffers are malloc'd; probe_run frees them
  * (probe_outcome_cleanup) whatever the run returned. */
 struct probe_outcome {
-	char *out;			/* the program's stdout: the inside view */
+	char *out;			/* its stdout: the inside view */
 	size_t out_len;
 	char *err;			/* its stderr */
 	size_t err_len;
-	char *inspect;			/* `docker inspect` JSON of its container */
-	size_t inspect_len;		/*   (the outside view); NULL: not seen */
+	char *inspect;			/* its container's `docker inspect` */
+	size_t inspect_len;		/*   (outside view); NULL: not seen */
 	char container[64];		/* its name */
 	bool warm;			/* it ran in a pooled container */
 	const char *run_status;		/* static: how the run ended */

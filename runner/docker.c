@@ -185,8 +185,9 @@ docker_runtime_parse(const char *json, size_t len, const char *name,
 	args = cJSON_GetObjectItemCaseSensitive(r, "runtimeArgs");
 	cJSON_ArrayForEach(a, args)
 		if (cJSON_IsString(a) && n < sizeof(rt->args))
-			n += (size_t)snprintf(rt->args + n, sizeof(rt->args) - n,
-			    "%s%s", n ? " " : "", a->valuestring);
+			n += (size_t)snprintf(rt->args + n,
+			    sizeof(rt->args) - n, "%s%s", n ? " " : "",
+			    a->valuestring);
 	cJSON_Delete(o);
 	if (rc < 0)
 		memset(rt, 0, sizeof(*rt));

@@ -56,7 +56,8 @@ inspector_main(void *arg)
 	struct inspector *in = arg;
 	char filter[96];
 
-	snprintf(filter, sizeof(filter), "label=cordon.session=%s", in->session);
+	snprintf(filter, sizeof(filter), "label=cordon.session=%s",
+	    in->session);
 	while (!atomic_load(&in->stop)) {
 		const char *ps[] = { in->c->docker, "ps", "-q", "--filter",
 		    filter, NULL };

@@ -96,10 +96,12 @@ setup(void **state)
 	if (src == NULL || mkdtemp(dir) == NULL)
 		return -1;
 	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", dir);
-	snprintf(path, sizeof(path), "%s/tests/probe/data/inside-good.json", src);
+	snprintf(path, sizeof(path), "%s/tests/probe/data/inside-good.json",
+	    src);
 	if (util_read_file(path, 1 << 20, &inside_good, NULL) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/tests/probe/data/inspect-good.json", src);
+	snprintf(path, sizeof(path), "%s/tests/probe/data/inspect-good.json",
+	    src);
 	if (util_read_file(path, 1 << 20, &inspect_good, NULL) < 0)
 		return -1;
 	return 0;
@@ -257,7 +259,7 @@ test_unrecordable_result_warns(void **state)
 	/* A state dir below a regular file cannot be made. */
 	snprintf(file, sizeof(file), "%s/file", dir);
 	assert_int_equal(util_write_file_atomic(file, "x", 1, 0600), 0);
-	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", file);
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/file/state", dir);
 	assert_int_equal(probe_run(&cfg, &opts_none, &fake_ops, &f, &rep, &j,
 	    err, sizeof(err)), 0);
 	memcpy(cfg.state_dir, saved, sizeof(saved));

@@ -188,7 +188,8 @@ put(const char *dir, const char *name, unsigned mode)
 static void
 test_strip_setid(void **state)
 {
-	char dir[] = "/tmp/cordon-strip-XXXXXX", out[] = "/tmp/cordon-out-XXXXXX";
+	char dir[] = "/tmp/cordon-strip-XXXXXX";
+	char out[] = "/tmp/cordon-out-XXXXXX";
 	char path[512], target[512];
 
 	(void)state;
