@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
 #include "common/proc.h"
 #include "common/util.h"
 #include "probe/probe.h"

@@ -1,9 +1,9 @@
 /*
- * A strict reader for the ustar stream that comes back from /tmp/out, and
- * a safe unpacker for it. The reader is pure (bytes in, entries out) so it
- * is unit-tested with hostile archives and fuzzed. Everything in the
- * stream is untrusted: only plain relative names of regular files and
- * directories are ever accepted.
+ * A strict reader for the ustar stream that comes back from /tmp/out (and
+ * for the doctor's image export), and a safe unpacker for it. The reader
+ * is pure (bytes in, entries out) so it is unit-tested with hostile
+ * archives and fuzzed. Everything in the stream is untrusted: only plain
+ * relative names of regular files and directories are ever unpacked.
  */
 #ifndef CORDON_RUNNER_TAR_H
 #define CORDON_RUNNER_TAR_H
