@@ -69,6 +69,7 @@ test_reader_plain(void **state)
 	assert_null(runner_tar_entry_refusal(&e));
 	assert_int_equal(runner_tar_next(&r, &e), 1);
 	assert_string_equal(e.name, "dir/a.txt");
+	assert_int_equal(e.mode, 0644);
 	assert_int_equal(e.size, 5);
 	assert_memory_equal(e.data, "hello", 5);
 	assert_int_equal(runner_tar_next(&r, &e), 1);
@@ -119,6 +120,39 @@ test_refusals(void **state)
 			fail_msg("%s: got %s, want %s", t[i].name,
 			    why ? why : "(ok)", t[i].why ? t[i].why : "(ok)");
 	}
+}
+
+/* The mode is reported, never judged: a bad one reads as -1 and the
+ * entry is still read (the unpacker writes 0644 whatever it says). */
+static void
+test_mode_field(void **state)
+{
+	static unsigned char buf[2048];
+	struct tar_reader r;
+	struct tar_entry e;
+	size_t off = 0;
+	unsigned sum = 0;
+
+	(void)state;
+	put_entry(buf, &off, "s", '0', "x", NULL);
+	memcpy(buf + 100, "0006755", 7);
+	memset(buf + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += buf[i];
+	snprintf((char *)buf + 148, 8, "%06o", sum);
+	runner_tar_reader_init(&r, buf, off);
+	assert_int_equal(runner_tar_next(&r, &e), 1);
+	assert_int_equal(e.mode, 06755);
+	memcpy(buf + 100, "00x6755", 7);
+	sum = 0;
+	memset(buf + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += buf[i];
+	snprintf((char *)buf + 148, 8, "%06o", sum);
+	runner_tar_reader_init(&r, buf, off);
+	assert_int_equal(runner_tar_next(&r, &e), 1);
+	assert_int_equal(e.mode, -1);
+	assert_null(runner_tar_entry_refusal(&e));
 }
 
 static void
@@ -342,6 +376,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reader_plain),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_mode_field),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test_setup_teardown(test_unpack, setup_dir,
 		    teardown_dir),
