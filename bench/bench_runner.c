@@ -50,14 +50,14 @@ time_one(const char *const *argv)
 
 /* The runner's own argv for this config, plus --rm after "run". */
 static int
-raw_argv(const struct config *c, struct argv_buf *out)
+raw_argv(const struct config *c, struct dargv *out)
 {
 	char id[IMAGE_ID_MAX], hex[17], name[32];
 	struct docker_spec s = { .name = name, .image_id = id,
 	    .runtime = c->runtime_offline, .network = "none", .session = "",
 	    .owner_pid = (long)getpid(), .memory = c->limits.memory_bytes,
 	    .cpus = c->limits.cpus };
-	struct argv_buf a;
+	struct dargv a;
 	int rc;
 
 	if ((rc = image_pinned_id(c, id)) < 0 ||
@@ -67,13 +67,13 @@ raw_argv(const struct config *c, struct argv_buf *out)
 	s.deadline_epoch_s = time_wall_ms() / 1000 + 300;
 	if ((rc = docker_run_argv(c, &s, &a)) < 0)
 		return rc;
-	argv_init(out);
+	dargv_init(out);
 	for (size_t i = 0; i < a.n; i++) {
-		argv_add(out, a.v[i]);
+		dargv_add(out, a.v[i]);
 		if (i == 1)
-			argv_add(out, "--rm");
+			dargv_add(out, "--rm");
 	}
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	return out->error;
 }
 
@@ -103,7 +103,7 @@ main(int argc, char **argv)
 	}
 	/* One warm-up of each, not counted. */
 	for (int i = -1; i < n; i++) {
-		struct argv_buf raw;
+		struct dargv raw;
 		int64_t a, b;
 		if (raw_argv(&c, &raw) < 0) {
 			fprintf(stderr, "bench_runner: no pinned image\n");
@@ -117,7 +117,7 @@ main(int argc, char **argv)
 			b = time_one((const char *const *)raw.v);
 			a = time_one(cargv);
 		}
-		argv_cleanup(&raw);
+		dargv_cleanup(&raw);
 		if (a < 0 || b < 0)
 			return 1;
 		if (i >= 0) {

@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,8 @@
 
 /* Set by signals (then kept), or by a cancellation of the running call
  * (then reset before the next call); the runner polls it. */
-static volatile sig_atomic_t run_cancel;
-static volatile sig_atomic_t mcp_signal;
+static atomic_int run_cancel;
+static atomic_int mcp_signal;
 
 struct pending {
 	char *msg;

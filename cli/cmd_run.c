@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,8 @@
 #include "cli/cmd.h"
 #include "runner/runner.h"
 
-static volatile sig_atomic_t run_cancel;
-static volatile sig_atomic_t run_signal;
+static atomic_int run_cancel;
+static atomic_int run_signal;
 
 static void
 on_signal(int sig)

@@ -20,6 +20,9 @@
 
 extern char **environ;
 
+/* proc_communicate's cancel flag may be set from a signal handler. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "atomic_int must be lock-free");
+
 struct proc {
 	pid_t pid;
 	int in_fd, out_fd, err_fd;
@@ -231,14 +234,14 @@ poll_timeout(int64_t deadline_ms, int cap_ms)
 
 int
 proc_communicate(struct proc *p, int64_t deadline_ms,
-    volatile sig_atomic_t *cancel)
+    const atomic_int *cancel)
 {
 	for (;;) {
 		struct pollfd fds[3];
 		nfds_t n = 0;
 		int r, tick;
 
-		if (cancel != NULL && *cancel)
+		if (cancel != NULL && atomic_load(cancel) != 0)
 			return -EINTR;
 		if (p->out_fd < 0 && p->err_fd < 0 && try_reap(p, WNOHANG))
 			return 0;

@@ -8,6 +8,7 @@
 #define CORDON_COMMON_PROC_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,10 +38,12 @@ int proc_spawn(const struct proc_opts *opts, struct proc **out);
 /* Pumps stdin/stdout/stderr until the child has closed both outputs and
  * exited (returns 0), until deadline_ms on CLOCK_MONOTONIC (see
  * time_mono_ms; <= 0 means none) passes (-ETIMEDOUT, child still running),
- * or until *cancel becomes non-zero (-EINTR). May be called again after
- * -ETIMEDOUT/-EINTR, e.g. after killing the child. */
+ * or until *cancel becomes non-zero (-EINTR; cancel may be NULL, and may
+ * be set from another thread or a signal handler: atomic_int is lock-free
+ * on every target, so a handler may store to it). May be called again
+ * after -ETIMEDOUT/-EINTR, e.g. after killing the child. */
 int proc_communicate(struct proc *p, int64_t deadline_ms,
-    volatile sig_atomic_t *cancel);
+    const atomic_int *cancel);
 
 /* For a child spawned with stdin_hold that nothing has read from yet:
  * sets the per-stream caps and what to write to its stdin (then closed);

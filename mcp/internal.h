@@ -18,7 +18,7 @@ struct mcp_server {
 	void *run_arg;
 	char session[RUNNER_SESSION_MAX + 1];	/* "" for none */
 	char tmp_dir[PATH_MAX];
-	volatile sig_atomic_t *cancel;
+	const atomic_int *cancel;
 	bool initialized;
 	char protocol[32];
 };

@@ -47,7 +47,7 @@ struct mcp_server_opts {
 	const char *session;		/* NULL or a runner session id; copied */
 	const char *tmp_dir;		/* for staged `files`; NULL: $TMPDIR
 					 * or /tmp; copied */
-	volatile sig_atomic_t *cancel;	/* passed to every run; may be NULL */
+	const atomic_int *cancel;	/* passed to every run; may be NULL */
 };
 
 struct mcp_server;

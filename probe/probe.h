@@ -70,6 +70,66 @@ int probe_state_write(const struct config *c, const struct probe_report *rep);
 int probe_state_check(const struct config *c, const char *mode,
     int64_t now_ms, char *err, size_t errlen);
 
+/* One run of the probe program, as probe_run hands it to its ops. */
+struct probe_job {
+	const char *code;		/* the program (probe_program) */
+	size_t code_len;
+	const char *mode;		/* "none" or "proxy" */
+	bool warm;			/* in a warm (pooled) container */
+	const char *session;		/* its container's label: probe-HEX */
+};
+
+/* What a run gave back. The buffers are malloc'd; probe_run frees them
+ * (probe_outcome_cleanup) whatever the run returned. */
+struct probe_outcome {
+	char *out;			/* its stdout: the inside view */
+	size_t out_len;
+	char *err;			/* its stderr */
+	size_t err_len;
+	char *inspect;			/* its container's `docker inspect` */
+	size_t inspect_len;		/*   (outside view); NULL: not seen */
+	char container[64];		/* its name */
+	bool warm;			/* it ran in a pooled container */
+	const char *run_status;		/* static: how the run ended */
+};
+
+/* How probe_run runs the program: the runner supplies these (through the
+ * real runner, inspecting the container from the host); tests fake them.
+ * The probe library never calls docker itself. */
+struct probe_ops {
+	/* Runs job and fills *out (zeroed on entry). 0, or a negative errno
+	 * with a one-line reason in err. */
+	int (*run)(void *data, const struct probe_job *job,
+	    struct probe_outcome *out, char *err, size_t errlen);
+};
+
+struct probe_run_opts {
+	const char *mode;		/* "none" or "proxy" */
+	bool warm;			/* probe a warm pool's container */
+	const char *proxy_url;		/* proxy mode: http://gw:port */
+	const char *host_release;	/* uname -r of the host */
+	bool runtime_is_runsc;		/* dockerd registers the mode's runtime
+					 * (runtime_egress for proxy, else
+					 * runtime_offline) with runsc */
+};
+
+/* Runs the probe: sets a random host marker variable that must not reach
+ * the sandbox (unset again afterwards), builds the program, runs it
+ * through ops->run(data, ...), judges both views into *rep, records the
+ * result (probe_state_write) and builds the report JSON *json: the report
+ * plus "container", "warm", "run_status" and, when it failed, the
+ * program's "probe_stderr" (caller cJSON_Deletes; NULL only on ENOMEM).
+ * Returns 0 when a report was produced, passed or not (rep->pass); err is
+ * then "" or a warning (the result could not be recorded). Otherwise a
+ * negative errno with a one-line reason in err: -EINVAL for bad options,
+ * -ENOMEM, or the run's own error; *json is NULL and nothing is recorded. */
+int probe_run(const struct config *c, const struct probe_run_opts *o,
+    const struct probe_ops *ops, void *data, struct probe_report *rep,
+    cJSON **json, char *err, size_t errlen);
+
+/* Frees what an outcome owns and zeroes it; accepts a zeroed one. */
+void probe_outcome_cleanup(struct probe_outcome *out);
+
 /* Reads the latest recorded report summary for mode: pass flag, time and
  * failing control names (comma-separated, "" when none). 0 or -errno. */
 int probe_state_read(const struct config *c, const char *mode, bool *pass,

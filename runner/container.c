@@ -42,7 +42,7 @@ container_spawn(const struct config *c, const struct container_start *s,
     struct proc **out)
 {
 	struct docker_spec spec;
-	struct argv_buf a;
+	struct dargv a;
 	struct proc_opts o = { .stdin_data = s->input,
 	    .stdin_len = s->input_len, .stdin_hold = s->hold,
 	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max };
@@ -53,7 +53,7 @@ container_spawn(const struct config *c, const struct container_start *s,
 		return rc;
 	o.argv = (const char *const *)a.v;
 	rc = proc_spawn(&o, out);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	return rc;
 }
 

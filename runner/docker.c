@@ -5,7 +5,6 @@
 #include "runner/docker.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,58 +18,54 @@
 #include "runner/image.h"
 #include "runner/runner.h"
 
+/* Runs the argv built in a through proc_call with the small-call deadline
+ * (stderr up to 4 KiB). proc_call's result and err, or a's build error. */
 static int
-run_argv(struct argv_buf *a, struct proc_result *r, size_t outmax)
+call_argv(const struct dargv *a, size_t outmax, struct cbuf **out,
+    char *err, size_t errlen)
 {
 	struct proc_opts o = { .argv = (const char *const *)a->v,
 	    .stdout_max = outmax, .stderr_max = 4096 };
-	int rc;
 
-	if (a->error != 0)
+	if (a->error != 0) {
+		if (out != NULL)
+			*out = NULL;
+		snprintf(err, errlen, "%s", strerror(-a->error));
 		return a->error;
-	rc = proc_run(&o, DOCKER_CALL_MS, r);
-	if (rc == 0 && r->timed_out) {
-		proc_result_cleanup(r);
-		return -ETIMEDOUT;
 	}
-	return rc;
+	return proc_call(&o, DOCKER_CALL_MS, out, NULL, err, errlen);
 }
 
+/* docker's message (proc_call's err) says the container does not exist. */
 static bool
-says_no_such(const struct proc_result *r)
+says_no_such(const char *err)
 {
-	return strstr(cbuf_data(r->err), "No such") != NULL ||
-	    strstr(cbuf_data(r->err), "no such") != NULL;
+	return strstr(err, "No such") != NULL || strstr(err, "no such") != NULL;
 }
 
 int
 docker_rm_force(const struct config *c, const char *const *names, size_t n)
 {
-	struct argv_buf a;
-	struct proc_result r;
+	struct dargv a;
+	char err[320];
 	int rc;
 
 	if (n == 0)
 		return 0;
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "rm");
-	argv_add(&a, "-f");
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "rm");
+	dargv_add(&a, "-f");
 	for (size_t i = 0; i < n; i++)
-		argv_add(&a, names[i]);
-	rc = run_argv(&a, &r, 65536);
-	argv_cleanup(&a);
-	if (rc < 0)
-		return rc;
-	/* Newer clients exit 0 for `rm -f` of a missing container; a
-	 * removal already in progress (the run removing its own container
-	 * while gc lists it) ends the same way. */
-	if (says_no_such(&r) ||
-	    strstr(cbuf_data(r.err), "already in progress") != NULL)
+		dargv_add(&a, names[i]);
+	rc = call_argv(&a, 65536, NULL, err, sizeof(err));
+	dargv_cleanup(&a);
+	/* Newer clients exit 0 for `rm -f` of a missing container; older ones
+	 * say "No such", and a removal already in progress (the run removing
+	 * its own container while gc lists it) ends the same way. */
+	if (rc == -EIO && (says_no_such(err) ||
+	    strstr(err, "already in progress") != NULL))
 		rc = -ENOENT;
-	else if (r.exit_code != 0)
-		rc = -EIO;
-	proc_result_cleanup(&r);
 	return rc;
 }
 
@@ -99,29 +94,30 @@ docker_state_parse(const char *line, struct docker_state *st)
 	return 0;
 }
 
-/* `docker inspect --format=FORMAT NAME` of a container: 0 with r filled
- * (caller cleans it up), -ENOENT when there is no such container, or
- * another negative errno. */
+/* `docker inspect --format=FORMAT NAME` of a container: 0 with *out (caller
+ * cbuf_frees), -ENOENT when there is no such container, or another
+ * negative errno. */
 static int
 inspect_format(const struct config *c, const char *name, const char *format,
-    struct proc_result *r)
+    struct cbuf **out)
 {
-	struct argv_buf a;
+	struct dargv a;
+	char err[320];
 	int rc;
 
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "inspect");
-	argv_add(&a, "--type=container");
-	argv_addf(&a, "--format=%s", format);
-	argv_add(&a, name);
-	rc = run_argv(&a, r, 4096);
-	argv_cleanup(&a);
-	if (rc < 0)
-		return rc;
-	if (r->exit_code != 0) {
-		rc = says_no_such(r) ? -ENOENT : -EIO;
-		proc_result_cleanup(r);
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "inspect");
+	dargv_add(&a, "--type=container");
+	dargv_addf(&a, "--format=%s", format);
+	dargv_add(&a, name);
+	rc = call_argv(&a, 4096, out, err, sizeof(err));
+	dargv_cleanup(&a);
+	if (rc == -EIO && says_no_such(err))
+		rc = -ENOENT;
+	if (rc < 0) {
+		cbuf_free(*out);
+		*out = NULL;
 	}
 	return rc;
 }
@@ -130,88 +126,113 @@ int
 docker_inspect_state(const struct config *c, const char *name,
     struct docker_state *st)
 {
-	struct proc_result r;
+	struct cbuf *out;
 	int rc = inspect_format(c, name, "{{.State.OOMKilled}} "
-	    "{{.State.ExitCode}} {{.State.StartedAt}}", &r);
+	    "{{.State.ExitCode}} {{.State.StartedAt}}", &out);
 
 	if (rc < 0)
 		return rc;
-	rc = docker_state_parse(cbuf_data(r.out), st);
-	proc_result_cleanup(&r);
+	rc = docker_state_parse(cbuf_data(out), st);
+	cbuf_free(out);
 	return rc;
 }
 
 int
 docker_wait_running(const struct config *c, const char *name)
 {
-	struct proc_result r;
+	struct cbuf *out;
 	const char *status;
-	int rc = inspect_format(c, name, "{{.State.Status}}", &r);
+	int rc = inspect_format(c, name, "{{.State.Status}}", &out);
 
 	if (rc == -ENOENT)
 		return -EAGAIN;
 	if (rc < 0)
 		return rc;
-	status = cbuf_data(r.out);
+	status = cbuf_data(out);
 	if (strncmp(status, "running", 7) == 0)
 		rc = 0;
 	else if (strncmp(status, "created", 7) == 0)
 		rc = -EAGAIN;
 	else
 		rc = -ECHILD;
-	proc_result_cleanup(&r);
+	cbuf_free(out);
 	return rc;
 }
 
-bool
-docker_runtimes_has(const char *json, size_t len, const char *runtime)
+int
+docker_runtime_parse(const char *json, size_t len, const char *name,
+    struct docker_runtime *rt)
 {
 	cJSON *o = cJSON_ParseWithLength(json, len);
-	bool has = cJSON_IsObject(o) &&
-	    cJSON_GetObjectItemCaseSensitive(o, runtime) != NULL;
+	const cJSON *r, *path, *args, *a;
+	size_t n = 0;
+	int rc = 0;
 
+	memset(rt, 0, sizeof(*rt));
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		return -EBADMSG;
+	}
+	r = cJSON_GetObjectItemCaseSensitive(o, name);
+	if (!cJSON_IsObject(r)) {
+		cJSON_Delete(o);
+		return -ENOENT;
+	}
+	path = cJSON_GetObjectItemCaseSensitive(r, "path");
+	if (cJSON_IsString(path) &&
+	    !util_strlcpy(rt->path, path->valuestring, sizeof(rt->path)))
+		rc = -E2BIG;
+	args = cJSON_GetObjectItemCaseSensitive(r, "runtimeArgs");
+	cJSON_ArrayForEach(a, args)
+		if (cJSON_IsString(a) && n < sizeof(rt->args))
+			n += (size_t)snprintf(rt->args + n,
+			    sizeof(rt->args) - n, "%s%s", n ? " " : "",
+			    a->valuestring);
 	cJSON_Delete(o);
-	return has;
+	if (rc < 0)
+		memset(rt, 0, sizeof(*rt));
+	return rc;
 }
 
 static int
 check_runtime(const struct config *c, const char *runtime, char *err,
     size_t errlen)
 {
-	struct argv_buf a;
-	struct proc_result r;
+	struct docker_runtime rt;
+	struct cbuf *out;
+	struct dargv a;
+	char why[320];
 	int rc;
 
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "info");
-	argv_add(&a, "--format={{json .Runtimes}}");
-	rc = run_argv(&a, &r, 1 << 16);
-	argv_cleanup(&a);
-	if (rc < 0 || r.exit_code != 0) {
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "info");
+	dargv_add(&a, "--format={{json .Runtimes}}");
+	rc = call_argv(&a, 1 << 16, &out, why, sizeof(why));
+	dargv_cleanup(&a);
+	if (rc < 0) {
 		snprintf(err, errlen, "docker daemon not reachable (`%s info` "
-		    "failed%s%.120s)", c->docker, rc < 0 ? "" : ": ",
-		    rc < 0 ? "" : cbuf_data(r.err));
-		if (rc == 0)
-			proc_result_cleanup(&r);
+		    "failed%s%.120s)", c->docker, rc == -EIO ? ": " : "",
+		    rc == -EIO ? why : "");
+		cbuf_free(out);
 		return -EHOSTUNREACH;
 	}
-	if (!docker_runtimes_has(cbuf_data(r.out), cbuf_len(r.out), runtime)) {
+	if (docker_runtime_parse(cbuf_data(out), cbuf_len(out), runtime,
+	    &rt) < 0) {
 		snprintf(err, errlen, "runtime '%s' is not registered with the "
 		    "docker daemon (run scripts/setup); refusing to run without "
 		    "gVisor", runtime);
 		rc = -ENOENT;
 	}
-	proc_result_cleanup(&r);
+	cbuf_free(out);
 	return rc;
 }
 
 static int
 check_image(const struct config *c, char *err, size_t errlen)
 {
-	char id[IMAGE_ID_MAX];
-	struct argv_buf a;
-	struct proc_result r;
+	char id[IMAGE_ID_MAX], why[320];
+	struct dargv a;
 	int rc;
 
 	if (image_pinned_id(c, id) < 0) {
@@ -219,22 +240,19 @@ check_image(const struct config *c, char *err, size_t errlen)
 		    "image build`)");
 		return -ENOENT;
 	}
-	argv_init(&a);
-	argv_add(&a, c->docker);
-	argv_add(&a, "image");
-	argv_add(&a, "inspect");
-	argv_add(&a, "--format={{.Id}}");
-	argv_add(&a, id);
-	rc = run_argv(&a, &r, 4096);
-	argv_cleanup(&a);
-	if (rc < 0)
-		return rc;
-	if (r.exit_code != 0) {
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "image");
+	dargv_add(&a, "inspect");
+	dargv_add(&a, "--format={{.Id}}");
+	dargv_add(&a, id);
+	rc = call_argv(&a, 4096, NULL, why, sizeof(why));
+	dargv_cleanup(&a);
+	if (rc == -EIO) {
 		snprintf(err, errlen, "pinned image %.19s... is not present in "
 		    "the docker daemon (run `cordon image build`)", id);
 		rc = -ENOENT;
 	}
-	proc_result_cleanup(&r);
 	return rc;
 }
 

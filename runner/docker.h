@@ -7,6 +7,7 @@
 #ifndef CORDON_RUNNER_DOCKER_H
 #define CORDON_RUNNER_DOCKER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,9 +39,20 @@ int docker_wait_running(const struct config *c, const char *name);
 /* Parses the inspect line "OOMKilled ExitCode StartedAt". Pure. */
 int docker_state_parse(const char *line, struct docker_state *st);
 
-/* True when the JSON object text of `docker info --format
- * '{{json .Runtimes}}'` has a key named runtime. Pure. */
-bool docker_runtimes_has(const char *json, size_t len, const char *runtime);
+/* One runtime as `docker info --format '{{json .Runtimes}}'` lists it. */
+struct docker_runtime {
+	char path[PATH_MAX];	/* "" when it has none (or not a string) */
+	char args[128];		/* its runtimeArgs strings, joined by
+				 * spaces (cut at this size) */
+};
+
+/* Looks runtime name up in the JSON text of `docker info --format
+ * '{{json .Runtimes}}'`: 0 with *rt filled; -ENOENT when there is no such
+ * runtime (or its entry is not an object); -EBADMSG when the text is not a
+ * JSON object; -E2BIG for a path longer than PATH_MAX. On failure *rt is
+ * zeroed. Pure. */
+int docker_runtime_parse(const char *json, size_t len, const char *name,
+    struct docker_runtime *rt);
 
 /* Decides whether gc removes a container from its labels: the deadline
  * (epoch s) has passed, or the owner pid is not alive. Missing or bad

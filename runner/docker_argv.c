@@ -22,19 +22,19 @@ static const char *const job_env[] = {
 };
 
 void
-argv_init(struct argv_buf *a)
+dargv_init(struct dargv *a)
 {
 	memset(a, 0, sizeof(*a));
 }
 
 void
-argv_add(struct argv_buf *a, const char *s)
+dargv_add(struct dargv *a, const char *s)
 {
 	char *d;
 
 	if (a->error != 0)
 		return;
-	if (a->n == ARGV_MAX) {
+	if (a->n == DARGV_MAX) {
 		a->error = -E2BIG;
 		return;
 	}
@@ -46,7 +46,7 @@ argv_add(struct argv_buf *a, const char *s)
 }
 
 void
-argv_addf(struct argv_buf *a, const char *fmt, ...)
+dargv_addf(struct dargv *a, const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -61,12 +61,12 @@ argv_addf(struct argv_buf *a, const char *fmt, ...)
 		a->error = -ENOMEM;
 		return;
 	}
-	argv_add(a, s);
+	dargv_add(a, s);
 	free(s);
 }
 
 void
-argv_cleanup(struct argv_buf *a)
+dargv_cleanup(struct dargv *a)
 {
 	for (size_t i = 0; i < a->n; i++)
 		free(a->v[i]);
@@ -108,95 +108,95 @@ check_spec(const struct config *c, const struct docker_spec *s)
 }
 
 static void
-add_identity(struct argv_buf *a, const struct docker_spec *s)
+add_identity(struct dargv *a, const struct docker_spec *s)
 {
-	argv_add(a, "--name");
-	argv_add(a, s->name);
-	argv_add(a, "--label");
-	argv_add(a, "cordon=1");
-	argv_add(a, "--label");
-	argv_addf(a, "cordon.owner_pid=%ld", s->owner_pid);
-	argv_add(a, "--label");
-	argv_addf(a, "cordon.deadline=%lld", (long long)s->deadline_epoch_s);
-	argv_add(a, "--label");
-	argv_addf(a, "cordon.session=%s", s->session);
+	dargv_add(a, "--name");
+	dargv_add(a, s->name);
+	dargv_add(a, "--label");
+	dargv_add(a, "cordon=1");
+	dargv_add(a, "--label");
+	dargv_addf(a, "cordon.owner_pid=%ld", s->owner_pid);
+	dargv_add(a, "--label");
+	dargv_addf(a, "cordon.deadline=%lld", (long long)s->deadline_epoch_s);
+	dargv_add(a, "--label");
+	dargv_addf(a, "cordon.session=%s", s->session);
 }
 
 /* The fixed hardening set plus the clamped resource limits. */
 static void
-add_hardening(struct argv_buf *a, const struct config *c,
+add_hardening(struct dargv *a, const struct config *c,
     const struct docker_spec *s)
 {
 	const struct config_limits *l = &c->limits;
 
-	argv_addf(a, "--runtime=%s", s->runtime);
-	argv_addf(a, "--network=%s", s->network);
-	argv_add(a, "--cap-drop=ALL");
-	argv_add(a, "--security-opt=no-new-privileges");
-	argv_add(a, "--read-only");
-	argv_add(a, "--tmpfs");
-	argv_addf(a, "/tmp:rw,noexec,nosuid,nodev,size=%llu",
+	dargv_addf(a, "--runtime=%s", s->runtime);
+	dargv_addf(a, "--network=%s", s->network);
+	dargv_add(a, "--cap-drop=ALL");
+	dargv_add(a, "--security-opt=no-new-privileges");
+	dargv_add(a, "--read-only");
+	dargv_add(a, "--tmpfs");
+	dargv_addf(a, "/tmp:rw,noexec,nosuid,nodev,size=%llu",
 	    (unsigned long long)l->tmpfs_bytes);
-	argv_add(a, "--user");
-	argv_add(a, c->user);
-	argv_addf(a, "--memory=%llu", (unsigned long long)s->memory);
-	argv_addf(a, "--memory-swap=%llu", (unsigned long long)s->memory);
-	argv_addf(a, "--cpus=%.3f", s->cpus);
-	argv_add(a, "--ulimit");
-	argv_addf(a, "nofile=%lld:%lld", (long long)l->nofile,
+	dargv_add(a, "--user");
+	dargv_add(a, c->user);
+	dargv_addf(a, "--memory=%llu", (unsigned long long)s->memory);
+	dargv_addf(a, "--memory-swap=%llu", (unsigned long long)s->memory);
+	dargv_addf(a, "--cpus=%.3f", s->cpus);
+	dargv_add(a, "--ulimit");
+	dargv_addf(a, "nofile=%lld:%lld", (long long)l->nofile,
 	    (long long)l->nofile);
-	argv_add(a, "--ulimit");
-	argv_addf(a, "fsize=%llu:%llu", (unsigned long long)l->fsize_bytes,
+	dargv_add(a, "--ulimit");
+	dargv_addf(a, "fsize=%llu:%llu", (unsigned long long)l->fsize_bytes,
 	    (unsigned long long)l->fsize_bytes);
-	argv_add(a, "--ulimit");
-	argv_addf(a, "nproc=%lld:%lld", (long long)l->nproc,
+	dargv_add(a, "--ulimit");
+	dargv_addf(a, "nproc=%lld:%lld", (long long)l->nproc,
 	    (long long)l->nproc);
-	argv_addf(a, "--pids-limit=%lld", (long long)l->pids_limit);
-	argv_add(a, "--ipc=none");
-	argv_add(a, "--log-driver=none");
-	argv_add(a, "--pull=never");
-	argv_add(a, "--workdir=/tmp");
+	dargv_addf(a, "--pids-limit=%lld", (long long)l->pids_limit);
+	dargv_add(a, "--ipc=none");
+	dargv_add(a, "--log-driver=none");
+	dargv_add(a, "--pull=never");
+	dargv_add(a, "--workdir=/tmp");
 	for (size_t i = 0; job_env[i] != NULL; i++) {
-		argv_add(a, "--env");
-		argv_add(a, job_env[i]);
+		dargv_add(a, "--env");
+		dargv_add(a, job_env[i]);
 	}
 }
 
 int
 docker_run_argv(const struct config *c, const struct docker_spec *s,
-    struct argv_buf *a)
+    struct dargv *a)
 {
 	int rc;
 
-	argv_init(a);
+	dargv_init(a);
 	if ((rc = check_spec(c, s)) < 0)
 		return rc;
-	argv_add(a, c->docker);
-	argv_add(a, "run");
-	argv_add(a, "-i");
+	dargv_add(a, c->docker);
+	dargv_add(a, "run");
+	dargv_add(a, "-i");
 	add_identity(a, s);
 	add_hardening(a, c, s);
 	if (s->in_dir != NULL) {
-		argv_add(a, "--mount");
-		argv_addf(a, "type=bind,src=%s,dst=/in,readonly", s->in_dir);
+		dargv_add(a, "--mount");
+		dargv_addf(a, "type=bind,src=%s,dst=/in,readonly", s->in_dir);
 	}
 	for (size_t i = 0; i < s->nextra; i++)
-		argv_add(a, s->extra[i]);
-	argv_add(a, s->image_id);
-	argv_add(a, "python3");
-	argv_add(a, "-I");
+		dargv_add(a, s->extra[i]);
+	dargv_add(a, s->image_id);
+	dargv_add(a, "python3");
+	dargv_add(a, "-I");
 	if (s->wrapper != NULL) {
 		/* The fixed wrapper program; the job's code still comes on
 		 * stdin, after a per-run nonce line. */
-		argv_add(a, "-c");
-		argv_add(a, s->wrapper);
-		argv_addf(a, "%llu", (unsigned long long)s->wrapper_cap);
+		dargv_add(a, "-c");
+		dargv_add(a, s->wrapper);
+		dargv_addf(a, "%llu", (unsigned long long)s->wrapper_cap);
 	} else {
-		argv_add(a, "-");
+		dargv_add(a, "-");
 	}
 	if (a->error != 0) {
 		rc = a->error;
-		argv_cleanup(a);
+		dargv_cleanup(a);
 		return rc;
 	}
 	return 0;

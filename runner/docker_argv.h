@@ -11,20 +11,20 @@
 
 #include "common/config.h"
 
-#define ARGV_MAX 96
+#define DARGV_MAX 96
 
 /* A NULL-terminated argv whose strings it owns. */
-struct argv_buf {
-	char *v[ARGV_MAX + 1];
+struct dargv {
+	char *v[DARGV_MAX + 1];
 	size_t n;
 	int error;			/* first error (-ENOMEM, -E2BIG) */
 };
 
-void argv_init(struct argv_buf *a);
-void argv_add(struct argv_buf *a, const char *s);
-void argv_addf(struct argv_buf *a, const char *fmt, ...)
+void dargv_init(struct dargv *a);
+void dargv_add(struct dargv *a, const char *s);
+void dargv_addf(struct dargv *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void argv_cleanup(struct argv_buf *a);
+void dargv_cleanup(struct dargv *a);
 
 /* Everything that varies per run, already clamped by the runner. */
 struct docker_spec {
@@ -50,6 +50,6 @@ struct docker_spec {
  * 0 or a negative errno (-EINVAL for a spec field that is missing or would
  * break the argv, e.g. a comma in a mount path). Pure. */
 int docker_run_argv(const struct config *c, const struct docker_spec *s,
-    struct argv_buf *a);
+    struct dargv *a);
 
 #endif

@@ -12,11 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
 #include "common/proc.h"
 #include "common/util.h"
 #include "probe/probe.h"
+#include "runner/docker.h"
 #include "runner/image.h"
+#include "runner/tar.h"
 
 const char *
 doctor_verdict_name(enum doctor_verdict v)
@@ -42,58 +43,50 @@ line_set(struct doctor_line *l, enum doctor_verdict v, const char *what,
 	va_end(ap);
 }
 
-/* Runs argv with a deadline; the caller owns *out (may be NULL). */
+/* Runs argv with a deadline: 0 when it exited 0, else proc_call's
+ * negative errno. On 0, *out (may be NULL) gets its stdout (caller frees). */
 static int
 run(const char *const *argv, int64_t ms, size_t outmax, struct cbuf **out)
 {
 	struct proc_opts o = { .argv = argv, .stdout_max = outmax,
 	    .stderr_max = 4096 };
-	struct proc_result r;
-	int rc = proc_run(&o, ms, &r);
+	struct cbuf *got = NULL;
+	char err[320];
+	int rc = proc_call(&o, ms, out != NULL ? &got : NULL, NULL, err,
+	    sizeof(err));
 
-	if (rc < 0)
-		return rc;
-	rc = r.timed_out ? -ETIMEDOUT : r.exit_code != 0 ? -EIO : 0;
-	if (rc == 0 && out != NULL) {
-		*out = r.out;
-		r.out = NULL;
-	}
-	proc_result_cleanup(&r);
+	if (rc == 0 && out != NULL)
+		*out = got;
+	else
+		cbuf_free(got);
 	return rc;
 }
 
+/* One runtime's line, from the text of `docker info`'s runtimes. */
 static void
-check_runtime(const struct config *c, const cJSON *rts, const char *name,
+check_runtime(const struct cbuf *info, const char *name,
     const char *runsc_version, struct doctor_line *l)
 {
-	const cJSON *rt = cJSON_GetObjectItemCaseSensitive(rts, name);
-	const cJSON *path = cJSON_GetObjectItemCaseSensitive(rt, "path");
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(rt, "runtimeArgs");
-	char what[96], argtext[128] = "";
-	size_t n = 0;
-	const cJSON *a;
+	struct docker_runtime rt;
+	char what[96];
 
-	(void)c;
 	snprintf(what, sizeof(what), "runtime %s", name);
-	if (!cJSON_IsObject(rt)) {
+	if (docker_runtime_parse(cbuf_data(info), cbuf_len(info), name,
+	    &rt) < 0) {
 		line_set(l, DOCTOR_FAIL, what, "run scripts/setup (and "
 		    "scripts/egress-runtime) to register it", "not registered");
 		return;
 	}
-	cJSON_ArrayForEach(a, args)
-		if (cJSON_IsString(a) && n < sizeof(argtext))
-			n += (size_t)snprintf(argtext + n, sizeof(argtext) - n,
-			    "%s%s", n ? " " : "", a->valuestring);
-	if (!cJSON_IsString(path) || strstr(path->valuestring, "runsc") == NULL) {
+	if (strstr(rt.path, "runsc") == NULL) {
 		line_set(l, DOCTOR_FAIL, what, "its path must be runsc; rerun "
 		    "scripts/setup", "path %s is not runsc",
-		    cJSON_IsString(path) ? path->valuestring : "(none)");
+		    rt.path[0] != '\0' ? rt.path : "(none)");
 		return;
 	}
 	line_set(l, DOCTOR_OK, what, NULL, "%s %s (runsc %s; network: %s)",
-	    path->valuestring, argtext, runsc_version,
-	    strstr(argtext, "--network=none") ? "none, loopback only" :
-	    strstr(argtext, "--network=host") ? "host stack in Docker's netns" :
+	    rt.path, rt.args, runsc_version,
+	    strstr(rt.args, "--network=none") ? "none, loopback only" :
+	    strstr(rt.args, "--network=host") ? "host stack in Docker's netns" :
 	    "runsc netstack");
 }
 
@@ -105,33 +98,54 @@ check_runtimes(const struct config *c, struct doctor_line *l, size_t *n,
 	    "{{json .Runtimes}}", NULL };
 	const char *ver[] = { "runsc", "--version", NULL };
 	struct cbuf *out = NULL, *vout = NULL;
+	struct docker_runtime rt;
 	char version[64] = "unknown";
-	cJSON *rts;
 
 	if (run(ver, 10000, 4096, &vout) == 0) {
 		sscanf(cbuf_data(vout), "runsc version %63s", version);
 		cbuf_free(vout);
 	}
 	if (run(info, 20000, 1 << 16, &out) < 0 ||
-	    (rts = cJSON_Parse(cbuf_data(out))) == NULL) {
+	    docker_runtime_parse(cbuf_data(out), cbuf_len(out),
+	    c->runtime_offline, &rt) == -EBADMSG) {
 		cbuf_free(out);
 		if (*n < max)
 			line_set(&l[(*n)++], DOCTOR_FAIL, "docker runtimes",
 			    "start dockerd (scripts/setup)", "cannot list them");
 		return;
 	}
+	if (*n < max)
+		check_runtime(out, c->runtime_offline, version, &l[(*n)++]);
+	if (*n < max)
+		check_runtime(out, c->runtime_egress, version, &l[(*n)++]);
 	cbuf_free(out);
-	if (*n < max)
-		check_runtime(c, rts, c->runtime_offline, version, &l[(*n)++]);
-	if (*n < max)
-		check_runtime(c, rts, c->runtime_egress, version, &l[(*n)++]);
-	cJSON_Delete(rts);
+}
+
+/* The image's files: an export of a never-started container (removed
+ * again). NULL when that failed; else the tar (caller frees). */
+static struct cbuf *
+export_image(const struct config *c, const char *id)
+{
+	char name[64], hex[17];
+	const char *create[] = { c->docker, "create", "--name", name,
+	    "--label", "cordon=1", "--network=none", id, "true", NULL };
+	const char *export[] = { c->docker, "export", name, NULL };
+	const char *rm[] = { c->docker, "rm", "-f", name, NULL };
+	struct cbuf *tar = NULL;
+
+	if (util_random_hex(hex, 8) < 0)
+		return NULL;
+	snprintf(name, sizeof(name), "cordon-doctor-%s", hex);
+	if (run(create, 30000, 4096, NULL) == 0)
+		(void)run(export, 120000, 2ULL << 30, &tar);
+	(void)run(rm, 30000, 4096, NULL);
+	return tar;
 }
 
 static void
 check_image(const struct config *c, struct doctor_line *l)
 {
-	char id[IMAGE_ID_MAX], name[64], hex[17], first[128];
+	char id[IMAGE_ID_MAX], first[128];
 	const char *inspect[] = { c->docker, "image", "inspect", "--format",
 	    "{{.Id}}", id, NULL };
 	struct cbuf *tar = NULL;
@@ -149,18 +163,7 @@ check_image(const struct config *c, struct doctor_line *l)
 		    "%.20s... is not present in dockerd", id);
 		return;
 	}
-	/* Read the image's files from an export of a never-started container. */
-	util_random_hex(hex, 8);
-	snprintf(name, sizeof(name), "cordon-doctor-%s", hex);
-	{
-		const char *create[] = { c->docker, "create", "--name", name,
-		    "--label", "cordon=1", "--network=none", id, "true", NULL };
-		const char *export[] = { c->docker, "export", name, NULL };
-		const char *rm[] = { c->docker, "rm", "-f", name, NULL };
-		if (run(create, 30000, 4096, NULL) == 0)
-			(void)run(export, 120000, 2ULL << 30, &tar);
-		(void)run(rm, 30000, 4096, NULL);
-	}
+	tar = export_image(c, id);
 	if (tar == NULL) {
 		line_set(l, DOCTOR_FAIL, "sandbox image", "check dockerd's log",
 		    "could not export the image to scan it");
@@ -241,4 +244,48 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 	if (n < max)
 		check_probe(c, "proxy", &lines[n++]);
 	return n;
+}
+
+/* A GNU long name ('L' entry): the name of the entry that follows. */
+static void
+long_name(const struct tar_entry *e, char *out, size_t outlen)
+{
+	size_t n = e->size < outlen - 1 ? (size_t)e->size : outlen - 1;
+
+	n = strnlen((const char *)e->data, n);
+	memcpy(out, e->data, n);
+	out[n] = '\0';
+}
+
+long
+doctor_tar_count_setid(const unsigned char *tar, size_t len, char *first,
+    size_t firstlen)
+{
+	struct tar_reader r;
+	struct tar_entry e;
+	char name[TAR_NAME_MAX] = "";
+	long count = 0;
+	int rc;
+
+	if (first != NULL && firstlen > 0)
+		first[0] = '\0';
+	runner_tar_reader_init(&r, tar, len);
+	while ((rc = runner_tar_next(&r, &e)) == 1) {
+		if (e.mode < 0)
+			return -EBADMSG;
+		if (e.typeflag == 'L') {
+			long_name(&e, name, sizeof(name));
+			continue;
+		}
+		if ((e.typeflag == '0' || e.typeflag == '\0' ||
+		    e.typeflag == '7') && (e.mode & 06000) != 0) {
+			if (count == 0 && first != NULL && firstlen > 0)
+				snprintf(first, firstlen, "%s",
+				    name[0] != '\0' ? name : e.name);
+			count++;
+		}
+		name[0] = '\0';
+	}
+	/* Cut short (-EPIPE) or a bad header: malformed either way. */
+	return rc == 0 ? count : -EBADMSG;
 }

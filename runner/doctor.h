@@ -33,8 +33,10 @@ size_t doctor_run(const struct config *c, doctor_egress_fn egress,
     struct doctor_line *lines, size_t max);
 
 /* Counts setuid/setgid regular files in a tar stream's headers (ustar,
- * GNU). Pure; feed it the whole archive. Returns the count, or -EBADMSG
- * for a malformed archive. first (may be NULL) gets the first path. */
+ * GNU long names), read with the runner's strict tar reader. Pure; feed it
+ * the whole archive. Returns the count, or -EBADMSG for a malformed
+ * archive (bad checksum or field, cut short). first (may be NULL) gets
+ * the first path. */
 long doctor_tar_count_setid(const unsigned char *tar, size_t len,
     char *first, size_t firstlen);
 

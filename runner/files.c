@@ -227,7 +227,7 @@ static int
 unpack_one(const struct config_limits *l, int dfd, struct tar_entry *e,
     int64_t *count, uint64_t *bytes, struct runner_result *res)
 {
-	const char *why = tar_entry_refusal(e);
+	const char *why = runner_tar_entry_refusal(e);
 	int rc;
 
 	if (why == NULL && *count + 1 > l->out_max_files)
@@ -235,7 +235,7 @@ unpack_one(const struct config_limits *l, int dfd, struct tar_entry *e,
 	if (why == NULL && *bytes + e->size > l->out_max_bytes)
 		why = "over the size limit";
 	if (why == NULL) {
-		rc = tar_write_entry(dfd, e);
+		rc = runner_tar_write_entry(dfd, e);
 		if (rc == -EEXIST)
 			why = "already exists";
 		else if (rc < 0)
@@ -266,8 +266,8 @@ files_unpack_out(const struct config *c, const void *tar, size_t len,
 	dfd = open(out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	tar_reader_init(&r, tar, len);
-	while ((n = tar_next(&r, &e)) == 1)
+	runner_tar_reader_init(&r, tar, len);
+	while ((n = runner_tar_next(&r, &e)) == 1)
 		if ((rc = unpack_one(&c->limits, dfd, &e, &count, &bytes,
 		    res)) < 0)
 			break;

@@ -28,8 +28,10 @@ pid_alive(long pid)
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
+/* The listing of Cordon containers: 0 and *out (caller frees), or a
+ * negative errno with a reason in err. */
 static int
-list_containers(const struct config *c, struct proc_result *r, char *err,
+list_containers(const struct config *c, struct cbuf **out, char *err,
     size_t errlen)
 {
 	const char *argv[] = { c->docker, "ps", "-a", "--no-trunc",
@@ -38,17 +40,23 @@ list_containers(const struct config *c, struct proc_result *r, char *err,
 	    "{{.Label \"cordon.deadline\"}}", NULL };
 	struct proc_opts o = { .argv = argv, .stdout_max = 16 << 20,
 	    .stderr_max = 4096 };
-	int rc = proc_run(&o, DOCKER_CALL_MS, r);
+	char why[320];
+	int rc = proc_call(&o, DOCKER_CALL_MS, out, NULL, why, sizeof(why));
 
-	if (rc == 0 && (r->timed_out || r->exit_code != 0 ||
-	    cbuf_truncated(r->out))) {
-		snprintf(err, errlen, "`%s ps` failed: %.120s", c->docker,
-		    cbuf_data(r->err));
-		proc_result_cleanup(r);
+	if (rc == 0 && cbuf_truncated(*out)) {
+		snprintf(why, sizeof(why), "more than %d bytes of output",
+		    16 << 20);
+		rc = -EIO;
+	}
+	if (rc == -EIO || rc == -ETIMEDOUT) {
+		snprintf(err, errlen, "`%s ps` failed: %.120s", c->docker, why);
 		rc = -EIO;
 	} else if (rc < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", c->docker,
-		    strerror(-rc));
+		snprintf(err, errlen, "%s", why);	/* cannot run DOCKER */
+	}
+	if (rc < 0) {
+		cbuf_free(*out);
+		*out = NULL;
 	}
 	return rc;
 }
@@ -152,15 +160,15 @@ runner_gc(const struct config *c, bool all, int *removed, char *err,
 {
 	const char *batch[GC_BATCH];
 	struct gc_item *items = NULL;
-	struct proc_result r;
+	struct cbuf *list;
 	int64_t now = time_wall_ms() / 1000;
 	size_t n = 0, nitems = 0;
 	int rc;
 
 	*removed = 0;
-	if ((rc = list_containers(c, &r, err, errlen)) < 0)
+	if ((rc = list_containers(c, &list, err, errlen)) < 0)
 		return rc;
-	if ((rc = gc_parse((char *)cbuf_data(r.out), all, now, &items,
+	if ((rc = gc_parse((char *)cbuf_data(list), all, now, &items,
 	    &nitems)) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto done;
@@ -180,6 +188,6 @@ runner_gc(const struct config *c, bool all, int *removed, char *err,
 		gc_staging(c, items, nitems, now);
 	free(items);
 done:
-	proc_result_cleanup(&r);
+	cbuf_free(list);
 	return rc;
 }

@@ -8,7 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,84 +182,111 @@ progress(const struct image_build_opts *o, const char *msg)
 		o->progress(msg, o->arg);
 }
 
-/* The last non-empty line of s, for error messages. */
-static void
-last_line(const char *s, char *out, size_t outlen)
-{
-	size_t end = strlen(s), start;
-
-	while (end > 0 && (s[end - 1] == '\n' || s[end - 1] == '\r'))
-		end--;
-	start = end;
-	while (start > 0 && s[start - 1] != '\n')
-		start--;
-	snprintf(out, outlen, "%.*s", (int)(end - start), s + start);
-}
-
+/* Runs one build step through proc_call: 0 (then *out, when not NULL,
+ * holds its stdout: caller frees), or proc_call's negative errno with
+ * "ARGV0 failed: <first line of its stderr>" (or proc_call's own reason
+ * when it timed out or could not start) in err. */
 static int
 run_step(const char *const *argv, int64_t timeout_ms, struct cbuf **out,
     char *err, size_t errlen)
 {
 	struct proc_opts po = { .argv = argv, .stdout_max = 1 << 16,
 	    .stderr_max = 1 << 16 };
-	struct proc_result r;
-	int rc = proc_run(&po, timeout_ms, &r);
+	struct cbuf *got = NULL;
+	char why[320];
+	int rc = proc_call(&po, timeout_ms, &got, NULL, why, sizeof(why));
 
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(-rc));
-		return rc;
-	}
-	if (r.timed_out || r.exit_code != 0) {
-		char last[300];
-		last_line(cbuf_data(r.err), last, sizeof(last));
-		snprintf(err, errlen, "%s %s: %s", argv[0],
-		    r.timed_out ? "timed out" : "failed", last);
-		rc = r.timed_out ? -ETIMEDOUT : -EIO;
-		proc_result_cleanup(&r);
-		return rc;
-	}
-	if (out != NULL) {
-		*out = r.out;
-		r.out = NULL;
-	}
-	proc_result_cleanup(&r);
-	return 0;
+	if (rc == -EIO)
+		snprintf(err, errlen, "%s failed: %s", argv[0], why);
+	else if (rc < 0)
+		snprintf(err, errlen, "%s", why);
+	if (rc == 0 && out != NULL)
+		*out = got;
+	else
+		cbuf_free(got);
+	return rc;
 }
 
-static int strip_errors;
-static int strip_left;
+/* A walk below the image root (image_strip_setid): its state. */
+struct setid_walk {
+	dev_t dev;		/* the root's file system: never left */
+	bool strip;		/* clear the bits (else only count them) */
+	int errors;		/* chmods that failed */
+	int left;		/* set-id files seen (counting pass) */
+};
 
+#define SETID_WALK_DEPTH 256
+
+/* Walks the directory dfd (owned: closed here) without following a
+ * symlink or leaving w->dev. 0 or a negative errno. */
 static int
-strip_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+setid_walk_dir(struct setid_walk *w, int dfd, int depth)
 {
-	(void)ftw;
-	if (type != FTW_F || !(st->st_mode & (S_ISUID | S_ISGID)))
-		return 0;
-	if (chmod(path, st->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
-		strip_errors++;
-	return 0;
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	struct stat st;
+	int rc = 0, sub;
+
+	if (d == NULL) {
+		close(dfd);
+		return -errno;
+	}
+	while (rc == 0 && (errno = 0, de = readdir(d)) != NULL) {
+		const char *n = de->d_name;
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+			continue;
+		if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			rc = -errno;
+			break;
+		}
+		if (st.st_dev != w->dev)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth >= SETID_WALK_DEPTH)
+				rc = -ELOOP;
+			else if ((sub = openat(dfd, n, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC)) < 0)
+				rc = -errno;
+			else
+				rc = setid_walk_dir(w, sub, depth + 1);
+		} else if (!S_ISLNK(st.st_mode) &&
+		    (st.st_mode & (S_ISUID | S_ISGID)) != 0) {
+			/* Any other file (as nftw's FTW_F): directories keep
+			 * their setgid bit (group inheritance, harmless). */
+			if (!w->strip)
+				w->left++;
+			else if (fchmodat(dfd, n, st.st_mode & 07777 &
+			    ~(mode_t)(S_ISUID | S_ISGID), 0) < 0)
+				w->errors++;
+		}
+	}
+	if (rc == 0 && errno != 0)
+		rc = -errno;
+	closedir(d);
+	return rc;
 }
 
-static int
-count_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+int
+image_strip_setid(const char *root)
 {
-	(void)path;
-	(void)ftw;
-	if (type == FTW_F && (st->st_mode & (S_ISUID | S_ISGID)))
-		strip_left++;
-	return 0;
-}
+	struct setid_walk w = { .strip = true };
+	struct stat st;
+	int fd;
 
-/* Removes every setuid/setgid bit below root and proves none is left. */
-static int
-strip_setid(const char *root)
-{
-	strip_errors = strip_left = 0;
-	if (nftw(root, strip_one, 64, FTW_PHYS | FTW_MOUNT) != 0)
-		return -EIO;
-	if (nftw(root, count_one, 64, FTW_PHYS | FTW_MOUNT) != 0)
-		return -EIO;
-	return (strip_errors || strip_left) ? -EPERM : 0;
+	for (int pass = 0; pass < 2; pass++) {
+		fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			if (fd >= 0)
+				close(fd);
+			return -EIO;
+		}
+		w.dev = st.st_dev;
+		w.strip = pass == 0;
+		if (setid_walk_dir(&w, fd, 0) < 0)
+			return -EIO;
+	}
+	return (w.errors || w.left) ? -EPERM : 0;
 }
 
 static int
@@ -296,7 +323,7 @@ build_rootfs_tar(const struct config *c, const char *mirror, const char *tar,
 			    junk[i]) < sizeof(p))
 				(void)util_rm_rf(p);
 	}
-	if ((rc = strip_setid(dir)) < 0) {
+	if ((rc = image_strip_setid(dir)) < 0) {
 		snprintf(err, errlen, "could not strip setuid/setgid bits in %s",
 		    dir);
 		goto out;

@@ -42,6 +42,12 @@ bool image_id_valid(const char *id);
  * first http(s) URI in /etc/apt/sources.list(.d). 0 or -ENOENT. */
 int image_find_mirror(const struct config *c, char *out, size_t outlen);
 
+/* Removes every setuid/setgid bit of the files below root (directories
+ * keep theirs), never following a symlink or leaving root's file system,
+ * then walks again to prove none is left. 0; -EPERM when a bit could not
+ * be cleared; -EIO when the tree could not be walked. */
+int image_strip_setid(const char *root);
+
 struct image_build_opts {
 	bool force;		/* rebuild even when the inputs match */
 	void (*progress)(const char *msg, void *arg);	/* may be NULL */

@@ -8,6 +8,7 @@
 #define CORDON_RUNNER_RUNNER_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,7 +51,8 @@ struct runner_request {
 	size_t nin;
 	const char *out_dir;		/* NULL: no --out */
 	const char *session;		/* NULL or RUNNER_SESSION_MAX chars */
-	volatile sig_atomic_t *cancel;	/* may be NULL; set from a handler */
+	const atomic_int *cancel;	/* may be NULL; set (non-zero) from
+					 * another thread or a handler */
 	struct runner_pool *pool;	/* NULL, or take a warm container from
 					 * it when the run can use one (no
 					 * in/out files, default memory and

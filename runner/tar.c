@@ -15,7 +15,7 @@
 #define BLOCK 512
 
 void
-tar_reader_init(struct tar_reader *r, const void *buf, size_t len)
+runner_tar_reader_init(struct tar_reader *r, const void *buf, size_t len)
 {
 	r->buf = buf;
 	r->len = len;
@@ -94,10 +94,10 @@ copy_name(const unsigned char *h, char out[TAR_NAME_MAX])
 }
 
 int
-tar_next(struct tar_reader *r, struct tar_entry *e)
+runner_tar_next(struct tar_reader *r, struct tar_entry *e)
 {
 	const unsigned char *h;
-	uint64_t size, padded;
+	uint64_t size, padded, mode;
 
 	if (r->off == r->len)
 		return 0;
@@ -113,6 +113,8 @@ tar_next(struct tar_reader *r, struct tar_entry *e)
 		return -EPIPE;
 	padded = (size + BLOCK - 1) / BLOCK * BLOCK;
 	e->typeflag = (char)h[156];
+	e->mode = parse_octal(h + 100, 8, &mode) == 0 && mode <= 07777777 ?
+	    (int32_t)mode : -1;
 	e->type = (h[156] == '0' || h[156] == '\0') ? TAR_FILE :
 	    h[156] == '5' ? TAR_DIR : TAR_OTHER;
 	e->size = size;
@@ -125,7 +127,7 @@ tar_next(struct tar_reader *r, struct tar_entry *e)
 }
 
 const char *
-tar_entry_refusal(struct tar_entry *e)
+runner_tar_entry_refusal(struct tar_entry *e)
 {
 	char *n = e->name;
 	size_t len;
@@ -211,7 +213,7 @@ write_all(int fd, const unsigned char *p, uint64_t n)
 }
 
 int
-tar_write_entry(int dirfd, const struct tar_entry *e)
+runner_tar_write_entry(int dirfd, const struct tar_entry *e)
 {
 	const char *slash = strrchr(e->name, '/');
 	const char *base = slash != NULL ? slash + 1 : e->name;

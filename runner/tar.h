@@ -1,9 +1,9 @@
 /*
- * A strict reader for the ustar stream that comes back from /tmp/out, and
- * a safe unpacker for it. The reader is pure (bytes in, entries out) so it
- * is unit-tested with hostile archives and fuzzed. Everything in the
- * stream is untrusted: only plain relative names of regular files and
- * directories are ever accepted.
+ * A strict reader for the ustar stream that comes back from /tmp/out (and
+ * for the doctor's image export), and a safe unpacker for it. The reader
+ * is pure (bytes in, entries out) so it is unit-tested with hostile
+ * archives and fuzzed. Everything in the stream is untrusted: only plain
+ * relative names of regular files and directories are ever unpacked.
  */
 #ifndef CORDON_RUNNER_TAR_H
 #define CORDON_RUNNER_TAR_H
@@ -20,6 +20,10 @@ struct tar_entry {
 	char name[TAR_NAME_MAX];	/* prefix/name, NUL-terminated */
 	enum tar_type type;
 	char typeflag;
+	int32_t mode;			/* the mode field (permission, sticky
+					 * and set-id bits), -1 when it is not
+					 * octal (never judged by the refusal
+					 * rules: unpacked files get 0644) */
 	uint64_t size;
 	const unsigned char *data;	/* size bytes inside the stream */
 };
@@ -29,24 +33,24 @@ struct tar_reader {
 	size_t len, off;
 };
 
-void tar_reader_init(struct tar_reader *r, const void *buf, size_t len);
+void runner_tar_reader_init(struct tar_reader *r, const void *buf, size_t len);
 
 /* Next entry: 1 with *e filled, 0 at the end-of-archive marker (or a clean
  * end of data), or a negative errno: -EBADMSG for a malformed header (bad
  * checksum, bad octal, unterminated name), -EPIPE when the data is cut
  * short. After an error the reader stays at the error. Pure. */
-int tar_next(struct tar_reader *r, struct tar_entry *e);
+int runner_tar_next(struct tar_reader *r, struct tar_entry *e);
 
 /* NULL when the entry may be unpacked, else a static reason: not a regular
  * file or directory, absolute name, a ".." component, control characters,
  * empty name. Names are normalised in place (leading "./" and trailing
  * "/" removed). Pure. */
-const char *tar_entry_refusal(struct tar_entry *e);
+const char *runner_tar_entry_refusal(struct tar_entry *e);
 
 /* Writes one accepted entry under the directory fd dirfd without ever
  * following a link (each component opened with O_NOFOLLOW; files created
  * with O_EXCL, mode 0644; dirs 0755). 0 or a negative errno (-EEXIST when
  * something is already there). */
-int tar_write_entry(int dirfd, const struct tar_entry *e);
+int runner_tar_write_entry(int dirfd, const struct tar_entry *e);
 
 #endif

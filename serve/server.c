@@ -47,7 +47,7 @@ struct job {
 	size_t tenant;
 	enum job_state state;
 	bool gone;			/* the client went away */
-	volatile sig_atomic_t cancel;
+	atomic_int cancel;
 	int64_t t0_ms;
 	struct serve_req parsed;
 	int rc;				/* runner_run's, or staging's */

@@ -20,9 +20,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tar_entry e;
 	struct outwrap_split sp;
 
-	tar_reader_init(&r, data, size);
-	while (tar_next(&r, &e) == 1) {
-		if (tar_entry_refusal(&e) != NULL)
+	runner_tar_reader_init(&r, data, size);
+	while (runner_tar_next(&r, &e) == 1) {
+		if (runner_tar_entry_refusal(&e) != NULL)
 			continue;
 		size_t n = strlen(e.name);
 		if (e.name[0] == '/' || strcmp(e.name, "..") == 0 ||

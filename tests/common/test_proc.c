@@ -135,7 +135,7 @@ test_cancel_and_manual_kill(void **state)
 {
 	const char *argv[] = { "sleep", "30", NULL };
 	struct proc_opts o = { .argv = argv, .stdout_max = 10, .stderr_max = 10 };
-	volatile sig_atomic_t cancel = 1;
+	atomic_int cancel = 1;
 	struct proc *p;
 	(void)state;
 	assert_int_equal(proc_spawn(&o, &p), 0);

@@ -217,7 +217,7 @@ struct weakening {
 };
 
 static void
-argv_remove(struct argv_buf *a, size_t i)
+argv_remove(struct dargv *a, size_t i)
 {
 	free(a->v[i]);
 	memmove(&a->v[i], &a->v[i + 1], (a->n - i) * sizeof(a->v[0]));
@@ -225,7 +225,7 @@ argv_remove(struct argv_buf *a, size_t i)
 }
 
 static size_t
-argv_find(const struct argv_buf *a, const char *prefix)
+argv_find(const struct dargv *a, const char *prefix)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (strncmp(a->v[i], prefix, strlen(prefix)) == 0)
@@ -235,7 +235,7 @@ argv_find(const struct argv_buf *a, const char *prefix)
 }
 
 static void
-apply(struct argv_buf *a, const struct weakening *w)
+apply(struct dargv *a, const struct weakening *w)
 {
 	size_t i, img = argv_find(a, "sha256:");
 
@@ -327,7 +327,7 @@ run_weakened(const struct weakening *w)
 	struct proc_opts o = { .stdout_max = 1 << 20, .stderr_max = 1 << 16 };
 	struct proc_result r;
 	struct probe_report rep;
-	struct argv_buf a;
+	struct dargv a;
 	char hex[17], *code;
 	pthread_t th;
 
@@ -374,7 +374,7 @@ run_weakened(const struct weakening *w)
 	}
 	free(in.json);
 	free(code);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 	proc_result_cleanup(&r);
 }
 

@@ -1,5 +1,6 @@
 /* Unit tests: the docker run argv (every hardening flag, values checked),
- * clamping of caller limits, and request validation. */
+ * clamping of caller limits, request validation, and the parser of
+ * `docker info`'s runtimes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "runner/docker.h"
 #include "runner/docker_argv.h"
 #include "runner/runner.h"
 
@@ -26,7 +28,7 @@ base_spec(void)
 }
 
 static bool
-has_arg(const struct argv_buf *a, const char *s)
+has_arg(const struct dargv *a, const char *s)
 {
 	for (size_t i = 0; i < a->n; i++)
 		if (strcmp(a->v[i], s) == 0)
@@ -36,7 +38,7 @@ has_arg(const struct argv_buf *a, const char *s)
 
 /* True when flag is immediately followed by value. */
 static bool
-has_pair(const struct argv_buf *a, const char *flag, const char *value)
+has_pair(const struct dargv *a, const char *flag, const char *value)
 {
 	for (size_t i = 0; i + 1 < a->n; i++)
 		if (strcmp(a->v[i], flag) == 0 && strcmp(a->v[i + 1], value) == 0)
@@ -70,7 +72,7 @@ test_hardening_set(void **state)
 	};
 	struct docker_spec s = base_spec();
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 	size_t envs = 0;
 
 	(void)state;
@@ -100,7 +102,7 @@ test_hardening_set(void **state)
 	assert_string_equal(a.v[a.n - 2], "-I");
 	assert_string_equal(a.v[a.n - 1], "-");
 	assert_null(a.v[a.n]);
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 }
 
 static void
@@ -108,7 +110,7 @@ test_in_mount_and_wrapper(void **state)
 {
 	struct docker_spec s = base_spec();
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 
 	(void)state;
 	config_defaults(&c);
@@ -121,7 +123,7 @@ test_in_mount_and_wrapper(void **state)
 	assert_string_equal(a.v[a.n - 3], "-c");
 	assert_string_equal(a.v[a.n - 2], "print(1)");
 	assert_string_equal(a.v[a.n - 1], "1000");
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 }
 
 static void
@@ -132,7 +134,7 @@ test_config_values_flow(void **state)
 	    "\"pids_limit\":2048,\"nofile\":100,\"tmpfs_size\":\"8m\"}}";
 	struct docker_spec s = base_spec();
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 	char err[256];
 
 	(void)state;
@@ -147,7 +149,7 @@ test_config_values_flow(void **state)
 	assert_true(has_pair(&a, "--ulimit", "nofile=100:100"));
 	assert_true(has_pair(&a, "--tmpfs",
 	    "/tmp:rw,noexec,nosuid,nodev,size=8388608"));
-	argv_cleanup(&a);
+	dargv_cleanup(&a);
 }
 
 static void
@@ -158,7 +160,7 @@ test_bad_spec_values(void **state)
 		struct docker_spec s;
 	} cases[8];
 	struct config c;
-	struct argv_buf a;
+	struct dargv a;
 	size_t n = 0;
 
 	(void)state;
@@ -247,6 +249,91 @@ test_request_check(void **state)
 	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
 }
 
+/* docker_runtime_parse over `docker info --format '{{json .Runtimes}}'`
+ * texts, real and hostile. */
+static const struct runtime_case {
+	const char *json;
+	const char *name;
+	int rc;
+	const char *path;
+	const char *args;
+} runtime_cases[] = {
+	/* What dockerd prints with Cordon's runtimes registered. */
+	{ "{\"cordon-offline\":{\"path\":\"/usr/local/bin/runsc\","
+	  "\"runtimeArgs\":[\"--network=none\",\"--overlay2=root:memory\"]},"
+	  "\"io.containerd.runc.v2\":{\"path\":\"runc\"},"
+	  "\"runc\":{\"path\":\"runc\"}}", "cordon-offline", 0,
+	  "/usr/local/bin/runsc", "--network=none --overlay2=root:memory" },
+	{ "{\"cordon-egress\":{\"path\":\"/usr/bin/runsc\","
+	  "\"runtimeArgs\":[\"--network=host\"]}}", "cordon-egress", 0,
+	  "/usr/bin/runsc", "--network=host" },
+	{ "{\"runc\":{\"path\":\"runc\"}}", "runc", 0, "runc", "" },
+	/* Newer dockerd: no path for the default shim runtime. */
+	{ "{\"runc\":{\"runtimeType\":\"io.containerd.runc.v2\"}}", "runc",
+	  0, "", "" },
+	{ "{\"runc\":{\"path\":\"runc\"}}", "cordon-offline", -ENOENT,
+	  "", "" },
+	{ "{}", "runc", -ENOENT, "", "" },
+	/* Keys are case-sensitive; the entry must be an object. */
+	{ "{\"RUNC\":{\"path\":\"runc\"}}", "runc", -ENOENT, "", "" },
+	{ "{\"runc\":\"runc\"}", "runc", -ENOENT, "", "" },
+	{ "{\"runc\":null}", "runc", -ENOENT, "", "" },
+	/* A path that is not a string counts as none; so do arguments
+	 * that are not strings. */
+	{ "{\"r\":{\"path\":7,\"runtimeArgs\":[1,\"--a\",null,\"--b\"]}}",
+	  "r", 0, "", "--a --b" },
+	{ "{\"r\":{\"path\":\"runsc\",\"runtimeArgs\":\"--a\"}}", "r", 0,
+	  "runsc", "" },
+	/* Not a JSON object at all. */
+	{ "", "runc", -EBADMSG, "", "" },
+	{ "null", "runc", -EBADMSG, "", "" },
+	{ "[\"runc\"]", "runc", -EBADMSG, "", "" },
+	{ "\"runc\"", "runc", -EBADMSG, "", "" },
+	{ "{\"runc\":{\"path\":\"runc\"}", "runc", -EBADMSG, "", "" },
+	{ "Cannot connect to the Docker daemon", "runc", -EBADMSG, "", "" },
+};
+
+static void
+test_runtime_parse(void **state)
+{
+	struct docker_runtime rt;
+	char big[PATH_MAX + 64], args[2048];
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(runtime_cases) / sizeof(runtime_cases[0]);
+	    i++) {
+		const struct runtime_case *t = &runtime_cases[i];
+		int rc = docker_runtime_parse(t->json, strlen(t->json),
+		    t->name, &rt);
+		if (rc != t->rc || strcmp(rt.path, t->path) != 0 ||
+		    strcmp(rt.args, t->args) != 0)
+			fail_msg("case %zu (%s): rc %d path '%s' args '%s'", i,
+			    t->json, rc, rt.path, rt.args);
+	}
+	/* Only len bytes are read. */
+	assert_int_equal(docker_runtime_parse("{\"r\":{}}trailing", 9, "r",
+	    &rt), 0);
+	/* A path longer than PATH_MAX is refused, not cut (a cut could
+	 * drop "runsc" from it). */
+	n = (size_t)snprintf(big, sizeof(big), "{\"r\":{\"path\":\"/");
+	memset(big + n, 'a', PATH_MAX);
+	snprintf(big + n + PATH_MAX, sizeof(big) - n - PATH_MAX, "runsc\"}}");
+	assert_int_equal(docker_runtime_parse(big, strlen(big), "r", &rt),
+	    -E2BIG);
+	assert_string_equal(rt.path, "");
+	/* Many arguments are cut at the field's size, never overflow it. */
+	n = (size_t)snprintf(args, sizeof(args), "{\"r\":{\"path\":\"runsc\","
+	    "\"runtimeArgs\":[");
+	for (int i = 0; i < 60; i++)
+		n += (size_t)snprintf(args + n, sizeof(args) - n,
+		    "%s\"--flag-%02d\"", i ? "," : "", i);
+	snprintf(args + n, sizeof(args) - n, "]}}");
+	assert_int_equal(docker_runtime_parse(args, strlen(args), "r", &rt), 0);
+	assert_int_equal(strlen(rt.args), sizeof(rt.args) - 1);
+	assert_int_equal(strncmp(rt.args, "--flag-00 --flag-01", 19), 0);
+}
+
 int
 main(void)
 {
@@ -257,6 +344,7 @@ main(void)
 		cmocka_unit_test(test_bad_spec_values),
 		cmocka_unit_test(test_limits_clamped),
 		cmocka_unit_test(test_request_check),
+		cmocka_unit_test(test_runtime_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* Unit tests for the doctor's setuid scan of an image export (a tar). */
+/* Unit tests for the doctor's setuid scan of an image export (a tar), and
+ * for the image build's stripping of those bits from its tree. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,26 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/proc.h"
 #include "common/util.h"
 #include "runner/doctor.h"
+#include "runner/image.h"
 
-/* Makes a tar of a temp tree holding the given modes; caller frees. */
+/* Makes a tar (format: tar's --format) of a temp tree holding files
+ * named names[i] (NULL: f<i>) with the given modes; caller frees. */
 static struct cbuf *
-make_tar(const unsigned *modes, size_t n)
+make_tar_as(const char *format, const char *const *names,
+    const unsigned *modes, size_t n)
 {
-	char dir[] = "/tmp/cordon-doctor-XXXXXX", path[256];
-	const char *argv[] = { "tar", "--numeric-owner", "-C", dir, "-cf", "-",
-	    ".", NULL };
+	char dir[] = "/tmp/cordon-doctor-XXXXXX", path[512], fmt[32];
+	const char *argv[] = { "tar", "--numeric-owner", fmt, "-C", dir,
+	    "-cf", "-", ".", NULL };
 	struct proc_opts o = { .argv = argv, .stdout_max = 1 << 20,
 	    .stderr_max = 4096 };
 	struct proc_result r;
 	struct cbuf *out;
 
+	snprintf(fmt, sizeof(fmt), "--format=%s", format);
 	assert_non_null(mkdtemp(dir));
 	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/f%zu", dir, i);
+		if (names != NULL && names[i] != NULL) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+			*strrchr(path, '/') = '\0';
+			assert_int_equal(util_mkdir_p(path, 0755), 0);
+			snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		} else
+			snprintf(path, sizeof(path), "%s/f%zu", dir, i);
 		assert_int_equal(util_write_file_atomic(path, "x", 1, 0600), 0);
 		assert_int_equal(chmod(path, modes[i]), 0);
 	}
@@ -39,6 +51,12 @@ make_tar(const unsigned *modes, size_t n)
 	proc_result_cleanup(&r);
 	util_rm_rf(dir);
 	return out;
+}
+
+static struct cbuf *
+make_tar(const unsigned *modes, size_t n)
+{
+	return make_tar_as("gnu", NULL, modes, n);
 }
 
 static void
@@ -64,11 +82,158 @@ test_counts_setid(void **state)
 	cbuf_free(t);
 }
 
+static long
+count(const struct cbuf *t, char *first, size_t firstlen)
+{
+	return doctor_tar_count_setid((const unsigned char *)cbuf_data(t),
+	    cbuf_len(t), first, firstlen);
+}
+
+/* Long names (GNU 'L' entries, ustar prefixes, pax headers) are walked
+ * over, and the first path is the whole name. */
+static void
+test_long_names_and_formats(void **state)
+{
+	static const unsigned modes[] = { 0644, 04755 };
+	static const char *const formats[] = { "gnu", "ustar", "pax" };
+	char longname[160], first[256];
+	const char *names[] = { "plain", longname };
+	struct cbuf *t;
+
+	(void)state;
+	/* 121 bytes: over ustar's 100-byte name, split at the slash. */
+	memset(longname, 'd', 60);
+	longname[60] = '/';
+	memset(longname + 61, 'n', 60);
+	longname[121] = '\0';
+	for (size_t i = 0; i < 3; i++) {
+		t = make_tar_as(formats[i], names, modes, 2);
+		assert_int_equal(count(t, first, sizeof(first)), 1);
+		if (strcmp(formats[i], "pax") != 0)
+			assert_string_equal(first + 2, longname);
+		cbuf_free(t);
+	}
+}
+
+/* Rewrites a header's checksum after an edit. */
+static void
+fix_sum(unsigned char *h)
+{
+	unsigned sum = 0;
+
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+}
+
+/* The doctor reads with the strict reader: a damaged header is malformed,
+ * not clean. */
+static void
+test_damaged_headers(void **state)
+{
+	static const unsigned dirty[] = { 04755 };
+	struct cbuf *t;
+	unsigned char *copy;
+	size_t len;
+
+	(void)state;
+	t = make_tar(dirty, 1);
+	len = cbuf_len(t);
+	assert_int_equal(count(t, NULL, 0), 1);
+	copy = malloc(len);
+	assert_non_null(copy);
+	/* The second header (the file's): a flipped name byte breaks its
+	 * checksum; a bad mode field is malformed too. */
+	memcpy(copy, cbuf_data(t), len);
+	copy[512] ^= 0x01;
+	assert_int_equal(doctor_tar_count_setid(copy, len, NULL, 0), -EBADMSG);
+	memcpy(copy, cbuf_data(t), len);
+	copy[512 + 100] = '9';
+	fix_sum(copy + 512);
+	assert_int_equal(doctor_tar_count_setid(copy, len, NULL, 0), -EBADMSG);
+	/* The same edit to a valid octal digit is read. */
+	copy[512 + 100] = '0';
+	fix_sum(copy + 512);
+	assert_int_equal(doctor_tar_count_setid(copy, len, NULL, 0), 1);
+	/* Cut inside a header. */
+	assert_int_equal(doctor_tar_count_setid(copy, 700, NULL, 0), -EBADMSG);
+	free(copy);
+	cbuf_free(t);
+}
+
+static unsigned
+mode_of(const char *dir, const char *name)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+static void
+put(const char *dir, const char *name, unsigned mode)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(util_write_file_atomic(path, "x", 1, 0600), 0);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Every set-id file below the root loses its bits, at any depth; a
+ * symlink is never followed out of the tree; directories keep theirs. */
+static void
+test_strip_setid(void **state)
+{
+	char dir[] = "/tmp/cordon-strip-XXXXXX";
+	char out[] = "/tmp/cordon-out-XXXXXX";
+	char path[512], target[512];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_non_null(mkdtemp(out));
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	assert_int_equal(util_mkdir_p(path, 0755), 0);
+	put(dir, "a/b/c/deep", 04755);
+	put(dir, "top", 02755);
+	put(dir, "both", 06711);
+	put(dir, "plain", 0644);
+	snprintf(path, sizeof(path), "%s/sgid-dir", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(chmod(path, 02775), 0);
+	put(out, "outside", 04755);
+	snprintf(target, sizeof(target), "%s/outside", out);
+	snprintf(path, sizeof(path), "%s/a/link", dir);
+	assert_int_equal(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/a/dirlink", dir);
+	assert_int_equal(symlink(out, path), 0);
+
+	assert_int_equal(image_strip_setid(dir), 0);
+	assert_int_equal(mode_of(dir, "a/b/c/deep"), 0755);
+	assert_int_equal(mode_of(dir, "top"), 0755);
+	assert_int_equal(mode_of(dir, "both"), 0711);
+	assert_int_equal(mode_of(dir, "plain"), 0644);
+	assert_int_equal(mode_of(dir, "sgid-dir"), 02775);
+	assert_int_equal(mode_of(out, "outside"), 04755);
+	/* Idempotent; a missing root is an error, not "clean". */
+	assert_int_equal(image_strip_setid(dir), 0);
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_int_equal(image_strip_setid(path), -EIO);
+	util_rm_rf(dir);
+	util_rm_rf(out);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_setid),
+		cmocka_unit_test(test_long_names_and_formats),
+		cmocka_unit_test(test_damaged_headers),
+		cmocka_unit_test(test_strip_setid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

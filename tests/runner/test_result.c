@@ -180,6 +180,7 @@ static void
 test_docker_parsers(void **state)
 {
 	struct docker_state st;
+	struct docker_runtime drt;
 	static const char rt[] = "{\"cordon-offline\":{\"path\":\"/usr/bin/"
 	    "runsc\"},\"runc\":{\"path\":\"runc\"}}";
 
@@ -194,10 +195,14 @@ test_docker_parsers(void **state)
 	assert_false(st.started);
 	assert_int_equal(docker_state_parse("maybe 1 x", &st), -EINVAL);
 	assert_int_equal(docker_state_parse("true", &st), -EINVAL);
-	assert_true(docker_runtimes_has(rt, strlen(rt), "cordon-offline"));
-	assert_false(docker_runtimes_has(rt, strlen(rt), "cordon-egress"));
-	assert_false(docker_runtimes_has("null", 4, "runc"));
-	assert_false(docker_runtimes_has("[\"runc\"]", 8, "runc"));
+	assert_int_equal(docker_runtime_parse(rt, strlen(rt), "cordon-offline",
+	    &drt), 0);
+	assert_int_equal(docker_runtime_parse(rt, strlen(rt), "cordon-egress",
+	    &drt), -ENOENT);
+	assert_int_equal(docker_runtime_parse("null", 4, "runc", &drt),
+	    -EBADMSG);
+	assert_int_equal(docker_runtime_parse("[\"runc\"]", 8, "runc", &drt),
+	    -EBADMSG);
 }
 
 static void

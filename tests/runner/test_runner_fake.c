@@ -185,7 +185,7 @@ test_refusal_is_an_error(void **state)
 static void
 test_cancel_removes(void **state)
 {
-	volatile sig_atomic_t cancel = 1;
+	atomic_int cancel = 1;
 	struct runner_request q = { .code = "x", .code_len = 1,
 	    .timeout_s = 30, .cancel = &cancel };
 	struct runner_result res;

@@ -1,0 +1,26 @@
+/*
+ * `cordon probe` on the runner's side: runs the probe program (probe_run
+ * in probe/) through the real runner, the same path as a user's job,
+ * optionally in a warm pool's container, while a thread inspects that
+ * container from the host.
+ */
+#ifndef CORDON_RUNNER_PROBE_OPS_H
+#define CORDON_RUNNER_PROBE_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/config.h"
+#include "probe/probe.h"
+
+/* Probes mode ("none" or "proxy"; proxy needs the egress set-up, checked
+ * with netsetup_ready), in a one-container warm pool when warm. Fills
+ * *rep and *json as probe_run does and returns its result: 0 when a
+ * report was produced (err: "" or a warning), else a negative errno with
+ * a one-line reason in err. */
+int runner_probe(const struct config *c, const char *mode, bool warm,
+    struct probe_report *rep, cJSON **json, char *err, size_t errlen);
+
+#endif

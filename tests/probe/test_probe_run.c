@@ -1,0 +1,286 @@
+/* Unit tests for probe_run with fake ops: a run that returns the good
+ * observations passes and is recorded; a failing run fails, is recorded
+ * and shows its stderr; an ops error is an error and records nothing. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "probe/probe.h"
+
+extern char **environ;
+
+static char *inside_good, *inspect_good;
+static struct config cfg;
+static char dir[] = "/tmp/cordon-probe-run-XXXXXX";
+
+/* What the fake run returns, and what it saw. */
+struct fake {
+	int rc;				/* < 0: fail with this */
+	const char *out, *err, *inspect;
+	int calls;
+	struct probe_job job;		/* the job it got (borrowed) */
+	char session[64];
+	bool marker_set, marker_in_code;
+};
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL ? strdup(s) : NULL;
+}
+
+static int
+fake_run(void *data, const struct probe_job *job, struct probe_outcome *out,
+    char *err, size_t errlen)
+{
+	struct fake *f = data;
+
+	f->calls++;
+	f->job = *job;
+	snprintf(f->session, sizeof(f->session), "%s", job->session);
+	/* The host marker is in the environment while the run goes, and
+	 * the program looks for exactly that variable. */
+	for (char **e = environ; *e != NULL; e++) {
+		char name[64];
+		if (strncmp(*e, "CORDON_PROBE_MARKER_", 20) != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
+		f->marker_set = true;
+		f->marker_in_code = strstr(job->code, name) != NULL;
+	}
+	if (f->rc < 0) {
+		snprintf(err, errlen, "docker exploded");
+		return f->rc;
+	}
+	out->out = dup_or_null(f->out);
+	out->out_len = f->out != NULL ? strlen(f->out) : 0;
+	out->err = dup_or_null(f->err);
+	out->err_len = f->err != NULL ? strlen(f->err) : 0;
+	out->inspect = dup_or_null(f->inspect);
+	out->inspect_len = f->inspect != NULL ? strlen(f->inspect) : 0;
+	snprintf(out->container, sizeof(out->container), "cordon-fake");
+	out->warm = job->warm;
+	out->run_status = f->out != NULL ? "ok" : "sandbox_error";
+	return 0;
+}
+
+static const struct probe_ops fake_ops = { .run = fake_run };
+
+static const struct probe_run_opts opts_none = { .mode = "none",
+    .host_release = "6.18.44-test", .runtime_is_runsc = true };
+
+static bool
+any_marker_left(void)
+{
+	for (char **e = environ; *e != NULL; e++)
+		if (strncmp(*e, "CORDON_PROBE_MARKER_", 20) == 0)
+			return true;
+	return false;
+}
+
+static int
+setup(void **state)
+{
+	char path[512];
+	const char *src = getenv("CORDON_SOURCE_ROOT");
+
+	(void)state;
+	config_defaults(&cfg);
+	if (src == NULL || mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", dir);
+	snprintf(path, sizeof(path), "%s/tests/probe/data/inside-good.json",
+	    src);
+	if (util_read_file(path, 1 << 20, &inside_good, NULL) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/tests/probe/data/inspect-good.json",
+	    src);
+	if (util_read_file(path, 1 << 20, &inspect_good, NULL) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	free(inside_good);
+	free(inspect_good);
+	return util_rm_rf(dir);
+}
+
+static int
+reset_state(void **state)
+{
+	(void)state;
+	(void)util_rm_rf(cfg.state_dir);
+	return 0;
+}
+
+static void
+test_good_run_passes_and_is_recorded(void **state)
+{
+	struct fake f = { .out = inside_good, .inspect = inspect_good,
+	    .err = "" };
+	struct probe_run_opts o = opts_none;
+	struct probe_report rep;
+	char err[256], failed[256];
+	int64_t at = 0;
+	bool pass = false;
+	cJSON *j;
+
+	(void)state;
+	o.warm = true;
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(f.calls, 1);
+	assert_true(f.job.warm);
+	assert_string_equal(f.job.mode, "none");
+	assert_true(f.job.code_len > 0);
+	assert_int_equal(strlen(f.session), 6 + 16);
+	assert_int_equal(strncmp(f.session, "probe-", 6), 0);
+	assert_true(f.marker_set);
+	assert_true(f.marker_in_code);
+	assert_false(any_marker_left());
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		if (!rep.controls[i].pass)
+			fail_msg("%s: %s", rep.controls[i].name,
+			    rep.controls[i].observed);
+	assert_true(rep.pass);
+	assert_string_equal(rep.mode, "none");
+	assert_true(rep.at_ms > 0);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "container")->valuestring,
+	    "cordon-fake");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "warm")));
+	assert_string_equal(cJSON_GetObjectItem(j, "run_status")->valuestring,
+	    "ok");
+	assert_null(cJSON_GetObjectItem(j, "probe_stderr"));
+	cJSON_Delete(j);
+	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
+	    sizeof(failed)), 0);
+	assert_true(pass);
+	assert_int_equal(at, rep.at_ms);
+	assert_int_equal(probe_state_check(&cfg, "none", time_wall_ms(), err,
+	    sizeof(err)), 0);
+}
+
+static void
+test_failing_run_fails_and_is_recorded(void **state)
+{
+	struct fake f = { .out = "Traceback (most recent call last)",
+	    .err = "SyntaxError: it broke" };
+	struct probe_report rep;
+	char err[256], failed[256];
+	int64_t at;
+	bool pass = true;
+	cJSON *j, *se;
+
+	(void)state;
+	cfg.require_probe = true;
+	assert_int_equal(probe_run(&cfg, &opts_none, &fake_ops, &f, &rep, &j,
+	    err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	assert_false(rep.pass);
+	assert_non_null(j);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "pass")));
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "warm")));
+	se = cJSON_GetObjectItem(j, "probe_stderr");
+	assert_true(cJSON_IsString(se));
+	assert_non_null(strstr(se->valuestring, "it broke"));
+	cJSON_Delete(j);
+	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
+	    sizeof(failed)), 0);
+	assert_false(pass);
+	assert_non_null(strstr(failed, "user"));
+	assert_int_equal(probe_state_check(&cfg, "none", time_wall_ms(), err,
+	    sizeof(err)), -EPERM);
+	cfg.require_probe = false;
+}
+
+static void
+test_ops_error_is_an_error(void **state)
+{
+	struct fake f = { .rc = -EIO };
+	struct probe_report rep;
+	char err[256], failed[256];
+	int64_t at;
+	bool pass;
+	cJSON *j = (cJSON *)&f;
+
+	(void)state;
+	assert_int_equal(probe_run(&cfg, &opts_none, &fake_ops, &f, &rep, &j,
+	    err, sizeof(err)), -EIO);
+	assert_string_equal(err, "docker exploded");
+	assert_null(j);
+	assert_false(any_marker_left());
+	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
+	    sizeof(failed)), -ENOENT);
+}
+
+static void
+test_bad_options(void **state)
+{
+	struct fake f = { .out = inside_good, .inspect = inspect_good };
+	struct probe_run_opts o = opts_none;
+	struct probe_report rep;
+	char err[256];
+	cJSON *j;
+
+	(void)state;
+	o.mode = "host";
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), -EINVAL);
+	o.mode = "proxy";		/* without the proxy's URL */
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), -EINVAL);
+	assert_int_equal(f.calls, 0);
+	assert_null(j);
+}
+
+static void
+test_unrecordable_result_warns(void **state)
+{
+	struct fake f = { .out = inside_good, .inspect = inspect_good };
+	struct probe_report rep;
+	char err[256], saved[sizeof(cfg.state_dir)], file[300];
+	cJSON *j;
+
+	(void)state;
+	memcpy(saved, cfg.state_dir, sizeof(saved));
+	/* A state dir below a regular file cannot be made. */
+	snprintf(file, sizeof(file), "%s/file", dir);
+	assert_int_equal(util_write_file_atomic(file, "x", 1, 0600), 0);
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/file/state", dir);
+	assert_int_equal(probe_run(&cfg, &opts_none, &fake_ops, &f, &rep, &j,
+	    err, sizeof(err)), 0);
+	memcpy(cfg.state_dir, saved, sizeof(saved));
+	assert_non_null(strstr(err, "cannot record the result in "));
+	assert_true(rep.pass);
+	assert_non_null(j);
+	cJSON_Delete(j);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_good_run_passes_and_is_recorded,
+		    reset_state),
+		cmocka_unit_test_setup(test_failing_run_fails_and_is_recorded,
+		    reset_state),
+		cmocka_unit_test_setup(test_ops_error_is_an_error, reset_state),
+		cmocka_unit_test_setup(test_bad_options, reset_state),
+		cmocka_unit_test_setup(test_unrecordable_result_warns,
+		    reset_state),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
