@@ -72,7 +72,7 @@ docker_rm_force(const struct config *c, const char *const *names, size_t n)
 int
 docker_state_parse(const char *line, struct docker_state *st)
 {
-	char buf[128], *sp1, *sp2;
+	char buf[160], *sp1, *sp2, *sp3;
 	int64_t code;
 
 	if (!util_strlcpy(buf, line, sizeof(buf)))
@@ -83,6 +83,13 @@ docker_state_parse(const char *line, struct docker_state *st)
 		return -EINVAL;
 	*sp1++ = '\0';
 	*sp2++ = '\0';
+	/* An optional fourth field: the container's full ID. */
+	st->id[0] = '\0';
+	if ((sp3 = strchr(sp2, ' ')) != NULL) {
+		*sp3++ = '\0';
+		if (!util_strlcpy(st->id, sp3, sizeof(st->id)))
+			return -EINVAL;
+	}
 	if (strcmp(buf, "true") != 0 && strcmp(buf, "false") != 0)
 		return -EINVAL;
 	if (util_parse_i64(sp1, -1, 255, &code) < 0)
@@ -128,7 +135,7 @@ docker_inspect_state(const struct config *c, const char *name,
 {
 	struct cbuf *out;
 	int rc = inspect_format(c, name, "{{.State.OOMKilled}} "
-	    "{{.State.ExitCode}} {{.State.StartedAt}}", &out);
+	    "{{.State.ExitCode}} {{.State.StartedAt}} {{.Id}}", &out);
 
 	if (rc < 0)
 		return rc;

@@ -20,6 +20,7 @@ struct docker_state {
 	bool oom_killed;
 	bool started;		/* StartedAt is set: the job's code ran */
 	int exit_code;
+	char id[72];		/* full container ID, "" when not given */
 };
 
 /* `docker rm -f NAME...` (at most 64 names). 0, -ENOENT when docker said
@@ -36,7 +37,7 @@ int docker_inspect_state(const struct config *c, const char *name,
  * negative errno. */
 int docker_wait_running(const struct config *c, const char *name);
 
-/* Parses the inspect line "OOMKilled ExitCode StartedAt". Pure. */
+/* Parses the inspect line "OOMKilled ExitCode StartedAt [Id]". Pure. */
 int docker_state_parse(const char *line, struct docker_state *st);
 
 /* One runtime as `docker info --format '{{json .Runtimes}}'` lists it. */

@@ -25,6 +25,7 @@
 #include "runner/docker_argv.h"
 #include "runner/files.h"
 #include "runner/image.h"
+#include "runner/oomlog.h"
 #include "runner/outwrap.h"
 #include "runner/pool.h"
 
@@ -174,6 +175,11 @@ run_finish(struct run *r, const char *name)
 	r->cli_exit = proc_exit_code(r->p);
 	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0)
 		rc = docker_inspect_state(r->c, name, &st);
+	/* Docker misses some OOM kills under runsc (see oomlog.h); the
+	 * kernel's record of this container's memory cgroup is proof. */
+	if (r->cli_exit == 137 && rc == 0 && !st.oom_killed &&
+	    runner_oomlog_find(st.id))
+		st.oom_killed = true;
 	/* The daemon may record the OOM kill a moment after the exit. */
 	for (int i = 0; r->cli_exit == 137 && rc == 0 && !st.oom_killed &&
 	    i < 4; i++) {

@@ -193,6 +193,13 @@ test_docker_parsers(void **state)
 	assert_int_equal(docker_state_parse("false 125 0001-01-01T00:00:00Z",
 	    &st), 0);
 	assert_false(st.started);
+	assert_int_equal(docker_state_parse("true 137 2026-11-29T10:00:00Z "
+	    "ce32ed6d402daa455e3ea3760f5a6a4cc7274c78dbc9d48022d3320b71895e37\n",
+	    &st), 0);
+	assert_true(st.oom_killed);
+	assert_int_equal(st.exit_code, 137);
+	assert_string_equal(st.id,
+	    "ce32ed6d402daa455e3ea3760f5a6a4cc7274c78dbc9d48022d3320b71895e37");
 	assert_int_equal(docker_state_parse("maybe 1 x", &st), -EINVAL);
 	assert_int_equal(docker_state_parse("true", &st), -EINVAL);
 	assert_int_equal(docker_runtime_parse(rt, strlen(rt), "cordon-offline",
