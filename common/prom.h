@@ -16,8 +16,9 @@ struct cbuf;
  * end. */
 struct prom {
 	struct cbuf *buf;	/* borrowed */
-	int error;		/* 0, -ENOSPC (buffer limit), -ENOMEM, or -EINVAL
-				 * (a value printf could not format) */
+	/* 0, -ENOSPC (buffer limit), -ENOMEM or -EINVAL (a value printf
+	 * could not format). */
+	int error;
 };
 
 void prom_init(struct prom *p, struct cbuf *buf);

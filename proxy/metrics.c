@@ -35,7 +35,7 @@ struct metrics_key {
 	uint64_t count;
 };
 
-struct metrics {
+struct proxy_metrics {
 	struct metrics_key keys[METRICS_MAX_KEYS];
 	size_t nkeys;
 	uint64_t other;
@@ -47,14 +47,14 @@ struct metrics {
 };
 
 int
-metrics_new(struct metrics **out)
+proxy_metrics_new(struct proxy_metrics **out)
 {
 	*out = calloc(1, sizeof(**out));
 	return *out == NULL ? -ENOMEM : 0;
 }
 
 void
-metrics_free(struct metrics *m)
+proxy_metrics_free(struct proxy_metrics *m)
 {
 	if (m == NULL)
 		return;
@@ -64,7 +64,8 @@ metrics_free(struct metrics *m)
 }
 
 void
-metrics_request(struct metrics *m, const char *decision, const char *reason)
+proxy_metrics_request(struct proxy_metrics *m, const char *decision,
+    const char *reason)
 {
 	struct metrics_key *k;
 
@@ -92,21 +93,21 @@ metrics_request(struct metrics *m, const char *decision, const char *reason)
 }
 
 void
-metrics_connections_add(struct metrics *m, int delta)
+proxy_metrics_connections_add(struct proxy_metrics *m, int delta)
 {
 	if (m != NULL)
 		m->connections += delta;
 }
 
 void
-metrics_tunnels_add(struct metrics *m, int delta)
+proxy_metrics_tunnels_add(struct proxy_metrics *m, int delta)
 {
 	if (m != NULL)
 		m->tunnels += delta;
 }
 
 void
-metrics_bytes_add(struct metrics *m, uint64_t up, uint64_t down)
+proxy_metrics_bytes_add(struct proxy_metrics *m, uint64_t up, uint64_t down)
 {
 	if (m == NULL)
 		return;
@@ -129,21 +130,21 @@ metrics_hist_observe(struct metrics_hist *h, int64_t ms)
 }
 
 void
-metrics_dns_observe(struct metrics *m, int64_t ms)
+proxy_metrics_dns_observe(struct proxy_metrics *m, int64_t ms)
 {
 	if (m != NULL)
 		metrics_hist_observe(&m->dns, ms);
 }
 
 void
-metrics_connect_observe(struct metrics *m, int64_t ms)
+proxy_metrics_connect_observe(struct proxy_metrics *m, int64_t ms)
 {
 	if (m != NULL)
 		metrics_hist_observe(&m->connect, ms);
 }
 
 void
-metrics_reload(struct metrics *m, int ok)
+proxy_metrics_reload(struct proxy_metrics *m, int ok)
 {
 	if (m == NULL)
 		return;
@@ -172,7 +173,7 @@ metrics_render_hist(struct prom *p, const struct metrics_hist *h,
 }
 
 int
-metrics_render(const struct metrics *m, struct cbuf *out)
+proxy_metrics_render(const struct proxy_metrics *m, struct cbuf *out)
 {
 	static const char *const req = "cordon_proxy_requests_total";
 	static const char *const bytes = "cordon_proxy_bytes_total";
@@ -214,7 +215,7 @@ metrics_render(const struct metrics *m, struct cbuf *out)
 static void
 metrics_http_cb(struct evhttp_request *req, void *arg)
 {
-	struct metrics *m = arg;
+	struct proxy_metrics *m = arg;
 	struct evbuffer *body;
 	struct cbuf *text;
 
@@ -224,7 +225,8 @@ metrics_http_cb(struct evhttp_request *req, void *arg)
 	}
 	text = cbuf_new(1024 * 1024);
 	body = evbuffer_new();
-	if (text == NULL || body == NULL || metrics_render(m, text) != 0 ||
+	if (text == NULL || body == NULL ||
+	    proxy_metrics_render(m, text) != 0 ||
 	    evbuffer_add(body, cbuf_data(text), cbuf_len(text)) != 0) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		goto out;
@@ -239,7 +241,7 @@ out:
 }
 
 int
-metrics_serve(struct metrics *m, struct event_base *base,
+proxy_metrics_serve(struct proxy_metrics *m, struct event_base *base,
     struct sockaddr_storage *sa, socklen_t len)
 {
 	struct evhttp_bound_socket *bs;

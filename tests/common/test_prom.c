@@ -46,7 +46,8 @@ test_samples(void **state)
 		    "b_total{direction=\"up\"} 10\n" },
 		{ U64, "r_total", two, 2, 0, 0, 0, "r_total{decision=\"deny\","
 		    "reason=\"address-metadata\"} 2\n" },
-		{ U64, "q", quote, 1, 0, 0, 0, "q{reason=\"say \\\"hi\\\"\"} 1\n" },
+		{ U64, "q", quote, 1, 0, 0, 0,
+		    "q{reason=\"say \\\"hi\\\"\"} 1\n" },
 		{ U64, "q", bslash, 1, 0, 0, 0, "q{path=\"C:\\\\x\\\\\"} 1\n" },
 		{ U64, "q", nl, 1, 0, 0, 0, "q{msg=\"a\\nb\"} 1\n" },
 		{ U64, "q", mixed, 1, 0, 0, 0, "q{v=\"\\\\\\\"\\n\"} 1\n" },
