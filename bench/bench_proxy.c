@@ -512,6 +512,73 @@ run(struct target *t)
 	bench_idle(t);
 }
 
+/* --cordon PATH --mib N --handshakes N --idle N --threads N --skip LIST
+ * --runs N; unknown options are ignored. */
+static void
+parse_args(int argc, char **argv, const char **cordon, const char **skip)
+{
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--cordon") == 0)
+			*cordon = argv[i + 1];
+		else if (strcmp(argv[i], "--mib") == 0)
+			opt_bytes = atoll(argv[i + 1]) * 1024 * 1024;
+		else if (strcmp(argv[i], "--handshakes") == 0)
+			opt_handshakes = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--idle") == 0)
+			opt_idle = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--threads") == 0)
+			opt_threads = atoi(argv[i + 1]) > 64 ? 64 :
+			    atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--skip") == 0)
+			*skip = argv[i + 1];
+		else if (strcmp(argv[i], "--runs") == 0)
+			opt_runs = atoi(argv[i + 1]) < 1 ? 1 :
+			    atoi(argv[i + 1]) > 15 ? 15 : atoi(argv[i + 1]);
+	}
+}
+
+/* The table of figures, then the ratios against cordon-proxy (tg[3]). */
+static void
+report(const struct target tg[4])
+{
+	printf("\n%d MiB through one tunnel; %d CONNECT handshakes (%d threads);"
+	    " %d idle tunnels; medians of %d runs\n\n", (int)(opt_bytes >> 20),
+	    opt_handshakes, opt_threads, opt_idle, opt_runs);
+	printf("%-20s %12s %14s %16s %16s  %s\n", "target", "tunnel MB/s",
+	    "handshakes/s", "CPU us/handshk", "RSS KiB/tunnel", "notes");
+	for (int i = 0; i < 4; i++) {
+		if (tg[i].skip && tg[i].mbps == 0) {
+			printf("%-20s %12s %14s %16s %16s  %s\n", tg[i].name, "-",
+			    "-", "-", "-", tg[i].note[0] ? tg[i].note : "skipped");
+			continue;
+		}
+		if (i == 0)
+			printf("%-20s %12.0f %14.0f %16s %16s  %s\n", tg[i].name,
+			    tg[i].mbps, tg[i].hps, "-", "-", tg[i].note);
+		else
+			printf("%-20s %12.0f %14.0f %16.1f %16.1f  %s\n",
+			    tg[i].name, tg[i].mbps, tg[i].hps, tg[i].cpu_us,
+			    tg[i].rss_kib, tg[i].note);
+	}
+	if (!tg[1].skip && tg[1].mbps > 0 && !tg[3].skip) {
+		printf("\ncordon-proxy vs tinyproxy: throughput %.2fx (target "
+		    ">= 1.5), handshakes/s %.2fx (>= 1.3), CPU/handshake "
+		    "%.2fx (<= 0.5), RSS/tunnel %.1f vs %.1f KiB (<= 16)\n",
+		    tg[3].mbps / tg[1].mbps, tg[3].hps / tg[1].hps,
+		    tg[1].cpu_us > 0 ? tg[3].cpu_us / tg[1].cpu_us : 0,
+		    tg[3].rss_kib, tg[1].rss_kib);
+	}
+	if (!tg[2].skip && tg[2].mbps > 0 && !tg[3].skip)
+		printf("cordon-proxy vs squid: throughput %.2fx, handshakes/s "
+		    "%.2fx, CPU/handshake %.2fx\n", tg[3].mbps / tg[2].mbps,
+		    tg[3].hps / tg[2].hps, tg[2].cpu_us > 0 ?
+		    tg[3].cpu_us / tg[2].cpu_us : 0);
+	if (!tg[3].skip && tg[0].mbps > 0)
+		printf("cordon-proxy vs direct: throughput %.2fx (target >= 0.8),"
+		    " handshakes/s %.2fx\n", tg[3].mbps / tg[0].mbps,
+		    tg[3].hps / tg[0].hps);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -524,24 +591,7 @@ main(int argc, char **argv)
 	pid_t up;
 	char path[512];
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--cordon") == 0)
-			cordon = argv[i + 1];
-		else if (strcmp(argv[i], "--mib") == 0)
-			opt_bytes = atoll(argv[i + 1]) * 1024 * 1024;
-		else if (strcmp(argv[i], "--handshakes") == 0)
-			opt_handshakes = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--idle") == 0)
-			opt_idle = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--threads") == 0)
-			opt_threads = atoi(argv[i + 1]) > 64 ? 64 :
-			    atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--skip") == 0)
-			skip = argv[i + 1];
-		else if (strcmp(argv[i], "--runs") == 0)
-			opt_runs = atoi(argv[i + 1]) < 1 ? 1 :
-			    atoi(argv[i + 1]) > 15 ? 15 : atoi(argv[i + 1]);
-	}
+	parse_args(argc, argv, &cordon, &skip);
 	if (cordon == NULL) {
 		const char *root = getenv("CORDON_BUILD_ROOT");
 		snprintf(path, sizeof(path), "%s/proxy/cordon-proxy",
@@ -585,42 +635,7 @@ main(int argc, char **argv)
 	kill(up, SIGKILL);
 	waitpid(up, NULL, 0);
 
-	printf("\n%d MiB through one tunnel; %d CONNECT handshakes (%d threads);"
-	    " %d idle tunnels; medians of %d runs\n\n", (int)(opt_bytes >> 20),
-	    opt_handshakes, opt_threads, opt_idle, opt_runs);
-	printf("%-20s %12s %14s %16s %16s  %s\n", "target", "tunnel MB/s",
-	    "handshakes/s", "CPU us/handshk", "RSS KiB/tunnel", "notes");
-	for (int i = 0; i < 4; i++) {
-		if (tg[i].skip && tg[i].mbps == 0) {
-			printf("%-20s %12s %14s %16s %16s  %s\n", tg[i].name, "-",
-			    "-", "-", "-", tg[i].note[0] ? tg[i].note : "skipped");
-			continue;
-		}
-		if (i == 0)
-			printf("%-20s %12.0f %14.0f %16s %16s  %s\n", tg[i].name,
-			    tg[i].mbps, tg[i].hps, "-", "-", tg[i].note);
-		else
-			printf("%-20s %12.0f %14.0f %16.1f %16.1f  %s\n",
-			    tg[i].name, tg[i].mbps, tg[i].hps, tg[i].cpu_us,
-			    tg[i].rss_kib, tg[i].note);
-	}
-	if (!tg[1].skip && tg[1].mbps > 0 && !tg[3].skip) {
-		printf("\ncordon-proxy vs tinyproxy: throughput %.2fx (target "
-		    ">= 1.5), handshakes/s %.2fx (>= 1.3), CPU/handshake "
-		    "%.2fx (<= 0.5), RSS/tunnel %.1f vs %.1f KiB (<= 16)\n",
-		    tg[3].mbps / tg[1].mbps, tg[3].hps / tg[1].hps,
-		    tg[1].cpu_us > 0 ? tg[3].cpu_us / tg[1].cpu_us : 0,
-		    tg[3].rss_kib, tg[1].rss_kib);
-	}
-	if (!tg[2].skip && tg[2].mbps > 0 && !tg[3].skip)
-		printf("cordon-proxy vs squid: throughput %.2fx, handshakes/s "
-		    "%.2fx, CPU/handshake %.2fx\n", tg[3].mbps / tg[2].mbps,
-		    tg[3].hps / tg[2].hps, tg[2].cpu_us > 0 ?
-		    tg[3].cpu_us / tg[2].cpu_us : 0);
-	if (!tg[3].skip && tg[0].mbps > 0)
-		printf("cordon-proxy vs direct: throughput %.2fx (target >= 0.8),"
-		    " handshakes/s %.2fx\n", tg[3].mbps / tg[0].mbps,
-		    tg[3].hps / tg[0].hps);
+	report(tg);
 	(void)util_rm_rf(tmpdir);
 	return 0;
 }

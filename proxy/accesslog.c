@@ -24,7 +24,7 @@ struct accesslog {
 };
 
 int
-accesslog_open(const char *path, struct accesslog **out)
+proxy_accesslog_open(const char *path, struct accesslog **out)
 {
 	struct accesslog *al;
 
@@ -53,7 +53,7 @@ accesslog_open(const char *path, struct accesslog **out)
 }
 
 int
-accesslog_reopen(struct accesslog *al)
+proxy_accesslog_reopen(struct accesslog *al)
 {
 	int fd;
 
@@ -68,7 +68,7 @@ accesslog_reopen(struct accesslog *al)
 }
 
 void
-accesslog_free(struct accesslog *al)
+proxy_accesslog_free(struct accesslog *al)
 {
 	if (al == NULL)
 		return;
@@ -154,7 +154,7 @@ out_num(struct outbuf *o, const char *key, int64_t v)
 }
 
 int
-accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
+proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 {
 	struct outbuf o = { .p = buf, .len = len };
 	char ts[32];
@@ -183,13 +183,13 @@ accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 }
 
 int
-accesslog_write(struct accesslog *al, const struct accesslog_entry *e)
+proxy_accesslog_write(struct accesslog *al, const struct accesslog_entry *e)
 {
 	char line[2048];
 	int n;
 	ssize_t w;
 
-	n = accesslog_format(e, line, sizeof(line));
+	n = proxy_accesslog_format(e, line, sizeof(line));
 	if (n < 0)
 		return n;
 	do

@@ -33,16 +33,18 @@ struct accesslog_entry {
 
 /* path "-" is stdout. Returns 0 and *out (caller frees), or a negative
  * errno. */
-int accesslog_open(const char *path, struct accesslog **out);
+int proxy_accesslog_open(const char *path, struct accesslog **out);
 /* Reopens the file (after rotation); keeps the old one on failure.
  * Returns 0 or a negative errno. No-op for stdout. */
-int accesslog_reopen(struct accesslog *al);
-void accesslog_free(struct accesslog *al);	/* accepts NULL */
+int proxy_accesslog_reopen(struct accesslog *al);
+void proxy_accesslog_free(struct accesslog *al);	/* accepts NULL */
 
 /* Formats e as one JSON line with a trailing newline into buf. Returns the
  * length, or -ENOSPC when it did not fit. Pure; exposed for tests. */
-int accesslog_format(const struct accesslog_entry *e, char *buf, size_t len);
+int proxy_accesslog_format(const struct accesslog_entry *e, char *buf,
+    size_t len);
 /* Writes one line; 0 or a negative errno (the caller logs and goes on). */
-int accesslog_write(struct accesslog *al, const struct accesslog_entry *e);
+int proxy_accesslog_write(struct accesslog *al,
+    const struct accesslog_entry *e);
 
 #endif

@@ -28,7 +28,7 @@ static const char *const addr_class_names[] = {
 };
 
 const char *
-addr_class_name(enum addr_class c)
+proxy_addr_class_name(enum addr_class c)
 {
 	if ((unsigned)c >= sizeof(addr_class_names) / sizeof(addr_class_names[0]))
 		return "reserved";
@@ -85,7 +85,7 @@ addr_classify_v4(uint32_t v)
 }
 
 enum addr_class
-addr_classify_in(const struct in_addr *a)
+proxy_addr_classify_in(const struct in_addr *a)
 {
 	return addr_classify_v4(ntohl(a->s_addr));
 }
@@ -191,7 +191,7 @@ addr_classify_embedded(const uint8_t *a, enum addr_class *c)
 }
 
 enum addr_class
-addr_classify_in6(const struct in6_addr *in6)
+proxy_addr_classify_in6(const struct in6_addr *in6)
 {
 	static const uint8_t any[16] = { 0 };
 	static const uint8_t loop[16] = { [15] = 1 };
@@ -214,15 +214,15 @@ addr_classify_in6(const struct in6_addr *in6)
 }
 
 enum addr_class
-addr_classify(const struct sockaddr *sa)
+proxy_addr_classify(const struct sockaddr *sa)
 {
 	if (sa == NULL)
 		return ADDR_RESERVED;
 	if (sa->sa_family == AF_INET)
-		return addr_classify_in(
+		return proxy_addr_classify_in(
 		    &((const struct sockaddr_in *)(const void *)sa)->sin_addr);
 	if (sa->sa_family == AF_INET6)
-		return addr_classify_in6(
+		return proxy_addr_classify_in6(
 		    &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
 	return ADDR_RESERVED;
 }
@@ -291,7 +291,7 @@ addr_host_bits_clear(const uint8_t *a, size_t alen, unsigned plen)
 }
 
 int
-addr_exception_parse(const char *s, struct addr_exception *out)
+proxy_addr_exception_parse(const char *s, struct addr_exception *out)
 {
 	struct addr_exception e;
 	char text[INET6_ADDRSTRLEN];
@@ -340,7 +340,8 @@ addr_exception_parse(const char *s, struct addr_exception *out)
 }
 
 int
-addr_exception_format(const struct addr_exception *e, char *buf, size_t len)
+proxy_addr_exception_format(const struct addr_exception *e, char *buf,
+    size_t len)
 {
 	char text[INET6_ADDRSTRLEN], plen[8] = "", port[8] = "";
 	unsigned maxplen = e->family == AF_INET ? 32 : 128;
@@ -380,7 +381,7 @@ addr_exception_match_one(const struct addr_exception *e, const uint8_t *a,
 }
 
 bool
-addr_exception_match(const struct addr_exception *list, size_t n,
+proxy_addr_exception_match(const struct addr_exception *list, size_t n,
     const struct sockaddr *sa, uint16_t port)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };

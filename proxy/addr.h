@@ -38,7 +38,7 @@ enum addr_class {
 /* Short lowercase name ("public", "loopback", "metadata", "unique-local",
  * ...) for logs and the X-Cordon-Error reason ("address-" + name). Never
  * NULL; unknown values give "reserved". Static storage. */
-const char *addr_class_name(enum addr_class c);
+const char *proxy_addr_class_name(enum addr_class c);
 
 /*
  * Classifies sa (AF_INET or AF_INET6; any other family, or NULL, gives
@@ -55,10 +55,10 @@ const char *addr_class_name(enum addr_class c);
  * translated, local-use NAT64, 6to4, Teredo) is deprecated or local and is
  * ADDR_RESERVED as a whole: decoding only picks the more precise reason.
  */
-enum addr_class addr_classify(const struct sockaddr *sa);
+enum addr_class proxy_addr_classify(const struct sockaddr *sa);
 /* The same for a bare address (network byte order). */
-enum addr_class addr_classify_in(const struct in_addr *a);
-enum addr_class addr_classify_in6(const struct in6_addr *a);
+enum addr_class proxy_addr_classify_in(const struct in_addr *a);
+enum addr_class proxy_addr_classify_in6(const struct in6_addr *a);
 
 /*
  * One --allow-address exception. Syntax (documented in one place, here):
@@ -84,15 +84,15 @@ struct addr_exception {
 
 /* Parses one exception (NUL-terminated s). Returns 0 or -EINVAL; on
  * failure *out is zeroed. */
-int addr_exception_parse(const char *s, struct addr_exception *out);
+int proxy_addr_exception_parse(const char *s, struct addr_exception *out);
 /* Writes the canonical text of e (the syntax above, IPv6 always bracketed
  * when a port is present) into buf. Returns 0 or -ENOSPC (buf is then "" if
  * len > 0). 64 bytes always suffice. */
-int addr_exception_format(const struct addr_exception *e, char *buf,
+int proxy_addr_exception_format(const struct addr_exception *e, char *buf,
     size_t len);
 /* True when sa (AF_INET/AF_INET6) with port (host byte order) matches one
  * of the n exceptions in list. list may be NULL when n is 0. */
-bool addr_exception_match(const struct addr_exception *list, size_t n,
+bool proxy_addr_exception_match(const struct addr_exception *list, size_t n,
     const struct sockaddr *sa, uint16_t port);
 
 #endif

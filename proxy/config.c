@@ -48,7 +48,7 @@ static const struct option config_options[] = {
 };
 
 const char *
-config_usage(void)
+proxy_config_usage(void)
 {
 	return
 	    "usage: cordon-proxy --listen ADDR:PORT --allowlist FILE|DIR\n"
@@ -64,7 +64,7 @@ config_usage(void)
 }
 
 void
-config_init(struct config *c)
+proxy_config_init(struct proxy_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->policy = "default";
@@ -90,7 +90,7 @@ config_port(const char *s, unsigned *port)
 }
 
 int
-config_parse_sockaddr(const char *s, struct config_addr *out)
+proxy_config_parse_sockaddr(const char *s, struct proxy_config_addr *out)
 {
 	char host[INET6_ADDRSTRLEN + 2];
 	const char *colon, *h, *end;
@@ -138,7 +138,7 @@ bad:
 }
 
 int
-config_parse_seconds(const char *s, int *ms)
+proxy_config_parse_seconds(const char *s, int *ms)
 {
 	int64_t whole = 0, frac = 0;
 	int fdigits = 0;
@@ -174,7 +174,7 @@ config_parse_seconds(const char *s, int *ms)
 
 /* "IP" or "IP:PORT" or "[V6]" or "[V6]:PORT" appended to the c-ares csv. */
 static int
-config_add_resolver(struct config *c, const char *s)
+config_add_resolver(struct proxy_config *c, const char *s)
 {
 	char host[INET6_ADDRSTRLEN + 2], item[INET6_ADDRSTRLEN + 16];
 	unsigned char buf[sizeof(struct in6_addr)];
@@ -238,7 +238,7 @@ config_fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 static int
-config_option(struct config *c, int opt, const char *arg, char *err,
+config_option(struct proxy_config *c, int opt, const char *arg, char *err,
     size_t errlen)
 {
 	int64_t v;
@@ -250,7 +250,8 @@ config_option(struct config *c, int opt, const char *arg, char *err,
 	case OPT_LISTEN:
 		if (c->nlisten == CONFIG_MAX_LISTEN)
 			return config_fail(err, errlen, "too many --listen");
-		if (config_parse_sockaddr(arg, &c->listen[c->nlisten]) != 0)
+		if (proxy_config_parse_sockaddr(arg,
+		    &c->listen[c->nlisten]) != 0)
 			return config_fail(err, errlen,
 			    "--listen %s: want IPV4:PORT or [IPV6]:PORT", arg);
 		c->nlisten++;
@@ -273,7 +274,7 @@ config_option(struct config *c, int opt, const char *arg, char *err,
 		if (c->nexceptions == CONFIG_MAX_EXCEPTIONS)
 			return config_fail(err, errlen,
 			    "too many --allow-address");
-		if (addr_exception_parse(arg,
+		if (proxy_addr_exception_parse(arg,
 		    &c->exceptions[c->nexceptions]) != 0)
 			return config_fail(err, errlen,
 			    "--allow-address %s: want IP[/PREFIX][:PORT]", arg);
@@ -283,7 +284,7 @@ config_option(struct config *c, int opt, const char *arg, char *err,
 		c->access_log = arg;
 		return 0;
 	case OPT_METRICS:
-		if (config_parse_sockaddr(arg, &c->metrics) != 0)
+		if (proxy_config_parse_sockaddr(arg, &c->metrics) != 0)
 			return config_fail(err, errlen,
 			    "--metrics %s: want IPV4:PORT or [IPV6]:PORT", arg);
 		c->has_metrics = true;
@@ -327,15 +328,15 @@ config_option(struct config *c, int opt, const char *arg, char *err,
 	default:
 		return config_fail(err, errlen, "unknown option (see --help)");
 	}
-	if (config_parse_seconds(arg, ms) != 0)
+	if (proxy_config_parse_seconds(arg, ms) != 0)
 		return config_fail(err, errlen,
 		    "bad duration '%s': want seconds (e.g. 5 or 0.5)", arg);
 	return 0;
 }
 
 int
-config_parse(struct config *c, int argc, char *const argv[], char *err,
-    size_t errlen)
+proxy_config_parse(struct proxy_config *c, int argc, char *const argv[],
+    char *err, size_t errlen)
 {
 	int opt, rc;
 

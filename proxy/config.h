@@ -17,13 +17,13 @@
 #define CONFIG_MAX_EXCEPTIONS	64
 #define CONFIG_RESOLVERS_MAX	512	/* bytes of the c-ares server list */
 
-struct config_addr {
+struct proxy_config_addr {
 	struct sockaddr_storage ss;
 	socklen_t len;
 };
 
-struct config {
-	struct config_addr listen[CONFIG_MAX_LISTEN];
+struct proxy_config {
+	struct proxy_config_addr listen[CONFIG_MAX_LISTEN];
 	size_t nlisten;
 	const char *allowlist;		/* path (borrowed from argv) */
 	const char *policy;		/* policy name, default "default" */
@@ -32,7 +32,7 @@ struct config {
 	size_t nexceptions;
 	const char *access_log;		/* NULL: none; "-": stdout */
 	bool has_metrics;
-	struct config_addr metrics;
+	struct proxy_config_addr metrics;
 	long max_connections;
 	int connect_timeout_ms;
 	int idle_timeout_ms;
@@ -48,24 +48,24 @@ struct config {
 };
 
 /* Defaults for every field (no listen address, no allowlist). */
-void config_init(struct config *c);
+void proxy_config_init(struct proxy_config *c);
 
 /*
- * Parses argv[1..argc) into c (call config_init first). Strings are
+ * Parses argv[1..argc) into c (call proxy_config_init first). Strings are
  * borrowed from argv. Returns 0, or -EINVAL with a one-line message in err
  * (naming the option and the bad value). --listen and --allowlist are
  * required unless --help.
  */
-int config_parse(struct config *c, int argc, char *const argv[], char *err,
-    size_t errlen);
+int proxy_config_parse(struct proxy_config *c, int argc, char *const argv[],
+    char *err, size_t errlen);
 
 /* Parses "IPV4:PORT" or "[IPV6]:PORT" (numeric, port 0-65535). */
-int config_parse_sockaddr(const char *s, struct config_addr *out);
+int proxy_config_parse_sockaddr(const char *s, struct proxy_config_addr *out);
 /* Parses seconds "S" or "S.FFF" (up to milliseconds) into ms, > 0 and at
  * most one day. */
-int config_parse_seconds(const char *s, int *ms);
+int proxy_config_parse_seconds(const char *s, int *ms);
 
 /* Usage text (static). */
-const char *config_usage(void);
+const char *proxy_config_usage(void);
 
 #endif

@@ -1,7 +1,11 @@
 /*
- * Private to server.c, tunnel.c and forward.c: one client connection and
- * the request it is serving. Nothing outside these three files includes
- * this header; everyone else sees struct server only.
+ * Private to the daemon's connection files: one client connection and the
+ * request it is serving, and the steps it goes through. Calls go one way:
+ * server.c (listeners) -> request.c (heads) -> upstream.c (decision,
+ * connect) -> tunnel.c / forward.c (relays), every one of them -> conn.c
+ * (life cycle); conn.c calls none of them (the next request on a kept-alive
+ * connection and the connect deadline go through the hooks below).
+ * Nothing outside proxy/ includes this header; main.c sees server.h only.
  */
 #ifndef CORDON_PROXY_CONN_H
 #define CORDON_PROXY_CONN_H
@@ -24,7 +28,7 @@ struct dns;
 struct dns_query;
 struct event;
 struct evconnlistener;
-struct metrics;
+struct proxy_metrics;
 struct zerocopy;
 
 /* Relay limits: bytes queued towards one side before reading from the
@@ -89,7 +93,7 @@ struct conn_req {
 };
 
 struct conn {
-	struct server *srv;
+	struct proxy_server *srv;
 	struct conn *prev, *next;
 	struct bufferevent *cli;
 	struct bufferevent *up;
@@ -98,6 +102,8 @@ struct conn {
 	struct dns_query *dq;
 	struct conn_req *req;
 	struct zerocopy *zc;	/* spliced tunnel (cli/up are then NULL) */
+	/* CONN_CONNECTING: what the timer calls (upstream.c sets it). */
+	void (*connect_timeout)(struct conn *c);
 	int64_t last_active_ms;	/* tunnel idle timeout */
 	unsigned nrequests;
 	uint32_t head_scanned;	/* bytes searched for the head's end */
@@ -108,15 +114,15 @@ struct conn {
 };
 
 /* The server (server.h gives everyone else an opaque pointer). */
-struct server {
-	const struct config *cfg;
+struct proxy_server {
+	const struct proxy_config *cfg;
 	struct event_base *base;
 	struct dns *dns;
 	struct accesslog *alog;
-	struct metrics *m;
+	struct proxy_metrics *m;
 	struct allowlist_set *set;
 	struct evconnlistener *lev[CONFIG_MAX_LISTEN];
-	struct config_addr bound[CONFIG_MAX_LISTEN];
+	struct proxy_config_addr bound[CONFIG_MAX_LISTEN];
 	size_t nlisten;
 	struct sockaddr_storage *self;
 	size_t nself;
@@ -127,40 +133,48 @@ struct server {
 	bool drain_called;
 	void (*drain_done)(void *);
 	void *drain_arg;
+	/* Waits for (the next) request head on c and serves what is already
+	 * buffered (request.c's proxy_request_wait; set by server.c). */
+	void (*request_wait)(struct conn *c);
 };
 
-/* server.c */
-void conn_format_addr(const struct sockaddr *sa, char *buf, size_t len);
-void conn_timer_arm(struct conn *c, int ms);
-void conn_free(struct conn *c);
+/* conn.c: the life cycle. */
+
+/* A new connection on the accepted socket fd from sa, counted and linked
+ * into s. Returns 0 and *out, or -ENOMEM (fd is then the caller's). */
+int proxy_conn_new(struct proxy_server *s, int fd, const struct sockaddr *sa,
+    struct conn **out);
+void proxy_conn_format_addr(const struct sockaddr *sa, char *buf, size_t len);
+void proxy_conn_timer_arm(struct conn *c, int ms);
+/* Closes both sides and frees c (and its request, logged first). */
+void proxy_conn_free(struct conn *c);
+/* A new request record (start times set); NULL on ENOMEM. */
+struct conn_req *proxy_conn_req_new(void);
 /* Answers status with X-Cordon-Error: reason and a one-line body, logs
  * the request, and closes the connection after a lingering drain. */
-void conn_fail(struct conn *c, int status, const char *decision,
+void proxy_conn_fail(struct conn *c, int status, const char *decision,
     const char *reason);
 /* Logs the current request (once) and frees it. */
-void conn_request_done(struct conn *c);
+void proxy_conn_request_done(struct conn *c);
 /* Closes once the client output is flushed. */
-void conn_close_when_flushed(struct conn *c);
+void proxy_conn_close_when_flushed(struct conn *c);
 /* Back to reading the next request on a kept-alive connection. */
-void conn_next_request(struct conn *c);
-int conn_idle_timeout_ms(const struct conn *c);
-int conn_max_header(const struct conn *c);
-struct metrics *conn_metrics(const struct conn *c);
-bool conn_draining(const struct conn *c);
-struct event_base *conn_base(const struct conn *c);
-bool conn_splice_enabled(const struct conn *c);
+void proxy_conn_next_request(struct conn *c);
+int proxy_conn_idle_timeout_ms(const struct conn *c);
+int proxy_conn_max_header(const struct conn *c);
+struct proxy_metrics *proxy_conn_metrics(const struct conn *c);
+bool proxy_conn_draining(const struct conn *c);
+struct event_base *proxy_conn_base(const struct conn *c);
+bool proxy_conn_splice_enabled(const struct conn *c);
 
+/* request.c: waits for a request head on c, checks it and hands it on. */
+void proxy_request_wait(struct conn *c);
 /* upstream.c: decides and connects (hp is the parsed request host). */
-void upstream_decide(struct conn *c, const struct host_parsed *hp);
-void upstream_connect_timeout(struct conn *c);
-/* tunnel.c: the client got 200; relay both ways until either side ends. */
-void tunnel_start(struct conn *c);
-/* zerocopy.c: when the tunnel starts clean, sends the 200 itself and
- * relays with splice(2); false: nothing changed except that the 200 may
- * have been queued on c->cli, use tunnel_start. */
-bool zerocopy_start(struct conn *c);
-void zerocopy_free(struct conn *c);	/* closes the sockets too */
+void proxy_upstream_decide(struct conn *c, const struct host_parsed *hp);
+/* tunnel.c: upstream connected for a CONNECT: answers 200 and relays both
+ * ways (spliced when it can) until both sides end. */
+void proxy_tunnel_start(struct conn *c);
 /* forward.c: upstream connected; send the head and relay the exchange. */
-void forward_start(struct conn *c);
+void proxy_forward_start(struct conn *c);
 
 #endif

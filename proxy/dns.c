@@ -126,7 +126,7 @@ dns_sock_state_cb(void *data, ares_socket_t fd, int readable, int writable)
 }
 
 int
-dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
+proxy_dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
     struct dns **out)
 {
 	struct ares_options opts;
@@ -186,7 +186,7 @@ dns_query_free(struct dns_query *q)
 }
 
 void
-dns_free(struct dns *d)
+proxy_dns_free(struct dns *d)
 {
 	struct dns_sock *s;
 
@@ -291,7 +291,7 @@ dns_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (q->ares_done) {
-		/* The synchronous answer, deferred by dns_resolve. */
+		/* The synchronous answer, deferred by proxy_dns_resolve. */
 		res.error = q->sync_error;
 		dns_deliver(q, &res);
 		dns_query_free(q);
@@ -302,7 +302,7 @@ dns_deadline_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 struct dns_query *
-dns_resolve(struct dns *d, const char *name, dns_cb cb, void *arg)
+proxy_dns_resolve(struct dns *d, const char *name, dns_cb cb, void *arg)
 {
 	struct ares_addrinfo_hints hints;
 	struct dns_query *q;
@@ -338,7 +338,7 @@ dns_resolve(struct dns *d, const char *name, dns_cb cb, void *arg)
 }
 
 void
-dns_cancel(struct dns_query *q)
+proxy_dns_cancel(struct dns_query *q)
 {
 	if (q == NULL)
 		return;

@@ -29,19 +29,19 @@ typedef void (*dns_cb)(const struct dns_result *res, void *arg);
 
 /* Creates a resolver on base. servers_csv is NULL (use /etc/resolv.conf) or
  * a c-ares server list ("127.0.0.1:5353,[::1]:53"). timeout_ms bounds each
- * lookup as a whole. Returns 0 and *out (caller frees with dns_free), or a
- * negative errno (-EINVAL for a bad server list). */
-int dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
-    struct dns **out);
+ * lookup as a whole. Returns 0 and *out (caller frees with
+ * proxy_dns_free), or a negative errno (-EINVAL for a bad server list). */
+int proxy_dns_new(struct event_base *base, const char *servers_csv,
+    int timeout_ms, struct dns **out);
 /* Pending callbacks are not called. Accepts NULL. */
-void dns_free(struct dns *d);
+void proxy_dns_free(struct dns *d);
 
 /* Starts a lookup of name (absolute: no search domains). cb is called
- * exactly once, later, from the loop, unless dns_cancel is called first.
+ * exactly once, later, from the loop, unless proxy_dns_cancel is called first.
  * Returns the query (owned by the resolver) or NULL on ENOMEM. */
-struct dns_query *dns_resolve(struct dns *d, const char *name, dns_cb cb,
+struct dns_query *proxy_dns_resolve(struct dns *d, const char *name, dns_cb cb,
     void *arg);
 /* The callback will not be called; the query is freed by the resolver. */
-void dns_cancel(struct dns_query *q);
+void proxy_dns_cancel(struct dns_query *q);
 
 #endif

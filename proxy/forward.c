@@ -51,7 +51,7 @@ forward_chunked(struct http_chunk_state *st, struct evbuffer *src,
 
 	if (evbuffer_peek(src, -1, NULL, &v, 1) < 1)
 		return 0;
-	k = http_chunked_scan(st, v.iov_base, v.iov_len, done);
+	k = proxy_http_chunked_scan(st, v.iov_base, v.iov_len, done);
 	if (k < 0)
 		return k;
 	if (k > 0 && forward_move(src, dst, (size_t)k, count) != 0)
@@ -118,9 +118,10 @@ forward_body(struct conn *c)
 			goto nomem;
 		if (k < 0) {
 			if (!r->resp_started)
-				conn_fail(c, 400, "error", "malformed-body");
+				proxy_conn_fail(c, 400, "error",
+				    "malformed-body");
 			else
-				conn_free(c);
+				proxy_conn_free(c);
 			return false;
 		}
 		if (k == 0 && !r->req_done)
@@ -130,7 +131,7 @@ forward_body(struct conn *c)
 		bufferevent_disable(c->cli, EV_READ);
 	return true;
 nomem:
-	conn_fail(c, 503, "error", "no-memory");
+	proxy_conn_fail(c, 503, "error", "no-memory");
 	return false;
 }
 
@@ -144,9 +145,9 @@ forward_maybe_finish(struct conn *c)
 	if (!r->resp_done || (!r->req_done && !r->close_client))
 		return true;
 	if (r->close_client)
-		conn_close_when_flushed(c);
+		proxy_conn_close_when_flushed(c);
 	else
-		conn_next_request(c);
+		proxy_conn_next_request(c);
 	return false;
 }
 
@@ -155,7 +156,8 @@ forward_response_head(struct conn *c, struct evbuffer *in, struct evbuffer *out)
 {
 	struct conn_req *r = c->req;
 	struct http_response *resp;
-	size_t len = evbuffer_get_length(in), max = (size_t)conn_max_header(c);
+	size_t len = evbuffer_get_length(in);
+	size_t max = (size_t)proxy_conn_max_header(c);
 	const char *buf;
 	int rc;
 
@@ -168,7 +170,7 @@ forward_response_head(struct conn *c, struct evbuffer *in, struct evbuffer *out)
 		free(resp);
 		return -ENOMEM;
 	}
-	rc = http_response_parse(buf, len, max, r->is_head, resp);
+	rc = proxy_http_response_parse(buf, len, max, r->is_head, resp);
 	if (rc == -EAGAIN && len >= max)
 		rc = -EMSGSIZE;
 	if (rc < 0) {
@@ -181,17 +183,17 @@ forward_response_head(struct conn *c, struct evbuffer *in, struct evbuffer *out)
 		r->resp_body = resp->status == 101 ? HTTP_BODY_CLOSE :
 		    resp->body;
 		r->resp_left = resp->content_length;
-		http_chunked_init(&r->resp_chunk);
+		proxy_http_chunked_init(&r->resp_chunk);
 		r->close_client = r->close_client || !r->keep_alive ||
 		    r->resp_body == HTTP_BODY_CLOSE || !r->req_done ||
-		    conn_draining(c) || c->cli_eof;
+		    proxy_conn_draining(c) || c->cli_eof;
 	}
 	size_t before = evbuffer_get_length(out);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", resp->status,
 	    (int)resp->reason_len, resp->reason);
 	for (size_t i = 0; i < resp->nheaders; i++) {
 		const struct http_header *h = &resp->headers[i];
-		if (http_header_is_hop_by_hop(h->name, h->name_len))
+		if (proxy_http_header_is_hop_by_hop(h->name, h->name_len))
 			continue;
 		evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)h->name_len,
 		    h->name, (int)h->value_len, h->value);
@@ -228,11 +230,11 @@ forward_response(struct conn *c)
 				return true;
 			if (rc < 0) {
 				if (!r->resp_started)
-					conn_fail(c, 502, "error",
+					proxy_conn_fail(c, 502, "error",
 					    rc == -ENOMEM ? "no-memory" :
 					    "bad-response");
 				else
-					conn_free(c);
+					proxy_conn_free(c);
 				return false;
 			}
 			continue;
@@ -271,7 +273,7 @@ forward_response(struct conn *c)
 		r->close_client = true;	/* junk after the response */
 	return forward_maybe_finish(c);
 fail:
-	conn_free(c);
+	proxy_conn_free(c);
 	return false;
 }
 
@@ -309,7 +311,7 @@ forward_cli_event_cb(struct bufferevent *bev, short what, void *arg)
 		c->req->close_client = true;
 		return;
 	}
-	conn_free(c);
+	proxy_conn_free(c);
 }
 
 static void
@@ -332,24 +334,22 @@ forward_up_event_cb(struct bufferevent *bev, short what, void *arg)
 		}
 	}
 	if (!r->resp_started)
-		conn_fail(c, 502, "error", (what & BEV_EVENT_EOF) ?
+		proxy_conn_fail(c, 502, "error", (what & BEV_EVENT_EOF) ?
 		    "upstream-closed" : "upstream-error");
 	else
-		conn_close_when_flushed(c);	/* truncated response */
+		proxy_conn_close_when_flushed(c);	/* truncated response */
 }
 
 void
-forward_start(struct conn *c)
+proxy_forward_start(struct conn *c)
 {
 	struct conn_req *r = c->req;
-	struct timeval tv = { .tv_sec = conn_idle_timeout_ms(c) / 1000,
-	    .tv_usec = (conn_idle_timeout_ms(c) % 1000) * 1000 };
 
 	c->state = CONN_FORWARD;
 	c->last_active_ms = time_mono_ms();
 	if (evbuffer_add(bufferevent_get_output(c->up), cbuf_data(r->uphead),
 	    cbuf_len(r->uphead)) != 0) {
-		conn_fail(c, 503, "error", "no-memory");
+		proxy_conn_fail(c, 503, "error", "no-memory");
 		return;
 	}
 	r->bytes_up += cbuf_len(r->uphead);
@@ -367,7 +367,7 @@ forward_start(struct conn *c)
 	if (!r->req_done)
 		bufferevent_enable(c->cli, EV_READ);
 	event_del(&c->timer);
-	evtimer_add(&c->timer, &tv);
+	proxy_conn_timer_arm(c, proxy_conn_idle_timeout_ms(c));
 	if (!forward_body(c))
 		return;
 	(void)forward_maybe_finish(c);

@@ -71,7 +71,7 @@ host_ipv4_part(const char *s, size_t len, size_t *pos, uint32_t *out)
 }
 
 int
-host_parse_ipv4(const char *s, size_t len, struct in_addr *out)
+proxy_host_parse_ipv4(const char *s, size_t len, struct in_addr *out)
 {
 	static const uint32_t lastmax[4] = { 0xffffffffu, 0xffffffu, 0xffffu, 0xffu };
 	uint32_t parts[4], v = 0;
@@ -168,7 +168,7 @@ host_parse_name(const char *s, size_t len, struct host_parsed *out)
 }
 
 int
-host_parse(const char *s, size_t len, struct host_parsed *out)
+proxy_host_parse(const char *s, size_t len, struct host_parsed *out)
 {
 	const char *dot;
 	size_t n, last;
@@ -184,7 +184,7 @@ host_parse(const char *s, size_t len, struct host_parsed *out)
 		dot = n > 0 ? memrchr(s, '.', n) : NULL;
 		last = dot != NULL ? (size_t)(dot - s) + 1 : 0;
 		if (host_label_numeric(s + last, n - last)) {
-			r = host_parse_ipv4(s, n, &out->v4);
+			r = proxy_host_parse_ipv4(s, n, &out->v4);
 			if (r == 0 && inet_ntop(AF_INET, &out->v4, out->name,
 			    sizeof(out->name)) == NULL)
 				r = -EINVAL;
@@ -208,7 +208,7 @@ static const char *const host_internal_domains[] = {
 };
 
 bool
-host_name_internal(const char *name)
+proxy_host_name_internal(const char *name)
 {
 	size_t len, dlen;
 
@@ -232,7 +232,7 @@ host_name_internal(const char *name)
 }
 
 int
-host_port_split(const char *authority, size_t len, const char **host,
+proxy_host_port_split(const char *authority, size_t len, const char **host,
     size_t *hostlen, uint16_t *port, bool port_required)
 {
 	const char *a = authority, *end, *colon;

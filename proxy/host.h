@@ -21,7 +21,7 @@ enum host_kind {
 	HOST_IPV6,
 };
 
-/* Result of host_parse. Plain value struct, no pointers, no ownership. */
+/* Result of proxy_host_parse. Plain value struct, no pointers, no ownership. */
 struct host_parsed {
 	enum host_kind kind;
 	struct in_addr v4;	/* HOST_IPV4, network byte order */
@@ -51,14 +51,14 @@ struct host_parsed {
  *    are invalid.
  * Returns 0 or -EINVAL; on failure *out is zeroed.
  */
-int host_parse(const char *s, size_t len, struct host_parsed *out);
+int proxy_host_parse(const char *s, size_t len, struct host_parsed *out);
 
 /*
- * Strict IPv4 literal parser used by host_parse (inet_aton semantics, no
+ * Strict IPv4 literal parser used by proxy_host_parse (inet_aton semantics, no
  * trailing dot, no whitespace, no junk). *out in network byte order.
  * Returns 0 or -EINVAL (*out then zeroed).
  */
-int host_parse_ipv4(const char *s, size_t len, struct in_addr *out);
+int proxy_host_parse_ipv4(const char *s, size_t len, struct in_addr *out);
 
 /*
  * True when a name is internal by shape and must be refused before any
@@ -70,20 +70,20 @@ int host_parse_ipv4(const char *s, size_t len, struct in_addr *out);
  * one trailing dot ignored, so it is safe on unnormalised input too; NULL
  * or "" is internal.
  */
-bool host_name_internal(const char *normalised_name);
+bool proxy_host_name_internal(const char *normalised_name);
 
 /*
  * Splits an authority "host:port" or "[v6]:port" (no userinfo; authority
  * need not be NUL-terminated). *host and *hostlen point into authority; for
- * IPv6 the brackets are included so the result can go to host_parse as is.
- * The port is 1 to 5 decimal digits (leading zeros allowed), value
+ * IPv6 the brackets are included so the result can go to proxy_host_parse
+ * as is. The port is 1 to 5 decimal digits (leading zeros allowed), value
  * 1-65535, no sign or space. When the port is absent ("host" or "[v6]")
  * the call fails if port_required, else *port is 0. An empty port
  * ("host:") is invalid, and so is an empty host or more than one ':'
  * outside brackets. Returns 0 or -EINVAL; on failure *host is NULL and
  * *hostlen and *port are 0.
  */
-int host_port_split(const char *authority, size_t len, const char **host,
+int proxy_host_port_split(const char *authority, size_t len, const char **host,
     size_t *hostlen, uint16_t *port, bool port_required);
 
 #endif

@@ -166,7 +166,7 @@ http_headers_list(const struct http_header *hdrs, size_t n, const char *field,
 }
 
 bool
-http_connection_lists(const struct http_request *req, const char *name,
+proxy_http_connection_lists(const struct http_request *req, const char *name,
     size_t len)
 {
 	return http_headers_list(req->headers, req->nheaders, "connection",
@@ -174,7 +174,7 @@ http_connection_lists(const struct http_request *req, const char *name,
 }
 
 bool
-http_header_is_hop_by_hop(const char *name, size_t len)
+proxy_http_header_is_hop_by_hop(const char *name, size_t len)
 {
 	static const char *const hop[] = {
 		"connection", "keep-alive", "te", "trailer", "upgrade",
@@ -224,8 +224,8 @@ http_authority(struct http_request *req, const char *a, size_t len,
 	for (size_t i = 0; i < len; i++)
 		if (strchr("/?#@\\", a[i]) != NULL)
 			return -EINVAL;
-	if (host_port_split(a, len, &req->host, &req->host_len, &req->port,
-	    port_required) < 0)
+	if (proxy_host_port_split(a, len, &req->host, &req->host_len,
+	    &req->port, port_required) < 0)
 		return -EINVAL;
 	req->port_explicit = req->port != 0;
 	return 0;
@@ -317,7 +317,7 @@ http_request_line(struct http_request *req, const char *buf, size_t pos,
 	return http_absolute(req, req->target, req->target_len);
 }
 
-/* The framing and header-count checks of http_request_parse. */
+/* The framing and header-count checks of proxy_http_request_parse. */
 static int
 http_request_framing(struct http_request *req)
 {
@@ -350,23 +350,23 @@ http_request_framing(struct http_request *req)
 	if (nhost > 1 || (te != NULL && req->content_length >= 0) ||
 	    (te != NULL && req->version_minor == 0))
 		return -EINVAL;
-	if (http_connection_lists(req, "host", 4) ||
-	    http_connection_lists(req, "content-length", 14) ||
-	    http_connection_lists(req, "transfer-encoding", 17))
+	if (proxy_http_connection_lists(req, "host", 4) ||
+	    proxy_http_connection_lists(req, "content-length", 14) ||
+	    proxy_http_connection_lists(req, "transfer-encoding", 17))
 		return -EINVAL;
 	req->chunked = te != NULL;
 	if (req->is_connect && (req->chunked || req->content_length > 0))
 		return -EINVAL;
 	if (req->version_minor == 1)
-		req->keep_alive = !http_connection_lists(req, "close", 5);
+		req->keep_alive = !proxy_http_connection_lists(req, "close", 5);
 	else
-		req->keep_alive = http_connection_lists(req, "keep-alive", 10) &&
-		    !http_connection_lists(req, "close", 5);
+		req->keep_alive = proxy_http_connection_lists(req, "keep-alive", 10) &&
+		    !proxy_http_connection_lists(req, "close", 5);
 	return 0;
 }
 
 int
-http_request_parse(const char *buf, size_t len, size_t max_head,
+proxy_http_request_parse(const char *buf, size_t len, size_t max_head,
     struct http_request *req)
 {
 	size_t lim;
@@ -408,7 +408,7 @@ fail:
 }
 
 int
-http_request_check_host(const struct http_request *req)
+proxy_http_request_check_host(const struct http_request *req)
 {
 	const struct http_header *h = req->host_header;
 	const char *host;
@@ -417,8 +417,8 @@ http_request_check_host(const struct http_request *req)
 
 	if (req->form != HTTP_TARGET_ABSOLUTE || h == NULL)
 		return 0;
-	if (host_port_split(h->value, h->value_len, &host, &hostlen, &port,
-	    false) < 0)
+	if (proxy_host_port_split(h->value, h->value_len, &host, &hostlen,
+	    &port, false) < 0)
 		return -EINVAL;
 	if (port == 0)
 		port = http_default_port(req->scheme, req->scheme_len);
@@ -445,7 +445,7 @@ http_put_str(struct cbuf *out, const char *s)
 }
 
 int
-http_request_rewrite(const struct http_request *req, struct cbuf *out)
+proxy_http_request_rewrite(const struct http_request *req, struct cbuf *out)
 {
 	char port[8];
 	int r = 0;
@@ -467,8 +467,8 @@ http_request_rewrite(const struct http_request *req, struct cbuf *out)
 	}
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
-		if (http_header_is_hop_by_hop(h->name, h->name_len) ||
-		    http_connection_lists(req, h->name, h->name_len))
+		if (proxy_http_header_is_hop_by_hop(h->name, h->name_len) ||
+		    proxy_http_connection_lists(req, h->name, h->name_len))
 			continue;
 		if ((r = http_put(out, h->name, h->name_len)) < 0 ||
 		    (r = http_put_str(out, ": ")) < 0 ||
@@ -573,7 +573,7 @@ http_response_framing(struct http_response *resp, bool request_was_head)
 }
 
 int
-http_response_parse(const char *buf, size_t len, size_t max_head,
+proxy_http_response_parse(const char *buf, size_t len, size_t max_head,
     bool request_was_head, struct http_response *resp)
 {
 	size_t lim;
@@ -622,7 +622,7 @@ enum {
 };
 
 void
-http_chunked_init(struct http_chunk_state *st)
+proxy_http_chunked_init(struct http_chunk_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->state = CH_SIZE;
@@ -707,8 +707,8 @@ http_chunk_step(struct http_chunk_state *st, unsigned char c)
 }
 
 ssize_t
-http_chunked_scan(struct http_chunk_state *st, const char *buf, size_t len,
-    bool *done)
+proxy_http_chunked_scan(struct http_chunk_state *st, const char *buf,
+    size_t len, bool *done)
 {
 	size_t i = 0, take;
 

@@ -36,8 +36,9 @@ struct http_header {
 
 /*
  * A parsed request head. Every pointer points into the buffer given to
- * http_request_parse (which the caller keeps alive and unchanged while the
- * struct is used), except path when it is the static "/". Nothing to free.
+ * proxy_http_request_parse (which the caller keeps alive and unchanged
+ * while the struct is used), except path when it is the static "/".
+ * Nothing to free.
  */
 struct http_request {
 	const char *method;	/* token, case-sensitive ("CONNECT", "GET") */
@@ -53,7 +54,7 @@ struct http_request {
 	const char *scheme;
 	size_t scheme_len;
 	/* ABSOLUTE and AUTHORITY: host as written (IPv6 with its brackets, not
-	 * validated: give it to host_parse), the port (explicit, or the
+	 * validated: give it to proxy_host_parse), the port (explicit, or the
 	 * scheme's default: 80 for http, 443 for https, 0 for others), and
 	 * whether it was explicit. CONNECT always has an explicit port. */
 	const char *host;
@@ -67,7 +68,7 @@ struct http_request {
 
 	size_t nheaders;
 	struct http_header headers[HTTP_MAX_HEADERS];
-	/* Derived framing facts (validated, see http_request_parse). */
+	/* Derived framing facts (validated, see proxy_http_request_parse). */
 	const struct http_header *host_header;	/* the Host line, or NULL */
 	const struct http_header *connection;	/* Connection line, or NULL */
 	int64_t content_length;	/* -1 when absent */
@@ -104,7 +105,7 @@ struct http_request {
  * *req is zeroed. Cheap enough to call again from the start whenever more
  * bytes arrive.
  */
-int http_request_parse(const char *buf, size_t len, size_t max_head,
+int proxy_http_request_parse(const char *buf, size_t len, size_t max_head,
     struct http_request *req);
 
 /*
@@ -114,12 +115,12 @@ int http_request_parse(const char *buf, size_t len, size_t max_head,
  * Proxy-Authenticate, ...). Transfer-Encoding is NOT hop-by-hop here: the
  * proxy forwards chunked bodies verbatim, so the header stays.
  */
-bool http_header_is_hop_by_hop(const char *name, size_t len);
+bool proxy_http_header_is_hop_by_hop(const char *name, size_t len);
 
 /* True when name (case-insensitive) is one of the comma-separated tokens
  * of req's Connection header(s). */
-bool http_connection_lists(const struct http_request *req, const char *name,
-    size_t len);
+bool proxy_http_connection_lists(const struct http_request *req,
+    const char *name, size_t len);
 
 /*
  * Checks that the Host header agrees with the absolute URI: same host
@@ -129,7 +130,7 @@ bool http_connection_lists(const struct http_request *req, const char *name,
  * other forms the Host header is not forwarded and not checked: returns 0.
  * Returns 0 or -EINVAL (-> 400).
  */
-int http_request_check_host(const struct http_request *req);
+int proxy_http_request_check_host(const struct http_request *req);
 
 /*
  * Appends to out the head to send upstream for an ABSOLUTE request:
@@ -137,23 +138,24 @@ int http_request_check_host(const struct http_request *req);
  *   "Host: " uri-authority CRLF           (only if the request had no Host)
  *   every other header line in order, as name ": " value (the name as
  *     sent, the value without its surrounding whitespace), except
- *     hop-by-hop ones (http_header_is_hop_by_hop) and names listed in
+ *     hop-by-hop ones (proxy_http_header_is_hop_by_hop) and names listed in
  *     Connection
  *   "Connection: close" CRLF CRLF
  * Upstream connections carry one request each ("Connection: close"); the
  * client side may still be kept alive (req->keep_alive, and see
- * http_response_parse). The body (content_length bytes or the chunked
+ * proxy_http_response_parse). The body (content_length bytes or the chunked
  * stream) follows unchanged. Returns 0, -EINVAL when req is not
  * absolute-form, -ENOSPC when out's limit was reached (out then holds a
  * truncated head: do not send it) or -ENOMEM.
  */
-int http_request_rewrite(const struct http_request *req, struct cbuf *out);
+int proxy_http_request_rewrite(const struct http_request *req,
+    struct cbuf *out);
 
 /* How the body of a response is delimited. */
 enum http_body_kind {
 	HTTP_BODY_NONE = 0,	/* no body (HEAD, 1xx, 204, 304) */
 	HTTP_BODY_LENGTH,	/* exactly content_length bytes */
-	HTTP_BODY_CHUNKED,	/* use http_chunked_scan */
+	HTTP_BODY_CHUNKED,	/* use proxy_http_chunked_scan */
 	HTTP_BODY_CLOSE,	/* until the upstream closes: close the client
 				 * after it too */
 };
@@ -175,18 +177,18 @@ struct http_response {
 
 /*
  * Parses one response head (status line, headers, CRLFCRLF), same line
- * rules and return values as http_request_parse. request_was_head: the
+ * rules and return values as proxy_http_request_parse. request_was_head: the
  * request method was HEAD (no body whatever the headers say). Conflicting
  * or unusable framing (both Content-Length and Transfer-Encoding, differing
  * lengths, a coding other than chunked last) gives HTTP_BODY_CLOSE rather
  * than an error: the proxy then relays until upstream EOF and closes the
  * client. On failure *resp is zeroed.
  */
-int http_response_parse(const char *buf, size_t len, size_t max_head,
+int proxy_http_response_parse(const char *buf, size_t len, size_t max_head,
     bool request_was_head, struct http_response *resp);
 
 /* State of the chunked-body scanner; fields are private. Initialise with
- * http_chunked_init; a plain value, nothing to free. */
+ * proxy_http_chunked_init; a plain value, nothing to free. */
 struct http_chunk_state {
 	int state;
 	uint64_t remaining;	/* data bytes left in the current chunk */
@@ -195,7 +197,7 @@ struct http_chunk_state {
 	size_t trailer_bytes;	/* total trailer bytes */
 };
 
-void http_chunked_init(struct http_chunk_state *st);
+void proxy_http_chunked_init(struct http_chunk_state *st);
 
 /*
  * Scans the next len bytes of a chunked message body (RFC 9112 7.1: hex
@@ -209,7 +211,7 @@ void http_chunked_init(struct http_chunk_state *st);
  * 8192 trailer bytes in total. Returns -EINVAL when malformed (the state is
  * then stuck in error).
  */
-ssize_t http_chunked_scan(struct http_chunk_state *st, const char *buf,
+ssize_t proxy_http_chunked_scan(struct http_chunk_state *st, const char *buf,
     size_t len, bool *done);
 
 #endif

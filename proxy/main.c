@@ -26,11 +26,11 @@
 #include "proxy/metrics.h"
 #include "proxy/server.h"
 
-static struct config cfg;
+static struct proxy_config cfg;
 static struct event_base *base;
-static struct server *srv;
+static struct proxy_server *srv;
 static struct accesslog *alog;
-static struct metrics *metrics;
+static struct proxy_metrics *metrics;
 static struct event *grace_timer;
 static int draining;
 
@@ -78,15 +78,15 @@ sighup_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("SIGHUP: reloading %s", cfg.allowlist);
 	if (load_allowlist(&set) != 0) {
 		log_warnx("reload failed: keeping the previous allowlist");
-		metrics_reload(metrics, 0);
+		proxy_metrics_reload(metrics, 0);
 	} else {
-		server_set_allowlist(srv, set);
-		metrics_reload(metrics, 1);
+		proxy_server_set_allowlist(srv, set);
+		proxy_metrics_reload(metrics, 1);
 		log_info("reload ok: policy \"%s\" has %zu entries", cfg.policy,
 		    allowlist_entry_count(allowlist_set_policy(set,
 		    cfg.policy)));
 	}
-	rc = accesslog_reopen(alog);
+	rc = proxy_accesslog_reopen(alog);
 	if (rc != 0) {
 		errno = -rc;
 		log_warn("reopen access log");
@@ -108,7 +108,7 @@ grace_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	log_info("grace period over: closing %zu connections",
-	    server_connections(srv));
+	    proxy_server_connections(srv));
 	event_base_loopexit(base, NULL);
 }
 
@@ -127,8 +127,8 @@ sigterm_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	evtimer_add(grace_timer, &tv);
 	log_info("signal %d: draining %zu connections", (int)sig,
-	    server_connections(srv));
-	server_drain(srv, drained_cb, NULL);
+	    proxy_server_connections(srv));
+	proxy_server_drain(srv, drained_cb, NULL);
 	/* Logged once the listeners are closed: tests rely on the order. */
 	log_info("no longer accepting");
 }
@@ -202,119 +202,160 @@ format_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
 	}
 }
 
-int
-main(int argc, char **argv)
+/* Options, the allowlist, --user, --help and --check. Returns -1 to go
+ * on with *set, or the exit status. */
+static int
+startup(int argc, char **argv, struct allowlist_set **set)
 {
-	struct event *ev_hup = NULL, *ev_term = NULL, *ev_int = NULL;
-	struct allowlist_set *set = NULL;
-	struct dns *dns = NULL;
-	char err[256], text[64];
+	char err[256];
 	uid_t uid;
 	gid_t gid;
-	int rc;
 
 	log_init("cordon-proxy", LOG_LEVEL_INFO);
-	config_init(&cfg);
-	if (config_parse(&cfg, argc, argv, err, sizeof(err)) != 0) {
+	proxy_config_init(&cfg);
+	if (proxy_config_parse(&cfg, argc, argv, err, sizeof(err)) != 0) {
 		log_warnx("%s", err);
-		fputs(config_usage(), stderr);
+		fputs(proxy_config_usage(), stderr);
 		return 1;
 	}
 	if (cfg.help) {
-		fputs(config_usage(), stdout);
+		fputs(proxy_config_usage(), stdout);
 		return 0;
 	}
 	log_set_level((enum log_level)cfg.log_level);
-	if (load_allowlist(&set) != 0)
+	if (load_allowlist(set) != 0)
 		return 1;
 	if (cfg.user != NULL && lookup_user(cfg.user, &uid, &gid) != 0) {
 		log_warnx("--user %s: no such user", cfg.user);
-		allowlist_set_free(set);
+		allowlist_set_free(*set);
 		return 1;
 	}
 	if (cfg.check) {
 		log_info("configuration OK: policy \"%s\" has %zu entries",
-		    cfg.policy, allowlist_entry_count(allowlist_set_policy(set,
+		    cfg.policy, allowlist_entry_count(allowlist_set_policy(*set,
 		    cfg.policy)));
-		allowlist_set_free(set);
+		allowlist_set_free(*set);
 		return 0;
 	}
+	return -1;
+}
 
-	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
-	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
-		fatalx("c-ares initialisation failed");
-	{
-		/* The changelist folds the add/del pairs of one callback
-		 * (connection hand-overs) into at most one epoll_ctl. We
-		 * never dup() sockets, which is its one caveat. */
-		struct event_config *ec = event_config_new();
-		if (ec != NULL)
-			event_config_set_flag(ec,
-			    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-		base = ec != NULL ? event_base_new_with_config(ec) : NULL;
-		if (ec != NULL)
-			event_config_free(ec);
-		if (base == NULL)
-			base = event_base_new();
-	}
-	if (base == NULL)
+/* The loop, with epoll's changelist: it folds the add/del pairs of one
+ * callback (connection hand-overs) into at most one epoll_ctl. We never
+ * dup() sockets, which is its one caveat. */
+static struct event_base *
+loop_new(void)
+{
+	struct event_config *ec = event_config_new();
+	struct event_base *b;
+
+	if (ec != NULL)
+		event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	b = ec != NULL ? event_base_new_with_config(ec) : NULL;
+	if (ec != NULL)
+		event_config_free(ec);
+	if (b == NULL)
+		b = event_base_new();
+	if (b == NULL)
 		fatalx("event_base_new failed");
-	rc = dns_new(base, cfg.resolvers[0] != '\0' ? cfg.resolvers : NULL,
-	    cfg.dns_timeout_ms, &dns);
+	return b;
+}
+
+/* Resolver, access log, metrics and listeners: everything that may need
+ * privileges. Fatal on failure. */
+static void
+daemon_open(struct dns **dns)
+{
+	char text[64];
+	int rc;
+
+	rc = proxy_dns_new(base, cfg.resolvers[0] != '\0' ? cfg.resolvers :
+	    NULL, cfg.dns_timeout_ms, dns);
 	if (rc != 0)
 		fatalx("resolver setup failed (%s)", strerror(-rc));
 	if (cfg.access_log != NULL &&
-	    (rc = accesslog_open(cfg.access_log, &alog)) != 0)
+	    (rc = proxy_accesslog_open(cfg.access_log, &alog)) != 0)
 		fatalx("--access-log %s: %s", cfg.access_log, strerror(-rc));
-	if (metrics_new(&metrics) != 0)
+	if (proxy_metrics_new(&metrics) != 0)
 		fatalx("out of memory");
-	if (server_new(&cfg, base, dns, alog, metrics, &srv) != 0)
+	if (proxy_server_new(&cfg, base, *dns, alog, metrics, &srv) != 0)
 		fatalx("cannot listen");
-	if (cfg.has_metrics) {
-		rc = metrics_serve(metrics, base, &cfg.metrics.ss,
-		    cfg.metrics.len);
-		if (rc != 0)
-			fatalx("--metrics: %s", strerror(-rc));
-		if (server_add_self(srv, (struct sockaddr *)&cfg.metrics.ss) != 0)
-			fatalx("out of memory");
-		format_addr(&cfg.metrics.ss, text, sizeof(text));
-		log_info("metrics on %s", text);
-	}
-	if (cfg.user != NULL)
-		drop_privileges(cfg.user);
+	if (!cfg.has_metrics)
+		return;
+	rc = proxy_metrics_serve(metrics, base, &cfg.metrics.ss,
+	    cfg.metrics.len);
+	if (rc != 0)
+		fatalx("--metrics: %s", strerror(-rc));
+	if (proxy_server_add_self(srv, (struct sockaddr *)&cfg.metrics.ss) != 0)
+		fatalx("out of memory");
+	format_addr(&cfg.metrics.ss, text, sizeof(text));
+	log_info("metrics on %s", text);
+}
 
-	server_set_allowlist(srv, set);
-	ev_hup = evsignal_new(base, SIGHUP, sighup_cb, NULL);
-	ev_term = evsignal_new(base, SIGTERM, sigterm_cb, NULL);
-	ev_int = evsignal_new(base, SIGINT, sigterm_cb, NULL);
+/* SIGHUP, SIGTERM, SIGINT and the grace timer, on the loop. */
+static void
+signals_add(struct event *ev[3])
+{
+	ev[0] = evsignal_new(base, SIGHUP, sighup_cb, NULL);
+	ev[1] = evsignal_new(base, SIGTERM, sigterm_cb, NULL);
+	ev[2] = evsignal_new(base, SIGINT, sigterm_cb, NULL);
 	grace_timer = evtimer_new(base, grace_cb, NULL);
-	if (ev_hup == NULL || ev_term == NULL || ev_int == NULL ||
-	    grace_timer == NULL || event_add(ev_hup, NULL) != 0 ||
-	    event_add(ev_term, NULL) != 0 || event_add(ev_int, NULL) != 0)
+	if (ev[0] == NULL || ev[1] == NULL || ev[2] == NULL ||
+	    grace_timer == NULL || event_add(ev[0], NULL) != 0 ||
+	    event_add(ev[1], NULL) != 0 || event_add(ev[2], NULL) != 0)
 		fatalx("signal setup failed");
-	if (server_start(srv) != 0)
-		fatalx("cannot accept");
-	for (size_t i = 0; i < cfg.nlisten; i++) {
-		struct sockaddr_storage ss;
-		socklen_t len;
+}
 
-		if (server_listen_addr(srv, i, &ss, &len) == 0) {
+static void
+log_listening(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char text[64];
+
+	for (size_t i = 0; i < cfg.nlisten; i++) {
+		if (proxy_server_listen_addr(srv, i, &ss, &len) == 0) {
 			format_addr(&ss, text, sizeof(text));
 			/* Tests and supervisors wait for this exact line. */
 			log_info("listening on %s", text);
 		}
 	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct event *ev[3] = { NULL, NULL, NULL };
+	struct allowlist_set *set = NULL;
+	struct dns *dns = NULL;
+	int rc;
+
+	rc = startup(argc, argv, &set);
+	if (rc >= 0)
+		return rc;
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	if (ares_library_init(ARES_LIB_INIT_ALL) != ARES_SUCCESS)
+		fatalx("c-ares initialisation failed");
+	base = loop_new();
+	daemon_open(&dns);
+	if (cfg.user != NULL)
+		drop_privileges(cfg.user);
+
+	proxy_server_set_allowlist(srv, set);
+	signals_add(ev);
+	if (proxy_server_start(srv) != 0)
+		fatalx("cannot accept");
+	log_listening();
 
 	event_base_dispatch(base);
 
-	server_free(srv);
-	dns_free(dns);
-	metrics_free(metrics);
-	accesslog_free(alog);
-	event_free(ev_hup);
-	event_free(ev_term);
-	event_free(ev_int);
+	proxy_server_free(srv);
+	proxy_dns_free(dns);
+	proxy_metrics_free(metrics);
+	proxy_accesslog_free(alog);
+	for (int i = 0; i < 3; i++)
+		event_free(ev[i]);
 	event_free(grace_timer);
 	event_base_free(base);
 	ares_library_cleanup();

@@ -6,9 +6,6 @@
 #include "proxy/metrics.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +14,7 @@
 #include <event2/http.h>
 
 #include "common/cbuf.h"
+#include "common/prom.h"
 
 #define METRICS_MAX_KEYS 48
 #define METRICS_NBUCKETS 13
@@ -37,7 +35,7 @@ struct metrics_key {
 	uint64_t count;
 };
 
-struct metrics {
+struct proxy_metrics {
 	struct metrics_key keys[METRICS_MAX_KEYS];
 	size_t nkeys;
 	uint64_t other;
@@ -49,14 +47,14 @@ struct metrics {
 };
 
 int
-metrics_new(struct metrics **out)
+proxy_metrics_new(struct proxy_metrics **out)
 {
 	*out = calloc(1, sizeof(**out));
 	return *out == NULL ? -ENOMEM : 0;
 }
 
 void
-metrics_free(struct metrics *m)
+proxy_metrics_free(struct proxy_metrics *m)
 {
 	if (m == NULL)
 		return;
@@ -66,7 +64,8 @@ metrics_free(struct metrics *m)
 }
 
 void
-metrics_request(struct metrics *m, const char *decision, const char *reason)
+proxy_metrics_request(struct proxy_metrics *m, const char *decision,
+    const char *reason)
 {
 	struct metrics_key *k;
 
@@ -94,21 +93,21 @@ metrics_request(struct metrics *m, const char *decision, const char *reason)
 }
 
 void
-metrics_connections_add(struct metrics *m, int delta)
+proxy_metrics_connections_add(struct proxy_metrics *m, int delta)
 {
 	if (m != NULL)
 		m->connections += delta;
 }
 
 void
-metrics_tunnels_add(struct metrics *m, int delta)
+proxy_metrics_tunnels_add(struct proxy_metrics *m, int delta)
 {
 	if (m != NULL)
 		m->tunnels += delta;
 }
 
 void
-metrics_bytes_add(struct metrics *m, uint64_t up, uint64_t down)
+proxy_metrics_bytes_add(struct proxy_metrics *m, uint64_t up, uint64_t down)
 {
 	if (m == NULL)
 		return;
@@ -131,21 +130,21 @@ metrics_hist_observe(struct metrics_hist *h, int64_t ms)
 }
 
 void
-metrics_dns_observe(struct metrics *m, int64_t ms)
+proxy_metrics_dns_observe(struct proxy_metrics *m, int64_t ms)
 {
 	if (m != NULL)
 		metrics_hist_observe(&m->dns, ms);
 }
 
 void
-metrics_connect_observe(struct metrics *m, int64_t ms)
+proxy_metrics_connect_observe(struct proxy_metrics *m, int64_t ms)
 {
 	if (m != NULL)
 		metrics_hist_observe(&m->connect, ms);
 }
 
 void
-metrics_reload(struct metrics *m, int ok)
+proxy_metrics_reload(struct proxy_metrics *m, int ok)
 {
 	if (m == NULL)
 		return;
@@ -155,98 +154,68 @@ metrics_reload(struct metrics *m, int ok)
 		m->reload_failed++;
 }
 
-static int
-metrics_printf(struct cbuf *out, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int
-metrics_printf(struct cbuf *out, const char *fmt, ...)
+static void
+metrics_render_hist(struct prom *p, const struct metrics_hist *h,
+    const char *name, const char *help)
 {
-	char line[256];
-	va_list ap;
-	int n;
+	uint64_t counts[METRICS_NBUCKETS + 1], below = 0;
 
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		return -ENOSPC;
-	return cbuf_append_str(out, line);
-}
-
-static int
-metrics_render_hist(const struct metrics_hist *h, const char *name,
-    const char *help, struct cbuf *out)
-{
-	uint64_t cum = 0;
-	int rc;
-
-	rc = metrics_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name,
-	    help, name);
-	for (int i = 0; i < METRICS_NBUCKETS && rc == 0; i++) {
-		cum += h->buckets[i];
-		rc = metrics_printf(out, "%s_bucket{le=\"%g\"} %" PRIu64 "\n",
-		    name, metrics_bounds[i], cum);
+	/* Observations above the last bound are not kept on their own: they
+	 * are the rest of the count. */
+	for (int i = 0; i < METRICS_NBUCKETS; i++) {
+		counts[i] = h->buckets[i];
+		below += h->buckets[i];
 	}
-	if (rc == 0)
-		rc = metrics_printf(out, "%s_bucket{le=\"+Inf\"} %" PRIu64
-		    "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count,
-		    name, h->sum, name, h->count);
-	return rc;
+	counts[METRICS_NBUCKETS] = h->count - below;
+	prom_help_type(p, name, help, "histogram");
+	prom_histogram(p, name, metrics_bounds, counts, METRICS_NBUCKETS,
+	    h->sum, 6, h->count);
 }
 
 int
-metrics_render(const struct metrics *m, struct cbuf *out)
+proxy_metrics_render(const struct proxy_metrics *m, struct cbuf *out)
 {
-	int rc;
+	static const char *const req = "cordon_proxy_requests_total";
+	static const char *const bytes = "cordon_proxy_bytes_total";
+	static const char *const reloads = "cordon_proxy_reloads_total";
+	struct prom p;
 
-	rc = metrics_printf(out, "# HELP cordon_proxy_requests_total Requests "
-	    "by decision and reason.\n# TYPE cordon_proxy_requests_total "
-	    "counter\n");
-	for (size_t i = 0; i < m->nkeys && rc == 0; i++)
-		rc = metrics_printf(out, "cordon_proxy_requests_total{decision="
-		    "\"%s\",reason=\"%s\"} %" PRIu64 "\n", m->keys[i].decision,
-		    m->keys[i].reason, m->keys[i].count);
-	if (rc == 0 && m->other > 0)
-		rc = metrics_printf(out, "cordon_proxy_requests_total{decision="
-		    "\"other\",reason=\"other\"} %" PRIu64 "\n", m->other);
-	if (rc == 0)
-		rc = metrics_printf(out,
-		    "# HELP cordon_proxy_connections Open client connections.\n"
-		    "# TYPE cordon_proxy_connections gauge\n"
-		    "cordon_proxy_connections %" PRId64 "\n"
-		    "# HELP cordon_proxy_tunnels Active CONNECT tunnels.\n"
-		    "# TYPE cordon_proxy_tunnels gauge\n"
-		    "cordon_proxy_tunnels %" PRId64 "\n", m->connections,
-		    m->tunnels);
-	if (rc == 0)
-		rc = metrics_printf(out,
-		    "# HELP cordon_proxy_bytes_total Bytes relayed.\n"
-		    "# TYPE cordon_proxy_bytes_total counter\n"
-		    "cordon_proxy_bytes_total{direction=\"up\"} %" PRIu64 "\n"
-		    "cordon_proxy_bytes_total{direction=\"down\"} %" PRIu64 "\n",
-		    m->bytes_up, m->bytes_down);
-	if (rc == 0)
-		rc = metrics_printf(out,
-		    "# HELP cordon_proxy_reloads_total Allowlist reloads.\n"
-		    "# TYPE cordon_proxy_reloads_total counter\n"
-		    "cordon_proxy_reloads_total{result=\"ok\"} %" PRIu64 "\n"
-		    "cordon_proxy_reloads_total{result=\"failed\"} %" PRIu64 "\n",
-		    m->reload_ok, m->reload_failed);
-	if (rc == 0)
-		rc = metrics_render_hist(&m->dns, "cordon_proxy_dns_seconds",
-		    "DNS lookup latency.", out);
-	if (rc == 0)
-		rc = metrics_render_hist(&m->connect,
-		    "cordon_proxy_connect_seconds",
-		    "Upstream connect latency.", out);
-	return rc;
+	prom_init(&p, out);
+	prom_help_type(&p, req, "Requests by decision and reason.", "counter");
+	for (size_t i = 0; i < m->nkeys; i++)
+		prom_sample_u64(&p, req, (const char *[]){ "decision",
+		    m->keys[i].decision, "reason", m->keys[i].reason, NULL },
+		    m->keys[i].count);
+	if (m->other > 0)
+		prom_sample_u64(&p, req, (const char *[]){ "decision", "other",
+		    "reason", "other", NULL }, m->other);
+	prom_help_type(&p, "cordon_proxy_connections",
+	    "Open client connections.", "gauge");
+	prom_sample_i64(&p, "cordon_proxy_connections", NULL, m->connections);
+	prom_help_type(&p, "cordon_proxy_tunnels", "Active CONNECT tunnels.",
+	    "gauge");
+	prom_sample_i64(&p, "cordon_proxy_tunnels", NULL, m->tunnels);
+	prom_help_type(&p, bytes, "Bytes relayed.", "counter");
+	prom_sample_u64(&p, bytes, (const char *[]){ "direction", "up", NULL },
+	    m->bytes_up);
+	prom_sample_u64(&p, bytes, (const char *[]){ "direction", "down",
+	    NULL }, m->bytes_down);
+	prom_help_type(&p, reloads, "Allowlist reloads.", "counter");
+	prom_sample_u64(&p, reloads, (const char *[]){ "result", "ok", NULL },
+	    m->reload_ok);
+	prom_sample_u64(&p, reloads, (const char *[]){ "result", "failed",
+	    NULL }, m->reload_failed);
+	metrics_render_hist(&p, &m->dns, "cordon_proxy_dns_seconds",
+	    "DNS lookup latency.");
+	metrics_render_hist(&p, &m->connect, "cordon_proxy_connect_seconds",
+	    "Upstream connect latency.");
+	return p.error;
 }
 
 static void
 metrics_http_cb(struct evhttp_request *req, void *arg)
 {
-	struct metrics *m = arg;
+	struct proxy_metrics *m = arg;
 	struct evbuffer *body;
 	struct cbuf *text;
 
@@ -256,7 +225,8 @@ metrics_http_cb(struct evhttp_request *req, void *arg)
 	}
 	text = cbuf_new(1024 * 1024);
 	body = evbuffer_new();
-	if (text == NULL || body == NULL || metrics_render(m, text) != 0 ||
+	if (text == NULL || body == NULL ||
+	    proxy_metrics_render(m, text) != 0 ||
 	    evbuffer_add(body, cbuf_data(text), cbuf_len(text)) != 0) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		goto out;
@@ -271,7 +241,7 @@ out:
 }
 
 int
-metrics_serve(struct metrics *m, struct event_base *base,
+proxy_metrics_serve(struct proxy_metrics *m, struct event_base *base,
     struct sockaddr_storage *sa, socklen_t len)
 {
 	struct evhttp_bound_socket *bs;

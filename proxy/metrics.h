@@ -12,29 +12,31 @@
 
 struct cbuf;
 struct event_base;
-struct metrics;
+struct proxy_metrics;
 
 /* Returns 0 and *out (caller frees), or -ENOMEM. */
-int metrics_new(struct metrics **out);
-void metrics_free(struct metrics *m);	/* accepts NULL; stops serving */
+int proxy_metrics_new(struct proxy_metrics **out);
+/* Accepts NULL; stops serving. */
+void proxy_metrics_free(struct proxy_metrics *m);
 
 /* decision and reason must be static or outlive m (string literals, or
  * reasons borrowed from an allowlist set are copied when first seen). */
-void metrics_request(struct metrics *m, const char *decision,
+void proxy_metrics_request(struct proxy_metrics *m, const char *decision,
     const char *reason);
-void metrics_connections_add(struct metrics *m, int delta);
-void metrics_tunnels_add(struct metrics *m, int delta);
-void metrics_bytes_add(struct metrics *m, uint64_t up, uint64_t down);
-void metrics_dns_observe(struct metrics *m, int64_t ms);
-void metrics_connect_observe(struct metrics *m, int64_t ms);
-void metrics_reload(struct metrics *m, int ok);
+void proxy_metrics_connections_add(struct proxy_metrics *m, int delta);
+void proxy_metrics_tunnels_add(struct proxy_metrics *m, int delta);
+void proxy_metrics_bytes_add(struct proxy_metrics *m, uint64_t up,
+    uint64_t down);
+void proxy_metrics_dns_observe(struct proxy_metrics *m, int64_t ms);
+void proxy_metrics_connect_observe(struct proxy_metrics *m, int64_t ms);
+void proxy_metrics_reload(struct proxy_metrics *m, int ok);
 
 /* Appends the text exposition to out. 0, -ENOSPC or -ENOMEM. */
-int metrics_render(const struct metrics *m, struct cbuf *out);
+int proxy_metrics_render(const struct proxy_metrics *m, struct cbuf *out);
 
 /* Serves GET /metrics on sa with evhttp on base. Writes the bound address
  * back into sa (port 0 picks one). 0 or a negative errno. */
-int metrics_serve(struct metrics *m, struct event_base *base,
+int proxy_metrics_serve(struct proxy_metrics *m, struct event_base *base,
     struct sockaddr_storage *sa, socklen_t len);
 
 #endif

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
@@ -80,15 +79,15 @@ sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
 /* NULL when the proxy may connect to sa:port, else the reason
  * ("address-<class>", "address-self") written into buf. */
 static const char *
-upstream_blocked(const struct server *s, const struct sockaddr *sa,
+upstream_blocked(const struct proxy_server *s, const struct sockaddr *sa,
     uint16_t port, char *buf, size_t len)
 {
 	enum addr_class cls;
 
-	cls = addr_classify(sa);
-	if (cls != ADDR_PUBLIC && !addr_exception_match(s->cfg->exceptions,
-	    s->cfg->nexceptions, sa, port)) {
-		snprintf(buf, len, "address-%s", addr_class_name(cls));
+	cls = proxy_addr_classify(sa);
+	if (cls != ADDR_PUBLIC && !proxy_addr_exception_match(
+	    s->cfg->exceptions, s->cfg->nexceptions, sa, port)) {
+		snprintf(buf, len, "address-%s", proxy_addr_class_name(cls));
 		return buf;
 	}
 	/* Even a public or excepted address is refused when it is the proxy
@@ -110,22 +109,17 @@ upstream_connected(struct conn *c)
 
 	event_del(&c->timer);
 	r->connect_ms = time_mono_ms() - r->attempt_ms;
-	metrics_connect_observe(c->srv->m, r->connect_ms);
-	conn_format_addr(sa, r->address, sizeof(r->address));
+	proxy_metrics_connect_observe(c->srv->m, r->connect_ms);
+	proxy_conn_format_addr(sa, r->address, sizeof(r->address));
 	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY,
 	    &one, sizeof(one));
 	r->decision = "allow";
 	if (r->is_connect) {
 		r->status = 200;
 		r->resp_started = true;
-		if (conn_splice_enabled(c) && zerocopy_start(c))
-			return;
-		if (evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
-			evbuffer_add(bufferevent_get_output(c->cli),
-			    "HTTP/1.1 200 Connection established\r\n\r\n", 39);
-		tunnel_start(c);
+		proxy_tunnel_start(c);
 	} else {
-		forward_start(c);
+		proxy_forward_start(c);
 	}
 }
 
@@ -147,7 +141,8 @@ upstream_connect_event_cb(struct bufferevent *bev, short what, void *arg)
 	upstream_connect_next(c);
 }
 
-void
+/* The timer in CONN_CONNECTING: this address took too long. */
+static void
 upstream_connect_timeout(struct conn *c)
 {
 	c->req->last_err = ETIMEDOUT;
@@ -159,7 +154,7 @@ upstream_connect_timeout(struct conn *c)
 static void
 upstream_connect_next(struct conn *c)
 {
-	struct server *s = c->srv;
+	struct proxy_server *s = c->srv;
 	struct conn_req *r = c->req;
 	struct bufferevent *up;
 	struct sockaddr *sa;
@@ -181,17 +176,18 @@ upstream_connect_next(struct conn *c)
 		}
 		c->up = up;
 		c->state = CONN_CONNECTING;
-		conn_timer_arm(c, s->cfg->connect_timeout_ms);
+		c->connect_timeout = upstream_connect_timeout;
+		proxy_conn_timer_arm(c, s->cfg->connect_timeout_ms);
 		return;
 	}
 	if (r->last_err == ETIMEDOUT)
-		conn_fail(c, 504, "error", "connect-timeout");
+		proxy_conn_fail(c, 504, "error", "connect-timeout");
 	else if (r->last_err == ECONNREFUSED)
-		conn_fail(c, 502, "error", "upstream-refused");
+		proxy_conn_fail(c, 502, "error", "upstream-refused");
 	else if (r->last_err == ENOMEM)
-		conn_fail(c, 503, "error", "no-memory");
+		proxy_conn_fail(c, 503, "error", "no-memory");
 	else
-		conn_fail(c, 502, "error", "upstream-unreachable");
+		proxy_conn_fail(c, 502, "error", "upstream-unreachable");
 }
 
 /* Keeps the permitted addresses (in the order given); fails the request
@@ -205,7 +201,7 @@ upstream_plan(struct conn *c, const struct sockaddr_storage *addrs, size_t n)
 
 	r->addrs = calloc(n > 0 ? n : 1, sizeof(*r->addrs));
 	if (r->addrs == NULL) {
-		conn_fail(c, 503, "error", "no-memory");
+		proxy_conn_fail(c, 503, "error", "no-memory");
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -217,7 +213,7 @@ upstream_plan(struct conn *c, const struct sockaddr_storage *addrs, size_t n)
 			r->addrs[r->naddrs++] = ss;
 		} else {
 			char text[64];
-			conn_format_addr((struct sockaddr *)&ss, text,
+			proxy_conn_format_addr((struct sockaddr *)&ss, text,
 			    sizeof(text));
 			log_debug("%s: %s -> %s refused: %s", c->client,
 			    r->host, text, blocked);
@@ -226,7 +222,8 @@ upstream_plan(struct conn *c, const struct sockaddr_storage *addrs, size_t n)
 		}
 	}
 	if (r->naddrs == 0) {
-		conn_fail(c, 403, "deny", first[0] ? first : "address-none");
+		proxy_conn_fail(c, 403, "deny",
+		    first[0] ? first : "address-none");
 		return;
 	}
 	upstream_connect_next(c);
@@ -240,22 +237,22 @@ upstream_dns_cb(const struct dns_result *res, void *arg)
 
 	c->dq = NULL;
 	r->dns_ms = res->elapsed_ms;
-	metrics_dns_observe(c->srv->m, res->elapsed_ms);
+	proxy_metrics_dns_observe(c->srv->m, res->elapsed_ms);
 	if (res->error == -ENOENT)
-		conn_fail(c, 502, "error", "dns-nxdomain");
+		proxy_conn_fail(c, 502, "error", "dns-nxdomain");
 	else if (res->error == -ETIMEDOUT)
-		conn_fail(c, 502, "error", "dns-timeout");
+		proxy_conn_fail(c, 502, "error", "dns-timeout");
 	else if (res->error != 0)
-		conn_fail(c, 502, "error", "dns-error");
+		proxy_conn_fail(c, 502, "error", "dns-error");
 	else
 		upstream_plan(c, res->addrs, res->n);
 }
 
 /* Host checks, allowlist, then the address plan (literal) or one lookup. */
 void
-upstream_decide(struct conn *c, const struct host_parsed *hp)
+proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 {
-	struct server *s = c->srv;
+	struct proxy_server *s = c->srv;
 	struct conn_req *r = c->req;
 	struct allowlist_decision d;
 	const struct allowlist *pol;
@@ -263,8 +260,8 @@ upstream_decide(struct conn *c, const struct host_parsed *hp)
 	char why[48];
 
 	memset(&lit, 0, sizeof(lit));
-	if (hp->kind == HOST_NAME && host_name_internal(hp->name)) {
-		conn_fail(c, 403, "deny", "internal-name");
+	if (hp->kind == HOST_NAME && proxy_host_name_internal(hp->name)) {
+		proxy_conn_fail(c, 403, "deny", "internal-name");
 		return;
 	}
 	if (hp->kind == HOST_IPV4) {
@@ -280,13 +277,14 @@ upstream_decide(struct conn *c, const struct host_parsed *hp)
 		sockaddr_set_port(&lit, r->port);
 		if (upstream_blocked(s, (struct sockaddr *)&lit, r->port,
 		    why, sizeof(why)) != NULL) {
-			conn_fail(c, 403, "deny", why);
+			proxy_conn_fail(c, 403, "deny", why);
 			return;
 		}
 	}
 	pol = allowlist_set_policy(s->set, s->cfg->policy);
 	if (!allowlist_match(pol, r->host, r->port, &d)) {
-		conn_fail(c, 403, "deny", d.reason != NULL ? d.reason : "denied");
+		proxy_conn_fail(c, 403, "deny",
+		    d.reason != NULL ? d.reason : "denied");
 		return;
 	}
 	snprintf(r->reason, sizeof(r->reason), "%s",
@@ -296,7 +294,7 @@ upstream_decide(struct conn *c, const struct host_parsed *hp)
 		return;
 	}
 	c->state = CONN_RESOLVING;
-	c->dq = dns_resolve(s->dns, hp->name, upstream_dns_cb, c);
+	c->dq = proxy_dns_resolve(s->dns, hp->name, upstream_dns_cb, c);
 	if (c->dq == NULL)
-		conn_fail(c, 503, "error", "no-memory");
+		proxy_conn_fail(c, 503, "error", "no-memory");
 }

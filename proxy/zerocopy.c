@@ -3,9 +3,11 @@
  * inside the kernel, one pipe per direction, created on the first byte.
  * Backpressure is the pipe itself: a direction reads again only once its
  * pipe has been written out completely, so a peer that never reads pins
- * one pipe (kernel memory) and no user-space buffer at all. Used when the
- * tunnel starts clean; otherwise tunnel.c's bufferevent relay runs.
+ * one pipe (kernel memory) and no user-space buffer at all. tunnel.c uses
+ * it when the tunnel starts clean; otherwise its bufferevent relay runs.
  */
+#include "proxy/zerocopy.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -13,15 +15,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
 #include "common/log.h"
 #include "common/util.h"
-#include "proxy/conn.h"
-#include "proxy/metrics.h"
 
 /* Bytes asked for per splice; the pipe's capacity (64 KiB by default, less
  * for a user over pipe-user-pages-soft) is the real bound. Larger pipes
@@ -42,9 +40,12 @@ struct zerocopy_dir {
 };
 
 struct zerocopy {
-	struct conn *c;
-	int fd[2];		/* client, upstream */
-	struct zerocopy_dir dir[2];	/* client->upstream, upstream->client */
+	int fd[2];		/* a (the client), b (upstream); -1: none */
+	struct zerocopy_dir dir[2];	/* a->b, b->a */
+	bool started;		/* events assigned */
+	int64_t *last_active_ms;
+	void (*done)(void *);
+	void *arg;
 };
 
 static void
@@ -129,19 +130,18 @@ static void
 zerocopy_pump(struct zerocopy_dir *z)
 {
 	struct zerocopy *zc = z->zc;
-	struct conn *c = zc->c;
 
 	if (zerocopy_move(z) != 0) {
-		conn_free(c);
+		zc->done(zc->arg);
 		return;
 	}
-	c->last_active_ms = time_mono_ms();
+	*zc->last_active_ms = time_mono_ms();
 	if (z->eof && z->inpipe == 0 && !z->shut) {
 		struct zerocopy_dir *other = &zc->dir[z == &zc->dir[0] ? 1 : 0];
 
 		if (other->shut) {
 			/* Both ways done: close() sends the last FIN. */
-			conn_free(c);
+			zc->done(zc->arg);
 			return;
 		}
 		/* Pass the half-close on; this direction is finished. */
@@ -153,7 +153,7 @@ zerocopy_pump(struct zerocopy_dir *z)
 			z->pipe[0] = z->pipe[1] = -1;
 		}
 		if (zc->dir[0].shut && zc->dir[1].shut) {
-			conn_free(c);
+			zc->done(zc->arg);
 			return;
 		}
 	}
@@ -168,85 +168,50 @@ zerocopy_cb(evutil_socket_t fd, short what, void *arg)
 	zerocopy_pump(arg);
 }
 
-/* Takes the socket out of its bufferevent and frees the bufferevent. */
-static int
-zerocopy_detach(struct bufferevent **bev)
+int
+proxy_zerocopy_new(struct zerocopy **out)
 {
-	int fd = (int)bufferevent_getfd(*bev);
+	struct zerocopy *zc = calloc(1, sizeof(*zc));
 
-	bufferevent_setfd(*bev, -1);
-	bufferevent_free(*bev);
-	*bev = NULL;
-	return fd;
+	*out = zc;
+	if (zc == NULL)
+		return -ENOMEM;
+	zc->fd[0] = zc->fd[1] = -1;
+	return 0;
 }
 
-bool
-zerocopy_start(struct conn *c)
+void
+proxy_zerocopy_start(struct zerocopy *zc, struct event_base *base, int a,
+    int b, const struct zerocopy_sink *sink)
 {
-	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	struct zerocopy *zc;
-	ssize_t n;
-
-	if (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 ||
-	    evbuffer_get_length(bufferevent_get_output(c->cli)) > 0)
-		return false;	/* pipelined bytes: the buffered relay */
-	zc = calloc(1, sizeof(*zc));
-	if (zc == NULL)
-		return false;
-	n = send(bufferevent_getfd(c->cli), ok, sizeof(ok) - 1,
-	    MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (n != (ssize_t)sizeof(ok) - 1) {
-		free(zc);
-		if (n > 0)	/* the rest through the bufferevent */
-			evbuffer_add(bufferevent_get_output(c->cli), ok + n,
-			    sizeof(ok) - 1 - (size_t)n);
-		else
-			evbuffer_add(bufferevent_get_output(c->cli), ok,
-			    sizeof(ok) - 1);
-		return false;
-	}
-	c->req->resp_started = true;
-	c->req->status = 200;
-	zc->c = c;
-	zc->fd[0] = zerocopy_detach(&c->cli);
-	zc->fd[1] = zerocopy_detach(&c->up);
+	zc->fd[0] = a;
+	zc->fd[1] = b;
+	zc->last_active_ms = sink->last_active_ms;
+	zc->done = sink->done;
+	zc->arg = sink->arg;
 	for (int d = 0; d < 2; d++) {
 		struct zerocopy_dir *z = &zc->dir[d];
-		struct event_base *base = conn_base(c);
 
 		z->zc = zc;
 		z->from = zc->fd[d];
 		z->to = zc->fd[1 - d];
 		z->pipe[0] = z->pipe[1] = -1;
-		z->count = d == 0 ? &c->req->bytes_up : &c->req->bytes_down;
+		z->count = sink->count[d];
 		event_assign(&z->rd, base, z->from, EV_READ | EV_PERSIST,
 		    zerocopy_cb, z);
 		event_assign(&z->wr, base, z->to, EV_WRITE | EV_PERSIST,
 		    zerocopy_cb, z);
 		zerocopy_events(z);
 	}
-	c->zc = zc;
-	c->state = CONN_TUNNEL;
-	metrics_tunnels_add(conn_metrics(c), 1);
-	c->last_active_ms = time_mono_ms();
-	event_del(&c->timer);
-	{
-		struct timeval tv = { .tv_sec = conn_idle_timeout_ms(c) / 1000,
-		    .tv_usec = (conn_idle_timeout_ms(c) % 1000) * 1000 };
-		evtimer_add(&c->timer, &tv);
-	}
-	return true;
+	zc->started = true;
 }
 
 void
-zerocopy_free(struct conn *c)
+proxy_zerocopy_free(struct zerocopy *zc)
 {
-	struct zerocopy *zc = c->zc;
-
 	if (zc == NULL)
 		return;
-	c->zc = NULL;
-	for (int d = 0; d < 2; d++) {
+	for (int d = 0; d < 2 && zc->started; d++) {
 		struct zerocopy_dir *z = &zc->dir[d];
 		event_del(&z->rd);
 		event_del(&z->wr);
@@ -255,7 +220,9 @@ zerocopy_free(struct conn *c)
 			close(z->pipe[1]);
 		}
 	}
-	close(zc->fd[0]);
-	close(zc->fd[1]);
+	if (zc->fd[0] >= 0)
+		close(zc->fd[0]);
+	if (zc->fd[1] >= 0)
+		close(zc->fd[1]);
 	free(zc);
 }

@@ -4,8 +4,11 @@
  */
 #include "serve/metrics.h"
 
-#include <stdio.h>
-#include <stdlib.h>
+#include "common/cbuf.h"
+#include "common/prom.h"
+
+/* The text is a few KiB: a bound far above it, never reached. */
+#define SERVE_METRICS_TEXT_MAX	(64 * 1024)
 
 const double serve_metrics_bounds[SERVE_METRICS_BUCKETS] = {
 	0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
@@ -34,65 +37,59 @@ status_label(int i)
 	    runner_status_name((enum runner_status)i);
 }
 
+/* The histogram and the gauges and counters after it. */
+static void
+render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
+{
+	static const char *const lat = "cordon_run_latency_seconds";
+
+	prom_help_type(p, lat, "Time from admission to the reply of a run.",
+	    "histogram");
+	prom_histogram(p, lat, serve_metrics_bounds, m->hist,
+	    SERVE_METRICS_BUCKETS, m->sum_s, 3, m->count);
+	prom_help_type(p, "cordon_queue_depth", "Runs waiting for a slot.",
+	    "gauge");
+	prom_sample_i64(p, "cordon_queue_depth", NULL, m->queue_depth);
+	prom_help_type(p, "cordon_active_runs", "Runs executing now.", "gauge");
+	prom_sample_i64(p, "cordon_active_runs", NULL, m->active);
+	prom_help_type(p, "cordon_pool_size",
+	    "Idle warm containers (0: pool disabled).", "gauge");
+	prom_sample_i64(p, "cordon_pool_size", NULL, m->pool_size);
+	prom_help_type(p, "cordon_pool_hits_total",
+	    "Runs served by a warm container.", "counter");
+	prom_sample_u64(p, "cordon_pool_hits_total", NULL, m->pool_hits);
+	prom_help_type(p, "cordon_pool_misses_total", "Runs started cold.",
+	    "counter");
+	prom_sample_u64(p, "cordon_pool_misses_total", NULL, m->pool_misses);
+}
+
 char *
 serve_metrics_render(const struct serve_metrics *m)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	uint64_t cum = 0;
+	static const char *const runs = "cordon_runs_total";
+	static const char *const refused = "cordon_requests_refused_total";
+	struct cbuf *b = cbuf_new(SERVE_METRICS_TEXT_MAX);
+	struct prom p;
+	char *text;
 
-	if (f == NULL)
+	if (b == NULL)
 		return NULL;
-	fprintf(f, "# HELP cordon_runs_total Runs finished, by status "
-	    "(error: no result was produced).\n"
-	    "# TYPE cordon_runs_total counter\n");
+	prom_init(&p, b);
+	prom_help_type(&p, runs, "Runs finished, by status (error: no result "
+	    "was produced).", "counter");
 	for (int i = 0; i < SERVE_NSTATUS; i++)
-		fprintf(f, "cordon_runs_total{status=\"%s\"} %llu\n",
-		    status_label(i), (unsigned long long)m->runs[i]);
-	fprintf(f, "# HELP cordon_requests_refused_total Requests refused "
-	    "before running, by reason.\n"
-	    "# TYPE cordon_requests_refused_total counter\n"
-	    "cordon_requests_refused_total{reason=\"over_limit\"} %llu\n"
-	    "cordon_requests_refused_total{reason=\"unavailable\"} %llu\n"
-	    "cordon_requests_refused_total{reason=\"bad_request\"} %llu\n",
-	    (unsigned long long)m->rejected,
-	    (unsigned long long)m->unavailable,
-	    (unsigned long long)m->bad_requests);
-	fprintf(f, "# HELP cordon_run_latency_seconds Time from admission to "
-	    "the reply of a run.\n"
-	    "# TYPE cordon_run_latency_seconds histogram\n");
-	for (size_t b = 0; b < SERVE_METRICS_BUCKETS; b++) {
-		cum += m->hist[b];
-		fprintf(f, "cordon_run_latency_seconds_bucket{le=\"%g\"} %llu\n",
-		    serve_metrics_bounds[b], (unsigned long long)cum);
-	}
-	cum += m->hist[SERVE_METRICS_BUCKETS];
-	fprintf(f, "cordon_run_latency_seconds_bucket{le=\"+Inf\"} %llu\n"
-	    "cordon_run_latency_seconds_sum %.3f\n"
-	    "cordon_run_latency_seconds_count %llu\n",
-	    (unsigned long long)cum, m->sum_s, (unsigned long long)m->count);
-	fprintf(f, "# HELP cordon_queue_depth Runs waiting for a slot.\n"
-	    "# TYPE cordon_queue_depth gauge\n"
-	    "cordon_queue_depth %lld\n"
-	    "# HELP cordon_active_runs Runs executing now.\n"
-	    "# TYPE cordon_active_runs gauge\n"
-	    "cordon_active_runs %lld\n"
-	    "# HELP cordon_pool_size Idle warm containers (0: pool disabled).\n"
-	    "# TYPE cordon_pool_size gauge\n"
-	    "cordon_pool_size %lld\n"
-	    "# HELP cordon_pool_hits_total Runs served by a warm container.\n"
-	    "# TYPE cordon_pool_hits_total counter\n"
-	    "cordon_pool_hits_total %llu\n"
-	    "# HELP cordon_pool_misses_total Runs started cold.\n"
-	    "# TYPE cordon_pool_misses_total counter\n"
-	    "cordon_pool_misses_total %llu\n",
-	    (long long)m->queue_depth, (long long)m->active,
-	    (long long)m->pool_size, (unsigned long long)m->pool_hits,
-	    (unsigned long long)m->pool_misses);
-	if (fclose(f) != 0) {
-		free(text);
-		return NULL;
-	}
+		prom_sample_u64(&p, runs, (const char *[]){ "status",
+		    status_label(i), NULL }, m->runs[i]);
+	prom_help_type(&p, refused, "Requests refused before running, by "
+	    "reason.", "counter");
+	prom_sample_u64(&p, refused, (const char *[]){ "reason", "over_limit",
+	    NULL }, m->rejected);
+	prom_sample_u64(&p, refused, (const char *[]){ "reason", "unavailable",
+	    NULL }, m->unavailable);
+	prom_sample_u64(&p, refused, (const char *[]){ "reason", "bad_request",
+	    NULL }, m->bad_requests);
+	render_latency_and_pool(&p, m);
+	text = p.error == 0 ? cbuf_steal(b, NULL) : NULL;
+	cbuf_free(b);
 	return text;
 }

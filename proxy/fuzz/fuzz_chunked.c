@@ -26,15 +26,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data++;
 	size--;
 
-	http_chunked_init(&whole);
-	rw = http_chunked_scan(&whole, (const char *)data, size, &done_whole);
+	proxy_http_chunked_init(&whole);
+	rw = proxy_http_chunked_scan(&whole, (const char *)data, size,
+	    &done_whole);
 	if (rw > (ssize_t)size || (rw >= 0 && rw < (ssize_t)size && !done_whole))
 		abort();
 
-	http_chunked_init(&parts);
+	proxy_http_chunked_init(&parts);
 	while (pos < size) {
 		size_t n = size - pos < step ? size - pos : step;
-		r = http_chunked_scan(&parts, (const char *)data + pos, n,
+		r = proxy_http_chunked_scan(&parts, (const char *)data + pos, n,
 		    &done_parts);
 		if (r < 0)
 			break;

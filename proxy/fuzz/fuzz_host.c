@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for host parsing: host_parse, host_port_split,
+ * libFuzzer target for host parsing: proxy_host_parse, proxy_host_port_split,
  * classification of the results, --allow-address round trips, and a
  * differential check of the IPv4 literal parser against inet_aton.
  */
@@ -29,7 +29,7 @@ check_parsed(const struct host_parsed *hp)
 			    isdigit((unsigned char)hp->name[i]) ||
 			    hp->name[i] == '-' || hp->name[i] == '.'))
 				abort();
-		(void)host_name_internal(hp->name);
+		(void)proxy_host_name_internal(hp->name);
 		break;
 	case HOST_IPV4: {
 		struct in_addr a;
@@ -37,7 +37,7 @@ check_parsed(const struct host_parsed *hp)
 		if (inet_pton(AF_INET, hp->name, &a) != 1 ||
 		    a.s_addr != hp->v4.s_addr)
 			abort();
-		(void)addr_class_name(addr_classify_in(&hp->v4));
+		(void)proxy_addr_class_name(proxy_addr_classify_in(&hp->v4));
 		break;
 	}
 	case HOST_IPV6: {
@@ -45,7 +45,7 @@ check_parsed(const struct host_parsed *hp)
 		if (inet_pton(AF_INET6, hp->name, &a) != 1 ||
 		    memcmp(&a, &hp->v6, sizeof(a)) != 0)
 			abort();
-		(void)addr_class_name(addr_classify_in6(&hp->v6));
+		(void)proxy_addr_class_name(proxy_addr_classify_in6(&hp->v6));
 		break;
 	}
 	default:
@@ -53,7 +53,7 @@ check_parsed(const struct host_parsed *hp)
 	}
 }
 
-/* host_parse_ipv4 and inet_aton agree on inputs of digits, dots, x and
+/* proxy_host_parse_ipv4 and inet_aton agree on inputs of digits, dots, x and
  * hex letters (inet_aton also takes trailing whitespace; we never do). */
 static void
 check_ipv4_differential(const char *s, size_t size, const char *z)
@@ -66,7 +66,7 @@ check_ipv4_differential(const char *s, size_t size, const char *z)
 		    s[i] != 'x' && s[i] != 'X')
 			return;
 	ra = inet_aton(z, &a);
-	rb = host_parse_ipv4(s, size, &b);
+	rb = proxy_host_parse_ipv4(s, size, &b);
 	if ((ra != 0) != (rb == 0))
 		abort();
 	if (rb == 0 && a.s_addr != b.s_addr)
@@ -81,10 +81,10 @@ check_exception(const char *z, size_t size)
 	struct sockaddr_in sin;
 	struct sockaddr_in6 sin6;
 
-	if (addr_exception_parse(z, &e) != 0)
+	if (proxy_addr_exception_parse(z, &e) != 0)
 		return;
-	if (addr_exception_format(&e, text, sizeof(text)) != 0 ||
-	    addr_exception_parse(text, &e2) != 0 ||
+	if (proxy_addr_exception_format(&e, text, sizeof(text)) != 0 ||
+	    proxy_addr_exception_parse(text, &e2) != 0 ||
 	    memcmp(&e, &e2, sizeof(e)) != 0)
 		abort();
 	/* an exception matches its own network address */
@@ -92,14 +92,14 @@ check_exception(const char *z, size_t size)
 		memset(&sin, 0, sizeof(sin));
 		sin.sin_family = AF_INET;
 		sin.sin_addr = e.addr.v4;
-		if (!addr_exception_match(&e, 1, (struct sockaddr *)&sin,
+		if (!proxy_addr_exception_match(&e, 1, (struct sockaddr *)&sin,
 		    e.port ? e.port : 1))
 			abort();
 	} else {
 		memset(&sin6, 0, sizeof(sin6));
 		sin6.sin6_family = AF_INET6;
 		sin6.sin6_addr = e.addr.v6;
-		if (!addr_exception_match(&e, 1, (struct sockaddr *)&sin6,
+		if (!proxy_addr_exception_match(&e, 1, (struct sockaddr *)&sin6,
 		    e.port ? e.port : 1))
 			abort();
 	}
@@ -119,11 +119,11 @@ check_classify_raw(const uint8_t *data, size_t size)
 	memset(&a6, 0, sizeof(a6));
 	a6.s6_addr[10] = a6.s6_addr[11] = 0xff;
 	memcpy(a6.s6_addr + 12, data, 4);
-	if (addr_classify_in(&a4) != addr_classify_in6(&a6))
+	if (proxy_addr_classify_in(&a4) != proxy_addr_classify_in6(&a6))
 		abort();
 	if (size >= 16) {
 		memcpy(&a6, data, 16);
-		(void)addr_class_name(addr_classify_in6(&a6));
+		(void)proxy_addr_class_name(proxy_addr_classify_in6(&a6));
 	}
 }
 
@@ -137,13 +137,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint16_t port;
 	char *z;
 
-	if (host_parse(s, size, &hp) == 0)
+	if (proxy_host_parse(s, size, &hp) == 0)
 		check_parsed(&hp);
-	if (host_port_split(s, size, &host, &hostlen, &port, size & 1) == 0) {
+	if (proxy_host_port_split(s, size, &host, &hostlen, &port,
+	    size & 1) == 0) {
 		if (host < s || host + hostlen > s + size || hostlen == 0 ||
 		    (size & 1 && port == 0))
 			abort();
-		if (host_parse(host, hostlen, &hp) == 0)
+		if (proxy_host_parse(host, hostlen, &hp) == 0)
 			check_parsed(&hp);
 	}
 	z = malloc(size + 1);
@@ -154,7 +155,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strlen(z) == size) {
 		check_ipv4_differential(s, size, z);
 		check_exception(z, size);
-		(void)host_name_internal(z);
+		(void)proxy_host_name_internal(z);
 	}
 	free(z);
 	check_classify_raw(data, size);

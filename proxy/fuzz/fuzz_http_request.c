@@ -35,12 +35,13 @@ check_rewrite(const struct http_request *req)
 
 	if (out == NULL)
 		return;
-	if (http_request_rewrite(req, out) == 0) {
+	if (proxy_http_request_rewrite(req, out) == 0) {
 		n = cbuf_len(out);
 		copy = malloc(n);
 		if (copy != NULL) {
 			memcpy(copy, cbuf_data(out), n);
-			r = http_request_parse(copy, n, 4 * MAXHEAD, &again);
+			r = proxy_http_request_parse(copy, n, 4 * MAXHEAD,
+			    &again);
 			if (r == -EMSGSIZE && req->nheaders >= HTTP_MAX_HEADERS - 2) {
 				free(copy);
 				cbuf_free(out);
@@ -67,7 +68,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_response resp;
 	int r;
 
-	r = http_request_parse(buf, size, MAXHEAD, &req);
+	r = proxy_http_request_parse(buf, size, MAXHEAD, &req);
 	if (r > 0) {
 		if ((size_t)r > size || (size_t)r > MAXHEAD ||
 		    (size_t)r != req.head_len || req.method == NULL ||
@@ -87,7 +88,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (req.chunked && req.content_length != -1)
 			abort();
-		(void)http_request_check_host(&req);
+		(void)proxy_http_request_check_host(&req);
 		if (req.form == HTTP_TARGET_ABSOLUTE)
 			check_rewrite(&req);
 		/* proper prefixes of an accepted head are incomplete */
@@ -96,14 +97,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct http_request part;
 			if (cuts[i] >= (size_t)r)
 				continue;
-			if (http_request_parse(buf, cuts[i], MAXHEAD, &part) != -EAGAIN)
+			if (proxy_http_request_parse(buf, cuts[i], MAXHEAD, &part) != -EAGAIN)
 				abort();
 		}
 	} else if (r != -EAGAIN && r != -EINVAL && r != -EMSGSIZE) {
 		abort();
 	}
 
-	r = http_response_parse(buf, size, MAXHEAD, size & 1, &resp);
+	r = proxy_http_response_parse(buf, size, MAXHEAD, size & 1, &resp);
 	if (r > 0 && ((size_t)r > size || resp.status < 100 || resp.status > 999 ||
 	    (resp.body == HTTP_BODY_LENGTH) != (resp.content_length >= 0)))
 		abort();

@@ -265,10 +265,10 @@ test_classify_table(void **state)
 	for (size_t i = 0; i < n; i++) {
 		enum addr_class c;
 		sock_from(classify_rows[i].addr, &ss, 443);
-		c = addr_classify((const struct sockaddr *)&ss);
+		c = proxy_addr_classify((const struct sockaddr *)&ss);
 		if (c != classify_rows[i].c)
 			fail_msg("%s: got %s, want %s", classify_rows[i].addr,
-			    addr_class_name(c), addr_class_name(classify_rows[i].c));
+			    proxy_addr_class_name(c), proxy_addr_class_name(classify_rows[i].c));
 	}
 }
 
@@ -289,7 +289,7 @@ test_metadata_embeddings(void **state)
 		uint8_t b[4];
 		assert_int_equal(inet_pton(AF_INET, meta[i], &v4), 1);
 		memcpy(b, &v4, 4);
-		assert_int_equal(addr_classify_in(&v4), ADDR_METADATA);
+		assert_int_equal(proxy_addr_classify_in(&v4), ADDR_METADATA);
 		/* mapped, translated, compatible, NAT64, local NAT64: last 32 bits */
 		static const uint8_t prefixes[][12] = {
 			{ [10] = 0xff, [11] = 0xff },
@@ -304,8 +304,7 @@ test_metadata_embeddings(void **state)
 			s6->sin6_family = AF_INET6;
 			memcpy(s6->sin6_addr.s6_addr, prefixes[p], 12);
 			memcpy(s6->sin6_addr.s6_addr + 12, b, 4);
-			assert_int_equal(addr_classify((struct sockaddr *)&ss),
-			    ADDR_METADATA);
+			assert_int_equal(proxy_addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
 		}
 		/* 6to4: bits 16-47 */
 		memset(&ss, 0, sizeof(ss));
@@ -314,7 +313,7 @@ test_metadata_embeddings(void **state)
 		s6->sin6_addr.s6_addr[1] = 0x02;
 		memcpy(s6->sin6_addr.s6_addr + 2, b, 4);
 		s6->sin6_addr.s6_addr[15] = 1;
-		assert_int_equal(addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
+		assert_int_equal(proxy_addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
 		/* Teredo client (inverted) and server */
 		memset(&ss, 0, sizeof(ss));
 		s6->sin6_family = AF_INET6;
@@ -323,10 +322,10 @@ test_metadata_embeddings(void **state)
 		memset(s6->sin6_addr.s6_addr + 4, 8, 4);
 		for (int k = 0; k < 4; k++)
 			s6->sin6_addr.s6_addr[12 + k] = (uint8_t)~b[k];
-		assert_int_equal(addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
+		assert_int_equal(proxy_addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
 		memcpy(s6->sin6_addr.s6_addr + 4, b, 4);
 		memset(s6->sin6_addr.s6_addr + 12, 0xfe, 4);
-		assert_int_equal(addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
+		assert_int_equal(proxy_addr_classify((struct sockaddr *)&ss), ADDR_METADATA);
 	}
 }
 
@@ -338,10 +337,10 @@ test_classify_other(void **state)
 	(void)state;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_family = AF_UNIX;
-	assert_int_equal(addr_classify(&sa), ADDR_RESERVED);
+	assert_int_equal(proxy_addr_classify(&sa), ADDR_RESERVED);
 	sa.sa_family = AF_UNSPEC;
-	assert_int_equal(addr_classify(&sa), ADDR_RESERVED);
-	assert_int_equal(addr_classify(NULL), ADDR_RESERVED);
+	assert_int_equal(proxy_addr_classify(&sa), ADDR_RESERVED);
+	assert_int_equal(proxy_addr_classify(NULL), ADDR_RESERVED);
 }
 
 static void
@@ -361,7 +360,8 @@ test_class_names(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		assert_string_equal(addr_class_name(rows[i].c), rows[i].name);
+		assert_string_equal(proxy_addr_class_name(rows[i].c),
+		    rows[i].name);
 }
 
 static void
@@ -370,7 +370,7 @@ test_exception_parse(void **state)
 	static const struct {
 		const char *in;
 		int rc;
-		const char *canon;	/* addr_exception_format output */
+		const char *canon;	/* proxy_addr_exception_format output */
 		unsigned prefix;
 		uint16_t port;
 	} rows[] = {
@@ -430,7 +430,7 @@ test_exception_parse(void **state)
 
 		memset(&e, 0x5a, sizeof(e));
 		memset(&zero, 0, sizeof(zero));
-		rc = addr_exception_parse(rows[i].in, &e);
+		rc = proxy_addr_exception_parse(rows[i].in, &e);
 		if (rc != rows[i].rc)
 			fail_msg("%s: rc %d, want %d", rows[i].in, rc, rows[i].rc);
 		if (rc < 0) {
@@ -439,10 +439,10 @@ test_exception_parse(void **state)
 		}
 		assert_int_equal(e.prefix, rows[i].prefix);
 		assert_int_equal(e.port, rows[i].port);
-		assert_int_equal(addr_exception_format(&e, text, sizeof(text)), 0);
+		assert_int_equal(proxy_addr_exception_format(&e, text, sizeof(text)), 0);
 		assert_string_equal(text, rows[i].canon);
 	}
-	assert_int_equal(addr_exception_parse(NULL, &(struct addr_exception){ 0 }),
+	assert_int_equal(proxy_addr_exception_parse(NULL, &(struct addr_exception){ 0 }),
 	    -EINVAL);
 }
 
@@ -453,8 +453,9 @@ test_exception_format_small(void **state)
 	char buf[8];
 
 	(void)state;
-	assert_int_equal(addr_exception_parse("[fd00::]/64:8080", &e), 0);
-	assert_int_equal(addr_exception_format(&e, buf, sizeof(buf)), -ENOSPC);
+	assert_int_equal(proxy_addr_exception_parse("[fd00::]/64:8080", &e), 0);
+	assert_int_equal(proxy_addr_exception_format(&e, buf, sizeof(buf)),
+	    -ENOSPC);
 	assert_string_equal(buf, "");
 }
 
@@ -494,23 +495,28 @@ test_exception_match(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < 4; i++)
-		assert_int_equal(addr_exception_parse(specs[i], &list[i]), 0);
+		assert_int_equal(proxy_addr_exception_parse(specs[i], &list[i]),
+		    0);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		sock_from(rows[i].addr, &ss, rows[i].port);
-		if (addr_exception_match(list, 4, (struct sockaddr *)&ss,
+		if (proxy_addr_exception_match(list, 4, (struct sockaddr *)&ss,
 		    rows[i].port) != rows[i].match)
 			fail_msg("%s port %u: want %d", rows[i].addr,
 			    rows[i].port, rows[i].match);
 	}
 	sock_from("127.0.0.2", &ss, 80);
-	assert_false(addr_exception_match(NULL, 0, (struct sockaddr *)&ss, 80));
-	assert_false(addr_exception_match(list, 0, (struct sockaddr *)&ss, 80));
-	assert_false(addr_exception_match(list, 4, NULL, 80));
+	assert_false(proxy_addr_exception_match(NULL, 0, (struct sockaddr *)&ss,
+	    80));
+	assert_false(proxy_addr_exception_match(list, 0, (struct sockaddr *)&ss,
+	    80));
+	assert_false(proxy_addr_exception_match(list, 4, NULL, 80));
 	/* /0 matches everything of its family, nothing of the other */
-	assert_int_equal(addr_exception_parse("0.0.0.0/0", &list[0]), 0);
-	assert_true(addr_exception_match(list, 1, (struct sockaddr *)&ss, 80));
+	assert_int_equal(proxy_addr_exception_parse("0.0.0.0/0", &list[0]), 0);
+	assert_true(proxy_addr_exception_match(list, 1, (struct sockaddr *)&ss,
+	    80));
 	sock_from("::1", &ss, 80);
-	assert_false(addr_exception_match(list, 1, (struct sockaddr *)&ss, 80));
+	assert_false(proxy_addr_exception_match(list, 1, (struct sockaddr *)&ss,
+	    80));
 }
 
 int

@@ -17,7 +17,7 @@
 #include "proxy/metrics.h"
 
 static int
-parse(struct config *c, const char *const *args)
+parse(struct proxy_config *c, const char *const *args)
 {
 	char *argv[64];
 	char err[256];
@@ -27,8 +27,8 @@ parse(struct config *c, const char *const *args)
 	for (; *args != NULL; args++)
 		argv[argc++] = (char *)*args;
 	argv[argc] = NULL;
-	config_init(c);
-	rc = config_parse(c, argc, argv, err, sizeof(err));
+	proxy_config_init(c);
+	rc = proxy_config_parse(c, argc, argv, err, sizeof(err));
 	if (rc != 0)
 		assert_true(err[0] != '\0');
 	return rc;
@@ -49,7 +49,7 @@ test_full(void **state)
 		"1", "--max-header", "16k", "--user", "nobody", "--log-level",
 		"debug", NULL,
 	};
-	struct config c;
+	struct proxy_config c;
 
 	(void)state;
 	assert_int_equal(parse(&c, args), 0);
@@ -82,7 +82,7 @@ test_defaults(void **state)
 {
 	static const char *const args[] = { "--listen", "127.0.0.1:0",
 	    "--allowlist", "a.list", "--check", NULL };
-	struct config c;
+	struct proxy_config c;
 
 	(void)state;
 	assert_int_equal(parse(&c, args), 0);
@@ -123,7 +123,7 @@ test_errors(void **state)
 		{ "--bogus", NULL },
 		{ "--listen", NULL },
 	};
-	struct config c;
+	struct proxy_config c;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -159,7 +159,7 @@ test_seconds(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		int ms = -1, rc = config_parse_seconds(rows[i].s, &ms);
+		int ms = -1, rc = proxy_config_parse_seconds(rows[i].s, &ms);
 		if (rc != rows[i].rc || (rc == 0 && ms != rows[i].ms))
 			fail_msg("'%s': rc %d ms %d", rows[i].s, rc, ms);
 	}
@@ -179,7 +179,7 @@ test_accesslog_format(void **state)
 	int n;
 
 	(void)state;
-	n = accesslog_format(&e, buf, sizeof(buf));
+	n = proxy_accesslog_format(&e, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_int_equal((size_t)n, strlen(buf));
 	assert_non_null(strstr(buf, "\"host\":\"a.example\\\"\\u000a\\u0080\""));
@@ -188,34 +188,35 @@ test_accesslog_format(void **state)
 	    "\"bytes_down\":2,\"duration_ms\":3,\"dns_ms\":null,"
 	    "\"connect_ms\":null}\n"));
 	assert_int_equal(strncmp(buf, "{\"time\":\"", 9), 0);
-	assert_int_equal(accesslog_format(&e, tiny, sizeof(tiny)), -ENOSPC);
+	assert_int_equal(proxy_accesslog_format(&e, tiny, sizeof(tiny)),
+	    -ENOSPC);
 }
 
 static void
 test_metrics_render(void **state)
 {
-	struct metrics *m;
+	struct proxy_metrics *m;
 	struct cbuf *out = cbuf_new(1 << 20);
 	const char *t;
 
 	(void)state;
-	assert_int_equal(metrics_new(&m), 0);
-	metrics_request(m, "allow", "allowed-by-entry");
-	metrics_request(m, "allow", "allowed-by-entry");
-	metrics_request(m, "deny", "address-metadata");
-	metrics_tunnels_add(m, 2);
-	metrics_tunnels_add(m, -1);
-	metrics_bytes_add(m, 10, 20);
-	metrics_dns_observe(m, 3);
-	metrics_dns_observe(m, 20000);
-	metrics_connect_observe(m, 0);
+	assert_int_equal(proxy_metrics_new(&m), 0);
+	proxy_metrics_request(m, "allow", "allowed-by-entry");
+	proxy_metrics_request(m, "allow", "allowed-by-entry");
+	proxy_metrics_request(m, "deny", "address-metadata");
+	proxy_metrics_tunnels_add(m, 2);
+	proxy_metrics_tunnels_add(m, -1);
+	proxy_metrics_bytes_add(m, 10, 20);
+	proxy_metrics_dns_observe(m, 3);
+	proxy_metrics_dns_observe(m, 20000);
+	proxy_metrics_connect_observe(m, 0);
 	/* A flood of distinct reasons is capped, never grows memory. */
 	for (int i = 0; i < 200; i++) {
 		char r[32];
 		snprintf(r, sizeof(r), "reason-%d", i);
-		metrics_request(m, "deny", r);
+		proxy_metrics_request(m, "deny", r);
 	}
-	assert_int_equal(metrics_render(m, out), 0);
+	assert_int_equal(proxy_metrics_render(m, out), 0);
 	t = cbuf_data(out);
 	assert_non_null(strstr(t, "cordon_proxy_requests_total{decision="
 	    "\"allow\",reason=\"allowed-by-entry\"} 2\n"));
@@ -233,7 +234,7 @@ test_metrics_render(void **state)
 	    " 2\n"));
 	assert_non_null(strstr(t, "cordon_proxy_connect_seconds_count 1\n"));
 	cbuf_free(out);
-	metrics_free(m);
+	proxy_metrics_free(m);
 }
 
 int

@@ -148,7 +148,7 @@ test_parse_table(void **state)
 		int rc;
 
 		memset(&hp, 0x5a, sizeof(hp));
-		rc = host_parse(parse_rows[i].in, strlen(parse_rows[i].in), &hp);
+		rc = proxy_host_parse(parse_rows[i].in, strlen(parse_rows[i].in), &hp);
 		if (rc != parse_rows[i].rc)
 			fail_msg("'%s': rc %d, want %d", parse_rows[i].in, rc,
 			    parse_rows[i].rc);
@@ -163,7 +163,7 @@ test_parse_table(void **state)
 	}
 }
 
-/* Every row inet_aton accepts gives the same address from host_parse. */
+/* Every row inet_aton accepts gives the same address from proxy_host_parse. */
 static void
 test_parse_matches_inet_aton(void **state)
 {
@@ -173,7 +173,7 @@ test_parse_matches_inet_aton(void **state)
 		const char *s = parse_rows[i].in;
 		if (inet_aton(s, &a) == 0 || strchr(s, ' ') != NULL)
 			continue;
-		assert_int_equal(host_parse_ipv4(s, strlen(s), &b), 0);
+		assert_int_equal(proxy_host_parse_ipv4(s, strlen(s), &b), 0);
 		assert_int_equal(a.s_addr, b.s_addr);
 	}
 }
@@ -188,26 +188,27 @@ test_parse_lengths(void **state)
 	/* label of 63 is fine, 64 is not */
 	memset(buf, 'a', 63);
 	memcpy(buf + 63, ".com", 5);
-	assert_int_equal(host_parse(buf, strlen(buf), &hp), 0);
+	assert_int_equal(proxy_host_parse(buf, strlen(buf), &hp), 0);
 	memset(buf, 'a', 64);
 	memcpy(buf + 64, ".com", 5);
-	assert_int_equal(host_parse(buf, strlen(buf), &hp), -EINVAL);
+	assert_int_equal(proxy_host_parse(buf, strlen(buf), &hp), -EINVAL);
 	/* 253 characters in total (63+1+63+1+63+1+61), then 254 */
 	memset(buf, 'a', 253);
 	buf[63] = buf[127] = buf[191] = '.';
 	buf[253] = '\0';
-	assert_int_equal(host_parse(buf, 253, &hp), 0);
+	assert_int_equal(proxy_host_parse(buf, 253, &hp), 0);
 	assert_int_equal(strlen(hp.name), 253);
 	buf[253] = '.';	/* trailing dot does not count */
-	assert_int_equal(host_parse(buf, 254, &hp), 0);
+	assert_int_equal(proxy_host_parse(buf, 254, &hp), 0);
 	buf[253] = 'a';
-	assert_int_equal(host_parse(buf, 254, &hp), -EINVAL);
+	assert_int_equal(proxy_host_parse(buf, 254, &hp), -EINVAL);
 	/* embedded NUL, NULL input, length shorter than the string */
-	assert_int_equal(host_parse("a\0b.com", 7, &hp), -EINVAL);
-	assert_int_equal(host_parse(NULL, 0, &hp), -EINVAL);
-	assert_int_equal(host_parse("127.0.0.1", 5, &hp), 0);	/* "127.0" */
+	assert_int_equal(proxy_host_parse("a\0b.com", 7, &hp), -EINVAL);
+	assert_int_equal(proxy_host_parse(NULL, 0, &hp), -EINVAL);
+	/* "127.0" */
+	assert_int_equal(proxy_host_parse("127.0.0.1", 5, &hp), 0);
 	assert_string_equal(hp.name, "127.0.0.0");
-	assert_int_equal(host_parse("example.com:443", 11, &hp), 0);
+	assert_int_equal(proxy_host_parse("example.com:443", 11, &hp), 0);
 	assert_string_equal(hp.name, "example.com");
 }
 
@@ -240,7 +241,7 @@ test_name_internal(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (host_name_internal(rows[i].name) != rows[i].internal)
+		if (proxy_host_name_internal(rows[i].name) != rows[i].internal)
 			fail_msg("'%s': want %d", rows[i].name ? rows[i].name :
 			    "(null)", rows[i].internal);
 }
@@ -292,8 +293,8 @@ test_port_split(void **state)
 		const char *host = "x";
 		size_t hostlen = 99;
 		uint16_t port = 99;
-		int rc = host_port_split(rows[i].in, strlen(rows[i].in), &host,
-		    &hostlen, &port, rows[i].required);
+		int rc = proxy_host_port_split(rows[i].in, strlen(rows[i].in),
+		    &host, &hostlen, &port, rows[i].required);
 		if (rc != rows[i].rc)
 			fail_msg("'%s': rc %d, want %d", rows[i].in, rc, rows[i].rc);
 		if (rc < 0) {

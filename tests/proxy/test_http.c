@@ -29,7 +29,7 @@ span_is(const char *p, size_t len, const char *want)
 static int
 parse(const char *s, struct http_request *req)
 {
-	return http_request_parse(s, strlen(s), MAXHEAD, req);
+	return proxy_http_request_parse(s, strlen(s), MAXHEAD, req);
 }
 
 static void
@@ -58,7 +58,7 @@ test_connect(void **state)
 	assert_false(req.chunked);
 	assert_true(req.keep_alive);
 	assert_int_equal(req.head_len, strlen(s));
-	assert_int_equal(http_request_check_host(&req), 0);
+	assert_int_equal(proxy_http_request_check_host(&req), 0);
 
 	assert_int_equal(parse("CONNECT [::1]:8443 HTTP/1.0\r\n\r\n", &req), 31);
 	assert_span(req.host, req.host_len, "[::1]");
@@ -68,7 +68,7 @@ test_connect(void **state)
 	/* Host on CONNECT is not forwarded, so not checked */
 	assert_true(parse("CONNECT a.example:443 HTTP/1.1\r\nHost: b\r\n\r\n",
 	    &req) > 0);
-	assert_int_equal(http_request_check_host(&req), 0);
+	assert_int_equal(proxy_http_request_check_host(&req), 0);
 }
 
 static void
@@ -111,11 +111,11 @@ test_absolute_get(void **state)
 	assert_true(req.port_explicit);
 	assert_span(req.path, req.path_len, "/a/b?x=1&y=2");
 	assert_true(req.keep_alive);
-	assert_true(http_connection_lists(&req, "x-foo", 5));
-	assert_true(http_connection_lists(&req, "Keep-Alive", 10));
-	assert_false(http_connection_lists(&req, "close", 5));
-	assert_int_equal(http_request_check_host(&req), 0);
-	assert_int_equal(http_request_rewrite(&req, out), 0);
+	assert_true(proxy_http_connection_lists(&req, "x-foo", 5));
+	assert_true(proxy_http_connection_lists(&req, "Keep-Alive", 10));
+	assert_false(proxy_http_connection_lists(&req, "close", 5));
+	assert_int_equal(proxy_http_request_check_host(&req), 0);
+	assert_int_equal(proxy_http_request_rewrite(&req, out), 0);
 	assert_string_equal(cbuf_data(out), want);
 	cbuf_free(out);
 }
@@ -143,7 +143,7 @@ test_rewrite_adds_host(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct cbuf *out = cbuf_new(1024);
 		assert_true(parse(rows[i].in, &req) > 0);
-		assert_int_equal(http_request_rewrite(&req, out), 0);
+		assert_int_equal(proxy_http_request_rewrite(&req, out), 0);
 		assert_string_equal(cbuf_data(out), rows[i].want);
 		cbuf_free(out);
 	}
@@ -159,11 +159,11 @@ test_rewrite_errors(void **state)
 	assert_true(parse("GET /x HTTP/1.1\r\nHost: a\r\n\r\n", &req) > 0);
 	assert_int_equal(req.form, HTTP_TARGET_ORIGIN);
 	assert_span(req.path, req.path_len, "/x");
-	assert_int_equal(http_request_rewrite(&req, out), -EINVAL);
-	assert_int_equal(http_request_check_host(&req), 0);
+	assert_int_equal(proxy_http_request_rewrite(&req, out), -EINVAL);
+	assert_int_equal(proxy_http_request_check_host(&req), 0);
 	assert_true(parse("GET http://example.com/0123456789 HTTP/1.1\r\n\r\n",
 	    &req) > 0);
-	assert_int_equal(http_request_rewrite(&req, out), -ENOSPC);
+	assert_int_equal(proxy_http_request_rewrite(&req, out), -ENOSPC);
 	cbuf_free(out);
 }
 
@@ -275,14 +275,15 @@ test_incomplete(void **state)
 	for (size_t cut = 0; cut < n; cut++) {
 		char *copy = malloc(cut + 1);	/* exact size: ASan catches overreads */
 		memcpy(copy, sample, cut);
-		int rc = http_request_parse(copy, cut, MAXHEAD, &req);
+		int rc = proxy_http_request_parse(copy, cut, MAXHEAD, &req);
 		if (rc != -EAGAIN)
 			fail_msg("cut %zu: rc %d", cut, rc);
 		assert_int_equal(req.nheaders, 0);
 		assert_null(req.method);
 		free(copy);
 	}
-	assert_int_equal(http_request_parse(sample, n, MAXHEAD, &req), (int)n);
+	assert_int_equal(proxy_http_request_parse(sample, n, MAXHEAD, &req),
+	    (int)n);
 	assert_int_equal(req.content_length, 5);
 	assert_span(req.headers[2].value, req.headers[2].value_len, "v\talue");
 	/* leading empty lines are skipped, up to 8 */
@@ -305,18 +306,19 @@ test_oversized(void **state)
 	char *big;
 
 	(void)state;
-	assert_int_equal(http_request_parse(sample, n, n, &req), (int)n);
-	assert_int_equal(http_request_parse(sample, n, n - 1, &req), -EMSGSIZE);
-	assert_int_equal(http_request_parse(sample, n - 1, n - 1, &req), -EMSGSIZE);
-	assert_int_equal(http_request_parse(sample, n - 2, n - 1, &req), -EAGAIN);
+	assert_int_equal(proxy_http_request_parse(sample, n, n, &req), (int)n);
+	assert_int_equal(proxy_http_request_parse(sample, n, n - 1, &req),
+	    -EMSGSIZE);
+	assert_int_equal(proxy_http_request_parse(sample, n - 1, n - 1, &req), -EMSGSIZE);
+	assert_int_equal(proxy_http_request_parse(sample, n - 2, n - 1, &req), -EAGAIN);
 	/* a long header line that never ends */
 	big = malloc(MAXHEAD + 100);
 	memcpy(big, "GET http://a/ HTTP/1.1\r\nX: ", 27);
 	memset(big + 27, 'a', MAXHEAD + 100 - 27);
-	assert_int_equal(http_request_parse(big, MAXHEAD + 100, MAXHEAD, &req),
-	    -EMSGSIZE);
-	assert_int_equal(http_request_parse(big, MAXHEAD - 1, MAXHEAD, &req),
-	    -EAGAIN);
+	assert_int_equal(proxy_http_request_parse(big, MAXHEAD + 100, MAXHEAD,
+	    &req), -EMSGSIZE);
+	assert_int_equal(proxy_http_request_parse(big, MAXHEAD - 1, MAXHEAD,
+	    &req), -EAGAIN);
 	free(big);
 }
 
@@ -419,7 +421,7 @@ test_headers_and_framing(void **state)
 	{
 		static const char nul[] = "GET http://a/ HTTP/1.1\r\nX: a\0b\r\n\r\n";
 		struct http_request req;
-		assert_int_equal(http_request_parse(nul, sizeof(nul) - 1, MAXHEAD,
+		assert_int_equal(proxy_http_request_parse(nul, sizeof(nul) - 1, MAXHEAD,
 		    &req), -EINVAL);
 	}
 }
@@ -497,7 +499,7 @@ test_check_host(void **state)
 			snprintf(buf, sizeof(buf), "GET %s HTTP/1.1\r\n\r\n",
 			    rows[i].uri);
 		assert_int_equal(parse(buf, &req), (int)strlen(buf));
-		if (http_request_check_host(&req) != rows[i].rc)
+		if (proxy_http_request_check_host(&req) != rows[i].rc)
 			fail_msg("%s Host '%s': want %d", rows[i].uri,
 			    rows[i].host ? rows[i].host : "(none)", rows[i].rc);
 	}
@@ -519,7 +521,7 @@ test_hop_by_hop(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (http_header_is_hop_by_hop(rows[i].name, strlen(rows[i].name))
+		if (proxy_http_header_is_hop_by_hop(rows[i].name, strlen(rows[i].name))
 		    != rows[i].hop)
 			fail_msg("%s: want %d", rows[i].name, rows[i].hop);
 }
@@ -568,8 +570,8 @@ test_response(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct http_response resp;
-		int rc = http_response_parse(rows[i].head, strlen(rows[i].head),
-		    MAXHEAD, rows[i].head_req, &resp);
+		int rc = proxy_http_response_parse(rows[i].head,
+		    strlen(rows[i].head), MAXHEAD, rows[i].head_req, &resp);
 		if (rows[i].rc != 1) {
 			if (rc != rows[i].rc)
 				fail_msg("row %zu: rc %d want %d", i, rc, rows[i].rc);
@@ -587,9 +589,9 @@ test_response(void **state)
 	{
 		struct http_response resp;
 		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
-		assert_int_equal(http_response_parse(ok, strlen(ok), 10, false,
-		    &resp), -EMSGSIZE);
-		assert_int_equal(http_response_parse(ok, strlen(ok), MAXHEAD, false,
+		assert_int_equal(proxy_http_response_parse(ok, strlen(ok), 10,
+		    false, &resp), -EMSGSIZE);
+		assert_int_equal(proxy_http_response_parse(ok, strlen(ok), MAXHEAD, false,
 		    &resp), (int)strlen(ok));
 		assert_span(resp.reason, resp.reason_len, "OK");
 	}
@@ -613,39 +615,40 @@ test_chunked_whole_and_split(void **state)
 	(void)state;
 	/* followed by the next request, which must not be consumed */
 	snprintf(buf, sizeof(buf), "%sGET ", chunked_body);
-	http_chunked_init(&st);
-	r = http_chunked_scan(&st, buf, strlen(buf), &done);
+	proxy_http_chunked_init(&st);
+	r = proxy_http_chunked_scan(&st, buf, strlen(buf), &done);
 	assert_int_equal(r, (ssize_t)n);
 	assert_true(done);
-	assert_int_equal(http_chunked_scan(&st, "more", 4, &done), 0);
+	assert_int_equal(proxy_http_chunked_scan(&st, "more", 4, &done), 0);
 	assert_true(done);
 
 	/* every split point into two pieces */
 	for (size_t cut = 0; cut <= n; cut++) {
-		http_chunked_init(&st);
-		r = http_chunked_scan(&st, chunked_body, cut, &done);
+		proxy_http_chunked_init(&st);
+		r = proxy_http_chunked_scan(&st, chunked_body, cut, &done);
 		assert_int_equal(r, (ssize_t)cut);
 		assert_int_equal(done, cut == n);
-		r = http_chunked_scan(&st, chunked_body + cut, n - cut + 4, &done);
+		r = proxy_http_chunked_scan(&st, chunked_body + cut, n - cut + 4, &done);
 		/* the 4 bytes past the body are "" plus garbage: never consumed */
 		assert_int_equal(r, (ssize_t)(n - cut));
 		assert_true(done);
 	}
 	/* byte by byte */
-	http_chunked_init(&st);
+	proxy_http_chunked_init(&st);
 	for (size_t i = 0; i < n; i++) {
 		assert_false(done && i > 0);
-		r = http_chunked_scan(&st, chunked_body + i, 1, &done);
+		r = proxy_http_chunked_scan(&st, chunked_body + i, 1, &done);
 		assert_int_equal(r, 1);
 		assert_int_equal(done, i == n - 1);
 	}
 	/* minimal body */
-	http_chunked_init(&st);
-	assert_int_equal(http_chunked_scan(&st, "0\r\n\r\n", 5, &done), 5);
+	proxy_http_chunked_init(&st);
+	assert_int_equal(proxy_http_chunked_scan(&st, "0\r\n\r\n", 5, &done),
+	    5);
 	assert_true(done);
 	/* the largest size accepted: 2^60 - 1 */
-	http_chunked_init(&st);
-	assert_int_equal(http_chunked_scan(&st, "fffffffffffffff\r\nab", 19, &done), 19);
+	proxy_http_chunked_init(&st);
+	assert_int_equal(proxy_http_chunked_scan(&st, "fffffffffffffff\r\nab", 19, &done), 19);
 	assert_false(done);
 }
 
@@ -683,12 +686,12 @@ test_chunked_invalid(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		struct http_chunk_state st;
 		bool done = true;
-		http_chunked_init(&st);
-		if (http_chunked_scan(&st, rows[i], strlen(rows[i]), &done) != -EINVAL)
+		proxy_http_chunked_init(&st);
+		if (proxy_http_chunked_scan(&st, rows[i], strlen(rows[i]), &done) != -EINVAL)
 			fail_msg("row %zu accepted", i);
 		assert_false(done);
 		/* stuck in error */
-		assert_int_equal(http_chunked_scan(&st, "0\r\n\r\n", 5, &done), -EINVAL);
+		assert_int_equal(proxy_http_chunked_scan(&st, "0\r\n\r\n", 5, &done), -EINVAL);
 	}
 }
 
@@ -704,20 +707,22 @@ test_chunked_limits(void **state)
 	memcpy(buf, "1;", 2);
 	memset(buf + 2, 'e', 4096);
 	memcpy(buf + 4098, "\r\nx\r\n0\r\n\r\n", 10);
-	http_chunked_init(&st);
-	assert_int_equal(http_chunked_scan(&st, buf, 4108, &done), 4108);
+	proxy_http_chunked_init(&st);
+	assert_int_equal(proxy_http_chunked_scan(&st, buf, 4108, &done), 4108);
 	assert_true(done);
 	memcpy(buf, "1;", 2);
 	memset(buf + 2, 'e', 4097);
 	memcpy(buf + 4099, "\r\nx\r\n0\r\n\r\n", 10);
-	http_chunked_init(&st);
-	assert_int_equal(http_chunked_scan(&st, buf, 4109, &done), -EINVAL);
+	proxy_http_chunked_init(&st);
+	assert_int_equal(proxy_http_chunked_scan(&st, buf, 4109, &done),
+	    -EINVAL);
 	/* trailers over 8192 bytes */
 	memcpy(buf, "0\r\nX: ", 6);
 	memset(buf + 6, 'v', 9000);
 	memcpy(buf + 9006, "\r\n\r\n", 4);
-	http_chunked_init(&st);
-	assert_int_equal(http_chunked_scan(&st, buf, 9010, &done), -EINVAL);
+	proxy_http_chunked_init(&st);
+	assert_int_equal(proxy_http_chunked_scan(&st, buf, 9010, &done),
+	    -EINVAL);
 }
 
 int

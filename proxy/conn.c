@@ -1,0 +1,426 @@
+/*
+ * A client connection's life cycle: creation on accept, the request record
+ * and its access-log line, timers, error answers with a lingering close,
+ * closing once flushed, and the way back to the next request on a kept-alive
+ * connection. The steps (request.c, upstream.c, tunnel.c, forward.c) call
+ * these; this file calls none of them. One connection's failure, ENOMEM
+ * included, only ever closes that connection.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common/cbuf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "proxy/accesslog.h"
+#include "proxy/config.h"
+#include "proxy/conn.h"
+#include "proxy/dns.h"
+#include "proxy/metrics.h"
+#include "proxy/zerocopy.h"
+
+#define CONN_LINGER_MS	2000	/* drain after an error answer */
+
+static const char *
+conn_status_text(int status)
+{
+	switch (status) {
+	case 200: return "Connection established";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+void
+proxy_conn_timer_arm(struct conn *c, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000,
+	    .tv_usec = (ms % 1000) * 1000 };
+
+	evtimer_add(&c->timer, &tv);
+}
+
+int
+proxy_conn_idle_timeout_ms(const struct conn *c)
+{
+	return c->srv->cfg->idle_timeout_ms;
+}
+
+int
+proxy_conn_max_header(const struct conn *c)
+{
+	return (int)c->srv->cfg->max_header;
+}
+
+struct proxy_metrics *
+proxy_conn_metrics(const struct conn *c)
+{
+	return c->srv->m;
+}
+
+bool
+proxy_conn_draining(const struct conn *c)
+{
+	return c->srv->draining;
+}
+
+struct event_base *
+proxy_conn_base(const struct conn *c)
+{
+	return c->srv->base;
+}
+
+bool
+proxy_conn_splice_enabled(const struct conn *c)
+{
+	return !c->srv->cfg->no_splice;
+}
+
+void
+proxy_conn_format_addr(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(sin->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, ntohs(s6->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* --- request bookkeeping ------------------------------------------------ */
+
+struct conn_req *
+proxy_conn_req_new(void)
+{
+	struct conn_req *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	r->start_wall_ms = time_wall_ms();
+	r->start_mono_ms = time_mono_ms();
+	r->dns_ms = -1;
+	r->connect_ms = -1;
+	return r;
+}
+
+static void
+conn_req_free(struct conn_req *r)
+{
+	if (r == NULL)
+		return;
+	free(r->addrs);
+	cbuf_free(r->uphead);
+	free(r);
+}
+
+void
+proxy_conn_request_done(struct conn *c)
+{
+	struct proxy_server *s = c->srv;
+	struct conn_req *r = c->req;
+	struct accesslog_entry e;
+	int rc;
+
+	if (r == NULL)
+		return;
+	c->req = NULL;
+	if (r->decision == NULL) {
+		r->decision = "error";
+		snprintf(r->reason, sizeof(r->reason), "client-closed");
+	}
+	proxy_metrics_request(s->m, r->decision, r->reason);
+	proxy_metrics_bytes_add(s->m, r->bytes_up, r->bytes_down);
+	if (s->alog != NULL) {
+		memset(&e, 0, sizeof(e));
+		e.time_ms = r->start_wall_ms;
+		e.client = c->client;
+		e.method = r->method[0] != '\0' ? r->method : NULL;
+		e.host = r->host[0] != '\0' ? r->host : NULL;
+		e.port = r->port != 0 ? r->port : -1;
+		e.decision = r->decision;
+		e.reason = r->reason;
+		e.policy = s->cfg->policy;
+		e.address = r->address[0] != '\0' ? r->address : NULL;
+		e.status = r->status > 0 ? r->status : -1;
+		e.bytes_up = r->bytes_up;
+		e.bytes_down = r->bytes_down;
+		e.duration_ms = time_mono_ms() - r->start_mono_ms;
+		e.dns_ms = r->dns_ms;
+		e.connect_ms = r->connect_ms;
+		rc = proxy_accesslog_write(s->alog, &e);
+		if (rc != 0) {
+			errno = -rc;
+			log_warn("access log write");
+		}
+	}
+	conn_req_free(r);
+}
+
+/* --- closing ------------------------------------------------------------ */
+
+void
+proxy_conn_free(struct conn *c)
+{
+	struct proxy_server *s = c->srv;
+
+	proxy_conn_request_done(c);
+	if (c->dq != NULL)
+		proxy_dns_cancel(c->dq);
+	event_del(&c->timer);
+	if (c->state == CONN_TUNNEL)
+		proxy_metrics_tunnels_add(s->m, -1);
+	if (c->zc != NULL) {
+		proxy_zerocopy_free(c->zc);
+		c->zc = NULL;
+	}
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	if (c->cli != NULL)
+		bufferevent_free(c->cli);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	s->nconns--;
+	proxy_metrics_connections_add(s->m, -1);
+	free(c);
+	if (s->draining && s->nconns == 0 && !s->drain_called &&
+	    s->drain_done != NULL) {
+		s->drain_called = true;
+		s->drain_done(s->drain_arg);
+	}
+}
+
+static void
+conn_flush_write_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	proxy_conn_free(arg);
+}
+
+static void
+conn_flush_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	proxy_conn_free(arg);
+}
+
+void
+proxy_conn_close_when_flushed(struct conn *c)
+{
+	if (c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	if (c->cli == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(c->cli)) == 0) {
+		proxy_conn_free(c);
+		return;
+	}
+	c->close_after_flush = true;
+	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->cli, NULL, conn_flush_write_cb,
+	    conn_flush_event_cb, c);
+	bufferevent_disable(c->cli, EV_READ);
+	bufferevent_enable(c->cli, EV_WRITE);
+	/* Bounded: a client that never reads is dropped at the idle
+	 * timeout. */
+	proxy_conn_timer_arm(c, c->srv->cfg->idle_timeout_ms);
+}
+
+/* Lingering close: after an error answer, keep reading (and dropping) what
+ * the client still sends until it closes or a short timer ends, so the
+ * answer is not destroyed by a RST for unread data. */
+static void
+conn_linger_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)arg;
+	evbuffer_drain(bufferevent_get_input(bev),
+	    evbuffer_get_length(bufferevent_get_input(bev)));
+}
+
+static void
+conn_linger_write_cb(struct bufferevent *bev, void *arg)
+{
+	(void)arg;
+	shutdown(bufferevent_getfd(bev), SHUT_WR);
+}
+
+static void
+conn_linger_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	proxy_conn_free(arg);
+}
+
+static void
+conn_linger(struct conn *c)
+{
+	c->state = CONN_LINGER;
+	event_del(&c->timer);
+	bufferevent_setwatermark(c->cli, EV_READ, 0, 0);
+	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->cli, conn_linger_read_cb, conn_linger_write_cb,
+	    conn_linger_event_cb, c);
+	conn_linger_read_cb(c->cli, c);
+	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	if (evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
+		shutdown(bufferevent_getfd(c->cli), SHUT_WR);
+	proxy_conn_timer_arm(c, CONN_LINGER_MS);
+}
+
+void
+proxy_conn_fail(struct conn *c, int status, const char *decision,
+    const char *reason)
+{
+	struct conn_req *r;
+	char body[160];
+	int n;
+
+	/* NULL on ENOMEM: no log line. */
+	if (c->req == NULL)
+		c->req = proxy_conn_req_new();
+	r = c->req;
+	if (c->dq != NULL) {
+		proxy_dns_cancel(c->dq);
+		c->dq = NULL;
+	}
+	if (c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	if (r != NULL) {
+		r->status = status;
+		r->decision = decision;
+		snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	}
+	if (r == NULL || !r->resp_started) {
+		n = snprintf(body, sizeof(body), "cordon-proxy: %d %s: %s\n",
+		    status, conn_status_text(status), reason);
+		evbuffer_add_printf(bufferevent_get_output(c->cli),
+		    "HTTP/1.1 %d %s\r\nX-Cordon-Error: %s\r\n"
+		    "Content-Type: text/plain\r\nContent-Length: %d\r\n"
+		    "Connection: close\r\n\r\n%s", status,
+		    conn_status_text(status), reason, n, body);
+	}
+	log_debug("%s: %d %s (%s %s:%u)", c->client, status, reason,
+	    r != NULL ? r->method : "?", r != NULL ? r->host : "?",
+	    r != NULL ? r->port : 0);
+	proxy_conn_request_done(c);
+	conn_linger(c);
+}
+
+void
+proxy_conn_next_request(struct conn *c)
+{
+	proxy_conn_request_done(c);
+	if (c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	c->up_eof = false;
+	event_del(&c->timer);
+	if (c->srv->draining || c->cli_eof) {
+		proxy_conn_close_when_flushed(c);
+		return;
+	}
+	c->srv->request_wait(c);
+}
+
+static void
+conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	int64_t idle, left;
+
+	(void)fd;
+	(void)what;
+	if (c->close_after_flush) {
+		proxy_conn_free(c);
+		return;
+	}
+	switch (c->state) {
+	case CONN_HEAD:
+		if (c->nrequests > 0 &&
+		    evbuffer_get_length(bufferevent_get_input(c->cli)) == 0)
+			proxy_conn_free(c);	/* idle keep-alive connection */
+		else
+			proxy_conn_fail(c, 408, "error", "header-timeout");
+		break;
+	case CONN_CONNECTING:
+		c->connect_timeout(c);
+		break;
+	case CONN_TUNNEL:
+	case CONN_FORWARD:
+		idle = time_mono_ms() - c->last_active_ms;
+		left = proxy_conn_idle_timeout_ms(c) - idle;
+		if (left <= 0) {
+			log_debug("%s: idle timeout", c->client);
+			proxy_conn_free(c);
+		} else {
+			proxy_conn_timer_arm(c, (int)left);
+		}
+		break;
+	case CONN_RESOLVING:	/* the resolver has its own deadline */
+		break;
+	case CONN_LINGER:
+		proxy_conn_free(c);
+		break;
+	}
+}
+
+int
+proxy_conn_new(struct proxy_server *s, int fd, const struct sockaddr *sa,
+    struct conn **out)
+{
+	struct conn *c;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -ENOMEM;
+	c->cli = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->cli == NULL) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->srv = s;
+	proxy_conn_format_addr(sa, c->client, sizeof(c->client));
+	evtimer_assign(&c->timer, s->base, conn_timer_cb, c);
+	c->next = s->conns;
+	if (s->conns != NULL)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	proxy_metrics_connections_add(s->m, 1);
+	c->last_active_ms = time_mono_ms();
+	*out = c;
+	return 0;
+}

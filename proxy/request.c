@@ -1,0 +1,229 @@
+/*
+ * Request heads: wait for one (against the header deadline), parse it,
+ * check the method, scheme, host and port, prepare the head to send
+ * upstream, then hold the client while upstream.c decides and connects.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "common/cbuf.h"
+#include "proxy/config.h"
+#include "proxy/conn.h"
+#include "proxy/host.h"
+#include "proxy/http.h"
+
+static bool
+request_method_refused(const struct http_request *hr)
+{
+	/* TRACE/TRACK reflect credentials back (cross-site tracing). */
+	return (hr->method_len == 5 && memcmp(hr->method, "TRACE", 5) == 0) ||
+	    (hr->method_len == 5 && memcmp(hr->method, "TRACK", 5) == 0);
+}
+
+/* Fills c->req from a parsed head; on refusal answers and returns false. */
+static bool
+request_setup(struct conn *c, const struct http_request *hr,
+    struct host_parsed *hp)
+{
+	struct conn_req *r = c->req;
+	int rc;
+
+	snprintf(r->method, sizeof(r->method), "%.*s",
+	    (int)(hr->method_len < sizeof(r->method) - 1 ? hr->method_len :
+	    sizeof(r->method) - 1), hr->method);
+	r->is_connect = hr->is_connect;
+	r->is_head = hr->method_len == 4 && memcmp(hr->method, "HEAD", 4) == 0;
+	r->keep_alive = hr->keep_alive;
+	r->client_http10 = hr->version_minor == 0;
+	if (hr->form != HTTP_TARGET_AUTHORITY &&
+	    hr->form != HTTP_TARGET_ABSOLUTE) {
+		proxy_conn_fail(c, 400, "error", "origin-form");
+		return false;
+	}
+	if (request_method_refused(hr)) {
+		proxy_conn_fail(c, 405, "error", "method-not-allowed");
+		return false;
+	}
+	if (hr->form == HTTP_TARGET_ABSOLUTE && (hr->scheme_len != 4 ||
+	    strncasecmp(hr->scheme, "http", 4) != 0)) {
+		proxy_conn_fail(c, 405, "error", "unsupported-scheme");
+		return false;
+	}
+	if (proxy_host_parse(hr->host, hr->host_len, hp) != 0) {
+		proxy_conn_fail(c, 400, "error", "bad-host");
+		return false;
+	}
+	snprintf(r->host, sizeof(r->host), "%s", hp->name);
+	r->port = hr->port;
+	if (r->port == 0) {
+		proxy_conn_fail(c, 400, "error", "bad-port");
+		return false;
+	}
+	if (hr->is_connect)
+		return true;
+	if (proxy_http_request_check_host(hr) != 0) {
+		proxy_conn_fail(c, 400, "error", "host-mismatch");
+		return false;
+	}
+	r->uphead = cbuf_new((size_t)proxy_conn_max_header(c) + 256);
+	rc = r->uphead == NULL ? -ENOMEM : proxy_http_request_rewrite(hr,
+	    r->uphead);
+	if (rc == -ENOSPC) {
+		proxy_conn_fail(c, 431, "error", "headers-too-large");
+		return false;
+	} else if (rc != 0) {
+		proxy_conn_fail(c, rc == -ENOMEM ? 503 : 400, "error",
+		    rc == -ENOMEM ? "no-memory" : "malformed-request");
+		return false;
+	}
+	r->body_left = hr->content_length > 0 ? hr->content_length : 0;
+	r->body_chunked = hr->chunked;
+	if (r->body_chunked)
+		proxy_http_chunked_init(&r->req_chunk);
+	r->req_done = !r->body_chunked && r->body_left == 0;
+	return true;
+}
+
+/* While resolving and connecting, the client stays readable (a hang-up
+ * aborts the request; no epoll change on the hand-over) but what it sends
+ * is only kept, up to a small bound, for the relay. */
+static void
+request_hold_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	(void)arg;
+}
+
+static void
+request_hold_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		/* Maybe only a half-close after the request: the relay
+		 * decides once it runs. */
+		c->cli_eof = true;
+		return;
+	}
+	proxy_conn_free(c);
+}
+
+static void
+request_hold(struct conn *c)
+{
+	bufferevent_setwatermark(c->cli, EV_READ, 0, CONN_OUT_MAX);
+	bufferevent_setcb(c->cli, request_hold_read_cb, NULL,
+	    request_hold_event_cb, c);
+}
+
+static void
+request_head_process(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+	size_t len = evbuffer_get_length(in), max = proxy_conn_max_header(c);
+	struct http_request *hr;
+	struct host_parsed hp;
+	const char *buf;
+	int rc;
+
+	if (len == 0)
+		return;
+	if (len > max)
+		len = max;
+	/* Parse only once the head can be complete: the parser restarts from
+	 * the beginning, so re-running it on every byte would be quadratic. */
+	if (len < max) {
+		struct evbuffer_ptr p;
+		size_t from = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
+
+		evbuffer_ptr_set(in, &p, from, EVBUFFER_PTR_SET);
+		p = evbuffer_search(in, "\r\n\r\n", 4, &p);
+		if (p.pos < 0) {
+			c->head_scanned = (uint32_t)len;
+			return;
+		}
+	}
+	c->head_scanned = 0;
+	hr = malloc(sizeof(*hr));
+	if (c->req == NULL)
+		c->req = proxy_conn_req_new();
+	if (hr == NULL || c->req == NULL) {
+		free(hr);
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return;
+	}
+	buf = (const char *)evbuffer_pullup(in, (ssize_t)len);
+	rc = buf == NULL ? -ENOMEM : proxy_http_request_parse(buf, len, max,
+	    hr);
+	if (rc == -EAGAIN && len < max) {
+		free(hr);
+		c->head_scanned = (uint32_t)len;
+		return;	/* leading empty lines: wait for more */
+	}
+	event_del(&c->timer);
+	c->nrequests++;
+	if (rc == -EAGAIN || rc == -EMSGSIZE) {
+		proxy_conn_fail(c, 431, "error", "headers-too-large");
+	} else if (rc == -ENOMEM) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+	} else if (rc < 0) {
+		proxy_conn_fail(c, 400, "error", "malformed-request");
+	} else if (request_setup(c, hr, &hp)) {
+		evbuffer_drain(in, (size_t)rc);
+		request_hold(c);
+		free(hr);
+		proxy_upstream_decide(c, &hp);
+		return;
+	}
+	free(hr);
+}
+
+static void
+request_head_read_cb(struct bufferevent *bev, void *arg)
+{
+	(void)bev;
+	request_head_process(arg);
+}
+
+static void
+request_head_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)bev;
+	if ((what & BEV_EVENT_EOF) &&
+	    evbuffer_get_length(bufferevent_get_input(c->cli)) > 0) {
+		/* A partial head then EOF: nothing can complete it. */
+		proxy_conn_fail(c, 400, "error", "malformed-request");
+		return;
+	}
+	proxy_conn_free(c);
+}
+
+static void
+request_wait_head(struct conn *c)
+{
+	c->state = CONN_HEAD;
+	c->head_scanned = 0;
+	bufferevent_setwatermark(c->cli, EV_READ, 0,
+	    c->srv->cfg->max_header);
+	bufferevent_setcb(c->cli, request_head_read_cb, NULL,
+	    request_head_event_cb, c);
+	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	proxy_conn_timer_arm(c, c->srv->cfg->header_timeout_ms);
+}
+
+void
+proxy_request_wait(struct conn *c)
+{
+	request_wait_head(c);
+	request_head_process(c);
+}

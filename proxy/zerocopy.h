@@ -1,0 +1,33 @@
+/*
+ * Zero-copy relay between two connected sockets with splice(2), for
+ * tunnel.c. Knows nothing about connections: it moves bytes, counts them,
+ * stamps activity and calls done when the relay is over or failed.
+ */
+#ifndef CORDON_PROXY_ZEROCOPY_H
+#define CORDON_PROXY_ZEROCOPY_H
+
+#include <stdint.h>
+
+struct event_base;
+struct zerocopy;
+
+/* Where a relay reports: byte counters per direction (a -> b is 0), the
+ * time of the last activity (time_mono_ms) and done(arg), called once
+ * when both directions ended or on an error; done frees the relay. */
+struct zerocopy_sink {
+	uint64_t *count[2];
+	int64_t *last_active_ms;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+/* Allocates a relay that owns nothing yet. 0 and *out, or -ENOMEM. */
+int proxy_zerocopy_new(struct zerocopy **out);
+/* Takes the sockets a and b (they are closed by proxy_zerocopy_free) and
+ * starts relaying on base. */
+void proxy_zerocopy_start(struct zerocopy *zc, struct event_base *base,
+    int a, int b, const struct zerocopy_sink *sink);
+/* Stops, closes the sockets and pipes, frees; accepts NULL. */
+void proxy_zerocopy_free(struct zerocopy *zc);
+
+#endif
