@@ -1,0 +1,241 @@
+/*
+ * A run's egress report (egress.h): an array of entries in first-attempt
+ * order, grown on demand up to the cap fixed at creation, found by a
+ * linear scan (the cap is small: 100 per run).
+ */
+#include "proxy/egress.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+
+struct egress_entry {
+	char host[PROXY_EGRESS_HOST_MAX + 1];	/* lowercased, cut */
+	char reason[PROXY_EGRESS_REASON_MAX + 1];
+	uint16_t port;
+	bool allowed;
+	int status;
+	uint64_t count;
+	uint64_t bytes_up;
+	uint64_t bytes_down;
+};
+
+struct proxy_egress {
+	struct egress_entry *entries;
+	size_t n;		/* entries in use */
+	size_t cap;		/* entries allocated */
+	size_t max;		/* entries allowed */
+	uint64_t allowed;	/* attempts, dropped ones included */
+	uint64_t denied;
+	uint64_t dropped;	/* attempts not kept */
+	bool truncated;
+};
+
+/*
+ * Copies at most max bytes of src into dst (max + 1 bytes), never ending
+ * inside a UTF-8 sequence: when the cut falls inside one, the sequence's
+ * leading bytes are left out too. ASCII letters are lowercased when lower
+ * is set. Returns the length written.
+ */
+static size_t
+egress_copy(char *dst, const char *src, size_t max, bool lower)
+{
+	size_t n = strnlen(src, max + 1);
+
+	if (n > max) {
+		n = max;
+		/* src[n] is the first byte left out; back off while it
+		 * continues a sequence started before it (at most 3 bytes:
+		 * past that the bytes are not UTF-8 anyway). */
+		for (int k = 0; k < 3 && n > 0 &&
+		    ((unsigned char)src[n] & 0xC0) == 0x80; k++)
+			n--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char c = src[i];
+		if (lower && c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		dst[i] = c;
+	}
+	dst[n] = '\0';
+	return n;
+}
+
+static uint64_t
+egress_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+struct proxy_egress *
+proxy_egress_new(size_t max)
+{
+	struct proxy_egress *e;
+
+	if (max > PROXY_EGRESS_MAX_LIMIT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return NULL;
+	e->max = max;
+	return e;
+}
+
+void
+proxy_egress_free(struct proxy_egress *e)
+{
+	if (e == NULL)
+		return;
+	free(e->entries);
+	free(e);
+}
+
+/* The entry for (host, port, allowed), host already cut and lowercased. */
+static struct egress_entry *
+egress_find(const struct proxy_egress *e, const char *key, uint16_t port,
+    bool allowed)
+{
+	for (size_t i = 0; i < e->n; i++) {
+		struct egress_entry *x = &e->entries[i];
+		if (x->port == port && x->allowed == allowed &&
+		    strcmp(x->host, key) == 0)
+			return x;
+	}
+	return NULL;
+}
+
+/* Makes room for one more entry; 0, -ENOSPC or -ENOMEM. */
+static int
+egress_grow(struct proxy_egress *e)
+{
+	struct egress_entry *p;
+	size_t cap;
+
+	if (e->n >= e->max)
+		return -ENOSPC;
+	if (e->n < e->cap)
+		return 0;
+	cap = e->cap == 0 ? 8 : e->cap * 2;
+	if (cap > e->max)
+		cap = e->max;
+	p = realloc(e->entries, cap * sizeof(*p));
+	if (p == NULL)
+		return -ENOMEM;
+	e->entries = p;
+	e->cap = cap;
+	return 0;
+}
+
+int
+proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
+    bool allowed, const char *reason, int status)
+{
+	char key[PROXY_EGRESS_HOST_MAX + 1];
+	struct egress_entry *x;
+	int rc;
+
+	if (e == NULL || host == NULL || host[0] == '\0')
+		return -EINVAL;
+	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
+	if (allowed)
+		e->allowed = egress_add(e->allowed, 1);
+	else
+		e->denied = egress_add(e->denied, 1);
+	x = egress_find(e, key, port, allowed);
+	if (x != NULL) {
+		x->count = egress_add(x->count, 1);
+		return 0;
+	}
+	if ((rc = egress_grow(e)) < 0) {
+		e->truncated = true;
+		e->dropped = egress_add(e->dropped, 1);
+		return rc;
+	}
+	x = &e->entries[e->n++];
+	memset(x, 0, sizeof(*x));
+	memcpy(x->host, key, sizeof(x->host));
+	egress_copy(x->reason, reason != NULL ? reason : "",
+	    PROXY_EGRESS_REASON_MAX, false);
+	x->port = port;
+	x->allowed = allowed;
+	x->status = status;
+	x->count = 1;
+	return 0;
+}
+
+int
+proxy_egress_bytes(struct proxy_egress *e, const char *host, uint16_t port,
+    uint64_t up, uint64_t down)
+{
+	char key[PROXY_EGRESS_HOST_MAX + 1];
+	struct egress_entry *x;
+
+	if (e == NULL || host == NULL)
+		return -ENOENT;
+	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
+	x = egress_find(e, key, port, true);
+	if (x == NULL)
+		return -ENOENT;
+	x->bytes_up = egress_add(x->bytes_up, up);
+	x->bytes_down = egress_add(x->bytes_down, down);
+	return 0;
+}
+
+static cJSON *
+egress_entry_json(const struct egress_entry *x)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o == NULL ||
+	    json_add_bytes(o, "host", x->host, strlen(x->host)) < 0 ||
+	    cJSON_AddNumberToObject(o, "port", x->port) == NULL ||
+	    cJSON_AddStringToObject(o, "decision",
+	    x->allowed ? "allowed" : "denied") == NULL ||
+	    json_add_bytes(o, "reason", x->reason, strlen(x->reason)) < 0 ||
+	    cJSON_AddNumberToObject(o, "status", x->status) == NULL ||
+	    cJSON_AddNumberToObject(o, "count", (double)x->count) == NULL ||
+	    cJSON_AddNumberToObject(o, "bytes_up", (double)x->bytes_up) ==
+	    NULL ||
+	    cJSON_AddNumberToObject(o, "bytes_down", (double)x->bytes_down) ==
+	    NULL) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+cJSON *
+proxy_egress_to_json(const struct proxy_egress *e)
+{
+	cJSON *o, *arr;
+
+	if (e == NULL)
+		return NULL;
+	o = cJSON_CreateObject();
+	if (o == NULL || (arr = cJSON_AddArrayToObject(o, "egress")) == NULL)
+		goto fail;
+	for (size_t i = 0; i < e->n; i++) {
+		cJSON *x = egress_entry_json(&e->entries[i]);
+		if (x == NULL || !cJSON_AddItemToArray(arr, x)) {
+			cJSON_Delete(x);
+			goto fail;
+		}
+	}
+	if (e->truncated &&
+	    (cJSON_AddTrueToObject(o, "egress_truncated") == NULL ||
+	    cJSON_AddNumberToObject(o, "egress_dropped",
+	    (double)e->dropped) == NULL))
+		goto fail;
+	if (cJSON_AddNumberToObject(o, "allowed", (double)e->allowed) ==
+	    NULL ||
+	    cJSON_AddNumberToObject(o, "denied", (double)e->denied) == NULL)
+		goto fail;
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}

@@ -1,0 +1,79 @@
+/*
+ * A run's egress report: every destination a proxy-mode run tried, whether
+ * it was allowed, how often, and the bytes moved. Built by the daemon as
+ * connections are decided and closed, returned to the runner by the
+ * control protocol's unregister/report. Pure data structure: no I/O.
+ *
+ * Not thread-safe: the caller serialises every call on one report (the
+ * daemon runs on one event loop).
+ */
+#ifndef CORDON_PROXY_EGRESS_H
+#define CORDON_PROXY_EGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* Hosts are kept to this many bytes (cut at a UTF-8 boundary), reasons to
+ * PROXY_EGRESS_REASON_MAX. */
+#define PROXY_EGRESS_HOST_MAX	255
+#define PROXY_EGRESS_REASON_MAX	63
+/* The largest max accepted by proxy_egress_new (lookups are linear). */
+#define PROXY_EGRESS_MAX_LIMIT	10000
+/* The entry cap the daemon uses per run. */
+#define PROXY_EGRESS_DEFAULT_MAX 100
+
+struct proxy_egress;
+
+/*
+ * Creates an empty report holding at most max distinct entries
+ * (0..PROXY_EGRESS_MAX_LIMIT). Entries are allocated as they come.
+ * Returns NULL with errno EINVAL or ENOMEM. Free with proxy_egress_free.
+ */
+struct proxy_egress *proxy_egress_new(size_t max);
+/* Frees e; NULL is fine. */
+void proxy_egress_free(struct proxy_egress *e);
+
+/*
+ * Notes one attempt to reach host:port and the decision. Entries are keyed
+ * by (host, port, allowed), host compared ASCII-case-insensitively (and
+ * stored lowercased, cut to PROXY_EGRESS_HOST_MAX bytes), kept in the
+ * order of their first attempt, and count their attempts. reason (NULL
+ * for none; cut to PROXY_EGRESS_REASON_MAX bytes) and status (the HTTP
+ * status the client got, 0 for none) are those of the entry's FIRST
+ * attempt: an entry never changes except for its counters.
+ * When the attempt needs a new entry and max entries exist, it is dropped:
+ * the report is marked truncated and counts the dropped attempt. Every
+ * attempt, kept or dropped, counts in the "allowed"/"denied" totals.
+ * Returns 0, -ENOSPC when dropped, -ENOMEM when an entry could not be
+ * allocated (then also dropped, as above), -EINVAL for a NULL or empty
+ * host (not counted).
+ */
+int proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
+    bool allowed, const char *reason, int status);
+
+/*
+ * Adds bytes sent (up, client to upstream) and received (down) to the
+ * allowed entry for host:port (same host matching). Counters saturate at
+ * UINT64_MAX. Returns 0, or -ENOENT when there is no such entry (never
+ * noted, or dropped by truncation): the bytes are not kept.
+ */
+int proxy_egress_bytes(struct proxy_egress *e, const char *host,
+    uint16_t port, uint64_t up, uint64_t down);
+
+/*
+ * The report as a new JSON object (caller frees with cJSON_Delete), NULL
+ * on ENOMEM:
+ *   {"egress":[{"host":H,"port":N,"decision":"allowed"|"denied",
+ *               "reason":R,"status":N,"count":N,"bytes_up":N,
+ *               "bytes_down":N}, ...],
+ *    "egress_truncated":true, "egress_dropped":N,   (only when cut)
+ *    "allowed":N, "denied":N}                         (attempt totals)
+ * reason is "" when none. Strings are valid UTF-8 (bytes that are not are
+ * replaced by U+FFFD).
+ */
+cJSON *proxy_egress_to_json(const struct proxy_egress *e);
+
+#endif
