@@ -2,8 +2,8 @@
  * The run_code tool: its definition (input schema), the strict check of a
  * call's arguments (`files` checked by runner/stage.h, as for the
  * service), `files` staged into a fresh temporary directory as --in inputs
- * (removed afterwards), and the
- * CallToolResult that carries the runner's JSON as labelled untrusted data.
+ * (removed afterwards), and the CallToolResult that carries the runner's
+ * JSON as labelled untrusted data.
  */
 #include <errno.h>
 #include <stdint.h>
