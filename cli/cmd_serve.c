@@ -44,9 +44,9 @@ cmd_serve(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct server_opts o = { .socket = NULL };
+	struct serve_server_opts o = { .socket = NULL };
 	const char *cfgpath = NULL;
-	struct server *s = NULL;
+	struct serve_server *s = NULL;
 	struct config c;
 	char err[512] = "", exe[PATH_MAX];
 	ssize_t n;
@@ -102,13 +102,13 @@ cmd_serve(int argc, char **argv)
 	} else {
 		log_warn("no scheduled probe: readlink /proc/self/exe");
 	}
-	if ((rc = server_new(&o, &s, err, sizeof(err))) < 0) {
+	if ((rc = serve_server_new(&o, &s, err, sizeof(err))) < 0) {
 		fprintf(stderr, "cordon serve: %s\n", err);
 		return 1;
 	}
 	log_info("serving on %s", o.socket != NULL ? o.socket : c.serve.socket);
-	rc = server_run(s);
-	server_free(s);
+	rc = serve_server_run(s);
+	serve_server_free(s);
 	if (rc < 0) {
 		fprintf(stderr, "cordon serve: the event loop failed: %s\n",
 		    strerror(-rc));

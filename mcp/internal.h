@@ -23,14 +23,14 @@ struct mcp_server {
 	char protocol[32];
 };
 
-#define RUN_CODE_NAME "run_code"
+#define MCP_RUN_CODE_NAME "run_code"
 
 /* The tool's definition for tools/list (caller frees); NULL on ENOMEM. */
-cJSON *run_code_tool(const struct config *c);
+cJSON *mcp_run_code_tool(const struct config *c);
 
 /* Runs the tool with the call's arguments (may be NULL when absent) and
  * returns the CallToolResult (caller frees): bad arguments and failed runs
  * are results with isError, as the protocol asks. NULL on ENOMEM. */
-cJSON *run_code_call(struct mcp_server *s, const cJSON *arguments);
+cJSON *mcp_run_code_call(struct mcp_server *s, const cJSON *arguments);
 
 #endif

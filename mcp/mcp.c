@@ -218,7 +218,7 @@ method_tools_list(struct mcp_server *s, const cJSON *params,
 		    "Invalid params: unknown cursor");
 	r = cJSON_CreateObject();
 	tools = r != NULL ? cJSON_AddArrayToObject(r, "tools") : NULL;
-	tool = tools != NULL ? run_code_tool(s->config) : NULL;
+	tool = tools != NULL ? mcp_run_code_tool(s->config) : NULL;
 	if (tool == NULL || !cJSON_AddItemToArray(tools, tool)) {
 		cJSON_Delete(tool);
 		cJSON_Delete(r);
@@ -244,7 +244,7 @@ method_tools_call(struct mcp_server *s, const cJSON *params,
 	    json_get_string(params, "name", &name) < 0)
 		return rpc_fail(e, MCP_INVALID_PARAMS, "Invalid params: "
 		    "tools/call needs params.name (a string)");
-	if (strcmp(name, RUN_CODE_NAME) != 0) {
+	if (strcmp(name, MCP_RUN_CODE_NAME) != 0) {
 		quote_name(name, quoted, sizeof(quoted));
 		return rpc_fail(e, MCP_INVALID_PARAMS, "Unknown tool: %s",
 		    quoted);
@@ -253,7 +253,7 @@ method_tools_call(struct mcp_server *s, const cJSON *params,
 	if (rc == -EINVAL)
 		return rpc_fail(e, MCP_INVALID_PARAMS, "Invalid params: "
 		    "params.arguments must be an object");
-	if ((r = run_code_call(s, args)) == NULL)
+	if ((r = mcp_run_code_call(s, args)) == NULL)
 		e->code = 0;
 	return r;
 }

@@ -18,8 +18,6 @@
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 
 #define MCP_MAX_MESSAGE (4u << 20)	/* bytes per message, newline excluded */
-#define MCP_PATH_MAX 255		/* bytes of one `files` path */
-#define MCP_PATH_DEPTH 16		/* components of one `files` path */
 
 /* JSON-RPC 2.0 error codes. */
 #define MCP_PARSE_ERROR -32700
@@ -98,10 +96,5 @@ char *mcp_error_reply(const char *id, int code, const char *message);
 
 /* A constant reply for when memory ran out (id null). */
 extern const char mcp_static_internal_error[];
-
-/* True when path is a safe relative path for `files`: 1..MCP_PATH_MAX
- * printable ASCII bytes without backslash, components separated by single
- * '/', none empty, "." or "..", at most MCP_PATH_DEPTH of them. */
-bool mcp_path_safe(const char *path);
 
 #endif

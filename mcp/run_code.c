@@ -1,17 +1,15 @@
 /*
  * The run_code tool: its definition (input schema), the strict check of a
- * call's arguments, `files` staged into a fresh temporary directory as
- * --in inputs (safe relative paths only; removed afterwards), and the
- * CallToolResult that carries the runner's JSON as labelled untrusted data.
+ * call's arguments (`files` checked by runner/stage.h, as for the
+ * service), `files` staged into a fresh temporary directory as --in inputs
+ * (removed afterwards), and the CallToolResult that carries the runner's
+ * JSON as labelled untrusted data.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/json.h"
 #include "common/util.h"
@@ -25,24 +23,18 @@ struct call {
 	size_t code_len;
 	enum runner_net net;
 	int64_t timeout_s;		/* 0: the operator's default */
-	const cJSON *files;		/* NULL or an array, checked */
+	struct stage_file *files;	/* owned (stage_files_free) */
+	size_t nfiles;
 };
 
-
-static int64_t
-max_files(const struct config *c)
-{
-	return c->limits.in_max_files;
-}
-
 cJSON *
-run_code_tool(const struct config *c)
+mcp_run_code_tool(const struct config *c)
 {
 	char text[4096];
 	int n;
 
 	n = snprintf(text, sizeof(text),
-	    "{\"name\":\"" RUN_CODE_NAME "\","
+	    "{\"name\":\"" MCP_RUN_CODE_NAME "\","
 	    "\"title\":\"Run Python in a gVisor sandbox\","
 	    "\"description\":\"Runs Python 3 code once in a fresh, hardened "
 	    "gVisor sandbox: non-root, read-only root filesystem, no "
@@ -76,94 +68,15 @@ run_code_tool(const struct config *c)
 	    "\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":false,"
 	    "\"idempotentHint\":false,\"openWorldHint\":true}}",
 	    (long long)c->limits.timeout_s, (long long)c->limits.max_timeout_s,
-	    (long long)max_files(c),
-	    (unsigned long long)c->limits.in_max_bytes, MCP_PATH_MAX);
+	    (long long)c->limits.in_max_files,
+	    (unsigned long long)c->limits.in_max_bytes, STAGE_PATH_MAX);
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return NULL;
 	return cJSON_Parse(text);
 }
 
-bool
-mcp_path_safe(const char *path)
-{
-	size_t len = strlen(path), comp = 0, depth = 0;
-
-	if (len == 0 || len > MCP_PATH_MAX)
-		return false;
-	for (size_t i = 0; i <= len; i++) {
-		unsigned char ch = (unsigned char)path[i];
-
-		if (ch == '/' || ch == '\0') {
-			/* Empty, "." and ".." components are all refused. */
-			if (comp == 0 || (comp == 1 && path[i - 1] == '.') ||
-			    (comp == 2 && path[i - 1] == '.' &&
-			    path[i - 2] == '.'))
-				return false;
-			if (++depth > MCP_PATH_DEPTH)
-				return false;
-			comp = 0;
-			continue;
-		}
-		if (ch < 0x20 || ch > 0x7e || ch == '\\')
-			return false;
-		comp++;
-	}
-	return true;
-}
-
-static int
-check_files(const struct config *c, const cJSON *files, char *err,
-    size_t errlen)
-{
-	const cJSON *f, *m;
-	const char *path, *content;
-	uint64_t total = 0;
-	int64_t count = 0;
-
-	if (!cJSON_IsArray(files)) {
-		snprintf(err, errlen, "'files' must be an array");
-		return -EINVAL;
-	}
-	cJSON_ArrayForEach(f, files) {
-		if (++count > max_files(c)) {
-			snprintf(err, errlen, "'files': at most %lld entries",
-			    (long long)max_files(c));
-			return -EINVAL;
-		}
-		if (!cJSON_IsObject(f) ||
-		    json_get_string(f, "path", &path) < 0 ||
-		    json_get_string(f, "content", &content) < 0) {
-			snprintf(err, errlen, "'files'[%lld] must be an object "
-			    "with string 'path' and 'content'",
-			    (long long)count - 1);
-			return -EINVAL;
-		}
-		cJSON_ArrayForEach(m, f)
-			if (strcmp(m->string, "path") != 0 &&
-			    strcmp(m->string, "content") != 0) {
-				snprintf(err, errlen, "'files'[%lld]: only "
-				    "'path' and 'content' are allowed",
-				    (long long)count - 1);
-				return -EINVAL;
-			}
-		if (!mcp_path_safe(path)) {
-			snprintf(err, errlen, "'files'[%lld]: unsafe path (a "
-			    "relative path of printable ASCII, no '..', '.' or "
-			    "empty components, at most %d bytes)",
-			    (long long)count - 1, MCP_PATH_MAX);
-			return -EINVAL;
-		}
-		total += strlen(content);
-		if (total > c->limits.in_max_bytes) {
-			snprintf(err, errlen, "'files': more than %llu bytes "
-			    "in total", (unsigned long long)c->limits.in_max_bytes);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* Fills k from the arguments, strictly per the input schema. */
+/* Fills k from the arguments, strictly per the input schema; on success
+ * the caller frees k->files. -EINVAL with the reason in err, or -ENOMEM. */
 static int
 parse_call(const struct config *c, const cJSON *args, struct call *k,
     char *err, size_t errlen)
@@ -208,38 +121,10 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 	}
 	if (k->timeout_s > c->limits.max_timeout_s)
 		k->timeout_s = c->limits.max_timeout_s;
-	if ((m = cJSON_GetObjectItemCaseSensitive(args, "files")) != NULL) {
-		if ((rc = check_files(c, m, err, errlen)) < 0)
-			return rc;
-		k->files = m;
-	}
+	if ((m = cJSON_GetObjectItemCaseSensitive(args, "files")) != NULL)
+		return stage_files_parse(c, m, STAGE_CONTENT_TEXT, &k->files,
+		    &k->nfiles, err, errlen);
 	return 0;
-}
-
-/* Writes the (already checked) files under a fresh directory. */
-static int
-stage_files(const struct mcp_server *s, const cJSON *files,
-    struct stage_dir *st, char *err, size_t errlen)
-{
-	size_t n = (size_t)cJSON_GetArraySize(files), i = 0;
-	struct stage_file *f;
-	const cJSON *x;
-	int rc;
-
-	memset(st, 0, sizeof(*st));
-	if ((f = calloc(n ? n : 1, sizeof(*f))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	cJSON_ArrayForEach(x, files) {
-		const char *content = cJSON_GetObjectItemCaseSensitive(x,
-		    "content")->valuestring;
-		f[i++] = (struct stage_file){ cJSON_GetObjectItemCaseSensitive(x,
-		    "path")->valuestring, content, strlen(content) };
-	}
-	rc = stage_write(s->tmp_dir, "cordon-mcp", f, n, st, err, errlen);
-	free(f);
-	return rc;
 }
 
 /* {content: [text blocks], isError}; data may be NULL. */
@@ -274,7 +159,7 @@ invalid_arguments(const char *why)
 {
 	char text[640];
 
-	snprintf(text, sizeof(text), "Invalid arguments for " RUN_CODE_NAME
+	snprintf(text, sizeof(text), "Invalid arguments for " MCP_RUN_CODE_NAME
 	    ": %s", why);
 	return tool_result(true, text, NULL);
 }
@@ -308,7 +193,7 @@ run_failed(const char *why)
 }
 
 cJSON *
-run_code_call(struct mcp_server *s, const cJSON *arguments)
+mcp_run_code_call(struct mcp_server *s, const cJSON *arguments)
 {
 	struct runner_request req = { .lang = "python" };
 	struct runner_result res;
@@ -318,10 +203,12 @@ run_code_call(struct mcp_server *s, const cJSON *arguments)
 	cJSON *r;
 	int rc;
 
-	if (parse_call(s->config, arguments, &k, err, sizeof(err)) < 0)
-		return invalid_arguments(err);
-	if (k.files != NULL && cJSON_GetArraySize(k.files) > 0 &&
-	    (rc = stage_files(s, k.files, &st, err, sizeof(err))) < 0)
+	if ((rc = parse_call(s->config, arguments, &k, err, sizeof(err))) < 0)
+		return rc == -ENOMEM ? NULL : invalid_arguments(err);
+	rc = stage_write(s->tmp_dir, "cordon-mcp", k.files, k.nfiles, &st, err,
+	    sizeof(err));
+	stage_files_free(k.files, k.nfiles);
+	if (rc < 0)
 		return rc == -EINVAL ? invalid_arguments(err) : run_failed(err);
 	req.code = k.code;
 	req.code_len = k.code_len;

@@ -20,7 +20,7 @@
 /* A listening unix socket at path (mode 0660). A stale socket file is
  * replaced; a live one (something accepts on it) is an error. */
 int
-listen_unix(const char *path, int *out, char *err, size_t errlen)
+serve_listen_unix(const char *path, int *out, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)], *slash;
@@ -72,7 +72,7 @@ bad:
 }
 
 int
-listen_parse_addr(const char *spec, char *host, size_t hostlen,
+serve_listen_parse_addr(const char *spec, char *host, size_t hostlen,
     uint16_t *port)
 {
 	char buf[256], *colon;
@@ -99,7 +99,7 @@ listen_parse_addr(const char *spec, char *host, size_t hostlen,
 
 /* A thread with every signal blocked: signals belong to the loop. */
 int
-listen_thread_spawn(void *(*fn)(void *), void *arg)
+serve_listen_thread_spawn(void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	pthread_t tid;

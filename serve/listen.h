@@ -13,15 +13,16 @@
  * 0660; parent directories made 0755). A stale socket file is replaced; a
  * live one (something accepts on it) or a non-socket is -EADDRINUSE. 0 and
  * *fd (caller closes), or a negative errno with a reason in err. */
-int listen_unix(const char *path, int *fd, char *err, size_t errlen);
+int serve_listen_unix(const char *path, int *fd, char *err,
+    size_t errlen);
 
 /* "ADDR:PORT" or "[V6ADDR]:PORT" into host (brackets removed) and port
  * (1..65535). 0 or -EINVAL. Pure. */
-int listen_parse_addr(const char *spec, char *host, size_t hostlen,
+int serve_listen_parse_addr(const char *spec, char *host, size_t hostlen,
     uint16_t *port);
 
 /* Starts fn(arg) on a detached thread with every signal blocked (signals
  * belong to the event loop). 0 or a negative errno. */
-int listen_thread_spawn(void *(*fn)(void *), void *arg);
+int serve_listen_thread_spawn(void *(*fn)(void *), void *arg);
 
 #endif

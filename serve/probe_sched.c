@@ -14,7 +14,6 @@
 
 #include <event2/event.h>
 
-#include "common/cbuf.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/util.h"
@@ -100,35 +99,28 @@ serve_probe_run(const char *exe, const char *config_path, const char *mode,
 	char **env = serve_probe_env(environ, config_path);
 	struct proc_opts o = { .argv = argv, .stdout_max = 1 << 20,
 	    .stderr_max = 4096 };
-	struct proc_result r;
-	const char *e;
-	int rc;
+	char why[320];
+	int rc, status;
 
 	if (env == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	o.envp = (const char *const *)env;
-	rc = proc_run(&o, SERVE_PROBE_TIMEOUT_MS, &r);
+	rc = proc_call(&o, SERVE_PROBE_TIMEOUT_MS, NULL, &status, why,
+	    sizeof(why));
 	serve_probe_env_free(env);
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot run %s probe: %s", exe,
-		    strerror(-rc));
-		return rc;
+	if (rc == -EIO) {
+		/* why: the first line of its stderr, or how it ended. */
+		snprintf(err, errlen, "probe --net %s failed (exit %d): %s",
+		    mode, status, why);
+		return -EPERM;
 	}
-	if (r.timed_out) {
+	if (rc == -ETIMEDOUT)
 		snprintf(err, errlen, "the probe took longer than %d s",
 		    SERVE_PROBE_TIMEOUT_MS / 1000);
-		rc = -ETIMEDOUT;
-	} else if (r.exit_code != 0) {
-		e = cbuf_data(r.err);
-		if (*e == '\0')
-			e = "a control failed (see the recorded probe)";
-		snprintf(err, errlen, "probe --net %s failed (exit %d): %.*s",
-		    mode, r.exit_code, (int)strcspn(e, "\n"), e);
-		rc = -EPERM;
-	}
-	proc_result_cleanup(&r);
+	else if (rc < 0)
+		snprintf(err, errlen, "%s", why);
 	return rc;
 }
 
@@ -207,7 +199,7 @@ probe_fire(evutil_socket_t fd, short what, void *arg)
 	if (p->busy || p->stopped)
 		return;
 	p->busy = true;
-	if (listen_thread_spawn(probe_thread, p) < 0) {
+	if (serve_listen_thread_spawn(probe_thread, p) < 0) {
 		p->busy = false;
 		log_warnx("cannot start the scheduled probe's thread");
 		probe_arm(p);

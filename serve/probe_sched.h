@@ -37,10 +37,10 @@ void serve_probe_env_free(char **env);	/* accepts NULL */
 
 /* Runs `exe probe --net mode` (with --warm: through a warm pool's
  * container, the path the service's pooled runs take) with the service's
- * config. 0 when every
- * control passed; -EPERM when the probe ran and something failed (its
- * last stderr line in err), or another negative errno. Blocks up to
- * SERVE_PROBE_TIMEOUT_MS. */
+ * config, through proc_call. 0 when every control passed; -EPERM when
+ * the probe ran and something failed (the first line of its stderr, or how
+ * it ended, in err); -ETIMEDOUT past SERVE_PROBE_TIMEOUT_MS; or another
+ * negative errno when it could not be run. */
 int serve_probe_run(const char *exe, const char *config_path,
     const char *mode, bool warm, char *err, size_t errlen);
 

@@ -1,21 +1,17 @@
 /*
- * `POST /v1/runs` bodies (request.h): the strict JSON check, strict base64,
- * and staging of `files` under a fresh temporary directory. Paths follow
- * the same rule as the MCP tool's (mcp_path_safe); contents are bytes.
+ * `POST /v1/runs` bodies (request.h): the strict JSON check and staging of
+ * `files` under a fresh temporary directory. `files` is checked by
+ * stage_files_parse, the same rules as the MCP tool's; contents are base64.
  */
 #include "serve/request.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/json.h"
 #include "common/util.h"
-#include "mcp/mcp.h"
 
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
@@ -23,80 +19,11 @@ static const char *const allowed_keys[] = {
 	"code", "lang", "net", "timeout_s", "max_output", "files",
 };
 
-static int
-b64_value(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
-int
-serve_base64_decode(const char *s, size_t len, unsigned char **out,
-    size_t *outlen)
-{
-	unsigned char *buf;
-	size_t n = 0;
-
-	*out = NULL;
-	*outlen = 0;
-	if (len % 4 != 0)
-		return -EINVAL;
-	if ((buf = malloc(len / 4 * 3 + 1)) == NULL)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i += 4) {
-		int v[4], pad = 0;
-		bool last = i + 4 == len;
-
-		for (int k = 0; k < 4; k++) {
-			unsigned char ch = (unsigned char)s[i + k];
-
-			/* '=' only at the end: "xx==" or "xxx=". */
-			if (ch == '=' && last && k >= 2 &&
-			    (k == 3 || s[i + 3] == '=')) {
-				v[k] = 0;
-				pad++;
-				continue;
-			}
-			if (pad > 0 || (v[k] = b64_value(ch)) < 0) {
-				free(buf);
-				return -EINVAL;
-			}
-		}
-		buf[n++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-		if (pad < 2)
-			buf[n++] = (unsigned char)((v[1] & 15) << 4 | v[2] >> 2);
-		if (pad < 1)
-			buf[n++] = (unsigned char)((v[2] & 3) << 6 | v[3]);
-		/* Non-canonical encodings (stray low bits) are refused. */
-		if ((pad == 2 && (v[1] & 15) != 0) ||
-		    (pad == 1 && (v[2] & 3) != 0)) {
-			free(buf);
-			return -EINVAL;
-		}
-	}
-	*out = buf;
-	*outlen = n;
-	return 0;
-}
-
 void
 serve_req_cleanup(struct serve_req *r)
 {
 	free(r->code);
-	for (size_t i = 0; i < r->nfiles; i++) {
-		free(r->files[i].path);
-		free(r->files[i].data);
-	}
-	free(r->files);
+	stage_files_free(r->files, r->nfiles);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -105,61 +32,6 @@ bad(char *err, size_t errlen, int rc, const char *why)
 {
 	snprintf(err, errlen, "%s", why);
 	return rc;
-}
-
-static int
-parse_files(const struct config *c, const cJSON *files, struct serve_req *r,
-    char *err, size_t errlen)
-{
-	const cJSON *f, *m;
-	const char *path, *b64;
-	uint64_t total = 0;
-	int n = cJSON_GetArraySize(files), rc;
-
-	if (!cJSON_IsArray(files))
-		return bad(err, errlen, -EINVAL, "'files' must be an array");
-	if (n > c->limits.in_max_files) {
-		snprintf(err, errlen, "'files': at most %lld entries",
-		    (long long)c->limits.in_max_files);
-		return -EINVAL;
-	}
-	if (n == 0)
-		return 0;
-	if ((r->files = calloc((size_t)n, sizeof(*r->files))) == NULL)
-		return bad(err, errlen, -ENOMEM, "out of memory");
-	cJSON_ArrayForEach(f, files) {
-		struct serve_file *sf = &r->files[r->nfiles];
-
-		if (!cJSON_IsObject(f) ||
-		    json_get_string(f, "path", &path) < 0 ||
-		    json_get_string(f, "content_b64", &b64) < 0)
-			return bad(err, errlen, -EINVAL, "each of 'files' must "
-			    "be an object with string 'path' and 'content_b64'");
-		cJSON_ArrayForEach(m, f)
-			if (strcmp(m->string, "path") != 0 &&
-			    strcmp(m->string, "content_b64") != 0)
-				return bad(err, errlen, -EINVAL, "'files': only "
-				    "'path' and 'content_b64' are allowed");
-		if (!mcp_path_safe(path))
-			return bad(err, errlen, -EINVAL, "'files': unsafe path "
-			    "(a relative path of printable ASCII, no '..', '.' "
-			    "or empty components)");
-		if ((sf->path = strdup(path)) == NULL)
-			return bad(err, errlen, -ENOMEM, "out of memory");
-		r->nfiles++;
-		rc = serve_base64_decode(b64, strlen(b64), &sf->data, &sf->len);
-		if (rc < 0)
-			return bad(err, errlen, rc, rc == -EINVAL ? "'files': "
-			    "content_b64 is not canonical base64" :
-			    "out of memory");
-		total += sf->len;
-		if (total > c->limits.in_max_bytes) {
-			snprintf(err, errlen, "'files': more than %llu bytes in "
-			    "total", (unsigned long long)c->limits.in_max_bytes);
-			return -EFBIG;
-		}
-	}
-	return 0;
 }
 
 static int
@@ -216,7 +88,8 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 		    "number of bytes, at least 1");
 	r->max_output = rc == 0 ? (uint64_t)v : 0;
 	if ((m = cJSON_GetObjectItemCaseSensitive(root, "files")) != NULL)
-		return parse_files(c, m, r, err, errlen);
+		return stage_files_parse(c, m, STAGE_CONTENT_BASE64, &r->files,
+		    &r->nfiles, err, errlen);
 	return 0;
 }
 
@@ -246,20 +119,6 @@ int
 serve_stage_files(const char *tmp_dir, const struct serve_req *r,
     struct stage_dir *st, char *err, size_t errlen)
 {
-	struct stage_file *f;
-	int rc;
-
-	memset(st, 0, sizeof(*st));
-	if (r->nfiles == 0)
-		return 0;
-	if ((f = calloc(r->nfiles, sizeof(*f))) == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < r->nfiles; i++)
-		f[i] = (struct stage_file){ r->files[i].path, r->files[i].data,
-		    r->files[i].len };
-	rc = stage_write(tmp_dir, "cordon-serve", f, r->nfiles, st, err, errlen);
-	free(f);
-	return rc;
+	return stage_write(tmp_dir, "cordon-serve", r->files, r->nfiles, st,
+	    err, errlen);
 }

@@ -1,8 +1,9 @@
 /*
  * The body of `POST /v1/runs`: strict parsing of the JSON request (unknown
- * fields, wrong types, bad base64 and unsafe paths are refused), and the
- * staging of its `files` into a private temporary directory as --in inputs.
- * Parsing is pure; staging is the only part that touches the filesystem.
+ * fields, wrong types, bad base64 and unsafe paths are refused; `files`
+ * is checked by runner/stage.h, as for MCP), and the staging of its
+ * `files` into a private temporary directory as --in inputs. Parsing is
+ * pure; staging is the only part that touches the filesystem.
  */
 #ifndef CORDON_SERVE_REQUEST_H
 #define CORDON_SERVE_REQUEST_H
@@ -16,12 +17,6 @@
 #include "runner/runner.h"
 #include "runner/stage.h"
 
-struct serve_file {
-	char *path;			/* safe relative path (mcp_path_safe) */
-	unsigned char *data;		/* decoded bytes */
-	size_t len;
-};
-
 /* A parsed request; everything is owned (serve_req_cleanup frees). */
 struct serve_req {
 	char *code;
@@ -30,7 +25,7 @@ struct serve_req {
 	enum runner_net net;
 	int64_t timeout_s;		/* 0: the config default */
 	uint64_t max_output;		/* 0: the config default */
-	struct serve_file *files;
+	struct stage_file *files;	/* decoded (stage_files_parse) */
 	size_t nfiles;
 };
 
@@ -40,12 +35,6 @@ struct serve_req {
 int serve_req_parse(const struct config *c, const char *body, size_t len,
     struct serve_req *out, char *err, size_t errlen);
 void serve_req_cleanup(struct serve_req *r);	/* accepts a zeroed one */
-
-/* Strict RFC 4648 base64 (standard alphabet, '=' padding required, no
- * whitespace). 0 and *out (caller frees; may be a 1-byte buffer for an
- * empty input), -EINVAL or -ENOMEM. */
-int serve_base64_decode(const char *s, size_t len, unsigned char **out,
-    size_t *outlen);
 
 /* Writes r's files under a new directory in tmp_dir (runner/stage.h; the
  * caller removes it with stage_dir_cleanup). 0 (st->nin == 0 when there

@@ -12,7 +12,7 @@
 
 #include "common/config.h"
 
-struct server_opts {
+struct serve_server_opts {
 	const struct config *config;	/* borrowed; must outlive the server */
 	const char *socket;		/* NULL: config serve.socket */
 	const char *listen;		/* NULL: config serve.listen ("" none) */
@@ -23,20 +23,20 @@ struct server_opts {
 					 * config serve.pool; 0: no pool */
 };
 
-struct server;
+struct serve_server;
 
 /* Creates the event loop and binds the listeners. 0 and *out (caller frees
- * with server_free), or a negative errno with a reason in err. */
-int server_new(const struct server_opts *opts, struct server **out,
-    char *err, size_t errlen);
+ * with serve_server_free), or a negative errno with a reason in err. */
+int serve_server_new(const struct serve_server_opts *opts,
+    struct serve_server **out, char *err, size_t errlen);
 
 /* Serves until SIGTERM or SIGINT; then stops accepting, refuses queued
  * runs, lets running ones finish (a second signal cancels them) and
  * returns 0 once none is left. A negative errno if the loop failed. */
-int server_run(struct server *s);
+int serve_server_run(struct serve_server *s);
 
-/* Unlinks the socket and frees; accepts NULL. Call only after server_run
- * returned (no run may be in flight). */
-void server_free(struct server *s);
+/* Unlinks the socket and frees; accepts NULL. Call only after
+ * serve_server_run returned (no run may be in flight). */
+void serve_server_free(struct serve_server *s);
 
 #endif

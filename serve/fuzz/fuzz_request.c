@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/config.h"
-#include "mcp/mcp.h"
+#include "runner/stage.h"
 #include "serve/request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -38,7 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r.code == NULL || r.nfiles > 8)
 			abort();
 		for (size_t i = 0; i < r.nfiles; i++) {
-			if (!mcp_path_safe(r.files[i].path))
+			if (!stage_path_safe(r.files[i].path))
 				abort();
 			total += r.files[i].len;
 		}
@@ -49,7 +49,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    err[0] == '\0' || r.code != NULL) {
 		abort();
 	}
-	if (serve_base64_decode((const char *)data, size, &out, &outlen) == 0) {
+	if (stage_base64_decode((const char *)data, size, &out, &outlen) == 0) {
 		if (outlen > size / 4 * 3)
 			abort();
 		free(out);

@@ -696,40 +696,6 @@ test_files_limits(void **state)
 }
 
 static void
-test_path_safe(void **state)
-{
-	static const struct {
-		const char *path;
-		bool ok;
-	} p[] = {
-		{ "a", true }, { "a.csv", true }, { "data/x.csv", true },
-		{ "a b/c d.txt", true }, { "...", true }, { "..a", true },
-		{ "a..", true }, { ".hidden", true }, { "-rf", true },
-		{ "", false }, { "/", false }, { "/a", false }, { "a/", false },
-		{ "a//b", false }, { ".", false }, { "..", false },
-		{ "./a", false }, { "a/.", false }, { "../a", false },
-		{ "a/..", false }, { "a/../b", false }, { "a\\b", false },
-		{ "..\\a", false }, { "a\tb", false }, { "a\nb", false },
-		{ "caf\xc3\xa9", false }, { "\x7f", false },
-		{ "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p", true },	/* depth 16 */
-		{ "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q", false },
-	};
-	char longp[MCP_PATH_MAX + 2];
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
-		print_message("path %zu: '%s'\n", i, p[i].path);
-		assert_int_equal(mcp_path_safe(p[i].path), p[i].ok);
-	}
-	memset(longp, 'x', sizeof(longp));
-	longp[MCP_PATH_MAX] = '\0';
-	assert_true(mcp_path_safe(longp));
-	longp[MCP_PATH_MAX] = 'x';
-	longp[MCP_PATH_MAX + 1] = '\0';
-	assert_false(mcp_path_safe(longp));
-}
-
-static void
 test_oversized_reply(void **state)
 {
 	static const struct {
@@ -901,7 +867,6 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_files_limits, setup,
 		    teardown),
-		cmocka_unit_test(test_path_safe),
 		cmocka_unit_test(test_oversized_reply),
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),

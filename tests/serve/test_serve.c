@@ -1,5 +1,7 @@
 /* Unit tests for the service's pure parts: request bodies (a table of bad
- * ones), strict base64, tenant lookup and limit accounting, metrics text. */
+ * ones; strict base64 is tested with the `files` check in
+ * tests/runner/test_stage.c), tenant lookup and limit accounting, metrics
+ * text. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +23,9 @@
 #include "serve/probe_sched.h"
 #include "serve/request.h"
 #include "serve/tenant.h"
+
+#define UNSAFE_PATH "'files'[0]: unsafe path (a relative path of " \
+	"printable ASCII, no '..', '.' or empty components, at most 255 bytes)"
 
 static struct config cfg;
 
@@ -99,27 +104,24 @@ test_req_bad(void **state)
 		{ "{\"code\":\"x\",\"max_output\":-1}", -EINVAL, "'max_output' must "
 		  "be a whole number of bytes, at least 1" },
 		{ "{\"code\":\"x\",\"files\":{}}", -EINVAL, "'files' must be an array" },
-		{ "{\"code\":\"x\",\"files\":[1]}", -EINVAL, "each of 'files' must be "
+		{ "{\"code\":\"x\",\"files\":[1]}", -EINVAL, "'files'[0] must be "
 		  "an object with string 'path' and 'content_b64'" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content\":\"x\"}]}",
-		  -EINVAL, "each of 'files' must be an object with string 'path' "
+		  -EINVAL, "'files'[0] must be an object with string 'path' "
 		  "and 'content_b64'" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"\","
 		  "\"mode\":1}]}", -EINVAL,
-		  "'files': only 'path' and 'content_b64' are allowed" },
+		  "'files'[0]: only 'path' and 'content_b64' are allowed" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"../a\",\"content_b64\":\"\"}]}",
-		  -EINVAL, "'files': unsafe path (a relative path of printable "
-		  "ASCII, no '..', '.' or empty components)" },
+		  -EINVAL, UNSAFE_PATH },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"/etc/x\",\"content_b64\":\"\"}]}",
-		  -EINVAL, "'files': unsafe path (a relative path of printable "
-		  "ASCII, no '..', '.' or empty components)" },
+		  -EINVAL, UNSAFE_PATH },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a//b\",\"content_b64\":\"\"}]}",
-		  -EINVAL, "'files': unsafe path (a relative path of printable "
-		  "ASCII, no '..', '.' or empty components)" },
+		  -EINVAL, UNSAFE_PATH },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"YQ\"}]}",
-		  -EINVAL, "'files': content_b64 is not canonical base64" },
+		  -EINVAL, "'files'[0]: 'content_b64' is not canonical base64" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"Y Q==\"}]}",
-		  -EINVAL, "'files': content_b64 is not canonical base64" },
+		  -EINVAL, "'files'[0]: 'content_b64' is not canonical base64" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":"
 		  "\"AAAAAAAAAAAAAAAAAAAAAAAA\"}]}", -EFBIG,
 		  "'files': more than 16 bytes in total" },
@@ -154,36 +156,6 @@ test_req_oversize(void **state)
 	    -EFBIG);
 	assert_string_equal(err, "the body is over 4096 bytes");
 	free(big);
-}
-
-static void
-test_base64(void **state)
-{
-	static const struct { const char *in, *out; size_t len; } ok[] = {
-		{ "", "", 0 }, { "Zg==", "f", 1 }, { "Zm8=", "fo", 2 },
-		{ "Zm9v", "foo", 3 }, { "Zm9vYg==", "foob", 4 },
-		{ "+/8=", "\xfb\xff", 2 },
-	};
-	static const char *const bad[] = {
-		"Z", "Zg=", "Zg===", "Z===", "====", "Zh==", "Zm9=", "Zg==Zg==",
-		"Zm9v\n", "Zm-v", "Zm_v", "=Zm9",
-	};
-	unsigned char *out;
-	size_t len;
-	(void)state;
-	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		assert_int_equal(serve_base64_decode(ok[i].in, strlen(ok[i].in),
-		    &out, &len), 0);
-		assert_int_equal(len, ok[i].len);
-		assert_memory_equal(out, ok[i].out, len);
-		free(out);
-	}
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (serve_base64_decode(bad[i], strlen(bad[i]), &out, &len) !=
-		    -EINVAL)
-			fail_msg("accepted '%s'", bad[i]);
-		assert_null(out);
-	}
 }
 
 static void
@@ -411,23 +383,25 @@ test_listen(void **state)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		assert_int_equal(listen_parse_addr(ok[i].spec, host, sizeof(host),
-		    &port), 0);
+		assert_int_equal(serve_listen_parse_addr(ok[i].spec, host,
+		    sizeof(host), &port), 0);
 		assert_string_equal(host, ok[i].host);
 		assert_int_equal(port, ok[i].port);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (listen_parse_addr(bad[i], host, sizeof(host), &port) != -EINVAL)
+		if (serve_listen_parse_addr(bad[i], host, sizeof(host),
+		    &port) != -EINVAL)
 			fail_msg("accepted '%s'", bad[i]);
 
 	/* The unix socket: made with its directory; a live one is refused;
 	 * a stale one replaced; a regular file never removed. */
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/sub/s.sock", dir);
-	assert_int_equal(listen_unix(path, &fd, err, sizeof(err)), 0);
-	assert_int_equal(listen_unix(path, &fd2, err, sizeof(err)), -EADDRINUSE);
+	assert_int_equal(serve_listen_unix(path, &fd, err, sizeof(err)), 0);
+	assert_int_equal(serve_listen_unix(path, &fd2, err, sizeof(err)),
+	    -EADDRINUSE);
 	close(fd);
-	assert_int_equal(listen_unix(path, &fd, err, sizeof(err)), 0);
+	assert_int_equal(serve_listen_unix(path, &fd, err, sizeof(err)), 0);
 	util_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
 	f = socket(AF_UNIX, SOCK_STREAM, 0);
 	assert_int_equal(connect(f, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -435,7 +409,8 @@ test_listen(void **state)
 	close(fd);
 	unlink(path);
 	assert_int_equal(util_write_file_atomic(path, "x", 1, 0644), 0);
-	assert_int_equal(listen_unix(path, &fd, err, sizeof(err)), -EADDRINUSE);
+	assert_int_equal(serve_listen_unix(path, &fd, err, sizeof(err)),
+	    -EADDRINUSE);
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(util_rm_rf(dir), 0);
 }
@@ -447,7 +422,6 @@ main(void)
 		cmocka_unit_test_setup(test_req_ok, setup),
 		cmocka_unit_test_setup(test_req_bad, setup),
 		cmocka_unit_test_setup(test_req_oversize, setup),
-		cmocka_unit_test(test_base64),
 		cmocka_unit_test_setup(test_stage, setup),
 		cmocka_unit_test(test_tenants),
 		cmocka_unit_test(test_metrics),
