@@ -43,6 +43,12 @@ static const struct field top_fields[] = {
 	INT("proxy_port", proxy_port, 1, 65535),
 	STR("proxy_user", proxy_user),
 	STR("proxy_bin", proxy_bin),
+	STR("egress_default_policy", egress_default_policy),
+	INT("egress_run_max_conns", egress_run_max_conns, 1, 65535),
+	{ "egress_run_bytes_up", F_SIZE, offsetof(struct config,
+	    egress_run_bytes_up), 0, 0, 1LL << 53 },
+	{ "egress_run_bytes_down", F_SIZE, offsetof(struct config,
+	    egress_run_bytes_down), 0, 0, 1LL << 53 },
 	BOOL("require_probe", require_probe),
 	INT("probe_max_age_s", probe_max_age_s, 1, 30 * 86400),
 };
@@ -123,6 +129,8 @@ config_defaults(struct config *c)
 	strcpy(c->egress_subnet, "10.213.0.0/24");
 	c->proxy_port = 3128;
 	strcpy(c->proxy_user, "nobody");
+	strcpy(c->egress_default_policy, "default");
+	c->egress_run_max_conns = 32;
 	c->require_probe = true;
 	c->probe_max_age_s = 3600;
 	c->limits = (struct config_limits){
@@ -308,9 +316,60 @@ apply_image(struct config_image *img, const cJSON *obj, const char *name,
 }
 
 static int
+apply_tenant_nets(struct config_tenant *t, const cJSON *v, const char *name,
+    char *err, size_t errlen)
+{
+	const cJSON *n;
+
+	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0)
+		return fail(err, errlen, name, "serve.tenants.nets: expected a "
+		    "non-empty array of \"none\" and \"proxy\"");
+	t->nets = 0;
+	cJSON_ArrayForEach(n, v) {
+		if (cJSON_IsString(n) && strcmp(n->valuestring, "none") == 0)
+			t->nets |= CONFIG_NET_NONE;
+		else if (cJSON_IsString(n) &&
+		    strcmp(n->valuestring, "proxy") == 0)
+			t->nets |= CONFIG_NET_PROXY;
+		else
+			return fail(err, errlen, name, "serve.tenants.nets: "
+			    "each entry must be \"none\" or \"proxy\"");
+	}
+	return 0;
+}
+
+static int
+apply_tenant_policies(struct config_tenant *t, const cJSON *v,
+    const char *name, char *err, size_t errlen)
+{
+	const cJSON *p;
+
+	if (!cJSON_IsArray(v))
+		return fail(err, errlen, name, "serve.tenants.policies: "
+		    "expected an array of policy names");
+	t->npolicies = 0;
+	t->policies_set = true;
+	cJSON_ArrayForEach(p, v) {
+		if (!cJSON_IsString(p) ||
+		    !config_policy_name_valid(p->valuestring))
+			return fail(err, errlen, name, "serve.tenants.policies: "
+			    "each entry must be a policy name (1-%d of "
+			    "[A-Za-z0-9_-])", CONFIG_POLICY_MAX);
+		if (t->npolicies == CONFIG_MAX_POLICIES)
+			return fail(err, errlen, name, "serve.tenants.policies: "
+			    "at most %d", CONFIG_MAX_POLICIES);
+		util_strlcpy(t->policies[t->npolicies++], p->valuestring,
+		    sizeof(t->policies[0]));
+	}
+	return 0;
+}
+
+static int
 apply_tenant(struct config_tenant *t, const cJSON *obj, const char *name,
     char *err, size_t errlen)
 {
+	const cJSON *v;
+	bool nets_set = false;
 	int rc;
 
 	if (!cJSON_IsObject(obj))
@@ -320,10 +379,20 @@ apply_tenant(struct config_tenant *t, const cJSON *obj, const char *name,
 	t->max_concurrent = 1;
 	t->max_queue = -1;
 	strcpy(t->net, "none");
-	if ((rc = apply_section(t, tenant_fields, sizeof(tenant_fields) /
-	    sizeof(tenant_fields[0]), obj, name, "serve.tenants.", err,
-	    errlen)) < 0)
-		return rc;
+	cJSON_ArrayForEach(v, obj) {
+		if (strcmp(v->string, "nets") == 0) {
+			rc = apply_tenant_nets(t, v, name, err, errlen);
+			nets_set = true;
+		} else if (strcmp(v->string, "policies") == 0) {
+			rc = apply_tenant_policies(t, v, name, err, errlen);
+		} else {
+			rc = apply_key(t, tenant_fields, sizeof(tenant_fields) /
+			    sizeof(tenant_fields[0]), v, name, "serve.tenants.",
+			    err, errlen);
+		}
+		if (rc < 0)
+			return rc;
+	}
 	if (t->name[0] == '\0' || strlen(t->token) < 16)
 		return fail(err, errlen, name, "serve.tenants: each entry needs "
 		    "a 'name' and a 'token' of at least 16 characters");
@@ -335,7 +404,45 @@ apply_tenant(struct config_tenant *t, const cJSON *obj, const char *name,
 	if (strcmp(t->net, "none") != 0 && strcmp(t->net, "proxy") != 0)
 		return fail(err, errlen, name,
 		    "serve.tenants.net: expected \"none\" or \"proxy\"");
+	/* Closed by default: without "nets", only the default net. */
+	if (!nets_set)
+		t->nets = t->net[0] == 'p' ? CONFIG_NET_PROXY : CONFIG_NET_NONE;
+	if (!config_tenant_allows_net(t, t->net))
+		return fail(err, errlen, name, "serve.tenants.net: \"%s\" is "
+		    "not in the tenant's nets", t->net);
 	return 0;
+}
+
+bool
+config_policy_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 1 && n <= CONFIG_POLICY_MAX && strspn(name,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789_-") == n;
+}
+
+bool
+config_tenant_allows_net(const struct config_tenant *t, const char *net)
+{
+	if (strcmp(net, "none") == 0)
+		return (t->nets & CONFIG_NET_NONE) != 0;
+	if (strcmp(net, "proxy") == 0)
+		return (t->nets & CONFIG_NET_PROXY) != 0;
+	return false;
+}
+
+bool
+config_tenant_allows_policy(const struct config *c,
+    const struct config_tenant *t, const char *policy)
+{
+	if (!t->policies_set)
+		return strcmp(policy, c->egress_default_policy) == 0;
+	for (size_t i = 0; i < t->npolicies; i++)
+		if (strcmp(t->policies[i], policy) == 0)
+			return true;
+	return false;
 }
 
 static int
@@ -392,6 +499,9 @@ config_check(const struct config *c, const char *name, char *err,
 		return fail(err, errlen, name,
 		    "limits.pids_limit must be at least twice limits.nproc "
 		    "(the host-side limit also counts gVisor's own processes)");
+	if (!config_policy_name_valid(c->egress_default_policy))
+		return fail(err, errlen, name, "egress_default_policy: a policy "
+		    "name (1-%d of [A-Za-z0-9_-])", CONFIG_POLICY_MAX);
 	if (strcmp(c->user, "0") == 0 || strncmp(c->user, "0:", 2) == 0 ||
 	    strncmp(c->user, "root", 4) == 0)
 		return fail(err, errlen, name, "user: must not be root");

@@ -41,6 +41,10 @@ struct config_image {
 };
 
 #define CONFIG_MAX_TENANTS 16
+#define CONFIG_MAX_POLICIES 32
+#define CONFIG_POLICY_MAX 64		/* [A-Za-z0-9_-], 1-64 (a NAME.list) */
+#define CONFIG_NET_NONE 1u		/* config_tenant.nets bits */
+#define CONFIG_NET_PROXY 2u
 
 /* One caller of `cordon serve`: a bearer token names it. */
 struct config_tenant {
@@ -49,6 +53,13 @@ struct config_tenant {
 	int64_t max_concurrent;		/* runs at once */
 	int64_t max_queue;		/* -1: serve.queue_max */
 	char net[8];			/* default net mode: "none" or "proxy" */
+	/* Net modes the tenant may ask for: bit 1 << enum value of
+	 * CONFIG_NET_NONE/PROXY. Absent in the file: only its default net. */
+	unsigned nets;
+	/* Egress policies it may pick. Absent: only egress_default_policy. */
+	char policies[CONFIG_MAX_POLICIES][CONFIG_POLICY_MAX + 1];
+	size_t npolicies;
+	bool policies_set;		/* "policies" was given */
 };
 
 /* `cordon serve`. */
@@ -80,12 +91,28 @@ struct config {
 	int64_t proxy_port;
 	char proxy_user[32];
 	char proxy_bin[256];		/* cordon-proxy; "" = beside cordon */
+	/* Egress per run: the policy a proxy-mode run gets when it names
+	 * none, and the limits the proxy holds each run to. */
+	char egress_default_policy[CONFIG_POLICY_MAX + 1];
+	int64_t egress_run_max_conns;	/* concurrent proxy connections */
+	uint64_t egress_run_bytes_up;	/* 0: unlimited */
+	uint64_t egress_run_bytes_down;	/* 0: unlimited */
 	bool require_probe;
 	int64_t probe_max_age_s;
 	struct config_limits limits;
 	struct config_image image;
 	struct config_serve serve;
 };
+
+/* True for a valid policy name: 1-CONFIG_POLICY_MAX of [A-Za-z0-9_-]
+ * (the NAME of an allowlist NAME.list). */
+bool config_policy_name_valid(const char *name);
+
+/* Whether tenant t may use net mode "none"/"proxy" (name) and policy. */
+bool config_tenant_allows_net(const struct config_tenant *t,
+    const char *net);
+bool config_tenant_allows_policy(const struct config *c,
+    const struct config_tenant *t, const char *policy);
 
 /* Fills c with the built-in defaults. */
 void config_defaults(struct config *c);

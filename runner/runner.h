@@ -43,6 +43,9 @@ struct runner_request {
 	size_t code_len;
 	const char *lang;		/* NULL or "python" */
 	enum runner_net net;
+	const char *policy;		/* --net proxy: the egress policy;
+					 * NULL: egress_default_policy. Only
+					 * with RUNNER_NET_PROXY. */
 	int64_t timeout_s;		/* 0: limits.timeout_s */
 	uint64_t max_output;		/* per stream; 0: limits.max_output */
 	uint64_t memory;		/* bytes; 0: limits.memory */
@@ -86,6 +89,13 @@ struct runner_result {
 	struct runner_file *files;
 	size_t nfiles;
 	char files_error[128];		/* "" or why nothing/only part came back */
+	char policy[CONFIG_POLICY_MAX + 1];	/* proxy mode: the policy */
+	/* Proxy mode: the proxy's report of this run's egress, the object
+	 * {"egress":[...],"allowed":N,"denied":N[,"egress_truncated":true,
+	 * "egress_dropped":N]} (owned), or NULL with egress_error saying
+	 * why it could not be had. */
+	cJSON *egress;
+	char egress_error[128];
 	char audit_error[128];		/* "" or why the audit line failed */
 };
 
@@ -118,6 +128,12 @@ int runner_request_check(const struct runner_request *req, char *err,
  * before returning. res must be released with runner_result_cleanup. */
 int runner_run(const struct config *c, const struct runner_request *req,
     struct runner_result *res, char *err, size_t errlen);
+
+/* The egress policies the running proxy has (asked over its control
+ * socket): *out is a JSON array of names (caller cJSON_Deletes). 0, or
+ * -ENETDOWN/-ECONNREFUSED/... with a reason in err. */
+int runner_egress_policies(const struct config *c, cJSON **out, char *err,
+    size_t errlen);
 
 /* Checks, from the daemon, that the configured runtime is registered and
  * the pinned image is present: 0, or -ENOENT/-EHOSTUNREACH with a reason.

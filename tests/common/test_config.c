@@ -117,6 +117,27 @@ test_parse_serve(void **state)
 		  "\"aaaaaaaaaaaaaaaa\"},{\"name\":\"b\",\"token\":"
 		  "\"aaaaaaaaaaaaaaaa\"}]}}",
 		  "t.json: serve.tenants: names and tokens must be unique" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\",\"nets\":[]}]}}",
+		  "t.json: serve.tenants.nets: expected a non-empty array of "
+		  "\"none\" and \"proxy\"" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\",\"nets\":[\"host\"]}]}}",
+		  "t.json: serve.tenants.nets: each entry must be \"none\" or "
+		  "\"proxy\"" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\",\"net\":\"proxy\",\"nets\":"
+		  "[\"none\"]}]}}",
+		  "t.json: serve.tenants.net: \"proxy\" is not in the tenant's "
+		  "nets" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\",\"policies\":[\"../x\"]}]}}",
+		  "t.json: serve.tenants.policies: each entry must be a policy "
+		  "name (1-64 of [A-Za-z0-9_-])" },
+		{ "{\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+		  "\"aaaaaaaaaaaaaaaa\",\"policies\":\"pypi\"}]}}",
+		  "t.json: serve.tenants.policies: expected an array of policy "
+		  "names" },
 	};
 	struct config c;
 	char err[512] = "";
@@ -138,12 +159,74 @@ test_parse_serve(void **state)
 	assert_int_equal(c.serve.tenants[1].max_concurrent, 1);
 	assert_string_equal(c.serve.tenants[1].net, "proxy");
 	assert_string_equal(c.serve.tenants[0].net, "none");
+	/* Closed by default: only the default net, only the default
+	 * policy. */
+	assert_true(config_tenant_allows_net(&c.serve.tenants[0], "none"));
+	assert_false(config_tenant_allows_net(&c.serve.tenants[0], "proxy"));
+	assert_true(config_tenant_allows_net(&c.serve.tenants[1], "proxy"));
+	assert_false(config_tenant_allows_net(&c.serve.tenants[1], "none"));
+	assert_false(config_tenant_allows_net(&c.serve.tenants[1], "host"));
+	assert_true(config_tenant_allows_policy(&c, &c.serve.tenants[1],
+	    "default"));
+	assert_false(config_tenant_allows_policy(&c, &c.serve.tenants[1],
+	    "pypi"));
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		int rc = config_parse(&c, rows[i].json, strlen(rows[i].json),
 		    "t.json", err, sizeof(err));
 		assert_int_equal(rc, -EINVAL);
 		assert_string_equal(err, rows[i].msg);
 		assert_int_equal(c.serve.ntenants, 0);
+	}
+}
+
+static void
+test_parse_egress(void **state)
+{
+	const char *j = "{\"egress_default_policy\":\"pypi\","
+	    "\"egress_run_max_conns\":4,\"egress_run_bytes_down\":\"10m\","
+	    "\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
+	    "\"aaaaaaaaaaaaaaaa\",\"nets\":[\"none\",\"proxy\"],"
+	    "\"policies\":[\"pypi\",\"github-raw\"]},{\"name\":\"b\","
+	    "\"token\":\"bbbbbbbbbbbbbbbb\",\"policies\":[]}]}}";
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"egress_default_policy\":\"a.b\"}",
+		  "t.json: egress_default_policy: a policy name (1-64 of "
+		  "[A-Za-z0-9_-])" },
+		{ "{\"egress_default_policy\":\"\"}",
+		  "t.json: egress_default_policy: a policy name (1-64 of "
+		  "[A-Za-z0-9_-])" },
+		{ "{\"egress_run_max_conns\":0}",
+		  "t.json: egress_run_max_conns: expected a whole number in "
+		  "[1, 65535]" },
+	};
+	const struct config_tenant *a, *b;
+	struct config c;
+	char err[512] = "";
+	(void)state;
+	config_defaults(&c);
+	assert_string_equal(c.egress_default_policy, "default");
+	assert_int_equal(c.egress_run_max_conns, 32);
+	assert_int_equal(c.egress_run_bytes_up, 0);
+	assert_int_equal(c.egress_run_bytes_down, 0);
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_string_equal(c.egress_default_policy, "pypi");
+	assert_int_equal(c.egress_run_max_conns, 4);
+	assert_int_equal(c.egress_run_bytes_down, 10 << 20);
+	a = &c.serve.tenants[0];
+	b = &c.serve.tenants[1];
+	assert_true(config_tenant_allows_net(a, "none"));
+	assert_true(config_tenant_allows_net(a, "proxy"));
+	assert_true(config_tenant_allows_policy(&c, a, "github-raw"));
+	assert_true(config_tenant_allows_policy(&c, a, "pypi"));
+	assert_false(config_tenant_allows_policy(&c, a, "default"));
+	/* An explicit empty list: no policy at all, not the default. */
+	assert_false(config_tenant_allows_policy(&c, b, "pypi"));
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(config_parse(&c, rows[i].json,
+		    strlen(rows[i].json), "t.json", err, sizeof(err)),
+		    -EINVAL);
+		assert_string_equal(err, rows[i].msg);
 	}
 }
 
@@ -177,6 +260,7 @@ main(void)
 		cmocka_unit_test(test_parse_overrides),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_serve),
+		cmocka_unit_test(test_parse_egress),
 		cmocka_unit_test(test_load_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
