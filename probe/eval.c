@@ -456,13 +456,15 @@ ctl_network(const struct probe_expect *e, const struct views *v,
 	bool proxy = strcmp(e->mode, "proxy") == 0;
 	struct probe_control *c = control(rep, "network", proxy ?
 	    "egress network only; direct connect fails; no resolver; proxy "
-	    "denies an unlisted name (403)" :
+	    "denies an unlisted name (403) and a request without the run's "
+	    "credential (407)" :
 	    "loopback only; connect fails; no resolver; NetworkMode none");
 	const cJSON *ifs = get(v->in, "interfaces");
 	long long cerr = -1;
 	int res = get_bool(v->in, "resolve_ok");
 	const char *nm = get_str(v->host, "HostConfig.NetworkMode");
 	const char *denied = get_str(v->in, "proxy_denied");
+	const char *nocred = get_str(v->in, "proxy_nocred");
 	bool ok = get_int(v->in, "connect_errno", &cerr) && res >= 0 &&
 	    cJSON_IsArray(ifs) && nm != NULL;
 	bool lo_only = ok && cJSON_GetArraySize(ifs) == 1 &&
@@ -477,9 +479,12 @@ ctl_network(const struct probe_expect *e, const struct views *v,
 	}
 	observe(c, ok && cerr != 0 && res == 0 &&
 	    strcmp(nm, e->config->egress_network) == 0 && denied != NULL &&
-	    strstr(denied, " 403") != NULL, "connect errno %lld; resolve %s; "
-	    "NetworkMode %s; proxy said %.80s", cerr, res == 1 ? "works" :
-	    "fails", nm ? nm : "(missing)", denied ? denied : "(nothing)");
+	    strstr(denied, " 403") != NULL && nocred != NULL &&
+	    strstr(nocred, " 407") != NULL, "connect errno %lld; resolve %s; "
+	    "NetworkMode %s; proxy said %.80s with the credential, %.80s "
+	    "without", cerr, res == 1 ? "works" : "fails", nm ? nm :
+	    "(missing)", denied ? denied : "(nothing)", nocred ? nocred :
+	    "(nothing)");
 }
 
 void

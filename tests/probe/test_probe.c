@@ -163,6 +163,61 @@ test_each_weakening_fails_its_control(void **state)
 	}
 }
 
+/* The network control of a proxy-mode probe: the proxy must refuse an
+ * unlisted name with the run's credential (403) and anything without it
+ * (407). */
+static bool
+proxy_network_pass(const char *denied, const char *nocred)
+{
+	cJSON *in = cJSON_Parse(inside_good), *insp = cJSON_Parse(inspect_good);
+	struct probe_expect e = expect();
+	struct probe_report rep;
+	char nm[96];
+	char *a, *b;
+	bool pass = false, seen = false;
+
+	assert_non_null(in);
+	assert_non_null(insp);
+	e.mode = "proxy";
+	snprintf(nm, sizeof(nm), "\"%s\"", cfg.egress_network);
+	set_path(in, "interfaces", "[\"lo\",\"eth0\"]");
+	set_path(in, "proxy_denied", denied);
+	set_path(in, "proxy_nocred", nocred);
+	set_path(cJSON_GetArrayItem(insp, 0), "HostConfig.NetworkMode", nm);
+	a = cJSON_PrintUnformatted(in);
+	b = cJSON_PrintUnformatted(insp);
+	probe_evaluate(&e, a, strlen(a), b, strlen(b), &rep);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		if (strcmp(rep.controls[i].name, "network") == 0) {
+			pass = rep.controls[i].pass;
+			seen = true;
+		}
+	assert_true(seen);
+	free(a);
+	free(b);
+	cJSON_Delete(in);
+	cJSON_Delete(insp);
+	return pass;
+}
+
+static void
+test_proxy_network(void **state)
+{
+	(void)state;
+	assert_true(proxy_network_pass("\"HTTP/1.1 403 Forbidden\"",
+	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
+	/* A proxy that serves requests without the run's credential. */
+	assert_false(proxy_network_pass("\"HTTP/1.1 403 Forbidden\"",
+	    "\"HTTP/1.1 403 Forbidden\""));
+	assert_false(proxy_network_pass("\"HTTP/1.1 403 Forbidden\"",
+	    "null"));
+	/* One that lets the credentialed request through. */
+	assert_false(proxy_network_pass("\"HTTP/1.1 200 OK\"",
+	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
+	assert_false(proxy_network_pass("\"no credential in HTTP_PROXY\"",
+	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
+}
+
 static void
 test_runtime_not_runsc(void **state)
 {
@@ -253,6 +308,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_passes),
 		cmocka_unit_test(test_each_weakening_fails_its_control),
+		cmocka_unit_test(test_proxy_network),
 		cmocka_unit_test(test_runtime_not_runsc),
 		cmocka_unit_test(test_garbage_fails_closed),
 		cmocka_unit_test(test_state_fail_closed),
