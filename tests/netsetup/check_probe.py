@@ -18,7 +18,9 @@ def want(cond, what):
     if not cond:
         bad.append(what)
 want(out["uid"] == 65534, "not uid 65534: %r" % out["uid"])
-want(out["env_proxy"] == "http://%s:%d" % (gw, cfg["proxy_port"]), "HTTP_PROXY is %r" % out["env_proxy"])
+want(out["env_proxy"].startswith("http://") and
+     out["env_proxy"].endswith("@%s:%d" % (gw, cfg["proxy_port"])), "HTTP_PROXY is %r" % out["env_proxy"])
+want(out["nocred"].get("status") == 407, "a request without the credential got %r, not 407" % out["nocred"])
 a = out["allowed"]
 want(a.get("status") == 200 and a.get("body", "").startswith("cordon-upstream-ok"),
      "allowlisted name did not reach the upstream through the proxy: %r" % a)

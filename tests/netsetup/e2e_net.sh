@@ -122,7 +122,7 @@ out=$(jget "$T/run.json" 'd["stdout"]')
 echo "$out"
 echo "$out" | grep -q "^allowed.example.com 200 cordon-upstream-ok allowed.example.com:$http_port" ||
 	fail "allowlisted fetch through cordon run --net proxy failed: $(cat "$T/run.json")"
-echo "$out" | grep -q "^denied.example.com 403 no-match" ||
+echo "$out" | grep -q "^denied.example.com 403 not-on-policy default" ||
 	fail "non-allowlisted fetch was not refused with 403: $(cat "$T/run.json")"
 [ "$(jget "$T/run.json" 'd["net"]')" = proxy ] || fail "result does not say net proxy"
 echo "ok: cordon run --net proxy: allowlisted name 200, other name 403"
@@ -174,6 +174,11 @@ cat >"$T/cfg.json" <<EOF
  "scan_timeout": 1.0}
 EOF
 
+# ctl LINE: one request over the proxy's control socket; the answer.
+ctl() { python3 -I -c 'import socket,sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode() + b"\n")
+print(s.makefile().readline().strip())' "$T/state/net-$br/control.sock" "$1"; }
+
 # Runs the probe in a fresh proxy-mode sandbox, the way the runner does:
 # start with stdin open, (seal,) then write the code.
 run_probe() {
@@ -190,7 +195,17 @@ run_probe() {
 	if [ "$mode" = sealed ]; then
 		"$cordon" net seal "$name" || { exec 7>&-; fail "net seal $name"; }
 	fi
-	{ printf 'CFG = %s\n' "$(tr -d '\n' <"$T/cfg.json")"; cat "$here/probe.py"; } >&7
+	# As the runner does: register the sandbox with the proxy (its
+	# address, a fresh token), and hand it the credential ahead of the
+	# code (here as the first line of the program).
+	local ip token
+	ip=$("$docker" inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$name")
+	token=$(python3 -I -c 'import secrets; print(secrets.token_hex(32))')
+	ctl "{\"op\":\"register\",\"run\":\"$name\",\"addr\":\"$ip\",\"policy\":\"default\",\"token\":\"$token\",\"deadline_ms\":$(( $(date +%s%3N) + 120000 ))}" |
+		grep -q '"ok":true' || { exec 7>&-; fail "cannot register $name ($ip) with the proxy"; }
+	{ printf 'CFG = %s\n' "$(tr -d '\n' <"$T/cfg.json")"
+	  printf 'import os\nos.environ["HTTP_PROXY"] = "http://%s:%s@%s:3128"\n' "$name" "$token" "$gw"
+	  cat "$here/probe.py"; } >&7
 	exec 7>&-
 	wait "$pid" || fail "probe sandbox $name failed: $(cat "$T/$name.err" "$T/$name.out")"
 	python3 "$here/check_probe.py" "$mode" "$T/cfg.json" "$T/$name.out" ||

@@ -20,6 +20,11 @@ def fetch(url):
 # Through the proxy (urllib takes HTTP_PROXY from the environment).
 out["allowed"] = fetch(cfg["allowed_url"])
 out["denied"] = fetch(cfg["denied_url"])
+# Without the credential: urllib with a proxy URL that has none.
+_saved = os.environ["HTTP_PROXY"]
+os.environ["HTTP_PROXY"] = "http://%s:%d" % (cfg["gateway"], cfg["proxy_port"])
+out["nocred"] = fetch(cfg["allowed_url"])
+os.environ["HTTP_PROXY"] = _saved
 
 def scan(targets, timeout, batch=180):
     """Non-blocking connects; returns {(host,port): 'open'|'refused'|'timeout'|errname}."""
