@@ -8,9 +8,9 @@ import errno, json, os, select, socket, struct, threading, time, urllib.error, u
 cfg = CFG  # noqa: F821 (prepended by the test)
 out = {"uid": os.getuid(), "env_proxy": os.environ.get("HTTP_PROXY", "")}
 
-def fetch(url):
+def fetch(url, opener=None):
     try:
-        with urllib.request.urlopen(url, timeout=10) as r:
+        with (opener.open if opener else urllib.request.urlopen)(url, timeout=10) as r:
             return {"status": r.status, "body": r.read(200).decode("utf-8", "replace")}
     except urllib.error.HTTPError as e:
         return {"status": e.code}
@@ -20,11 +20,9 @@ def fetch(url):
 # Through the proxy (urllib takes HTTP_PROXY from the environment).
 out["allowed"] = fetch(cfg["allowed_url"])
 out["denied"] = fetch(cfg["denied_url"])
-# Without the credential: urllib with a proxy URL that has none.
-_saved = os.environ["HTTP_PROXY"]
-os.environ["HTTP_PROXY"] = "http://%s:%d" % (cfg["gateway"], cfg["proxy_port"])
-out["nocred"] = fetch(cfg["allowed_url"])
-os.environ["HTTP_PROXY"] = _saved
+# Without the credential: a proxy URL that has none.
+out["nocred"] = fetch(cfg["allowed_url"], urllib.request.build_opener(urllib.request.ProxyHandler(
+    {"http": "http://%s:%d" % (cfg["gateway"], cfg["proxy_port"])})))
 
 def scan(targets, timeout, batch=180):
     """Non-blocking connects; returns {(host,port): 'open'|'refused'|'timeout'|errname}."""
