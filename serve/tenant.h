@@ -1,8 +1,9 @@
 /*
  * Tenants of `cordon serve`: bearer tokens map to a tenant with its own
  * concurrency limit, queue bound, default net mode, and the net modes and
- * egress policies it may ask for, under one global limit. Only the event loop's thread touches this accounting, so it has no
- * locks; it is pure and unit-tested.
+ * egress policies it may ask for, under one global limit. Only the event
+ * loop's thread touches this accounting, so it has no locks; it is pure
+ * and unit-tested.
  */
 #ifndef CORDON_SERVE_TENANT_H
 #define CORDON_SERVE_TENANT_H
