@@ -80,6 +80,15 @@ run_with_runner(const struct config *c, const struct runner_request *req,
 	return runner_run(c, req, res, err, errlen);
 }
 
+/* tools/list asks the running proxy which policies it has. */
+static int
+policies_with_runner(const struct config *c, cJSON **out, char *err,
+    size_t errlen, void *arg)
+{
+	(void)arg;
+	return runner_egress_policies(c, out, err, errlen);
+}
+
 /* Writes one reply line (or the out-of-memory reply when line is NULL) and
  * frees it. The first write error is kept; later replies are dropped. */
 static void
@@ -355,7 +364,7 @@ cmd_mcp(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mcp_server_opts o = { .run = run_with_runner,
-	    .cancel = &run_cancel };
+	    .policies = policies_with_runner, .cancel = &run_cancel };
 	struct mcp_server *s = NULL;
 	struct transport t;
 	pthread_t th;

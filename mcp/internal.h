@@ -16,6 +16,8 @@ struct mcp_server {
 	const struct config *config;
 	mcp_run_fn run;
 	void *run_arg;
+	mcp_policies_fn policies;	/* NULL: none to list */
+	void *policies_arg;
 	char session[RUNNER_SESSION_MAX + 1];	/* "" for none */
 	char tmp_dir[PATH_MAX];
 	const atomic_int *cancel;
@@ -25,8 +27,10 @@ struct mcp_server {
 
 #define MCP_RUN_CODE_NAME "run_code"
 
-/* The tool's definition for tools/list (caller frees); NULL on ENOMEM. */
-cJSON *mcp_run_code_tool(const struct config *c);
+/* The tool's definition for tools/list (caller frees); its `policy`
+ * property lists the proxy's policies, asked now through s->policies.
+ * NULL on ENOMEM. */
+cJSON *mcp_run_code_tool(const struct mcp_server *s);
 
 /* Runs the tool with the call's arguments (may be NULL when absent) and
  * returns the CallToolResult (caller frees): bad arguments and failed runs

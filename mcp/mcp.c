@@ -218,7 +218,7 @@ method_tools_list(struct mcp_server *s, const cJSON *params,
 		    "Invalid params: unknown cursor");
 	r = cJSON_CreateObject();
 	tools = r != NULL ? cJSON_AddArrayToObject(r, "tools") : NULL;
-	tool = tools != NULL ? mcp_run_code_tool(s->config) : NULL;
+	tool = tools != NULL ? mcp_run_code_tool(s) : NULL;
 	if (tool == NULL || !cJSON_AddItemToArray(tools, tool)) {
 		cJSON_Delete(tool);
 		cJSON_Delete(r);
@@ -529,6 +529,8 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 	s->config = opts->config;
 	s->run = opts->run;
 	s->run_arg = opts->run_arg;
+	s->policies = opts->policies;
+	s->policies_arg = opts->policies_arg;
 	s->cancel = opts->cancel;
 	if (opts->session != NULL)
 		util_strlcpy(s->session, opts->session, sizeof(s->session));

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/config.h"
 #include "runner/runner.h"
 
@@ -38,10 +40,19 @@ typedef int (*mcp_run_fn)(const struct config *c,
     const struct runner_request *req, struct runner_result *res, char *err,
     size_t errlen, void *arg);
 
+/* Lists the egress policies the running proxy has, asked when tools/list
+ * is answered; the contract of runner_egress_policies: 0 and *out a JSON
+ * array of names (caller frees), or a negative errno with the reason in
+ * err. */
+typedef int (*mcp_policies_fn)(const struct config *c, cJSON **out,
+    char *err, size_t errlen, void *arg);
+
 struct mcp_server_opts {
 	const struct config *config;	/* borrowed; must outlive the server */
 	mcp_run_fn run;
 	void *run_arg;
+	mcp_policies_fn policies;	/* NULL: policies are never listed */
+	void *policies_arg;
 	const char *session;		/* NULL or a runner session id; copied */
 	const char *tmp_dir;		/* for staged `files`; NULL: $TMPDIR
 					 * or /tmp; copied */

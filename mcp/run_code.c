@@ -1,9 +1,11 @@
 /*
- * The run_code tool: its definition (input schema), the strict check of a
- * call's arguments (`files` checked by runner/stage.h, as for the
- * service), `files` staged into a fresh temporary directory as --in inputs
- * (removed afterwards), and the CallToolResult that carries the runner's
- * JSON as labelled untrusted data.
+ * The run_code tool: its definition (input schema; the `policy` property
+ * lists the egress proxy's policies as they are when tools/list is
+ * answered), the strict check of a call's arguments (`files` checked by
+ * runner/stage.h, as for the service), `files` staged into a fresh
+ * temporary directory as --in inputs (removed afterwards), and the
+ * CallToolResult that carries the runner's JSON as labelled untrusted
+ * data.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -22,14 +24,103 @@ struct call {
 	const char *code;
 	size_t code_len;
 	enum runner_net net;
+	const char *policy;		/* NULL: the operator's default */
 	int64_t timeout_s;		/* 0: the operator's default */
 	struct stage_file *files;	/* owned (stage_files_free) */
 	size_t nfiles;
 };
 
-cJSON *
-mcp_run_code_tool(const struct config *c)
+/* A JSON array of the valid policy names in names (others are skipped:
+ * the list comes from another process); NULL on ENOMEM. */
+static cJSON *
+policy_enum(const cJSON *names)
 {
+	cJSON *e = cJSON_CreateArray(), *v;
+	const cJSON *n;
+
+	cJSON_ArrayForEach(n, names) {
+		if (e == NULL)
+			break;
+		if (!cJSON_IsString(n) || !config_policy_name_valid(
+		    n->valuestring))
+			continue;
+		if ((v = cJSON_CreateString(n->valuestring)) == NULL ||
+		    !cJSON_AddItemToArray(e, v)) {
+			cJSON_Delete(v);
+			cJSON_Delete(e);
+			e = NULL;
+		}
+	}
+	return e;
+}
+
+/* The `policy` property: {type: string, enum: [the proxy's policies]},
+ * or, when they cannot be listed now, a plain string whose description
+ * says why. NULL on ENOMEM. */
+static cJSON *
+policy_schema(const struct mcp_server *s)
+{
+	const char *dflt = s->config->egress_default_policy;
+	cJSON *names = NULL, *e = NULL, *p = cJSON_CreateObject();
+	char err[256] = "", text[768];
+	char *why;
+	int rc = -ENOSYS;
+
+	if (s->policies == NULL)
+		util_strlcpy(err, "this server cannot ask the egress proxy",
+		    sizeof(err));
+	else
+		rc = s->policies(s->config, &names, err, sizeof(err),
+		    s->policies_arg);
+	if (rc == 0 && (e = policy_enum(names)) == NULL)
+		goto nomem;
+	if (e != NULL && cJSON_GetArraySize(e) == 0) {
+		cJSON_Delete(e);
+		e = NULL;
+		util_strlcpy(err, "the egress proxy has no policies",
+		    sizeof(err));
+	}
+	if (e != NULL) {
+		snprintf(text, sizeof(text), "Egress policy for network "
+		    "'proxy': which of the operator's allowlists the proxy "
+		    "applies to this run (default: '%s'). Not allowed with "
+		    "network 'none'.", dflt);
+	} else {
+		if (err[0] == '\0')
+			util_strlcpy(err, strerror(rc < 0 ? -rc : EIO),
+			    sizeof(err));
+		/* The reason comes from elsewhere: make it valid UTF-8. */
+		if ((why = json_utf8_sanitize(err, strlen(err), NULL)) == NULL)
+			goto nomem;
+		snprintf(text, sizeof(text), "Egress policy for network "
+		    "'proxy': the name of one of the operator's allowlists "
+		    "(default: '%s'). Not allowed with network 'none'. The "
+		    "policies are unavailable now (%s), so they are not "
+		    "listed; a run with network 'proxy' may fail until the "
+		    "egress network is up.", dflt, why);
+		free(why);
+	}
+	if (p == NULL || cJSON_AddStringToObject(p, "type", "string") == NULL)
+		goto nomem;
+	if (e != NULL && !cJSON_AddItemToObject(p, "enum", e))
+		goto nomem;
+	e = NULL;
+	if (cJSON_AddStringToObject(p, "description", text) == NULL)
+		goto nomem;
+	cJSON_Delete(names);
+	return p;
+nomem:
+	cJSON_Delete(names);
+	cJSON_Delete(e);
+	cJSON_Delete(p);
+	return NULL;
+}
+
+cJSON *
+mcp_run_code_tool(const struct mcp_server *s)
+{
+	const struct config *c = s->config;
+	cJSON *tool, *props, *policy;
 	char text[4096];
 	int n;
 
@@ -40,7 +131,8 @@ mcp_run_code_tool(const struct config *c)
 	    "gVisor sandbox: non-root, read-only root filesystem, no "
 	    "credentials, memory, CPU and time limits set by the operator. "
 	    "Offline unless network is 'proxy', which allows HTTP(S) only to "
-	    "hosts on the operator's allowlist, through HTTPS_PROXY. The code "
+	    "hosts on the allowlist named by 'policy' (the operator's default "
+	    "when omitted), through HTTPS_PROXY. The code "
 	    "gets stdin closed; write scratch files under /tmp; files given "
 	    "in 'files' are readable under /in/PATH. The result is JSON data "
 	    "(status: ok, timeout, oom, output_truncated, closed_early or "
@@ -72,7 +164,50 @@ mcp_run_code_tool(const struct config *c)
 	    (unsigned long long)c->limits.in_max_bytes, STAGE_PATH_MAX);
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return NULL;
-	return cJSON_Parse(text);
+	if ((tool = cJSON_Parse(text)) == NULL)
+		return NULL;
+	props = cJSON_GetObjectItem(cJSON_GetObjectItem(tool, "inputSchema"),
+	    "properties");
+	if ((policy = policy_schema(s)) == NULL ||
+	    !cJSON_AddItemToObject(props, "policy", policy)) {
+		cJSON_Delete(policy);
+		cJSON_Delete(tool);
+		return NULL;
+	}
+	return tool;
+}
+
+/* `network` and `policy`: a policy goes with network proxy only. Whether
+ * the proxy has it is the runner's to say. */
+static int
+parse_network(const cJSON *args, struct call *k, char *err, size_t errlen)
+{
+	const char *net;
+	int rc;
+
+	rc = json_get_string(args, "network", &net);
+	if (rc == 0 && strcmp(net, "proxy") == 0)
+		k->net = RUNNER_NET_PROXY;
+	else if (rc != -ENOENT && (rc < 0 || strcmp(net, "none") != 0)) {
+		snprintf(err, errlen, "'network' must be \"none\" or \"proxy\"");
+		return -EINVAL;
+	}
+	rc = json_get_string(args, "policy", &k->policy);
+	if (rc == -ENOENT) {
+		k->policy = NULL;
+		return 0;
+	}
+	if (rc < 0 || !config_policy_name_valid(k->policy)) {
+		snprintf(err, errlen, "'policy' must be a policy name (1-%d of "
+		    "[A-Za-z0-9_-])", CONFIG_POLICY_MAX);
+		return -EINVAL;
+	}
+	if (k->net != RUNNER_NET_PROXY) {
+		snprintf(err, errlen, "'policy' needs network \"proxy\" (this "
+		    "call's network is \"none\")");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* Fills k from the arguments, strictly per the input schema; on success
@@ -82,7 +217,6 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
     char *err, size_t errlen)
 {
 	const cJSON *m;
-	const char *net;
 	int rc;
 
 	memset(k, 0, sizeof(*k));
@@ -93,10 +227,11 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 	cJSON_ArrayForEach(m, args) {
 		if (strcmp(m->string, "code") != 0 &&
 		    strcmp(m->string, "network") != 0 &&
+		    strcmp(m->string, "policy") != 0 &&
 		    strcmp(m->string, "timeout_s") != 0 &&
 		    strcmp(m->string, "files") != 0) {
 			snprintf(err, errlen, "unknown argument (allowed: code, "
-			    "network, timeout_s, files)");
+			    "network, policy, timeout_s, files)");
 			return -EINVAL;
 		}
 	}
@@ -106,13 +241,8 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 		return -EINVAL;
 	}
 	k->code_len = strlen(k->code);
-	rc = json_get_string(args, "network", &net);
-	if (rc == 0 && strcmp(net, "proxy") == 0)
-		k->net = RUNNER_NET_PROXY;
-	else if (rc != -ENOENT && (rc < 0 || strcmp(net, "none") != 0)) {
-		snprintf(err, errlen, "'network' must be \"none\" or \"proxy\"");
-		return -EINVAL;
-	}
+	if ((rc = parse_network(args, k, err, errlen)) < 0)
+		return rc;
 	rc = json_get_int(args, "timeout_s", 1, TIMEOUT_MAX_ARG, &k->timeout_s);
 	if (rc == -EINVAL) {
 		snprintf(err, errlen, "'timeout_s' must be a whole number of "
@@ -213,6 +343,7 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments)
 	req.code = k.code;
 	req.code_len = k.code_len;
 	req.net = k.net;
+	req.policy = k.policy;
 	req.timeout_s = k.timeout_s;
 	for (size_t i = 0; i < st.nin; i++)
 		req.in[i] = st.in[i];

@@ -40,6 +40,10 @@ void serve_reply_json(struct evhttp_request *req, int code,
     const char *reason, const cJSON *o);
 void serve_reply_error(struct evhttp_request *req, int code,
     const char *reason, const char *why);
+/* The HTTP status (and *reason) for a failed run's negative errno:
+ * 400 for -EINVAL (staging's or the runner's refusal of the request),
+ * 503 when the sandbox cannot run now, else 500. */
+int serve_reply_status(int rc, const char **reason);
 
 /* queue.c: admitted runs, each on a detached worker thread, and the
  * kill-all sweep. Loop thread only. The owner sets the fields marked so;

@@ -88,6 +88,8 @@ serve_metrics_render(const struct serve_metrics *m)
 	    NULL }, m->unavailable);
 	prom_sample_u64(&p, refused, (const char *[]){ "reason", "bad_request",
 	    NULL }, m->bad_requests);
+	prom_sample_u64(&p, refused, (const char *[]){ "reason", "forbidden",
+	    NULL }, m->forbidden);
 	render_latency_and_pool(&p, m);
 	text = p.error == 0 ? cbuf_steal(b, NULL) : NULL;
 	cbuf_free(b);

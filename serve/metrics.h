@@ -19,6 +19,8 @@ struct serve_metrics {
 	uint64_t rejected;		/* 429 */
 	uint64_t unavailable;		/* 503 */
 	uint64_t bad_requests;		/* 400, 401, 404, 405, 413 */
+	uint64_t forbidden;		/* 403: a net or policy the tenant
+					 * may not use */
 	uint64_t hist[SERVE_METRICS_BUCKETS + 1];	/* cumulative at render */
 	uint64_t count;
 	double sum_s;

@@ -174,6 +174,8 @@ job_thread(void *arg)
 		rq.code = j->parsed.code;
 		rq.code_len = j->parsed.code_len;
 		rq.net = j->parsed.net;
+		rq.policy = j->parsed.policy[0] != '\0' ? j->parsed.policy :
+		    NULL;
 		rq.timeout_s = j->parsed.timeout_s;
 		rq.max_output = j->parsed.max_output;
 		for (size_t i = 0; i < st.nin; i++)
@@ -190,22 +192,6 @@ job_thread(void *arg)
 	stage_dir_cleanup(&st);
 	event_active(j->done_ev, 0, 0);
 	return NULL;
-}
-
-static int
-http_status(int rc, const char **reason)
-{
-	switch (rc) {
-	case -EINVAL:
-		*reason = "Bad Request";
-		return 400;
-	case -EPERM: case -ESTALE: case -ENOENT: case -ENETDOWN:
-	case -EHOSTUNREACH: case -ECONNREFUSED:
-		*reason = "Service Unavailable";
-		return 503;
-	}
-	*reason = "Internal Server Error";
-	return 500;
 }
 
 static void
@@ -227,7 +213,7 @@ job_reply(struct serve_queue *q, struct serve_job *j)
 		cJSON_Delete(o);
 		return;
 	}
-	code = http_status(j->rc, &reason);
+	code = serve_reply_status(j->rc, &reason);
 	if (code == 503)
 		q->metrics->unavailable++;
 	serve_reply_error(j->req, code, reason, j->err[0] != '\0' ? j->err :

@@ -6,6 +6,7 @@
  */
 #include "serve/internal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,4 +64,22 @@ serve_reply_error(struct evhttp_request *req, int code, const char *reason,
 	}
 	serve_reply_json(req, code, reason, o);
 	cJSON_Delete(o);
+}
+
+int
+serve_reply_status(int rc, const char **reason)
+{
+	switch (rc) {
+	case -EINVAL:
+		/* The request's fault, found by the runner: e.g. a policy
+		 * the proxy does not have. */
+		*reason = "Bad Request";
+		return 400;
+	case -EPERM: case -ESTALE: case -ENOENT: case -ENETDOWN:
+	case -EHOSTUNREACH: case -ECONNREFUSED:
+		*reason = "Service Unavailable";
+		return 503;
+	}
+	*reason = "Internal Server Error";
+	return 500;
 }

@@ -16,7 +16,7 @@
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
 static const char *const allowed_keys[] = {
-	"code", "lang", "net", "timeout_s", "max_output", "files",
+	"code", "lang", "net", "policy", "timeout_s", "max_output", "files",
 };
 
 void
@@ -32,6 +32,33 @@ bad(char *err, size_t errlen, int rc, const char *why)
 {
 	snprintf(err, errlen, "%s", why);
 	return rc;
+}
+
+/* `net` and `policy`; whether they go together, and whether the tenant
+ * may use them, is serve_tenant_check's. */
+static int
+parse_net(const cJSON *root, struct serve_req *r, char *err, size_t errlen)
+{
+	const char *s;
+	int rc;
+
+	rc = json_get_string(root, "net", &s);
+	if (rc == 0 && (strcmp(s, "none") == 0 || strcmp(s, "proxy") == 0)) {
+		r->has_net = true;
+		r->net = s[0] == 'p' ? RUNNER_NET_PROXY : RUNNER_NET_NONE;
+	} else if (rc != -ENOENT) {
+		return bad(err, errlen, -EINVAL,
+		    "'net' must be \"none\" or \"proxy\"");
+	}
+	rc = json_get_string(root, "policy", &s);
+	if (rc == 0 && config_policy_name_valid(s)) {
+		util_strlcpy(r->policy, s, sizeof(r->policy));
+	} else if (rc != -ENOENT) {
+		snprintf(err, errlen, "'policy' must be a policy name (1-%d of "
+		    "[A-Za-z0-9_-])", CONFIG_POLICY_MAX);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int
@@ -53,8 +80,8 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 			known = known || strcmp(m->string, allowed_keys[i]) == 0;
 		if (!known) {
 			snprintf(err, errlen, "unknown field '%.64s' (allowed: "
-			    "code, lang, net, timeout_s, max_output, files)",
-			    m->string);
+			    "code, lang, net, policy, timeout_s, max_output, "
+			    "files)", m->string);
 			return -EINVAL;
 		}
 	}
@@ -69,14 +96,8 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 	rc = json_get_string(root, "lang", &s);
 	if (rc == -EINVAL || (rc == 0 && strcmp(s, "python") != 0))
 		return bad(err, errlen, -EINVAL, "'lang' must be \"python\"");
-	rc = json_get_string(root, "net", &s);
-	if (rc == 0 && (strcmp(s, "none") == 0 || strcmp(s, "proxy") == 0)) {
-		r->has_net = true;
-		r->net = s[0] == 'p' ? RUNNER_NET_PROXY : RUNNER_NET_NONE;
-	} else if (rc != -ENOENT) {
-		return bad(err, errlen, -EINVAL,
-		    "'net' must be \"none\" or \"proxy\"");
-	}
+	if ((rc = parse_net(root, r, err, errlen)) < 0)
+		return rc;
 	rc = json_get_int(root, "timeout_s", 1, TIMEOUT_MAX_ARG, &v);
 	if (rc == -EINVAL)
 		return bad(err, errlen, -EINVAL, "'timeout_s' must be a whole "

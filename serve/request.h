@@ -1,9 +1,10 @@
 /*
  * The body of `POST /v1/runs`: strict parsing of the JSON request (unknown
  * fields, wrong types, bad base64 and unsafe paths are refused; `files`
- * is checked by runner/stage.h, as for MCP), and the staging of its
- * `files` into a private temporary directory as --in inputs. Parsing is
- * pure; staging is the only part that touches the filesystem.
+ * is checked by runner/stage.h, as for MCP; `policy` must be a policy
+ * name, whether the tenant may use it is serve_tenant_check's), and the
+ * staging of its `files` into a private temporary directory as --in inputs.
+ * Parsing is pure; staging is the only part that touches the filesystem.
  */
 #ifndef CORDON_SERVE_REQUEST_H
 #define CORDON_SERVE_REQUEST_H
@@ -23,6 +24,7 @@ struct serve_req {
 	size_t code_len;
 	bool has_net;			/* false: the tenant's default */
 	enum runner_net net;
+	char policy[CONFIG_POLICY_MAX + 1];	/* "": egress_default_policy */
 	int64_t timeout_s;		/* 0: the config default */
 	uint64_t max_output;		/* 0: the config default */
 	struct stage_file *files;	/* decoded (stage_files_parse) */

@@ -79,6 +79,19 @@ route_run(struct serve_server *s, struct evhttp_request *req, size_t tenant)
 	}
 	if (!r.has_net)
 		r.net = s->tenants.t[tenant].net;
+	/* Before the run is queued: a refused run never reaches docker. */
+	rc = serve_tenant_check(s->c, s->tenants.t[tenant].conf, r.net,
+	    r.policy, err, sizeof(err));
+	if (rc < 0) {
+		if (rc == -EPERM)
+			s->metrics.forbidden++;
+		else
+			s->metrics.bad_requests++;
+		serve_reply_error(req, rc == -EPERM ? 403 : 400, rc == -EPERM ?
+		    "Forbidden" : "Bad Request", err);
+		serve_req_cleanup(&r);
+		return;
+	}
 	rc = serve_queue_submit(&s->queue, req, tenant, t0_ms, &r);
 	if (rc == -EAGAIN)
 		reply_over_limit(s, req, tenant);

@@ -5,6 +5,7 @@
 #include "serve/tenant.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -31,6 +32,7 @@ serve_tenants_init(struct serve_tenants *ts, const struct config *c)
 		t->max_queue = ct->max_queue >= 0 ? ct->max_queue : s->queue_max;
 		t->net = strcmp(ct->net, "proxy") == 0 ? RUNNER_NET_PROXY :
 		    RUNNER_NET_NONE;
+		t->conf = ct;
 	}
 	ts->n = s->ntenants + 1;
 }
@@ -64,6 +66,62 @@ serve_tenants_lookup(const struct serve_tenants *ts, const char *authz,
 		if (token_equal(tok, strlen(tok), ts->t[i].token))
 			found = (int)i;
 	return found;
+}
+
+/* Appends ", name" (or "name" first) to buf; a name that would not fit,
+ * with room left for the ellipsis, ends the list with "...". */
+static void
+list_add(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(buf);
+
+	if (n >= 3 && strcmp(buf + n - 3, "...") == 0)
+		return;
+	if (n + 2 + strlen(name) + 5 < len)
+		snprintf(buf + n, len - n, "%s%s", n > 0 ? ", " : "", name);
+	else
+		snprintf(buf + n, len - n, "%s...", n > 0 ? ", " : "");
+}
+
+int
+serve_tenant_check(const struct config *c, const struct config_tenant *t,
+    enum runner_net net, const char *policy, char *err, size_t errlen)
+{
+	const char *netname = net == RUNNER_NET_PROXY ? "proxy" : "none";
+	char list[300] = "";	/* fits a 512-byte err with the rest */
+
+	if (policy != NULL && policy[0] == '\0')
+		policy = NULL;
+	if (policy != NULL && net != RUNNER_NET_PROXY) {
+		snprintf(err, errlen, "'policy' applies only to net \"proxy\" "
+		    "(this run's net is \"none\")");
+		return -EINVAL;
+	}
+	if (t == NULL)
+		return 0;
+	if (!config_tenant_allows_net(t, netname)) {
+		if (t->nets & CONFIG_NET_NONE)
+			list_add(list, sizeof(list), "\"none\"");
+		if (t->nets & CONFIG_NET_PROXY)
+			list_add(list, sizeof(list), "\"proxy\"");
+		snprintf(err, errlen, "tenant '%s' may not use net \"%s\" (its "
+		    "nets: %s)", t->name, netname, list);
+		return -EPERM;
+	}
+	if (net != RUNNER_NET_PROXY)
+		return 0;
+	if (policy == NULL)
+		policy = c->egress_default_policy;
+	if (config_tenant_allows_policy(c, t, policy))
+		return 0;
+	if (!t->policies_set)
+		list_add(list, sizeof(list), c->egress_default_policy);
+	for (size_t i = 0; i < t->npolicies; i++)
+		list_add(list, sizeof(list), t->policies[i]);
+	snprintf(err, errlen, "tenant '%s' may not use egress policy '%s' "
+	    "(its policies: %s)", t->name, policy, list[0] != '\0' ? list :
+	    "none at all");
+	return -EPERM;
 }
 
 bool

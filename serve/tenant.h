@@ -1,8 +1,9 @@
 /*
  * Tenants of `cordon serve`: bearer tokens map to a tenant with its own
- * concurrency limit, queue bound and default net mode, under one global
- * limit. Only the event loop's thread touches this accounting, so it has no
- * locks; it is pure and unit-tested.
+ * concurrency limit, queue bound, default net mode, and the net modes and
+ * egress policies it may ask for, under one global limit. Only the event
+ * loop's thread touches this accounting, so it has no locks; it is pure
+ * and unit-tested.
  */
 #ifndef CORDON_SERVE_TENANT_H
 #define CORDON_SERVE_TENANT_H
@@ -22,6 +23,9 @@ struct serve_tenant {
 	int64_t max_concurrent;
 	int64_t max_queue;
 	enum runner_net net;
+	/* Its entry in the config (borrowed: the config outlives the
+	 * service); NULL for the local tenant. */
+	const struct config_tenant *conf;
 	int64_t active;			/* runs started and not finished */
 	int64_t queued;			/* runs waiting for a slot */
 };
@@ -45,6 +49,15 @@ void serve_tenants_init(struct serve_tenants *ts, const struct config *c);
  * Returns the index, or -EACCES (missing, malformed or unknown token). */
 int serve_tenants_lookup(const struct serve_tenants *ts, const char *authz,
     bool tcp);
+
+/* Whether a run of tenant t (NULL: the local tenant, the host's operator,
+ * who may use any net and any policy) may use net and policy (NULL or "":
+ * none named). 0; -EINVAL (answer 400) when a policy is named for net
+ * none; -EPERM (answer 403) when the tenant may not use the net, or, in
+ * proxy mode, the policy (c->egress_default_policy when none is named).
+ * The reason is in err, naming what the tenant may use. Pure. */
+int serve_tenant_check(const struct config *c, const struct config_tenant *t,
+    enum runner_net net, const char *policy, char *err, size_t errlen);
 
 /* Decides a new run of tenant i: RUN (counted active now), QUEUE (counted
  * queued now; nobody of that tenant jumps the queue), or REJECT. */

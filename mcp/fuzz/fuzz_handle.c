@@ -2,8 +2,11 @@
  * libFuzzer target for the MCP handler: any bytes as one message must give
  * no reply or exactly one line of valid JSON-RPC, never a crash; the same
  * bytes through mcp_classify and as the prefix of an oversized message.
- * The runner is a fake, so tools/call with valid arguments is exercised too.
+ * The runner is a fake, so tools/call with valid arguments is exercised too;
+ * so is the policy source: by the input's length, tools/list gets a list
+ * (with names that must be left out) or a failure.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,20 @@ fake_run(const struct config *c, const struct runner_request *req,
 	res->out = strndup(req->code, req->code_len);
 	res->out_len = res->out != NULL ? strlen(res->out) : 0;
 	return 0;
+}
+
+static int
+fake_policies(const struct config *c, cJSON **out, char *err, size_t errlen,
+    void *arg)
+{
+	(void)c;
+	if (*(const size_t *)arg % 2) {
+		util_strlcpy(err, "egress network not up \xff", errlen);
+		*out = NULL;
+		return -ENETDOWN;
+	}
+	*out = cJSON_Parse("[\"default\",\"pypi\",\"../x\",1]");
+	return *out != NULL ? 0 : -ENOMEM;
 }
 
 static void
@@ -61,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct config c;
 	static int ready;
 	struct mcp_server_opts o = { .config = &c, .run = fake_run,
-	    .tmp_dir = tmp };
+	    .policies = fake_policies, .policies_arg = &size, .tmp_dir = tmp };
 	struct mcp_server *s;
 	char *reply = NULL, id[64];
 

@@ -1,8 +1,10 @@
 /*
  * libFuzzer target for `POST /v1/runs` bodies: any bytes must parse or be
  * refused (-EINVAL/-EFBIG) with a reason, never crash or leak; an accepted
- * body has safe paths and stays within the configured caps. The same bytes
- * also go through the strict base64 decoder.
+ * body has safe paths and stays within the configured caps, and its net and
+ * policy go through the tenant check (0, 400 or 403 with a reason) for a
+ * tenant with proxy and one policy. The same bytes also go through the
+ * strict base64 decoder.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -12,8 +14,29 @@
 #include "common/config.h"
 #include "runner/stage.h"
 #include "serve/request.h"
+#include "serve/tenant.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The tenant rules must answer any parsed request with 0 or a reason. */
+static void
+check_tenant(const struct config *c, const struct serve_req *r)
+{
+	enum runner_net net = r->has_net ? r->net : RUNNER_NET_PROXY;
+	char err[512] = "";
+	int rc;
+
+	if (!config_policy_name_valid(r->policy) && r->policy[0] != '\0')
+		abort();
+	for (int i = -1; i < (int)c->serve.ntenants; i++) {
+		err[0] = '\0';
+		rc = serve_tenant_check(c, i < 0 ? NULL : &c->serve.tenants[i],
+		    net, r->policy, err, sizeof(err));
+		if ((rc != 0 && rc != -EINVAL && rc != -EPERM) ||
+		    (rc != 0) != (err[0] != '\0'))
+			abort();
+	}
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,7 +50,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	if (!ready) {
-		config_defaults(&c);
+		static const char tenants[] = "{\"serve\":{\"tenants\":["
+		    "{\"name\":\"p\",\"token\":\"pppppppppppppppp\",\"nets\":"
+		    "[\"proxy\",\"none\"],\"policies\":[\"pypi\"]},"
+		    "{\"name\":\"n\",\"token\":\"nnnnnnnnnnnnnnnn\"}]}}";
+
+		if (config_parse(&c, tenants, sizeof(tenants) - 1, "fuzz", err,
+		    sizeof(err)) != 0)
+			abort();
 		c.serve.body_max_bytes = 1 << 16;
 		c.limits.in_max_bytes = 4096;
 		c.limits.in_max_files = 8;
@@ -44,6 +74,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (total > 4096)
 			abort();
+		check_tenant(&c, &r);
 		serve_req_cleanup(&r);
 	} else if ((rc != -EINVAL && rc != -EFBIG && rc != -ENOMEM) ||
 	    err[0] == '\0' || r.code != NULL) {

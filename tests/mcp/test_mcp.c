@@ -394,8 +394,10 @@ test_tools_list_schema(void **state)
 	assert_int_equal(cJSON_GetArraySize(req), 1);
 	assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "code");
 	props = cJSON_GetObjectItem(schema, "properties");
-	assert_int_equal(cJSON_GetArraySize(props), 4);
+	assert_int_equal(cJSON_GetArraySize(props), 5);
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
+	/* Its enum or its absence: tests/mcp/test_policy.c. */
+	assert_non_null(cJSON_GetObjectItem(props, "policy"));
 	assert_non_null(cJSON_GetObjectItem(props, "timeout_s"));
 	assert_non_null(cJSON_GetObjectItem(props, "files"));
 	net = cJSON_GetObjectItem(props, "network");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of `cordon serve` with real dockerd + runsc, over its unix
 # socket with curl: a run, two tenants with different limits (429 with
-# Retry-After), malformed requests, the TCP listener's tokens, kill-all with
+# Retry-After), malformed requests, nets and egress policies a tenant may
+# not use (403 before any container starts), the TCP listener's tokens, kill-all with
 # a run in flight, SIGTERM with a run in flight. Fails (never skips) when
 # Docker, the runtime, the image or curl is missing, unless CORDON_E2E=skip.
 #
@@ -23,8 +24,12 @@ cat >"$tmp/cordon.json" <<JSON
  "serve": {"global_limit": 4, "queue_max": 4, "body_max": "64k",
   "tenants": [
    {"name": "a", "token": "aaaaaaaaaaaaaaaa", "max_concurrent": 1, "max_queue": 0},
-   {"name": "b", "token": "bbbbbbbbbbbbbbbb", "max_concurrent": 2}]}}
+   {"name": "b", "token": "bbbbbbbbbbbbbbbb", "max_concurrent": 2},
+   {"name": "c", "token": "cccccccccccccccc", "nets": ["none"]},
+   {"name": "d", "token": "dddddddddddddddd", "nets": ["none", "proxy"], "policies": ["pypi"]}]}}
 JSON
+C='Authorization: Bearer cccccccccccccccc'
+D='Authorization: Bearer dddddddddddddddd'
 
 wait_container() {
 	for _ in $(seq 100); do [ -n "$(containers)" ] && return 0; sleep 0.1; done
@@ -99,6 +104,38 @@ code=$(run "$tmp/r3" '{"code":"print(1)"}')
 [ "$code" = 200 ] || fail "a run after malformed requests: HTTP $code"
 echo "ok - malformed requests refused, service still serving"
 
+# Nets and egress policies: refused with 403 (400 for a policy with net
+# none) and a JSON error before the run is queued, so no container starts
+# and nothing reaches the audit log. None of these touches the egress
+# network.
+n_ctr=$("$docker" ps -aq --filter label=cordon=1 | wc -l)
+n_audit=$(wc -l <"$tmp/audit.log")
+forbid() {
+	local want=$1 body=$2 hdr=$3 says=$4
+	check "$want" "$(run "$tmp/m" "$body" -H "$hdr")" "tenant rules: $body"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (list(d) == ["error"] and sys.argv[2] in d["error"]))' \
+		"$tmp/m" "$says" || fail "tenant rules: $body: $(cat "$tmp/m"), want an error saying: $says"
+}
+forbid 403 '{"code":"print(1)","net":"proxy"}' "$C" "tenant 'c' may not use net \"proxy\" (its nets: \"none\")"
+forbid 403 '{"code":"print(1)","net":"proxy","policy":"pypi"}' "$C" "may not use net \"proxy\""
+forbid 403 '{"code":"print(1)","net":"proxy"}' "$A" "tenant 'a' may not use net \"proxy\""
+forbid 403 '{"code":"print(1)","net":"proxy","policy":"github"}' "$D" "tenant 'd' may not use egress policy 'github' (its policies: pypi)"
+forbid 403 '{"code":"print(1)","net":"proxy"}' "$D" "may not use egress policy 'default' (its policies: pypi)"
+forbid 400 '{"code":"print(1)","net":"none","policy":"pypi"}' "$D" "'policy' applies only to net \"proxy\""
+forbid 400 '{"code":"print(1)","policy":"pypi"}' "$C" "'policy' applies only to net \"proxy\""
+forbid 400 '{"code":"print(1)","net":"proxy","policy":"../pypi"}' "$D" "'policy' must be a policy name"
+forbid 400 '{"code":"print(1)","net":"proxy","policy":7}' "$D" "'policy' must be a policy name"
+[ "$("$docker" ps -aq --filter label=cordon=1 | wc -l)" = "$n_ctr" ] ||
+	fail "a refused run started a container: $("$docker" ps -a --filter label=cordon=1)"
+[ "$(wc -l <"$tmp/audit.log")" = "$n_audit" ] || fail "a refused run reached the audit log: $(tail -n 3 "$tmp/audit.log")"
+req "$tmp/metrics" http://cordon/metrics >/dev/null
+grep -q '^cordon_requests_refused_total{reason="forbidden"} 5$' "$tmp/metrics" ||
+	fail "metrics: $(grep refused "$tmp/metrics")"
+# The same tenant's allowed net still runs.
+code=$(run "$tmp/r5" '{"code":"print(7)","net":"none"}' -H "$C")
+[ "$code" = 200 ] && [ "$(jget "$tmp/r5" stdout)" = 7 ] || fail "tenant c, net none: HTTP $code: $(cat "$tmp/r5")"
+echo "ok - nets and policies a tenant may not use: 403/400 with a JSON error, no container, no audit line"
+
 # 3. Two tenants: a (1 at a time, no queue) gets 429 on its second
 # concurrent run while b's two runs proceed.
 run "$tmp/a1" '{"code":"import time; time.sleep(8); print(\"a1\")","timeout_s":60}' -H "$A" >"$tmp/a1.code" &
@@ -126,8 +163,8 @@ wait $bg_a1
 req "$tmp/metrics" http://cordon/metrics >/dev/null
 grep -q '^cordon_requests_refused_total{reason="over_limit"} 1$' "$tmp/metrics" ||
 	fail "metrics: $(cat "$tmp/metrics")"
-grep -q '^cordon_runs_total{status="ok"} 7$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
-grep -q '^cordon_run_latency_seconds_count 7$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
+grep -q '^cordon_runs_total{status="ok"} 8$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
+grep -q '^cordon_run_latency_seconds_count 8$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
 grep -q '^cordon_queue_depth 0$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
 [ "$(grep -c '"session":"b"' "$tmp/audit.log")" = 3 ] && grep -q '"session":"a"' "$tmp/audit.log" ||
 	fail "the audit log does not name the tenants: $(cat "$tmp/audit.log")"

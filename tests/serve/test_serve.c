@@ -63,12 +63,14 @@ test_req_ok(void **state)
 	assert_int_equal(r.files[0].len, 3);
 	assert_memory_equal(r.files[0].data, "\0\1\2", 3);
 	assert_int_equal(r.files[1].len, 0);
+	assert_string_equal(r.policy, "");
 	serve_req_cleanup(&r);
 
 	b = "{\"code\":\"\"}";
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
 	    sizeof(err)), 0);
 	assert_false(r.has_net);
+	assert_string_equal(r.policy, "");
 	assert_int_equal(r.timeout_s, 0);
 	assert_int_equal(r.nfiles, 0);
 	serve_req_cleanup(&r);
@@ -85,10 +87,10 @@ test_req_bad(void **state)
 		{ "{}", -EINVAL, "missing field 'code'" },
 		{ "{\"code\":1}", -EINVAL, "'code' must be a string" },
 		{ "{\"code\":\"x\",\"Code\":\"y\"}", -EINVAL, "unknown field 'Code' "
-		  "(allowed: code, lang, net, timeout_s, max_output, files)" },
+		  "(allowed: code, lang, net, policy, timeout_s, max_output, files)" },
 		{ "{\"code\":\"x\",\"skip_probe_check\":true}", -EINVAL,
 		  "unknown field 'skip_probe_check' (allowed: code, lang, net, "
-		  "timeout_s, max_output, files)" },
+		  "policy, timeout_s, max_output, files)" },
 		{ "{\"code\":\"x\",\"lang\":\"js\"}", -EINVAL, "'lang' must be \"python\"" },
 		{ "{\"code\":\"x\",\"lang\":null}", -EINVAL, "'lang' must be \"python\"" },
 		{ "{\"code\":\"x\",\"net\":\"host\"}", -EINVAL,
@@ -272,6 +274,7 @@ test_metrics(void **state)
 	serve_metrics_observe(&m, RUNNER_TIMEOUT, 10000);
 	serve_metrics_observe(&m, SERVE_STATUS_ERROR, 400000);
 	serve_metrics_observe(&m, 99, 1);
+	m.forbidden = 3;
 	t = serve_metrics_render(&m);
 	assert_non_null(t);
 	assert_non_null(strstr(t, "# TYPE cordon_runs_total counter\n"));
@@ -286,6 +289,8 @@ test_metrics(void **state)
 	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_bucket{le=\"+Inf\"} 5\n"));
 	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_count 5\n"));
 	assert_non_null(strstr(t, "\ncordon_run_latency_seconds_sum 411.001\n"));
+	assert_non_null(strstr(t, "\ncordon_requests_refused_total"
+	    "{reason=\"forbidden\"} 3\n"));
 	assert_non_null(strstr(t, "\ncordon_queue_depth 2\n"));
 	assert_non_null(strstr(t, "\ncordon_active_runs 1\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_size 0\n"));

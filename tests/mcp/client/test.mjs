@@ -112,14 +112,27 @@ const { tools } = await client.listTools();
 check(tools.length === 1 && tools[0].name === 'run_code', 'tools/list has run_code only',
   tools.map((t) => t.name));
 const schema = tools[0].inputSchema;
+let r0, r;
 check(schema.additionalProperties === false &&
   JSON.stringify(Object.keys(schema.properties).sort()) ===
-  JSON.stringify(['code', 'files', 'network', 'timeout_s']) &&
+  JSON.stringify(['code', 'files', 'network', 'policy', 'timeout_s']) &&
   JSON.stringify(schema.required) === '["code"]',
-  'the input schema is code/network/timeout_s/files, additionalProperties false', schema);
+  'the input schema is code/network/policy/timeout_s/files, additionalProperties false', schema);
+// policy: the proxy's policies as an enum, or a plain string saying why
+// they cannot be listed (egress network down, or not implemented yet).
+const pol = schema.properties.policy;
+check(pol.type === 'string' && pol.default === undefined &&
+  (Array.isArray(pol.enum) ? pol.enum.length > 0 &&
+    pol.enum.every((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n)) :
+    pol.description.includes('unavailable now (')),
+  'policy is an enum of policy names or says why they are unavailable', pol);
+r0 = await client.callTool({ name: 'run_code',
+  arguments: { code: 'print(1)', network: 'none', policy: 'pypi' } });
+check(r0.isError === true && r0.content[0].text.includes('needs network "proxy"'),
+  'policy with network none is an error result', r0);
 
 // The real thing: print(6*7) offline in gVisor.
-let r = await client.callTool({ name: 'run_code', arguments: { code: 'print(6*7)' } });
+r = await client.callTool({ name: 'run_code', arguments: { code: 'print(6*7)' } });
 check(r.isError === false, 'run_code print(6*7) is not an error', r);
 let d = runData(r);
 check(d.status === 'ok' && d.exit_code === 0, 'status ok, exit 0', d);
