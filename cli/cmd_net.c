@@ -212,18 +212,19 @@ static int
 net_seal(const struct config *c, int argc, char **argv)
 {
 	struct netsetup_endpoint ep;
-	char err[1024];
+	char err[1024], addr[NETSETUP_ADDR_MAX];
 
 	if (argc != 2) {
 		net_usage(stderr);
 		return 2;
 	}
 	if (netsetup_ready(c, &ep, err, sizeof(err)) < 0 ||
-	    netsetup_sandbox_seal(c, &ep, argv[1], err, sizeof(err)) < 0) {
+	    netsetup_sandbox_seal(c, &ep, argv[1], addr, err,
+	    sizeof(err)) < 0) {
 		fprintf(stderr, "cordon net seal: %s\n", err);
 		return 1;
 	}
-	printf("sealed %s\n", argv[1]);
+	printf("sealed %s (address %s)\n", argv[1], addr);
 	return 0;
 }
 

@@ -56,6 +56,8 @@ struct pool_entry {
 	uint64_t memory;
 	double cpus;
 	struct netsetup_endpoint ep;	/* egress: the proxy it was sealed to */
+	char addr[NETSETUP_ADDR_MAX];	/* egress: its address there, learned
+					 * by the seal; a run registers it */
 };
 
 /* Starts the refill thread. 0 and *out, or a negative errno with a
