@@ -402,7 +402,8 @@ test_create_argv(void **state)
 static void
 test_run_args(void **state)
 {
-	struct netsetup_endpoint ep = { "10.213.0.1", 3128 };
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1",
+	    .port = 3128 };
 	struct netsetup_run_args ra;
 	struct config c;
 
@@ -422,10 +423,12 @@ test_run_args(void **state)
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), -EINVAL);
 	assert_int_equal(ra.argc, 0);
 	assert_null(ra.network);
-	ep = (struct netsetup_endpoint){ "not-an-ip", 3128 };
+	ep = (struct netsetup_endpoint){ .gateway = "not-an-ip",
+	    .port = 3128 };
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), -EINVAL);
 	assert_int_equal(netsetup_run_args(&c, NULL, &ra), -EINVAL);
-	ep = (struct netsetup_endpoint){ "10.213.0.1", 3128 };
+	ep = (struct netsetup_endpoint){ .gateway = "10.213.0.1",
+	    .port = 3128 };
 	strcpy(c.runtime_egress, "--privileged");
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), -EINVAL);
 }
@@ -433,7 +436,8 @@ test_run_args(void **state)
 static void
 test_seal_rules(void **state)
 {
-	struct netsetup_endpoint ep = { "10.213.0.1", 3128 };
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1",
+	    .port = 3128 };
 	char buf[512];
 
 	(void)state;
@@ -550,7 +554,7 @@ test_proxy_argv(void **state)
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
 	    "/usr/lib/cordon/cordon-proxy", extra, 2 };
 	struct netsetup_params p;
-	char want[512], *text;
+	char want[1024], *text;
 	cJSON *a = NULL;
 	long n;
 	int rc, u;
