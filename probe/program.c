@@ -131,8 +131,16 @@ static const char *const probe_py_body[] = {
 	"        return None\n",
 	"    host, port = PROXY.rsplit(':', 1)\n",
 	"    s = socket.create_connection((host.split('//')[-1], int(port)), timeout=5)\n",
+	/* The run's credential (the runner's prelude put it there): without
+	 * it the proxy answers 407 before any allowlist decision. */
+	"    u = os.environ.get('HTTPS_PROXY', '').split('//')[-1]\n",
+	"    auth = b''\n",
+	"    if '@' in u:\n",
+	"        import base64\n",
+	"        auth = (b'Proxy-Authorization: Basic ' +\n",
+	"                base64.b64encode(u.rsplit('@', 1)[0].encode()) + b'\\r\\n')\n",
 	"    s.sendall(b'CONNECT cordon-probe-denied.invalid:443 HTTP/1.1\\r\\n'\n",
-	"              b'Host: cordon-probe-denied.invalid:443\\r\\n\\r\\n')\n",
+	"              b'Host: cordon-probe-denied.invalid:443\\r\\n' + auth + b'\\r\\n')\n",
 	"    line = s.recv(256).split(b'\\r\\n')[0].decode('ascii', 'replace')\n",
 	"    s.close()\n",
 	"    return line\n",
