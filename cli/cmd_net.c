@@ -1,5 +1,5 @@
 /*
- * `cordon net up|down|status` (and the helpers `seal CONTAINER` and
+ * `cordon net up|down|status|reload` (and the helpers `seal CONTAINER` and
  * `run-args`, which expose exactly what the runner uses for --net proxy).
  * Finds cordon-proxy beside the cordon executable and the shipped default
  * allowlist, then calls the netsetup library.
@@ -7,15 +7,22 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "allowlist/allowlist.h"
 #include "common/config.h"
 #include "common/json.h"
 #include "netsetup/netsetup.h"
+#include "runner/runner.h"
 #include "cli/cmd.h"
+
+/* After the SIGHUP, before asking for the policies: the proxy handles the
+ * signal in its event loop, which may serve the control request first. */
+#define RELOAD_SETTLE_MS 300
 
 #define MAX_PROXY_ARGS 32
 
@@ -27,6 +34,8 @@ net_usage(FILE *f)
 	    "[--proxy-arg ARG]...\n"
 	    "       cordon net down\n"
 	    "       cordon net status\n"
+	    "       cordon net reload           (check the allowlist, then "
+	    "make the proxy load it)\n"
 	    "       cordon net seal CONTAINER   (seal a running proxy-mode "
 	    "container)\n"
 	    "       cordon net run-args         (docker run options for "
@@ -208,22 +217,86 @@ net_status(const struct config *c)
 	return ok ? 0 : 1;
 }
 
+/* Loads the allowlist as the proxy would, printing every diagnostic;
+ * 0 when it has no errors. */
+static int
+reload_check(const char *path)
+{
+	struct allowlist_diag diag;
+	struct allowlist_set *set = NULL;
+	int rc;
+
+	allowlist_diag_init(&diag);
+	rc = allowlist_set_load(path, &set, &diag);
+	for (size_t i = 0; i < diag.count; i++)
+		fprintf(stderr, "%s\n", diag.items[i].text);
+	if (diag.dropped > 0)
+		fprintf(stderr, "... and %zu more\n", diag.dropped);
+	if (rc < 0)
+		fprintf(stderr, "cordon net reload: %s: %zu error%s; the proxy "
+		    "keeps the allowlist it has\n", path, diag.errors,
+		    diag.errors == 1 ? "" : "s");
+	allowlist_diag_cleanup(&diag);
+	allowlist_set_free(set);
+	return rc;
+}
+
+static int
+net_reload(const struct config *c)
+{
+	struct netsetup_params p;
+	char path[PATH_MAX], err[1024];
+	const cJSON *n;
+	cJSON *list = NULL;
+
+	if (netsetup_params_load(&p, c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net reload: %s\n", err);
+		return 1;
+	}
+	if (netsetup_proxy_allowlist(&p, path, sizeof(path)) < 0) {
+		fprintf(stderr, "cordon net reload: no proxy started by 'cordon "
+		    "net up' is recorded in %s; run 'cordon net up'\n",
+		    p.state_dir);
+		return 1;
+	}
+	if (reload_check(path) < 0)
+		return 1;
+	if (netsetup_proxy_reload(&p, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net reload: %s\n", err);
+		return 1;
+	}
+	(void)poll(NULL, 0, RELOAD_SETTLE_MS);
+	if (runner_egress_policies(c, &list, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net reload: signalled the proxy, but "
+		    "cannot list its policies: %s\n", err);
+		return 1;
+	}
+	printf("reloaded %s; policies:", path);
+	cJSON_ArrayForEach(n, list)
+		if (cJSON_IsString(n))
+			printf(" %s", n->valuestring);
+	printf("\n");
+	cJSON_Delete(list);
+	return 0;
+}
+
 static int
 net_seal(const struct config *c, int argc, char **argv)
 {
 	struct netsetup_endpoint ep;
-	char err[1024];
+	char err[1024], addr[NETSETUP_ADDR_MAX];
 
 	if (argc != 2) {
 		net_usage(stderr);
 		return 2;
 	}
 	if (netsetup_ready(c, &ep, err, sizeof(err)) < 0 ||
-	    netsetup_sandbox_seal(c, &ep, argv[1], err, sizeof(err)) < 0) {
+	    netsetup_sandbox_seal(c, &ep, argv[1], addr, err,
+	    sizeof(err)) < 0) {
 		fprintf(stderr, "cordon net seal: %s\n", err);
 		return 1;
 	}
-	printf("sealed %s\n", argv[1]);
+	printf("sealed %s (address %s)\n", argv[1], addr);
 	return 0;
 }
 
@@ -273,6 +346,8 @@ cmd_net(int argc, char **argv)
 		return net_down(&c);
 	if (strcmp(argv[1], "status") == 0)
 		return net_status(&c);
+	if (strcmp(argv[1], "reload") == 0)
+		return net_reload(&c);
 	if (strcmp(argv[1], "seal") == 0)
 		return net_seal(&c, argc - 1, argv + 1);
 	if (strcmp(argv[1], "run-args") == 0)

@@ -48,7 +48,8 @@ usage_error(const char *msg, const char *arg)
 {
 	fprintf(stderr, "cordon run: %s%s%s\n", msg, arg ? ": " : "",
 	    arg ? arg : "");
-	fprintf(stderr, "usage: cordon run [--net none|proxy] [--timeout S] "
+	fprintf(stderr, "usage: cordon run [--net none|proxy [--policy NAME]] "
+	    "[--timeout S] "
 	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
 	    "[--out DIR] [--session ID] [--lang python] < code\n");
 	return 2;
@@ -111,6 +112,9 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 	case 'l':
 		q->lang = arg;
 		return 0;
+	case 'p':
+		q->policy = arg;
+		return 0;
 	}
 	return usage_error("unknown option", NULL);
 }
@@ -128,6 +132,7 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		{ "out", required_argument, NULL, 'O' },
 		{ "session", required_argument, NULL, 's' },
 		{ "lang", required_argument, NULL, 'l' },
+		{ "policy", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -147,6 +152,8 @@ parse_args(int argc, char **argv, struct runner_request *q)
 	}
 	if (optind != argc)
 		return usage_error("unexpected argument", argv[optind]);
+	if (q->policy != NULL && q->net != RUNNER_NET_PROXY)
+		return usage_error("--policy needs --net proxy", q->policy);
 	return 0;
 }
 

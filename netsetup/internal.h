@@ -5,7 +5,8 @@
  * and its systemd unit. Not for other parts of Cordon. Calls between the
  * files go one way: netsetup.c (up, down) -> proxy.c; netsetup.c, status.c
  * and proxy.c -> state.c (-> params.c), dnet.c, fwapply.c (-> fw.c),
- * sdunit.c, super.c; seal.c -> params.c; everything that runs a tool ->
+ * sdunit.c, super.c; reload.c -> state.c, sdunit.c, super.c;
+ * seal.c -> params.c; everything that runs a tool ->
  * nsexec.c, which calls nothing in netsetup.
  */
 #ifndef CORDON_NETSETUP_INTERNAL_H
@@ -68,8 +69,8 @@ int netsetup_state_lock(const struct netsetup_params *p, char *err,
 /* ---- the proxy as `up` starts it (proxy.c) ---- */
 
 /* Pure: the proxy argv as a JSON array of strings (the recorded form):
- * proxy_bin --listen GW:PORT --allowlist FILE --access-log - --user USER,
- * then o's extra arguments. 0 and *out (caller deletes), -EINVAL, or
+ * proxy_bin --listen GW:PORT --allowlist FILE --access-log -
+ * --control STATE_DIR/control.sock --user USER, then o's extra arguments. 0 and *out (caller deletes), -EINVAL, or
  * -ENOMEM with *out NULL. */
 int netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out);

@@ -85,17 +85,28 @@ int netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
 
 /* ---- for the runner: `cordon run --net proxy` ---- */
 
-/* Where the sandbox finds the proxy. */
+/* A unix socket path: sun_path holds 108 bytes with its NUL. */
+#define NETSETUP_CONTROL_MAX 108
+
+/* Where the sandbox finds the proxy, and where the runner registers its
+ * runs (the proxy's control socket, root only). */
 struct netsetup_endpoint {
 	char gateway[16];
 	int port;
+	char control[NETSETUP_CONTROL_MAX];
 };
+
+/* The proxy's control socket for p: <state_dir>/control.sock. Pure. 0, or
+ * -ENAMETOOLONG when it does not fit a unix socket address. */
+int netsetup_control_path(const struct netsetup_params *p, char *buf,
+    size_t len);
 
 /*
  * Whether the egress network, the firewall and the proxy are up and right
- * (the same checks as status, ~0.1-0.3 s). Returns 0 and fills ep (may be
- * NULL), or -ENETDOWN with a one-line reason ("... run 'cordon net up'")
- * in err, or another negative errno.
+ * (the same checks as status, ~0.1-0.3 s; the proxy's control socket must
+ * exist). Returns 0 and fills ep (may be NULL), or -ENETDOWN with a
+ * one-line reason ("... run 'cordon net up'") in err, or another negative
+ * errno.
  */
 int netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
     char *err, size_t errlen);
@@ -116,9 +127,10 @@ struct netsetup_run_args {
  * The docker run settings for a proxy-mode job: network and runtime, and
  * in argv: --dns=<gateway> (Docker's embedded DNS then forwards to an
  * address the firewall drops, never out) and the pairs "--env" "K=V" for
- * HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy (http://GW:PORT), and
- * NO_PROXY= and no_proxy= (empty). Pure. 0, or -EINVAL/-ENOSPC with out
- * zeroed.
+ * NO_PROXY= and no_proxy= (empty). No HTTP(S)_PROXY: the proxy URL carries
+ * the run's credential, which never goes on an argv (ps) or into the
+ * container's configuration (docker inspect); the runner hands it over on
+ * stdin. Pure. 0, or -EINVAL/-ENOSPC with out zeroed.
  */
 int netsetup_run_args(const struct config *c,
     const struct netsetup_endpoint *ep, struct netsetup_run_args *out);
@@ -130,10 +142,28 @@ int netsetup_run_args(const struct config *c,
  * gateway:port; IPv6 only loopback. With runsc --network=host these rules
  * apply to the sandbox. Call after the container is running and before the
  * job's code is written to its stdin; on failure, remove the container.
- * 0 or a negative errno with a reason in err.
+ * addr (may be NULL; NETSETUP_ADDR_MAX bytes) receives the container's
+ * IPv4 address on the egress network, from the same `docker inspect`: the
+ * source address the proxy sees. 0 or a negative errno with a reason in
+ * err.
  */
+#define NETSETUP_ADDR_MAX 16
 int netsetup_sandbox_seal(const struct config *c,
-    const struct netsetup_endpoint *ep, const char *container, char *err,
+    const struct netsetup_endpoint *ep, const char *container, char *addr,
+    char *err, size_t errlen);
+
+/* ---- `cordon net reload` ---- */
+
+/* The allowlist path the running proxy was started with (its --allowlist
+ * argument as recorded in net.json by the last `up`). 0, -ENOENT when
+ * there is no record, -ENAMETOOLONG. */
+int netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
+    size_t len);
+
+/* Tells the running proxy to reload its allowlist (SIGHUP to the proxy
+ * process: the pid file's, or the systemd unit's main pid). 0, or -ESRCH
+ * with a reason when no proxy runs. */
+int netsetup_proxy_reload(const struct netsetup_params *p, char *err,
     size_t errlen);
 
 /* The iptables-restore input used by the seal, for one family (4 or 6).

@@ -123,12 +123,22 @@ args_addf(struct netsetup_run_args *out, size_t *used, const char *fmt, ...)
 }
 
 int
+netsetup_control_path(const struct netsetup_params *p, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/control.sock", p->state_dir);
+
+	if (n < 0 || (size_t)n >= len || n >= NETSETUP_CONTROL_MAX) {
+		if (len > 0)
+			buf[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int
 netsetup_run_args(const struct config *c, const struct netsetup_endpoint *ep,
     struct netsetup_run_args *out)
 {
-	static const char *const vars[] = {
-		"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
-	};
 	struct in_addr in;
 	size_t used = 0;
 	int rc = 0;
@@ -145,11 +155,8 @@ netsetup_run_args(const struct config *c, const struct netsetup_endpoint *ep,
 	 * firewall drops, so it cannot forward a query out even before the
 	 * container is sealed (netsetup_sandbox_seal). */
 	rc |= args_addf(out, &used, "--dns=%s", ep->gateway);
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		rc |= args_addf(out, &used, "--env");
-		rc |= args_addf(out, &used, "%s=http://%s:%d", vars[i],
-		    ep->gateway, ep->port);
-	}
+	/* HTTP(S)_PROXY carry the run's credential: they come on stdin
+	 * (runner/egress.c), never here. */
 	rc |= args_addf(out, &used, "--env");
 	rc |= args_addf(out, &used, "NO_PROXY=");
 	rc |= args_addf(out, &used, "--env");

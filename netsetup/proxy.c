@@ -35,13 +35,14 @@ int
 netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out)
 {
-	char listen[40];
+	char listen[40], control[NETSETUP_CONTROL_MAX];
 	cJSON *a;
 	int rc;
 
 	*out = NULL;
 	if (o->proxy_bin == NULL || o->allowlist == NULL ||
-	    (o->nproxy_args > 0 && o->proxy_args == NULL))
+	    (o->nproxy_args > 0 && o->proxy_args == NULL) ||
+	    netsetup_control_path(p, control, sizeof(control)) < 0)
 		return -EINVAL;
 	if ((a = cJSON_CreateArray()) == NULL)
 		return -ENOMEM;
@@ -55,6 +56,8 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	    (rc = argv_add(a, o->allowlist)) < 0 ||
 	    (rc = argv_add(a, "--access-log")) < 0 ||
 	    (rc = argv_add(a, "-")) < 0 ||
+	    (rc = argv_add(a, "--control")) < 0 ||
+	    (rc = argv_add(a, control)) < 0 ||
 	    (rc = argv_add(a, "--user")) < 0 ||
 	    (rc = argv_add(a, p->proxy_user)) < 0)
 		goto bad;

@@ -1,10 +1,12 @@
 /*
  * The per-container seal for `cordon run --net proxy`: checks that the
- * container is a running proxy-mode one, then loads the seal rules
+ * container is a running proxy-mode one (and learns its address on the
+ * egress network from the same inspect), then loads the seal rules
  * (params.c) into its network namespace from the host with nsenter.
  */
 #include "netsetup/internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,26 +21,53 @@ sandbox_key_ok(const char *k)
 	    strstr(k, "..") == NULL && strchr(k, ' ') == NULL;
 }
 
+/* The container's IPv4 address on the egress network, or "" (the
+ * network's name is checked by netsetup_params_init's rules: no quote
+ * can end the template string). */
+static int
+seal_format(const struct config *c, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "{{.State.Running}} "
+	    "{{.HostConfig.NetworkMode}} {{.NetworkSettings.SandboxKey}} "
+	    "{{with index .NetworkSettings.Networks \"%s\"}}{{.IPAddress}}"
+	    "{{end}}", c->egress_network);
+
+	if (n < 0 || (size_t)n >= len || strpbrk(c->egress_network,
+	    "\"\\{} ") != NULL)
+		return -EINVAL;
+	return 0;
+}
+
 int
 netsetup_sandbox_seal(const struct config *c,
-    const struct netsetup_endpoint *ep, const char *container, char *err,
-    size_t errlen)
+    const struct netsetup_endpoint *ep, const char *container, char *addr,
+    char *err, size_t errlen)
 {
-	const char *inspect[] = { c->docker, "inspect", "--format",
-	    "{{.State.Running}} {{.HostConfig.NetworkMode}} "
-	    "{{.NetworkSettings.SandboxKey}}", "--", container, NULL };
+	char fmt[256];
+	const char *inspect[] = { c->docker, "inspect", "--format", fmt, "--",
+	    container, NULL };
 	char *out = NULL, running[16], mode[80], key[256], nsarg[280];
-	char rules[512];
-	int rc;
+	char ip[64] = "", rules[512];
+	struct in_addr in;
+	int rc, n;
 
+	if (addr != NULL)
+		addr[0] = '\0';
+	if (seal_format(c, fmt, sizeof(fmt)) < 0) {
+		snprintf(err, errlen, "egress_network '%.80s': bad name",
+		    c->egress_network);
+		return -EINVAL;
+	}
 	rc = netsetup_exec(inspect, NULL, &out, NULL, err, errlen);
 	if (rc != 0) {
 		free(out);
 		return rc == -EIO ? -ENOENT : rc;
 	}
-	if (sscanf(out, "%15s %79s %255s", running, mode, key) != 3 ||
-	    strcmp(running, "true") != 0 ||
-	    strcmp(mode, c->egress_network) != 0 || !sandbox_key_ok(key)) {
+	n = sscanf(out, "%15s %79s %255s %63s", running, mode, key, ip);
+	if (n < 3 || strcmp(running, "true") != 0 ||
+	    strcmp(mode, c->egress_network) != 0 || !sandbox_key_ok(key) ||
+	    (addr != NULL && (n != 4 || inet_pton(AF_INET, ip, &in) != 1 ||
+	    strlen(ip) >= NETSETUP_ADDR_MAX))) {
 		snprintf(err, errlen, "container %s is not a running "
 		    "proxy-mode container (inspect: %.120s)", container, out);
 		free(out);
@@ -62,5 +91,7 @@ netsetup_sandbox_seal(const struct config *c,
 			return rc;
 		}
 	}
+	if (addr != NULL)
+		snprintf(addr, NETSETUP_ADDR_MAX, "%s", ip);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int
 status_network(const struct netsetup_params *p, cJSON *root, cJSON *drift)
@@ -75,8 +76,10 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 {
 	cJSON *o = cJSON_AddObjectToObject(root, "proxy");
 	char pidp[400], cpidp[400], logp[400], listen[40], name[64] = "";
+	char control[NETSETUP_CONTROL_MAX];
 	pid_t sup = 0, child = 0;
-	bool sd, sup_ok, child_ok, open_ok;
+	bool sd, sup_ok, child_ok, open_ok, ctl_ok;
+	struct stat stt;
 	int rc;
 
 	if (o == NULL)
@@ -96,6 +99,10 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 		child_ok = sup_ok && nssuper_child_alive(cpidp, &child) == 0;
 	}
 	open_ok = child_ok && nssuper_port_open(p->gateway, p->port, 1000);
+	/* Runs are registered there; a proxy without it (an older one)
+	 * would let no proxy-mode run through. */
+	ctl_ok = netsetup_control_path(p, control, sizeof(control)) == 0 &&
+	    stat(control, &stt) == 0 && S_ISSOCK(stt.st_mode);
 	if (cJSON_AddStringToObject(o, "supervisor", sd ? "systemd" :
 	    "pid-file") == NULL ||
 	    (sd && cJSON_AddStringToObject(o, "unit", name) == NULL) ||
@@ -104,6 +111,8 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 	    add_pid(o, "supervisor_pid", sup_ok, sup) < 0 ||
 	    add_pid(o, "proxy_pid", child_ok, child) < 0 ||
 	    cJSON_AddBoolToObject(o, "listening", open_ok) == NULL ||
+	    cJSON_AddStringToObject(o, "control", control) == NULL ||
+	    cJSON_AddBoolToObject(o, "control_present", ctl_ok) == NULL ||
 	    cJSON_AddStringToObject(o, "log", logp) == NULL ||
 	    add_allowlist(p, o) < 0)
 		return -ENOMEM;
@@ -115,6 +124,9 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 		    "it)");
 	else if (!open_ok)
 		rc = netsetup_drift(drift, "proxy not listening");
+	else if (!ctl_ok)
+		rc = netsetup_drift(drift, "proxy control socket %s missing (a "
+		    "proxy started by an older 'cordon net up'?)", control);
 	return rc;
 }
 
@@ -203,6 +215,13 @@ netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
 	if (ep != NULL) {
 		snprintf(ep->gateway, sizeof(ep->gateway), "%s", p.gateway);
 		ep->port = p.port;
+		if ((rc = netsetup_control_path(&p, ep->control,
+		    sizeof(ep->control))) < 0) {
+			snprintf(err, errlen, "the proxy's control socket path "
+			    "under %s is too long for a unix socket",
+			    p.state_dir);
+			return rc;
+		}
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "runner/docker.h"
 #include "runner/dockerapi.h"
+#include "runner/egress.h"
 #include "runner/outwrap.h"
 
 void
@@ -30,6 +31,8 @@ container_spec(const struct config *c, const struct container_start *s,
 		.wrapper_cap = s->lim->max_output,
 	};
 	if (s->na != NULL) {
+		/* The run's proxy credential comes first on stdin. */
+		out->prelude = runner_egress_prelude;
 		out->runtime = s->na->runtime;
 		out->network = s->na->network;
 		out->extra = s->na->argv;
@@ -89,7 +92,8 @@ container_wait_running(const struct config *c, const char *name,
 
 int
 container_seal(const struct config *c, const struct netsetup_endpoint *ep,
-    const char *name, int64_t deadline_ms, char *err, size_t errlen)
+    const char *name, int64_t deadline_ms, char *addr, char *err,
+    size_t errlen)
 {
 	int rc = container_wait_running(c, name, deadline_ms, NULL, NULL);
 
@@ -103,5 +107,5 @@ container_seal(const struct config *c, const struct netsetup_endpoint *ep,
 		    strerror(-rc));
 		return rc;
 	}
-	return netsetup_sandbox_seal(c, ep, name, err, errlen);
+	return netsetup_sandbox_seal(c, ep, name, addr, err, errlen);
 }

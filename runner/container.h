@@ -54,9 +54,11 @@ int container_wait_running(const struct config *c, const char *name,
     int64_t deadline_ms, int (*stop)(void *), void *arg);
 
 /* Egress mode: waits until the container runs (until deadline_ms on the
- * monotonic clock), then seals its network namespace. 0 or an errno with a
- * reason in err. */
+ * monotonic clock), then seals its network namespace; addr
+ * (NETSETUP_ADDR_MAX bytes) receives its address on the egress network.
+ * 0 or an errno with a reason in err. */
 int container_seal(const struct config *c, const struct netsetup_endpoint *ep,
-    const char *name, int64_t deadline_ms, char *err, size_t errlen);
+    const char *name, int64_t deadline_ms, char *addr, char *err,
+    size_t errlen);
 
 #endif

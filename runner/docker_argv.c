@@ -185,6 +185,12 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 	dargv_add(a, s->image_id);
 	dargv_add(a, "python3");
 	dargv_add(a, "-I");
+	if (s->prelude != NULL) {
+		/* It reads its line of stdin, then execs python3 -I with the
+		 * arguments that follow: the job runs as without it. */
+		dargv_add(a, "-c");
+		dargv_add(a, s->prelude);
+	}
 	if (s->wrapper != NULL) {
 		/* The fixed wrapper program; the job's code still comes on
 		 * stdin, after a per-run nonce line. */

@@ -41,6 +41,10 @@ struct docker_spec {
 	const char *wrapper;		/* NULL: python3 -I -; else the --out
 					 * wrapper program text (fixed) */
 	uint64_t wrapper_cap;		/* per-stream cap the wrapper forwards */
+	const char *prelude;		/* NULL; or (proxy mode) a program run
+					 * first as python3 -I -c PRELUDE, with
+					 * the usual arguments after it, which
+					 * it execs (runner/egress.h) */
 	const char *const *extra;	/* egress mode's options (netsetup: */
 	size_t nextra;			/*   --dns, --env proxy vars), before */
 					/*   the image; never hardening flags */

@@ -163,7 +163,8 @@ start_one(struct runner_pool *p, int m, const char *image,
 	w.cli = e->p;
 	rc = container_wait_running(c, e->name, deadline, start_stop, &w);
 	if (rc == 0 && m == RUNNER_NET_PROXY)
-		rc = netsetup_sandbox_seal(c, &e->ep, e->name, err, errlen);
+		rc = netsetup_sandbox_seal(c, &e->ep, e->name, e->addr, err,
+		    errlen);
 	if (rc == 0 && proc_gone(e->p))
 		rc = -ECHILD;
 	if (rc < 0) {

@@ -1,9 +1,11 @@
 /*
  * The warm pool: per net mode, N containers started ahead of time by the
  * same `docker run -i` argv as a cold run (container.h), python already
- * waiting for its program on stdin, egress ones already sealed. A run
- * takes one (runner_request.pool), writes its code, and from then on it
- * is exactly a cold run: same deadline, caps, end-state inspection and
+ * waiting for its program on stdin, egress ones already sealed (their
+ * prelude waits for the run's credential line: a pooled container holds
+ * none, and learns its address at the seal). A run takes one
+ * (runner_request.pool), registers it with the proxy (egress), writes its
+ * credential line and code, and from then on it is exactly a cold run: same deadline, caps, end-state inspection and
  * removal. python runs one program and exits, which ends the container:
  * a pooled container can never serve a second run. A background thread
  * refills the pool, and replaces a container that died, outlived the
@@ -56,6 +58,8 @@ struct pool_entry {
 	uint64_t memory;
 	double cpus;
 	struct netsetup_endpoint ep;	/* egress: the proxy it was sealed to */
+	char addr[NETSETUP_ADDR_MAX];	/* egress: its address there, learned
+					 * by the seal; a run registers it */
 };
 
 /* Starts the refill thread. 0 and *out, or a negative errno with a

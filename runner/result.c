@@ -94,7 +94,66 @@ runner_request_check(const struct runner_request *req, char *err,
 		snprintf(err, errlen, "--out: empty directory name");
 		return -EINVAL;
 	}
+	if (req->policy != NULL && req->net != RUNNER_NET_PROXY) {
+		snprintf(err, errlen, "an egress policy needs net mode proxy "
+		    "(offline runs have no egress)");
+		return -EINVAL;
+	}
+	if (req->policy != NULL && !config_policy_name_valid(req->policy)) {
+		snprintf(err, errlen, "egress policy: 1-%d characters of "
+		    "[A-Za-z0-9_-]", CONFIG_POLICY_MAX);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/* The proxy's count n of the report, or 0. */
+static double
+egress_count(const struct runner_result *res, const char *n)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(res->egress, n);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* Proxy mode: the policy, the proxy's report of the run's connections
+ * (a copy of its "egress" list, capped by the proxy) and its counts, or
+ * why there is no report. */
+static bool
+egress_to_json(cJSON *o, const struct runner_result *res)
+{
+	static const char *const extra[] = { "egress_truncated",
+	    "egress_dropped" };
+	const cJSON *list, *v;
+	cJSON *copy;
+
+	if (cJSON_AddStringToObject(o, "policy", res->policy) == NULL)
+		return false;
+	if (res->egress == NULL)
+		return cJSON_AddStringToObject(o, "egress_error",
+		    res->egress_error[0] != '\0' ? res->egress_error :
+		    "no egress report") != NULL;
+	list = cJSON_GetObjectItemCaseSensitive(res->egress, "egress");
+	copy = cJSON_IsArray(list) ? cJSON_Duplicate(list, true) :
+	    cJSON_CreateArray();
+	if (copy == NULL || !cJSON_AddItemToObject(o, "egress", copy)) {
+		cJSON_Delete(copy);
+		return false;
+	}
+	if (cJSON_AddNumberToObject(o, "egress_allowed",
+	    egress_count(res, "allowed")) == NULL ||
+	    cJSON_AddNumberToObject(o, "egress_denied",
+	    egress_count(res, "denied")) == NULL)
+		return false;
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(res->egress, extra[i]);
+		if (v != NULL && ((copy = cJSON_Duplicate(v, true)) == NULL ||
+		    !cJSON_AddItemToObject(o, extra[i], copy))) {
+			cJSON_Delete(copy);
+			return false;
+		}
+	}
+	return true;
 }
 
 static cJSON *
@@ -139,6 +198,8 @@ runner_result_to_json(const struct runner_result *res)
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
+	if (ok && res->net == RUNNER_NET_PROXY)
+		ok = egress_to_json(o, res);
 	if (ok && res->want_files) {
 		files = files_to_json(res);
 		ok = files != NULL && cJSON_AddItemToObject(o, "files", files);
@@ -165,6 +226,7 @@ runner_result_cleanup(struct runner_result *res)
 	for (size_t i = 0; i < res->nfiles; i++)
 		free(res->files[i].path);
 	free(res->files);
+	cJSON_Delete(res->egress);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -196,6 +258,16 @@ audit_json(const char *session, const struct runner_result *res)
 	    res->err_truncated);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
+	/* Proxy mode: the policy and how many connections the proxy let
+	 * through or refused (-1 each: no report came back). */
+	if (ok && res->net == RUNNER_NET_PROXY) {
+		double a = res->egress != NULL ? egress_count(res, "allowed") :
+		    -1, d = res->egress != NULL ? egress_count(res, "denied") :
+		    -1;
+		ok = cJSON_AddStringToObject(o, "policy", res->policy) != NULL &&
+		    cJSON_AddNumberToObject(o, "egress_allowed", a) != NULL &&
+		    cJSON_AddNumberToObject(o, "egress_denied", d) != NULL;
+	}
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;

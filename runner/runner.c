@@ -20,9 +20,11 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "probe/probe.h"
+#include "proxy/cred.h"
 #include "runner/container.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
+#include "runner/egress.h"
 #include "runner/files.h"
 #include "runner/image.h"
 #include "runner/oomlog.h"
@@ -47,7 +49,18 @@ struct run {
 	bool proxy;			/* --net proxy: egress settings below */
 	struct netsetup_endpoint ep;
 	struct netsetup_run_args na;
+	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];	/* the run's credential */
+	char addr[NETSETUP_ADDR_MAX];	/* the container's, from the seal */
+	char run_id[RUNNER_NAME_MAX];	/* registered under this name */
+	bool registered;		/* unregister before returning */
+	cJSON *egress;			/* the proxy's report, until moved */
+	char egress_error[128];
+	int64_t reg_ms, unreg_ms;
 };
+
+/* Seconds the proxy keeps a run's credential past the run's deadline: the
+ * unregister normally comes first; this only bounds a runner that died. */
+#define RUN_EGRESS_GRACE_MS 5000
 
 static int
 run_prepare(struct run *r, struct runner_result *res, char *err,
@@ -71,22 +84,93 @@ run_prepare(struct run *r, struct runner_result *res, char *err,
 	if (q->nin > 0 && (rc = files_stage_in(r->c, res->container, q->in,
 	    q->nin, r->in_dir, sizeof(r->in_dir), err, errlen)) < 0)
 		return rc;
-	r->input_len = q->code_len;
-	if (q->out_dir != NULL) {
-		if (util_random_hex(r->nonce, OUTWRAP_NONCE_LEN / 2) < 0)
-			return -EIO;
-		r->input_len += OUTWRAP_NONCE_LEN + 1;
-	}
-	if ((r->input = malloc(r->input_len + 1)) == NULL)
-		return -ENOMEM;
-	if (q->out_dir != NULL) {
-		memcpy(r->input, r->nonce, OUTWRAP_NONCE_LEN);
-		r->input[OUTWRAP_NONCE_LEN] = '\n';
-		memcpy(r->input + OUTWRAP_NONCE_LEN + 1, q->code, q->code_len);
-	} else if (q->code_len > 0) {
-		memcpy(r->input, q->code, q->code_len);
+	if (q->out_dir != NULL &&
+	    util_random_hex(r->nonce, OUTWRAP_NONCE_LEN / 2) < 0)
+		return -EIO;
+	if (r->proxy && proxy_cred_token_new(r->token, sizeof(r->token)) < 0) {
+		snprintf(err, errlen, "cannot make the run's proxy credential");
+		return -EIO;
 	}
 	return 0;
+}
+
+/* The container's stdin, once its name (the run id) is known: the proxy
+ * credential line (proxy mode), the --out nonce line, the code. */
+static int
+run_input(struct run *r, const char *name)
+{
+	char cred[RUNNER_EGRESS_CRED_MAX + 1];
+	int rc;
+
+	if (r->proxy && runner_egress_cred_line(cred, sizeof(cred), name,
+	    r->token, &r->ep) < 0)
+		return -EINVAL;
+	rc = runner_egress_stdin(r->proxy ? cred : NULL,
+	    r->req->out_dir != NULL ? r->nonce : NULL, r->req->code,
+	    r->req->code_len, &r->input, &r->input_len);
+	explicit_bzero(cred, sizeof(cred));
+	return rc;
+}
+
+/* Proxy mode: the policy must exist in the running proxy before any
+ * container starts. */
+static int
+run_policy(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	const char *policy = r->req->policy != NULL ? r->req->policy :
+	    r->c->egress_default_policy;
+
+	util_strlcpy(res->policy, policy, sizeof(res->policy));
+	return runner_egress_policy_check(r->ep.control, policy, err, errlen);
+}
+
+/* Proxy mode: tells the proxy about this run (address, policy, token,
+ * limits), after the seal and before any code is written. */
+static int
+run_register(struct run *r, const char *name, const char *addr,
+    const char *policy, char *err, size_t errlen)
+{
+	int64_t t0 = time_mono_ms();
+	struct runner_egress_reg reg = {
+		.run = name, .addr = addr, .policy = policy, .token = r->token,
+		.deadline_ms = time_wall_ms() + (r->deadline - t0) +
+		    RUN_EGRESS_GRACE_MS,
+		.max_conns = r->c->egress_run_max_conns,
+		.bytes_up = r->c->egress_run_bytes_up,
+		.bytes_down = r->c->egress_run_bytes_down,
+	};
+	char why[400];
+	int rc;
+
+	rc = runner_egress_register(r->ep.control, &reg, why, sizeof(why));
+	r->reg_ms = time_mono_ms() - t0;
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot register the run with the proxy: "
+		    "%s", why);
+		return rc;
+	}
+	util_strlcpy(r->run_id, name, sizeof(r->run_id));
+	r->registered = true;
+	return 0;
+}
+
+/* Ends the registration (the proxy closes what the run still has open)
+ * and keeps its egress report, or why there is none. */
+static void
+run_unregister(struct run *r)
+{
+	int64_t t0 = time_mono_ms();
+	char why[400];
+
+	if (!r->registered)
+		return;
+	r->registered = false;
+	if (runner_egress_unregister(r->ep.control, r->run_id, &r->egress,
+	    why, sizeof(why)) < 0)
+		snprintf(r->egress_error, sizeof(r->egress_error), "%.127s",
+		    why);
+	r->unreg_ms = time_mono_ms() - t0;
 }
 
 /* Bytes of stdout to keep: the job's cap, plus the --out archive. */
@@ -121,33 +205,45 @@ run_spawn(struct run *r, const char *name)
 
 /* Takes a warm container from the pool when the run can use one: it was
  * started by the same argv as a cold one (container_spawn), with python
- * already waiting for its program on stdin, and (egress mode) sealed. */
-static bool
-run_take_warm(struct run *r, struct runner_result *res)
+ * (proxy mode: the prelude) already waiting on stdin, and (egress mode)
+ * sealed. 1 when taken (and, proxy mode, registered), 0 to start cold, or
+ * a negative errno (the container is r->p, to stop). */
+static int
+run_take_warm(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
 {
 	const struct runner_request *q = r->req;
 	struct pool_entry e;
+	int rc;
 
 	if (q->pool == NULL)
-		return false;
+		return 0;
 	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
 	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0) {
 		runner_pool_count_miss(q->pool);
-		return false;
+		return 0;
 	}
-	if (proc_feed(e.p, r->input, r->input_len, stdout_cap(r),
-	    (size_t)r->lim.max_output) < 0) {
+	if (run_input(r, e.name) < 0 || proc_feed(e.p, r->input,
+	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output) < 0) {
 		/* Cannot happen for a fresh entry; never use it half-way. */
 		(void)container_remove(r->c, e.name);
 		proc_free(e.p);
+		free(r->input);
+		r->input = NULL;
+		runner_pool_run_done(q->pool);
 		runner_pool_count_miss(q->pool);
-		return false;
+		return 0;
 	}
 	r->p = e.p;
 	util_strlcpy(res->container, e.name, sizeof(res->container));
 	res->warm = true;
 	r->warm = true;
-	return true;
+	/* proc_feed only queued the input: nothing is written before
+	 * run_wait, so the proxy knows the run before the code runs. */
+	if (r->proxy && (rc = run_register(r, e.name, e.addr, res->policy,
+	    err, errlen)) < 0)
+		return rc;
+	return 1;
 }
 
 /* Stops a run that did not finish by itself: remove the container by
@@ -312,12 +408,18 @@ run_explain_failure(struct run *r, struct runner_result *res, char *err,
 static void
 run_cleanup(struct run *r)
 {
+	run_unregister(r);
+	cJSON_Delete(r->egress);
+	r->egress = NULL;
 	proc_free(r->p);
 	r->p = NULL;
 	if (r->in_dir[0] != '\0')
 		(void)util_rm_rf(r->in_dir);
+	if (r->input != NULL)
+		explicit_bzero(r->input, r->input_len);
 	free(r->input);
 	r->input = NULL;
+	explicit_bzero(r->token, sizeof(r->token));
 	if (r->warm)
 		runner_pool_run_done(r->req->pool);
 	r->warm = false;
@@ -348,24 +450,36 @@ runner_run(const struct config *c, const struct runner_request *req,
 			snprintf(err, errlen, "cannot build the egress options");
 			return rc;
 		}
+		if ((rc = run_policy(&r, res, err, errlen)) < 0)
+			goto bad;
 	}
 	runner_limits_resolve(c, req, &r.lim);
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;
-	if (run_take_warm(&r, res)) {
-		/* Started, waiting for its program, sealed: go on. */
+	if ((rc = run_take_warm(&r, res, err, errlen)) < 0) {
+		run_stop(&r, res->container);
+		goto bad;
+	} else if (rc == 1) {
+		/* Started, sealed, registered, waiting for its stdin. */
+	} else if ((rc = run_input(&r, res->container)) < 0) {
+		snprintf(err, errlen, "cannot assemble the job's stdin: %s",
+		    strerror(-rc));
+		goto bad;
 	} else if ((rc = run_spawn(&r, res->container)) < 0) {
 		snprintf(err, errlen, "cannot run %s: %s", c->docker,
 		    strerror(-rc));
 		goto bad;
-	} else if (r.proxy && (rc = container_seal(c, &r.ep, res->container,
-	    r.deadline, err, errlen)) < 0) {
-		/* The code is never written to a container not sealed. */
+	} else if (r.proxy && ((rc = container_seal(c, &r.ep, res->container,
+	    r.deadline, r.addr, err, errlen)) < 0 || (rc = run_register(&r,
+	    res->container, r.addr, res->policy, err, errlen)) < 0)) {
+		/* The code is never written to a container not sealed, nor
+		 * to one the proxy does not know. */
 		run_stop(&r, res->container);
 		goto bad;
 	}
 	(void)run_wait(&r, res->container);
+	run_unregister(&r);
 	/* Exit 125 with no container that ever started: a refusal by
 	 * docker (unknown runtime, missing image, daemon down): an error,
 	 * not a result. */
@@ -378,6 +492,14 @@ runner_run(const struct config *c, const struct runner_request *req,
 		goto bad;
 	res->status = run_status(&r, res);
 	res->duration_ms = time_mono_ms() - r.start;
+	if (r.proxy) {
+		res->egress = r.egress;
+		r.egress = NULL;
+		util_strlcpy(res->egress_error, r.egress_error,
+		    sizeof(res->egress_error));
+		res->egress_register_ms = r.reg_ms;
+		res->egress_unregister_ms = r.unreg_ms;
+	}
 	run_cleanup(&r);
 	if ((rc = runner_audit_append(c, req->session, res)) < 0)
 		snprintf(res->audit_error, sizeof(res->audit_error),

@@ -96,6 +96,8 @@ struct runner_result {
 	 * why it could not be had. */
 	cJSON *egress;
 	char egress_error[128];
+	int64_t egress_register_ms;	/* proxy mode: the control calls' */
+	int64_t egress_unregister_ms;	/*   wall time (benchmarks) */
 	char audit_error[128];		/* "" or why the audit line failed */
 };
 

@@ -402,7 +402,8 @@ test_create_argv(void **state)
 static void
 test_run_args(void **state)
 {
-	struct netsetup_endpoint ep = { "10.213.0.1", 3128 };
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1",
+	    .port = 3128 };
 	struct netsetup_run_args ra;
 	struct config c;
 
@@ -411,22 +412,23 @@ test_run_args(void **state)
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), 0);
 	assert_string_equal(ra.network, "cordon-egress");
 	assert_string_equal(ra.runtime, "cordon-egress");
-	argv_is(ra.argv, "--dns=10.213.0.1 "
-	    "--env HTTP_PROXY=http://10.213.0.1:3128 "
-	    "--env HTTPS_PROXY=http://10.213.0.1:3128 "
-	    "--env http_proxy=http://10.213.0.1:3128 "
-	    "--env https_proxy=http://10.213.0.1:3128 "
-	    "--env NO_PROXY= --env no_proxy=");
-	assert_int_equal(ra.argc, 13);
+	/* No proxy URL: it carries the run's credential, which comes on
+	 * stdin, never on an argv (ps) or in the container's config. */
+	argv_is(ra.argv, "--dns=10.213.0.1 --env NO_PROXY= --env no_proxy=");
+	assert_int_equal(ra.argc, 5);
+	for (size_t i = 0; i < ra.argc; i++)
+		assert_null(strcasestr(ra.argv[i], "_proxy=http"));
 	assert_null(ra.argv[ra.argc]);
 	ep.port = 0;
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), -EINVAL);
 	assert_int_equal(ra.argc, 0);
 	assert_null(ra.network);
-	ep = (struct netsetup_endpoint){ "not-an-ip", 3128 };
+	ep = (struct netsetup_endpoint){ .gateway = "not-an-ip",
+	    .port = 3128 };
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), -EINVAL);
 	assert_int_equal(netsetup_run_args(&c, NULL, &ra), -EINVAL);
-	ep = (struct netsetup_endpoint){ "10.213.0.1", 3128 };
+	ep = (struct netsetup_endpoint){ .gateway = "10.213.0.1",
+	    .port = 3128 };
 	strcpy(c.runtime_egress, "--privileged");
 	assert_int_equal(netsetup_run_args(&c, &ep, &ra), -EINVAL);
 }
@@ -434,7 +436,8 @@ test_run_args(void **state)
 static void
 test_seal_rules(void **state)
 {
-	struct netsetup_endpoint ep = { "10.213.0.1", 3128 };
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1",
+	    .port = 3128 };
 	char buf[512];
 
 	(void)state;
@@ -551,7 +554,7 @@ test_proxy_argv(void **state)
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
 	    "/usr/lib/cordon/cordon-proxy", extra, 2 };
 	struct netsetup_params p;
-	char want[512], *text;
+	char want[1024], *text;
 	cJSON *a = NULL;
 	long n;
 	int rc, u;
@@ -563,8 +566,9 @@ test_proxy_argv(void **state)
 	assert_non_null(text);
 	snprintf(want, sizeof(want), "[\"/usr/lib/cordon/cordon-proxy\","
 	    "\"--listen\",\"10.213.0.1:3128\",\"--allowlist\","
-	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\",\"--user\","
-	    "\"%s\",\"--log-level\",\"debug\"]", p.proxy_user);
+	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\","
+	    "\"--control\",\"%s/control.sock\",\"--user\","
+	    "\"%s\",\"--log-level\",\"debug\"]", p.state_dir, p.proxy_user);
 	assert_string_equal(text, want);
 	free(text);
 	cJSON_Delete(a);
@@ -581,14 +585,44 @@ test_proxy_argv(void **state)
 	}
 	assert_true(n > 9);
 	u = array_find(a, "--user");
-	assert_int_equal(u, 7);
+	assert_int_equal(u, 9);
 	assert_string_equal(cJSON_GetArrayItem(a, u + 1)->valuestring,
 	    p.proxy_user);
-	assert_int_equal(cJSON_GetArraySize(a), 11);
+	assert_int_equal(cJSON_GetArraySize(a), 13);
 	cJSON_Delete(a);
 	o.allowlist = NULL;
 	assert_int_equal(netsetup_proxy_argv(&p, &o, &a), -EINVAL);
 	assert_null(a);
+	/* A control socket path that no sockaddr_un can hold. */
+	o.allowlist = "/etc/cordon/default.list";
+	memset(p.state_dir, 'd', 120);
+	p.state_dir[0] = '/';
+	p.state_dir[120] = '\0';
+	assert_int_equal(netsetup_proxy_argv(&p, &o, &a), -EINVAL);
+	assert_null(a);
+}
+
+static void
+test_control_path(void **state)
+{
+	struct netsetup_params p;
+	char buf[NETSETUP_CONTROL_MAX];
+
+	(void)state;
+	params(&p);
+	assert_int_equal(netsetup_control_path(&p, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "/var/lib/cordon/net-cordon0/control.sock");
+	assert_int_equal(netsetup_control_path(&p, buf, 10), -ENAMETOOLONG);
+	assert_string_equal(buf, "");
+	/* 95 + "/control.sock" = 108 bytes: one too many with the NUL. */
+	memset(p.state_dir, 'd', 95);
+	p.state_dir[0] = '/';
+	p.state_dir[95] = '\0';
+	assert_int_equal(netsetup_control_path(&p, buf, sizeof(buf)),
+	    -ENAMETOOLONG);
+	p.state_dir[94] = '\0';
+	assert_int_equal(netsetup_control_path(&p, buf, sizeof(buf)), 0);
+	assert_int_equal(strlen(buf), 107);
 }
 
 static void
@@ -630,10 +664,18 @@ test_state_write(void **state)
 	assert_true(cJSON_IsTrue(v));
 	v = cJSON_GetObjectItemCaseSensitive(st, "proxy_argv");
 	assert_true(cJSON_Compare(v, argv, true));
-	assert_int_equal(array_find(v, "--user"), 7);
+	assert_int_equal(array_find(v, "--user"), 9);
 	cJSON_Delete(st);
 	cJSON_Delete(argv);
+	/* `net reload` finds the allowlist in the recorded argv. */
+	assert_int_equal(netsetup_proxy_allowlist(&p, path, sizeof(path)), 0);
+	assert_string_equal(path, "/etc/cordon/default.list");
+	assert_int_equal(netsetup_proxy_allowlist(&p, path, 10),
+	    -ENAMETOOLONG);
 	assert_int_equal(util_rm_rf(dir), 0);
+	/* No record: nothing to reload. */
+	assert_int_equal(netsetup_proxy_allowlist(&p, path, sizeof(path)),
+	    -ENOENT);
 }
 
 int
@@ -652,6 +694,7 @@ main(void)
 		cmocka_unit_test(test_seal_rules),
 		cmocka_unit_test(test_unit_text),
 		cmocka_unit_test(test_proxy_argv),
+		cmocka_unit_test(test_control_path),
 		cmocka_unit_test(test_state_write),
 	};
 

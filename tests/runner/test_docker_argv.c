@@ -12,7 +12,10 @@
 
 #include "common/config.h"
 #include "runner/docker.h"
+#include "netsetup/netsetup.h"
+#include "runner/container.h"
 #include "runner/docker_argv.h"
+#include "runner/egress.h"
 #include "runner/runner.h"
 
 static const char *const IMG =
@@ -123,6 +126,84 @@ test_in_mount_and_wrapper(void **state)
 	assert_string_equal(a.v[a.n - 3], "-c");
 	assert_string_equal(a.v[a.n - 2], "print(1)");
 	assert_string_equal(a.v[a.n - 1], "1000");
+	dargv_cleanup(&a);
+}
+
+/* Proxy mode: the prelude runs first, then execs exactly the command an
+ * offline run has ("-", or the --out wrapper and its cap). */
+static void
+test_prelude_argv(void **state)
+{
+	struct docker_spec s = base_spec();
+	struct config c;
+	struct dargv a;
+
+	(void)state;
+	config_defaults(&c);
+	s.prelude = "PRELUDE";
+	assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+	assert_string_equal(a.v[a.n - 6], IMG);
+	assert_string_equal(a.v[a.n - 5], "python3");
+	assert_string_equal(a.v[a.n - 4], "-I");
+	assert_string_equal(a.v[a.n - 3], "-c");
+	assert_string_equal(a.v[a.n - 2], "PRELUDE");
+	assert_string_equal(a.v[a.n - 1], "-");
+	assert_null(a.v[a.n]);
+	dargv_cleanup(&a);
+	s.wrapper = "WRAPPER";
+	s.wrapper_cap = 1000;
+	assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+	assert_string_equal(a.v[a.n - 8], IMG);
+	assert_string_equal(a.v[a.n - 7], "python3");
+	assert_string_equal(a.v[a.n - 6], "-I");
+	assert_string_equal(a.v[a.n - 5], "-c");
+	assert_string_equal(a.v[a.n - 4], "PRELUDE");
+	assert_string_equal(a.v[a.n - 3], "-c");
+	assert_string_equal(a.v[a.n - 2], "WRAPPER");
+	assert_string_equal(a.v[a.n - 1], "1000");
+	dargv_cleanup(&a);
+}
+
+/* container_spec: proxy-mode containers (cold and pooled alike) get the
+ * prelude and no proxy URL anywhere on the argv; offline ones get the
+ * argv they always had. */
+static void
+test_container_spec_modes(void **state)
+{
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1",
+	    .port = 3128 };
+	struct runner_limits lim = { .timeout_s = 30, .max_output = 1000,
+	    .memory = 256u << 20, .cpus = 1.0 };
+	struct container_start cs = { .name = "cordon-0123456789abcdef",
+	    .image = IMG, .lim = &lim, .label_deadline_s = 1700000000 };
+	struct netsetup_run_args na;
+	struct docker_spec spec;
+	struct config c;
+	struct dargv a;
+
+	(void)state;
+	config_defaults(&c);
+	container_spec(&c, &cs, &spec);
+	assert_null(spec.prelude);
+	assert_int_equal(docker_run_argv(&c, &spec, &a), 0);
+	assert_string_equal(a.v[a.n - 3], "python3");
+	assert_string_equal(a.v[a.n - 2], "-I");
+	assert_string_equal(a.v[a.n - 1], "-");
+	assert_false(has_arg(&a, "-c"));
+	dargv_cleanup(&a);
+
+	assert_int_equal(netsetup_run_args(&c, &ep, &na), 0);
+	cs.na = &na;
+	container_spec(&c, &cs, &spec);
+	assert_ptr_equal(spec.prelude, runner_egress_prelude);
+	assert_int_equal(docker_run_argv(&c, &spec, &a), 0);
+	assert_true(has_arg(&a, "--network=cordon-egress"));
+	assert_true(has_arg(&a, "--runtime=cordon-egress"));
+	assert_true(has_pair(&a, "-c", runner_egress_prelude));
+	for (size_t i = 0; i < a.n; i++) {
+		assert_null(strstr(a.v[i], "10.213.0.1:3128"));
+		assert_null(strcasestr(a.v[i], "_PROXY=http"));
+	}
 	dargv_cleanup(&a);
 }
 
@@ -247,6 +328,22 @@ test_request_check(void **state)
 	q = ok;
 	q.nin = RUNNER_MAX_IN + 1;
 	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	/* A policy only with --net proxy, and only a policy name. */
+	q = ok;
+	q.policy = "pypi";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "an egress policy needs net mode proxy "
+	    "(offline runs have no egress)");
+	q.net = RUNNER_NET_PROXY;
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
+	q.policy = "../pypi";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "egress policy: 1-64 characters of "
+	    "[A-Za-z0-9_-]");
+	q.policy = "";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q.policy = NULL;
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
 }
 
 /* docker_runtime_parse over `docker info --format '{{json .Runtimes}}'`
@@ -340,6 +437,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hardening_set),
 		cmocka_unit_test(test_in_mount_and_wrapper),
+		cmocka_unit_test(test_prelude_argv),
+		cmocka_unit_test(test_container_spec_modes),
 		cmocka_unit_test(test_config_values_flow),
 		cmocka_unit_test(test_bad_spec_values),
 		cmocka_unit_test(test_limits_clamped),

@@ -105,6 +105,74 @@ test_json_files(void **state)
 	runner_result_cleanup(&r);
 }
 
+/* Proxy mode: the policy, the proxy's report (list, counts, and its
+ * truncation marks when present), or why there is none. Offline results
+ * have none of these keys. */
+static void
+test_json_egress(void **state)
+{
+	static const char rep[] = "{\"egress\":[{\"host\":\"pypi.org\","
+	    "\"port\":443,\"decision\":\"allow\",\"reason\":"
+	    "\"allowed-by-entry\",\"status\":200,\"count\":3,\"bytes_up\":"
+	    "100,\"bytes_down\":5000},{\"host\":\"evil.example\",\"port\":"
+	    "443,\"decision\":\"deny\",\"reason\":\"no-match\",\"status\":"
+	    "403,\"count\":1,\"bytes_up\":0,\"bytes_down\":0}],\"allowed\":3,"
+	    "\"denied\":1,\"egress_truncated\":true,\"egress_dropped\":7}";
+	struct runner_result r;
+	cJSON *o, *list;
+	char *line;
+
+	(void)state;
+	fill(&r, "x", 1);
+	o = runner_result_to_json(&r);
+	for (const char *k = "policy\0egress\0egress_error\0egress_allowed\0"
+	    "egress_truncated\0"; *k; k += strlen(k) + 1)
+		assert_null(cJSON_GetObjectItem(o, k));
+	cJSON_Delete(o);
+
+	r.net = RUNNER_NET_PROXY;
+	strcpy(r.policy, "pypi");
+	r.egress = cJSON_Parse(rep);
+	assert_non_null(r.egress);
+	o = runner_result_to_json(&r);
+	assert_non_null(o);
+	assert_string_equal(cJSON_GetObjectItem(o, "policy")->valuestring,
+	    "pypi");
+	list = cJSON_GetObjectItem(o, "egress");
+	assert_int_equal(cJSON_GetArraySize(list), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 1),
+	    "host")->valuestring, "evil.example");
+	assert_int_equal(cJSON_GetObjectItem(o, "egress_allowed")->valueint, 3);
+	assert_int_equal(cJSON_GetObjectItem(o, "egress_denied")->valueint, 1);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "egress_truncated")));
+	assert_int_equal(cJSON_GetObjectItem(o, "egress_dropped")->valueint, 7);
+	assert_null(cJSON_GetObjectItem(o, "egress_error"));
+	line = json_print_line(o);
+	assert_non_null(strstr(line, "\"net\":\"proxy\",\"policy\":\"pypi\","
+	    "\"egress\":[{\"host\":\"pypi.org\""));
+	free(line);
+	cJSON_Delete(o);
+
+	/* Without the marks, none are made up. */
+	cJSON_DeleteItemFromObject(r.egress, "egress_truncated");
+	cJSON_DeleteItemFromObject(r.egress, "egress_dropped");
+	o = runner_result_to_json(&r);
+	assert_null(cJSON_GetObjectItem(o, "egress_truncated"));
+	assert_null(cJSON_GetObjectItem(o, "egress_dropped"));
+	cJSON_Delete(o);
+
+	/* No report: the reason instead, and no list. */
+	cJSON_Delete(r.egress);
+	r.egress = NULL;
+	strcpy(r.egress_error, "the proxy did not answer");
+	o = runner_result_to_json(&r);
+	assert_null(cJSON_GetObjectItem(o, "egress"));
+	assert_string_equal(cJSON_GetObjectItem(o, "egress_error")->valuestring,
+	    "the proxy did not answer");
+	cJSON_Delete(o);
+	runner_result_cleanup(&r);
+}
+
 static void
 test_status_names(void **state)
 {
@@ -151,6 +219,39 @@ test_audit_line(void **state)
 	    "container\0"; *k; k += strlen(k) + 1)
 		assert_non_null(cJSON_GetObjectItem(o, k));
 	assert_null(cJSON_GetObjectItem(o, "stdout"));
+	/* Offline: no egress fields. */
+	assert_null(cJSON_GetObjectItem(o, "egress_allowed"));
+	assert_null(cJSON_GetObjectItem(o, "policy"));
+	cJSON_Delete(o);
+	free(text);
+	/* Proxy mode: the policy and the proxy's counts, never the list
+	 * (hosts a job contacted are output, not audit). */
+	r.net = RUNNER_NET_PROXY;
+	strcpy(r.policy, "pypi");
+	r.egress = cJSON_Parse("{\"egress\":[{\"host\":\"h.example\"}],"
+	    "\"allowed\":4,\"denied\":2}");
+	assert_int_equal(unlink(c.audit_log), 0);
+	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
+	cJSON_Delete(r.egress);
+	r.egress = NULL;
+	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
+	assert_int_equal(util_read_file(c.audit_log, 1 << 16, &text, &len), 0);
+	assert_null(strstr(text, "h.example"));
+	*strchr(text, '\n') = '\0';
+	o = cJSON_Parse(text);
+	assert_string_equal(cJSON_GetObjectItem(o, "policy")->valuestring,
+	    "pypi");
+	assert_int_equal(json_get_int(o, "egress_allowed", -1, 100, &n), 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(json_get_int(o, "egress_denied", -1, 100, &n), 0);
+	assert_int_equal(n, 2);
+	cJSON_Delete(o);
+	/* No report came back: -1, not a made-up 0. */
+	o = cJSON_Parse(text + strlen(text) + 1);
+	assert_int_equal(json_get_int(o, "egress_allowed", -1, 100, &n), 0);
+	assert_int_equal(n, -1);
+	assert_int_equal(json_get_int(o, "egress_denied", -1, 100, &n), 0);
+	assert_int_equal(n, -1);
 	cJSON_Delete(o);
 	free(text);
 	runner_result_cleanup(&r);
@@ -290,6 +391,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_any_bytes),
 		cmocka_unit_test(test_json_files),
+		cmocka_unit_test(test_json_egress),
 		cmocka_unit_test(test_status_names),
 		cmocka_unit_test(test_audit_line),
 		cmocka_unit_test(test_gc_match),

@@ -9,6 +9,7 @@ declare -A allowed=(
 	[cordon_common]='cbuf_ config_ json_ log_ proc_ prom_ sha256_ time_ util_ fatal fatalx'
 	[cordon_allowlist]='allowlist_ al_'
 	[cordon_proxy]='proxy_'
+	[cordon_proxyctl]='proxy_ctl_ proxy_cred_'
 	[cordon_probe]='probe_'
 	[cordon_netsetup]='netsetup_ nssuper_ fw_ fwa_ dnet_ sdunit_'
 	[cordon_runner]='runner_ container_ docker_ dockerapi_ dargv_ doctor_ files_ image_ outwrap_ stage_'
@@ -29,7 +30,7 @@ while IFS= read -r lib; do
 		{ echo "FAIL: nm $lib"; exit 1; }
 done < <(find "$build" -name 'libcordon_*.a' -not -path '*/build-fuzz/*' | sort)
 bad=0
-[ "$nlibs" -ge 8 ] || { echo "FAIL: found $nlibs libcordon_*.a under $build, expected 8"; exit 1; }
+[ "$nlibs" -ge 9 ] || { echo "FAIL: found $nlibs libcordon_*.a under $build, expected 9"; exit 1; }
 dups=$(awk '{ print $2 }' "$syms" | sort | uniq -d)
 if [ -n "$dups" ]; then
 	for d in $dups; do
