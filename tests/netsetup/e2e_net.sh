@@ -122,7 +122,7 @@ out=$(jget "$T/run.json" 'd["stdout"]')
 echo "$out"
 echo "$out" | grep -q "^allowed.example.com 200 cordon-upstream-ok allowed.example.com:$http_port" ||
 	fail "allowlisted fetch through cordon run --net proxy failed: $(cat "$T/run.json")"
-echo "$out" | grep -q "^denied.example.com 403 no-match" ||
+echo "$out" | grep -q "^denied.example.com 403 not-on-policy " ||
 	fail "non-allowlisted fetch was not refused with 403: $(cat "$T/run.json")"
 [ "$(jget "$T/run.json" 'd["net"]')" = proxy ] || fail "result does not say net proxy"
 echo "ok: cordon run --net proxy: allowlisted name 200, other name 403"
