@@ -1,6 +1,7 @@
 /*
  * bench_proxy: cordon-proxy side by side with no proxy, tinyproxy and squid
- * on loopback, against the same upstream: CONNECT tunnel throughput,
+ * on loopback, against the same upstream (cordon-proxy in standalone mode
+ * and in run mode, a credential on every CONNECT): CONNECT tunnel throughput,
  * handshakes per second, the proxy's own CPU time per handshake (utime +
  * stime from /proc), and RSS per idle tunnel. Not a test: run it by hand.
  *
@@ -8,7 +9,8 @@
  *               [--threads N] [--runs N] [--skip tinyproxy,squid]
  *
  * Throughput, handshakes/s and CPU per handshake are medians of --runs
- * (default 3) runs.
+ * (default 3) runs. Run mode also reports the control socket's
+ * register+unregister round trip (median of 20).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,9 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_proxy_ctl.h"
 #include "common/util.h"
 
 #define BUFSZ (256 * 1024)
+#define NTARGETS 5
+#define BENCH_TOKEN \
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static uint16_t up_port;
 static long long opt_bytes = 1024LL * 1024 * 1024;
@@ -126,6 +132,7 @@ struct target {
 	uint16_t port;		/* 0: direct to the upstream */
 	pid_t pid;		/* the proxy (whose CPU and RSS we read) */
 	bool skip;
+	const char *auth;	/* header line sent with CONNECT, or "" */
 	double mbps, hps, cpu_us, rss_kib;
 	char note[128];
 };
@@ -153,7 +160,7 @@ tcp_connect(const char *ip, uint16_t port)
 static int
 open_tunnel(const struct target *t)
 {
-	char req[128], head[1024];
+	char req[512], head[1024];
 	size_t n = 0;
 	int fd;
 
@@ -163,7 +170,8 @@ open_tunnel(const struct target *t)
 	if (fd < 0)
 		return -1;
 	snprintf(req, sizeof(req), "CONNECT 127.0.0.2:%u HTTP/1.1\r\n"
-	    "Host: 127.0.0.2:%u\r\n\r\n", up_port, up_port);
+	    "Host: 127.0.0.2:%u\r\n%s\r\n", up_port, up_port,
+	    t->auth != NULL ? t->auth : "");
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
 		goto bad;
 	while (n + 1 < sizeof(head)) {
@@ -423,6 +431,40 @@ start_cordon(struct target *t, const char *bin)
 	return wait_port(t->port, t->pid);
 }
 
+/* Run mode: a policy directory with "bench", the control socket, one
+ * registered run whose credential goes with every CONNECT; then the
+ * register+unregister round trip into *rt_us. */
+static bool
+start_cordon_run(struct target *t, const char *bin, double *rt_us)
+{
+	static char auth[512];
+	char dir[300], list[340], alog[300], sock[300], listen[64], allow[64],
+	    text[128];
+
+	snprintf(dir, sizeof(dir), "%s/policies", tmpdir);
+	snprintf(list, sizeof(list), "%s/bench.list", dir);
+	snprintf(alog, sizeof(alog), "%s/cordon-run-access.log", tmpdir);
+	snprintf(sock, sizeof(sock), "%s/ctl.sock", tmpdir);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return false;
+	snprintf(text, sizeof(text), "127.0.0.2:%u\n", up_port);
+	write_file(list, text);
+	t->port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", t->port);
+	snprintf(allow, sizeof(allow), "127.0.0.2:%u", up_port);
+	const char *argv[] = { bin, "--listen", listen, "--allowlist", dir,
+	    "--control", sock, "--allow-address", allow, "--access-log", alog,
+	    "--log-level", "warn", "--max-connections", "10000", NULL };
+	t->pid = spawn(argv);
+	if (!wait_port(t->port, t->pid) ||
+	    bench_ctl_register(sock, "bench", BENCH_TOKEN, 65535) != 0)
+		return false;
+	bench_auth_line("bench", BENCH_TOKEN, auth, sizeof(auth));
+	t->auth = auth;
+	*rt_us = bench_ctl_roundtrip_us(sock, BENCH_TOKEN, 20);
+	return true;
+}
+
 static bool
 start_tinyproxy(struct target *t)
 {
@@ -539,14 +581,14 @@ parse_args(int argc, char **argv, const char **cordon, const char **skip)
 
 /* The table of figures, then the ratios against cordon-proxy (tg[3]). */
 static void
-report(const struct target tg[4])
+report(const struct target tg[NTARGETS], double rt_us)
 {
 	printf("\n%d MiB through one tunnel; %d CONNECT handshakes (%d threads);"
 	    " %d idle tunnels; medians of %d runs\n\n", (int)(opt_bytes >> 20),
 	    opt_handshakes, opt_threads, opt_idle, opt_runs);
 	printf("%-20s %12s %14s %16s %16s  %s\n", "target", "tunnel MB/s",
 	    "handshakes/s", "CPU us/handshk", "RSS KiB/tunnel", "notes");
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < NTARGETS; i++) {
 		if (tg[i].skip && tg[i].mbps == 0) {
 			printf("%-20s %12s %14s %16s %16s  %s\n", tg[i].name, "-",
 			    "-", "-", "-", tg[i].note[0] ? tg[i].note : "skipped");
@@ -577,16 +619,25 @@ report(const struct target tg[4])
 		printf("cordon-proxy vs direct: throughput %.2fx (target >= 0.8),"
 		    " handshakes/s %.2fx\n", tg[3].mbps / tg[0].mbps,
 		    tg[3].hps / tg[0].hps);
+	if (!tg[3].skip && !tg[4].skip && tg[3].hps > 0 && tg[3].cpu_us > 0)
+		printf("run mode vs standalone: handshakes/s %.2fx, CPU/handshake"
+		    " %.2fx (budget: within 10 %%)\n", tg[4].hps / tg[3].hps,
+		    tg[4].cpu_us / tg[3].cpu_us);
+	if (!tg[4].skip)
+		printf("control socket: register+unregister round trip %.0f us "
+		    "(median of 20)\n", rt_us);
 }
 
 int
 main(int argc, char **argv)
 {
 	const char *cordon = NULL, *skip = "";
-	struct target tg[4] = {
+	struct target tg[NTARGETS] = {
 		{ .name = "direct (no proxy)" }, { .name = "tinyproxy 1.11" },
 		{ .name = "squid 5.7" }, { .name = "cordon-proxy" },
+		{ .name = "cordon-proxy run mode" },
 	};
+	double rt_us = -1;
 	struct rlimit rl;
 	pid_t up;
 	char path[512];
@@ -632,10 +683,16 @@ main(int argc, char **argv)
 	else
 		run(&tg[3]);
 	stop(&tg[3]);
+	if (!start_cordon_run(&tg[4], cordon, &rt_us))
+		snprintf(tg[4].note, sizeof(tg[4].note), "did not start"),
+		    tg[4].skip = true;
+	else
+		run(&tg[4]);
+	stop(&tg[4]);
 	kill(up, SIGKILL);
 	waitpid(up, NULL, 0);
 
-	report(tg);
+	report(tg, rt_us);
 	(void)util_rm_rf(tmpdir);
 	return 0;
 }

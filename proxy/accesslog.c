@@ -162,6 +162,7 @@ proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 	time_format_utc(e->time_ms, ts);
 	out_fmt(&o, "{\"time\":\"%s\"", ts);
 	out_str(&o, "client", e->client);
+	out_str(&o, "run", e->run);
 	out_str(&o, "method", e->method);
 	out_str(&o, "host", e->host);
 	out_num(&o, "port", e->port);

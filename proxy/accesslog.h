@@ -16,12 +16,13 @@ struct accesslog;
 struct accesslog_entry {
 	int64_t time_ms;	/* wall clock at request start */
 	const char *client;	/* "ADDR:PORT" */
+	const char *run;	/* run mode: the run id, else NULL */
 	const char *method;
 	const char *host;
 	long port;
 	const char *decision;	/* "allow", "deny", "error" */
 	const char *reason;
-	const char *policy;
+	const char *policy;	/* the policy name used, or NULL */
 	const char *address;	/* "ADDR:PORT" connected to */
 	int status;
 	uint64_t bytes_up;	/* client -> upstream */

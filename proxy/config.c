@@ -21,7 +21,8 @@ enum {
 	OPT_ALLOW_ADDRESS, OPT_ACCESS_LOG, OPT_METRICS, OPT_MAX_CONN,
 	OPT_CONNECT_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_DNS_TIMEOUT,
 	OPT_HEADER_TIMEOUT, OPT_GRACE, OPT_MAX_HEADER, OPT_USER, OPT_CHECK,
-	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE,
+	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE, OPT_CONTROL, OPT_RUN_MAX_CONNS,
+	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN,
 };
 
 static const struct option config_options[] = {
@@ -44,6 +45,10 @@ static const struct option config_options[] = {
 	{ "log-level", required_argument, NULL, OPT_LOG_LEVEL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "no-splice", no_argument, NULL, OPT_NO_SPLICE },
+	{ "control", required_argument, NULL, OPT_CONTROL },
+	{ "run-max-conns", required_argument, NULL, OPT_RUN_MAX_CONNS },
+	{ "run-bytes-up", required_argument, NULL, OPT_RUN_BYTES_UP },
+	{ "run-bytes-down", required_argument, NULL, OPT_RUN_BYTES_DOWN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -58,9 +63,12 @@ proxy_config_usage(void)
 	    "    [--connect-timeout S] [--idle-timeout S] [--dns-timeout S]\n"
 	    "    [--header-timeout S] [--grace S] [--max-header SIZE]\n"
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
-	    "    [--check]\n"
+	    "    [--control PATH [--run-max-conns N] [--run-bytes-up SIZE]\n"
+	    "    [--run-bytes-down SIZE]] [--check]\n"
 	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
-	    "The bound address is logged as \"listening on ADDR:PORT\".\n";
+	    "The bound address is logged as \"listening on ADDR:PORT\".\n"
+	    "--control PATH: run mode (per-run credentials and policies,\n"
+	    "registered over a root-only unix socket at PATH).\n";
 }
 
 void
@@ -76,6 +84,7 @@ proxy_config_init(struct proxy_config *c)
 	c->grace_ms = 30000;
 	c->max_header = 32 * 1024;
 	c->log_level = LOG_LEVEL_INFO;
+	c->run_max_conns = 32;
 }
 
 static int
@@ -313,6 +322,29 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 		return 0;
 	case OPT_NO_SPLICE:
 		c->no_splice = true;
+		return 0;
+	case OPT_CONTROL:
+		if (arg[0] == '\0' || strlen(arg) >= 108)
+			return config_fail(err, errlen,
+			    "--control: want a path of 1-107 bytes");
+		c->control = arg;
+		return 0;
+	case OPT_RUN_MAX_CONNS:
+		if (util_parse_i64(arg, 1, 65535, &v) != 0)
+			return config_fail(err, errlen,
+			    "--run-max-conns %s: want 1-65535", arg);
+		c->run_max_conns = (unsigned)v;
+		return 0;
+	case OPT_RUN_BYTES_UP:
+	case OPT_RUN_BYTES_DOWN:
+		if (util_parse_size(arg, &sz) != 0)
+			return config_fail(err, errlen, "--run-bytes-%s %s: "
+			    "want a size (0 = unlimited)",
+			    opt == OPT_RUN_BYTES_UP ? "up" : "down", arg);
+		if (opt == OPT_RUN_BYTES_UP)
+			c->run_bytes_up = sz;
+		else
+			c->run_bytes_down = sz;
 		return 0;
 	case OPT_LOG_LEVEL:
 		if (log_level_parse(arg, &lvl) != 0)

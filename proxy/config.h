@@ -26,7 +26,15 @@ struct proxy_config {
 	struct proxy_config_addr listen[CONFIG_MAX_LISTEN];
 	size_t nlisten;
 	const char *allowlist;		/* path (borrowed from argv) */
-	const char *policy;		/* policy name, default "default" */
+	const char *policy;		/* policy name, default "default";
+					   standalone mode only */
+	/* Run mode (--control): the control socket's path, NULL for
+	 * standalone mode, and the per-run limits a register may override
+	 * (bytes 0 = unlimited). */
+	const char *control;
+	unsigned run_max_conns;
+	uint64_t run_bytes_up;
+	uint64_t run_bytes_down;
 	char resolvers[CONFIG_RESOLVERS_MAX];	/* c-ares csv, "" = system */
 	struct addr_exception exceptions[CONFIG_MAX_EXCEPTIONS];
 	size_t nexceptions;

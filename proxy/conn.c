@@ -26,6 +26,7 @@
 #include "proxy/conn.h"
 #include "proxy/dns.h"
 #include "proxy/metrics.h"
+#include "proxy/runs.h"
 #include "proxy/zerocopy.h"
 
 #define CONN_LINGER_MS	2000	/* drain after an error answer */
@@ -38,7 +39,9 @@ conn_status_text(int status)
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
 	case 405: return "Method Not Allowed";
+	case 407: return "Proxy Authentication Required";
 	case 408: return "Request Timeout";
+	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
@@ -89,7 +92,7 @@ proxy_conn_base(const struct conn *c)
 bool
 proxy_conn_splice_enabled(const struct conn *c)
 {
-	return !c->srv->cfg->no_splice;
+	return !c->srv->cfg->no_splice && proxy_run_splice_ok(c);
 }
 
 void
@@ -151,18 +154,21 @@ proxy_conn_request_done(struct conn *c)
 		r->decision = "error";
 		snprintf(r->reason, sizeof(r->reason), "client-closed");
 	}
+	proxy_run_request_done(c, r);
 	proxy_metrics_request(s->m, r->decision, r->reason);
 	proxy_metrics_bytes_add(s->m, r->bytes_up, r->bytes_down);
 	if (s->alog != NULL) {
 		memset(&e, 0, sizeof(e));
 		e.time_ms = r->start_wall_ms;
 		e.client = c->client;
+		e.run = r->run != NULL ? r->run->id : NULL;
 		e.method = r->method[0] != '\0' ? r->method : NULL;
 		e.host = r->host[0] != '\0' ? r->host : NULL;
 		e.port = r->port != 0 ? r->port : -1;
 		e.decision = r->decision;
 		e.reason = r->reason;
-		e.policy = s->cfg->policy;
+		e.policy = s->runs == NULL ? s->cfg->policy :
+		    r->run != NULL ? r->run->policy : NULL;
 		e.address = r->address[0] != '\0' ? r->address : NULL;
 		e.status = r->status > 0 ? r->status : -1;
 		e.bytes_up = r->bytes_up;
@@ -187,6 +193,7 @@ proxy_conn_free(struct conn *c)
 	struct proxy_server *s = c->srv;
 
 	proxy_conn_request_done(c);
+	proxy_run_detach(c);
 	if (c->dq != NULL)
 		proxy_dns_cancel(c->dq);
 	event_del(&c->timer);
@@ -325,10 +332,12 @@ proxy_conn_fail(struct conn *c, int status, const char *decision,
 		n = snprintf(body, sizeof(body), "cordon-proxy: %d %s: %s\n",
 		    status, conn_status_text(status), reason);
 		evbuffer_add_printf(bufferevent_get_output(c->cli),
-		    "HTTP/1.1 %d %s\r\nX-Cordon-Error: %s\r\n"
+		    "HTTP/1.1 %d %s\r\nX-Cordon-Error: %s\r\n%s"
 		    "Content-Type: text/plain\r\nContent-Length: %d\r\n"
 		    "Connection: close\r\n\r\n%s", status,
-		    conn_status_text(status), reason, n, body);
+		    conn_status_text(status), reason, status == 407 ?
+		    "Proxy-Authenticate: Basic realm=\"cordon\"\r\n" : "", n,
+		    body);
 	}
 	log_debug("%s: %d %s (%s %s:%u)", c->client, status, reason,
 	    r != NULL ? r->method : "?", r != NULL ? r->host : "?",
@@ -413,6 +422,8 @@ proxy_conn_new(struct proxy_server *s, int fd, const struct sockaddr *sa,
 	}
 	c->srv = s;
 	proxy_conn_format_addr(sa, c->client, sizeof(c->client));
+	memcpy(&c->peer, sa, sa->sa_family == AF_INET6 ?
+	    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 	evtimer_assign(&c->timer, s->base, conn_timer_cb, c);
 	c->next = s->conns;
 	if (s->conns != NULL)

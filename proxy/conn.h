@@ -29,6 +29,8 @@ struct dns_query;
 struct event;
 struct evconnlistener;
 struct proxy_metrics;
+struct proxy_run;
+struct proxy_runs;
 struct zerocopy;
 
 /* Relay limits: bytes queued towards one side before reading from the
@@ -62,7 +64,11 @@ struct conn_req {
 	bool keep_alive;	/* client wants to keep the connection */
 	bool logged;
 	const char *decision;	/* "allow", "deny", "error"; NULL: pending */
-	char reason[48];
+	char reason[96];	/* "not-on-policy NAME" fits */
+	/* Run mode: the run this request is noted in (its credential was
+	 * accepted), or NULL; and the bytes already added to its totals. */
+	struct proxy_run *run;
+	uint64_t run_up, run_down;
 	int status;
 	int64_t dns_ms, connect_ms;
 	char address[INET6_ADDRSTRLEN + 8];	/* connected to */
@@ -111,6 +117,10 @@ struct conn {
 	bool up_eof;
 	bool close_after_flush;
 	char client[INET6_ADDRSTRLEN + 8];
+	struct sockaddr_storage peer;	/* the client's address */
+	/* Run mode: the run of the first accepted request, counted in its
+	 * conns until c closes; later requests must name the same run. */
+	struct proxy_run *run;
 };
 
 /* The server (server.h gives everyone else an opaque pointer). */
@@ -121,6 +131,10 @@ struct proxy_server {
 	struct accesslog *alog;
 	struct proxy_metrics *m;
 	struct allowlist_set *set;
+	/* Run mode (cfg->control set): the registry and its expiry timer;
+	 * NULL in standalone mode. */
+	struct proxy_runs *runs;
+	struct event *runs_tick;
 	struct evconnlistener *lev[CONFIG_MAX_LISTEN];
 	struct proxy_config_addr bound[CONFIG_MAX_LISTEN];
 	size_t nlisten;
@@ -166,6 +180,35 @@ struct proxy_metrics *proxy_conn_metrics(const struct conn *c);
 bool proxy_conn_draining(const struct conn *c);
 struct event_base *proxy_conn_base(const struct conn *c);
 bool proxy_conn_splice_enabled(const struct conn *c);
+
+/* runconn.c: run mode on connections (conn.c and the steps call it). */
+
+/* Checks hr's credential against the registry and ties c to its run; on
+ * refusal answers 407/429 (c is then lingering) and returns false. True
+ * at once in standalone mode. */
+bool proxy_run_admit(struct conn *c, const struct http_request *hr);
+/* The policy name that decides c's current request: its run's in run
+ * mode, --policy in standalone mode. */
+const char *proxy_run_policy(const struct conn *c);
+/* Adds the request's new bytes to its run's totals. When the run is over
+ * a byte limit, closes every connection of the run (c included) and
+ * returns false. */
+bool proxy_run_account(struct conn *c);
+/* At log time: final byte totals, and the request noted in its run's
+ * egress report. Closes nothing. */
+void proxy_run_request_done(struct conn *c, struct conn_req *r);
+/* c is closing: no longer counted against its run. */
+void proxy_run_detach(struct conn *c);
+/* Closes every client connection of run. A pending request is logged as
+ * an "error" with reason; with force, a request already decided (a live
+ * tunnel) keeps its decision but is logged with reason too. */
+void proxy_run_close_conns(struct proxy_server *s, struct proxy_run *run,
+    const char *reason, bool force);
+/* False when c's run limits bytes (its tunnels are then relayed in user
+ * space, where the limit is enforced). */
+bool proxy_run_splice_ok(const struct conn *c);
+/* Starts the 1 s expiry timer of s->runs. 0 or -ENOMEM. */
+int proxy_run_tick_start(struct proxy_server *s);
 
 /* request.c: waits for a request head on c, checks it and hands it on. */
 void proxy_request_wait(struct conn *c);

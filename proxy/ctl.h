@@ -45,8 +45,9 @@
  *     most PROXY_CTL_NUM_MAX = 2^53 - 1, the largest bound below which
  *     every integer is exactly one double (so 2^53 + 1 cannot be read as
  *     2^53): deadline_ms 1..2^53-1, max_conns 1..65535, bytes_up and
- *     bytes_down 0..2^53-1 (0 meaning unlimited). deadline_ms is carried
- *     as sent; its clock is the daemon's convention.
+ *     bytes_down 0..2^53-1 (0 meaning unlimited). deadline_ms is
+ *     wall-clock time in milliseconds since the epoch (CLOCK_REALTIME, as
+ *     time_wall_ms()); the daemon refuses a deadline already past.
  */
 #define PROXY_CTL_LINE_MAX	4096
 #define PROXY_CTL_POLICY_MAX	64

@@ -284,7 +284,7 @@ forward_cli_read_cb(struct bufferevent *bev, void *arg)
 
 	(void)bev;
 	c->last_active_ms = time_mono_ms();
-	if (forward_body(c))
+	if (forward_body(c) && proxy_run_account(c))
 		(void)forward_maybe_finish(c);
 }
 
@@ -295,7 +295,10 @@ forward_up_read_cb(struct bufferevent *bev, void *arg)
 
 	(void)bev;
 	c->last_active_ms = time_mono_ms();
-	(void)forward_response(c);
+	/* Still forwarding: count the bytes against the run (closes it
+	 * when over its byte limit). */
+	if (forward_response(c))
+		(void)proxy_run_account(c);
 }
 
 static void

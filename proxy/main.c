@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "proxy/accesslog.h"
 #include "proxy/config.h"
+#include "proxy/ctlsrv.h"
 #include "proxy/dns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
@@ -31,8 +32,28 @@ static struct event_base *base;
 static struct proxy_server *srv;
 static struct accesslog *alog;
 static struct proxy_metrics *metrics;
+static struct proxy_ctlsrv *ctlsrv;
 static struct event *grace_timer;
 static int draining;
+
+/* "N entries in policy P" (standalone) or "N policies: a, b" (run
+ * mode), for the reload and --check lines. */
+static void
+describe_set(const struct allowlist_set *set, char *buf, size_t len)
+{
+	size_t n = allowlist_set_count(set), used;
+
+	if (cfg.control == NULL) {
+		snprintf(buf, len, "policy \"%s\" has %zu entries", cfg.policy,
+		    allowlist_entry_count(allowlist_set_policy(set,
+		    cfg.policy)));
+		return;
+	}
+	used = (size_t)snprintf(buf, len, "%zu policies:", n);
+	for (size_t i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s %s",
+		    i > 0 ? "," : "", allowlist_set_name(set, i));
+}
 
 /* Loads the allowlist and its policy; logs every diagnostic. */
 static int
@@ -56,7 +77,10 @@ load_allowlist(struct allowlist_set **out)
 		    strerror(-rc));
 		return rc;
 	}
-	if (allowlist_set_policy(set, cfg.policy) == NULL) {
+	/* Run mode: each run names its policy at register; --policy is not
+	 * used, and the set need not have it. */
+	if (cfg.control == NULL &&
+	    allowlist_set_policy(set, cfg.policy) == NULL) {
 		log_warnx("%s: no policy named \"%s\"", cfg.allowlist,
 		    cfg.policy);
 		allowlist_set_free(set);
@@ -70,6 +94,7 @@ static void
 sighup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct allowlist_set *set;
+	char text[512];
 	int rc;
 
 	(void)sig;
@@ -80,11 +105,10 @@ sighup_cb(evutil_socket_t sig, short what, void *arg)
 		log_warnx("reload failed: keeping the previous allowlist");
 		proxy_metrics_reload(metrics, 0);
 	} else {
+		describe_set(set, text, sizeof(text));
 		proxy_server_set_allowlist(srv, set);
 		proxy_metrics_reload(metrics, 1);
-		log_info("reload ok: policy \"%s\" has %zu entries", cfg.policy,
-		    allowlist_entry_count(allowlist_set_policy(set,
-		    cfg.policy)));
+		log_info("reload ok: %s", text);
 	}
 	rc = proxy_accesslog_reopen(alog);
 	if (rc != 0) {
@@ -207,7 +231,7 @@ format_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
 static int
 startup(int argc, char **argv, struct allowlist_set **set)
 {
-	char err[256];
+	char err[256], text[512];
 	uid_t uid;
 	gid_t gid;
 
@@ -231,9 +255,8 @@ startup(int argc, char **argv, struct allowlist_set **set)
 		return 1;
 	}
 	if (cfg.check) {
-		log_info("configuration OK: policy \"%s\" has %zu entries",
-		    cfg.policy, allowlist_entry_count(allowlist_set_policy(*set,
-		    cfg.policy)));
+		describe_set(*set, text, sizeof(text));
+		log_info("configuration OK: %s", text);
 		allowlist_set_free(*set);
 		return 0;
 	}
@@ -292,6 +315,17 @@ daemon_open(struct dns **dns)
 	log_info("metrics on %s", text);
 }
 
+/* Run mode: the control socket, bound while still root. */
+static void
+control_open(void)
+{
+	if (cfg.control == NULL)
+		return;
+	if (proxy_ctlsrv_new(srv, base, cfg.control, &ctlsrv) != 0)
+		fatalx("cannot open the control socket");
+	log_info("run mode: control socket %s", cfg.control);
+}
+
 /* SIGHUP, SIGTERM, SIGINT and the grace timer, on the loop. */
 static void
 signals_add(struct event *ev[3])
@@ -339,6 +373,7 @@ main(int argc, char **argv)
 		fatalx("c-ares initialisation failed");
 	base = loop_new();
 	daemon_open(&dns);
+	control_open();
 	if (cfg.user != NULL)
 		drop_privileges(cfg.user);
 
@@ -350,6 +385,7 @@ main(int argc, char **argv)
 
 	event_base_dispatch(base);
 
+	proxy_ctlsrv_free(ctlsrv);
 	proxy_server_free(srv);
 	proxy_dns_free(dns);
 	proxy_metrics_free(metrics);

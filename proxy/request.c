@@ -176,7 +176,7 @@ request_head_process(struct conn *c)
 		proxy_conn_fail(c, 503, "error", "no-memory");
 	} else if (rc < 0) {
 		proxy_conn_fail(c, 400, "error", "malformed-request");
-	} else if (request_setup(c, hr, &hp)) {
+	} else if (request_setup(c, hr, &hp) && proxy_run_admit(c, hr)) {
 		evbuffer_drain(in, (size_t)rc);
 		request_hold(c);
 		free(hr);

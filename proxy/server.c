@@ -24,6 +24,7 @@
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/metrics.h"
+#include "proxy/runs.h"
 
 #define SERVER_OVERFLOW_SLOTS	64	/* 503 answers beyond the limit */
 #define SERVER_ACCEPT_RETRY_MS	100	/* after EMFILE */
@@ -187,6 +188,8 @@ proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 	s->accept_retry = evtimer_new(base, server_accept_retry_cb, s);
 	if (s->accept_retry == NULL)
 		rc = -ENOMEM;
+	if (rc == 0 && cfg->control != NULL)
+		rc = proxy_runs_new(PROXY_RUNS_MAX, &s->runs);
 	for (size_t i = 0; i < cfg->nlisten && rc == 0; i++) {
 		rc = server_bind(s, i);
 		s->nlisten = i + 1;
@@ -212,6 +215,10 @@ proxy_server_free(struct proxy_server *s)
 			evconnlistener_free(s->lev[i]);
 	if (s->accept_retry != NULL)
 		event_free(s->accept_retry);
+	if (s->runs_tick != NULL)
+		event_free(s->runs_tick);
+	/* After the connections: they were counted in their runs. */
+	proxy_runs_free(s->runs);
 	allowlist_set_free(s->set);
 	free(s->self);
 	free(s);
@@ -245,6 +252,8 @@ proxy_server_start(struct proxy_server *s)
 	for (size_t i = 0; i < s->nlisten; i++)
 		if (evconnlistener_enable(s->lev[i]) != 0)
 			return -EIO;
+	if (s->runs != NULL && s->runs_tick == NULL)
+		return proxy_run_tick_start(s);
 	return 0;
 }
 

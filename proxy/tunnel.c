@@ -104,6 +104,10 @@ tunnel_relay(struct conn *c, struct bufferevent *src)
 		c->req->bytes_up += n;
 	else
 		c->req->bytes_down += n;
+	/* Run mode: over the run's byte limit, these bytes are not relayed
+	 * and the run's connections (c too) are closed. */
+	if (!proxy_run_account(c))
+		return false;
 	if (evbuffer_add_buffer(out, in) != 0) {
 		/* ENOMEM: this tunnel only. */
 		proxy_conn_free(c);

@@ -257,7 +257,8 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 	struct allowlist_decision d;
 	const struct allowlist *pol;
 	struct sockaddr_storage lit;
-	char why[48];
+	const char *name;
+	char why[96];
 
 	memset(&lit, 0, sizeof(lit));
 	if (hp->kind == HOST_NAME && proxy_host_name_internal(hp->name)) {
@@ -281,10 +282,22 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 			return;
 		}
 	}
-	pol = allowlist_set_policy(s->set, s->cfg->policy);
+	name = proxy_run_policy(c);
+	pol = allowlist_set_policy(s->set, name);
+	if (pol == NULL && s->runs != NULL) {
+		/* The run's policy went away with a reload. */
+		proxy_conn_fail(c, 403, "deny", "policy-removed");
+		return;
+	}
 	if (!allowlist_match(pol, r->host, r->port, &d)) {
-		proxy_conn_fail(c, 403, "deny",
-		    d.reason != NULL ? d.reason : "denied");
+		if (d.reason != NULL && strcmp(d.reason, "no-match") == 0) {
+			snprintf(why, sizeof(why), "not-on-policy %s",
+			    name != NULL ? name : "default");
+			proxy_conn_fail(c, 403, "deny", why);
+		} else {
+			proxy_conn_fail(c, 403, "deny",
+			    d.reason != NULL ? d.reason : "denied");
+		}
 		return;
 	}
 	snprintf(r->reason, sizeof(r->reason), "%s",

@@ -3,8 +3,9 @@
  * (proxy_ctl_parse, with a format/parse round trip for every accepted
  * line), Proxy-Authorization values (proxy_cred_parse, checked against
  * OpenSSL's base64 encoder: an accepted value is the one canonical
- * encoding of what it decoded to), and an egress report fed with the
- * input's lines.
+ * encoding of what it decoded to), an egress report fed with the
+ * input's lines, and a small run registry driven by the input's control
+ * lines (register, unregister, report as a time step).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "proxy/ctl.h"
 #include "proxy/cred.h"
 #include "proxy/egress.h"
+#include "proxy/runs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -111,6 +113,49 @@ check_egress(const char *s, size_t size)
 	proxy_egress_free(e);
 }
 
+/* Each control line acts on a registry of 4; its invariants hold. */
+static void
+check_runs(const char *s, size_t size)
+{
+	static const struct proxy_run_limits def = { .max_conns = 1 };
+	struct proxy_runs *rs;
+	struct proxy_ctl_req req;
+	struct proxy_run *r;
+	int64_t now = 1;
+	size_t i = 0;
+
+	if (proxy_runs_new(4, &rs) != 0)
+		return;
+	while (i < size) {
+		size_t j = i;
+		while (j < size && s[j] != '\n')
+			j++;
+		if (proxy_ctl_parse(s + i, j - i, &req, NULL, 0) == 0) {
+			r = proxy_runs_find(rs, req.run);
+			if (req.op == PROXY_CTL_REGISTER) {
+				int rc = proxy_runs_add(rs, &req, &def, now,
+				    &r);
+				if (rc == 0 && (proxy_runs_find(rs, req.run) !=
+				    r || !proxy_run_addr_match(r,
+				    (const struct sockaddr *)&req.addr)))
+					abort();
+			} else if (req.op == PROXY_CTL_UNREGISTER && r != NULL) {
+				proxy_runs_remove(rs, r);
+				if (proxy_runs_find(rs, req.run) != NULL)
+					abort();
+			} else if (req.op == PROXY_CTL_REPORT) {
+				now += 1000000;
+				(void)proxy_runs_tick(rs, now, NULL, NULL,
+				    NULL);
+			}
+			if (proxy_runs_count(rs) > 4)
+				abort();
+		}
+		i = j + 1;
+	}
+	proxy_runs_free(rs);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -119,5 +164,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_ctl(s, size);
 	check_cred(s, size);
 	check_egress(s, size);
+	check_runs(s, size);
 	return 0;
 }

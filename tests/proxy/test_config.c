@@ -47,7 +47,9 @@ test_full(void **state)
 		"--connect-timeout", "2.5", "--idle-timeout", "60",
 		"--dns-timeout", "0.25", "--header-timeout", "3", "--grace",
 		"1", "--max-header", "16k", "--user", "nobody", "--log-level",
-		"debug", NULL,
+		"debug", "--control", "/run/cordon/proxy.sock",
+		"--run-max-conns", "8", "--run-bytes-up", "1m",
+		"--run-bytes-down", "1g", NULL,
 	};
 	struct proxy_config c;
 
@@ -75,6 +77,10 @@ test_full(void **state)
 	assert_int_equal(c.max_header, 16384);
 	assert_string_equal(c.user, "nobody");
 	assert_int_equal(c.log_level, 3);
+	assert_string_equal(c.control, "/run/cordon/proxy.sock");
+	assert_int_equal(c.run_max_conns, 8);
+	assert_int_equal(c.run_bytes_up, 1024 * 1024);
+	assert_int_equal(c.run_bytes_down, 1024 * 1024 * 1024);
 }
 
 static void
@@ -93,6 +99,11 @@ test_defaults(void **state)
 	assert_false(c.has_metrics);
 	assert_true(c.max_connections > 0);
 	assert_true(c.dns_timeout_ms > 0 && c.connect_timeout_ms > 0);
+	/* Standalone mode; run limits: 32 connections, bytes unlimited. */
+	assert_null(c.control);
+	assert_int_equal(c.run_max_conns, 32);
+	assert_int_equal(c.run_bytes_up, 0);
+	assert_int_equal(c.run_bytes_down, 0);
 }
 
 static void
@@ -120,6 +131,14 @@ test_errors(void **state)
 		{ "--dns-timeout", "-1", NULL },
 		{ "--max-header", "10", NULL },
 		{ "--log-level", "loud", NULL },
+		{ "--control", "", NULL },
+		{ "--control", "/tmp/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+		    NULL },
+		{ "--run-max-conns", "0", NULL },
+		{ "--run-max-conns", "65536", NULL },
+		{ "--run-bytes-up", "-1", NULL },
+		{ "--run-bytes-down", "lots", NULL },
 		{ "--bogus", NULL },
 		{ "--listen", NULL },
 	};

@@ -196,7 +196,7 @@ test_not_allowlisted(void **state)
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
 	before = fx_queries("x.other-test.net");
 	expect_connect_refused(&p, authority("x.other-test.net",
-	    fx_echo_port()), 403, "no-match");
+	    fx_echo_port()), 403, "not-on-policy default");
 	/* Wrong port for an allowed name. */
 	expect_connect_refused(&p, authority("echo.cordon-test.net", 443),
 	    403, "port-not-allowed");
@@ -700,7 +700,7 @@ test_sighup_reload(void **state)
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
 	expect_connect_refused(&p, authority("x.other-test.net",
-	    fx_echo_port()), 403, "no-match");
+	    fx_echo_port()), 403, "not-on-policy default");
 	/* A good file: the new host works. */
 	snprintf(text, sizeof(text), "%sx.other-test.net:%u\n",
 	    px_default_allowlist(), fx_echo_port());

@@ -1,0 +1,851 @@
+/*
+ * Integration tests for cordon-proxy's run mode (--control): the built
+ * daemon with a real control socket in a temp dir and a directory of
+ * policies, driven through real sockets (see proxy_fixture.c): per-run
+ * policies, every 407/429/403 reason, limits, the egress report, reload
+ * and the control protocol itself. Clients come from 127.0.0.1, or from
+ * 127.0.0.2 (bound) as a second source address.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/util.h"
+#include "proxy_fixture.h"
+
+#define TOK_A	"aaaaaaaaaaaaaaaa0123456789abcdef0123456789abcdef0123456789abcdef"
+#define TOK_B	"bbbbbbbbbbbbbbbb0123456789abcdef0123456789abcdef0123456789abcdef"
+#define TOK_X	"cccccccccccccccc0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static char head[8192];
+
+static void b64(const char *in, char *out);
+
+/* The test's own temp dir: policies/ and ctl.sock. */
+struct rm {
+	struct px p;
+	char dir[64];
+	char pol[128];
+	char sock[100];
+};
+
+static void
+write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Policy NAME (replaced atomically, so a reload never reads half). */
+static void
+write_policy(struct rm *r, const char *name, const char *text)
+{
+	char path[256], tmp[256];
+
+	snprintf(path, sizeof(path), "%s/%s.list", r->pol, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", r->dir, name);
+	write_text(tmp, text);
+	assert_int_equal(rename(tmp, path), 0);
+}
+
+static void
+remove_policy(struct rm *r, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s.list", r->pol, name);
+	assert_int_equal(unlink(path), 0);
+}
+
+/* pypi: echo.cordon-test.net; npm: web.cordon-test.net (each on every
+ * fixture port). */
+static void
+rm_policies(struct rm *r)
+{
+	char text[256];
+
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u\n",
+	    fx_echo_port(), fx_http_port(), fx_flood_port());
+	write_policy(r, "pypi", text);
+	snprintf(text, sizeof(text), "web.cordon-test.net:%u,%u,%u\n",
+	    fx_echo_port(), fx_http_port(), fx_flood_port());
+	write_policy(r, "npm", text);
+}
+
+/* Starts the daemon in run mode; extra (NULL-terminated) is appended. */
+static void
+rm_start(struct rm *r, const char *const *extra)
+{
+	const char *argv[32];
+	size_t n = 0;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "/tmp/cordon-pxrun-XXXXXX");
+	assert_non_null(mkdtemp(r->dir));
+	snprintf(r->pol, sizeof(r->pol), "%s/policies", r->dir);
+	snprintf(r->sock, sizeof(r->sock), "%s/ctl.sock", r->dir);
+	assert_int_equal(mkdir(r->pol, 0700), 0);
+	rm_policies(r);
+	argv[n++] = "--allowlist";
+	argv[n++] = r->pol;
+	argv[n++] = "--control";
+	argv[n++] = r->sock;
+	for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	assert_int_equal(px_start(&r->p, NULL, argv), 0);
+}
+
+static struct rm R;
+
+static void
+rm_stop(struct rm *r)
+{
+	assert_int_equal(px_stop(&r->p), 0);
+	(void)util_rm_rf(r->dir);
+}
+
+/* No token, plain or in its header encoding, in text. */
+static void
+no_tokens(const char *what, const char *text)
+{
+	static const char *const runs[] = { "run-a", "run-b", "run-c" };
+	static const char *const toks[] = { TOK_A, TOK_B, TOK_X };
+	char plain[256], enc[400];
+
+	for (size_t i = 0; i < 3; i++) {
+		if (strstr(text, toks[i]) != NULL)
+			fail_msg("%s holds a token", what);
+		for (size_t j = 0; j < 3; j++) {
+			snprintf(plain, sizeof(plain), "%s:%s", runs[j],
+			    toks[i]);
+			b64(plain, enc);
+			if (strstr(text, enc) != NULL)
+				fail_msg("%s holds a credential", what);
+		}
+	}
+}
+
+/* Stops the daemon (SIGTERM, clean exit), checks that no token is in
+ * its stderr or access log, cleans up; returns the access log (caller
+ * frees). */
+static char *
+rm_finish(struct rm *r)
+{
+	char *log = NULL;
+	size_t len;
+
+	assert_int_equal(kill(r->p.pid, SIGTERM), 0);
+	assert_int_equal(px_wait_exit(&r->p, 20000), 0);
+	assert_int_equal(util_read_file(r->p.accesslog, 1 << 22, &log, &len),
+	    0);
+	no_tokens("access log", log);
+	no_tokens("stderr", r->p.err);
+	rm_stop(r);
+	return log;
+}
+
+/* --- the control socket -------------------------------------------------- */
+
+static int
+ctl_open(const struct rm *r)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", r->sock);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+/* Reads one answer line (without '\n') into a static buffer; NULL on
+ * EOF. */
+static const char *
+ctl_read(int fd)
+{
+	static char buf[256 * 1024];
+	size_t n = 0;
+
+	while (n + 1 < sizeof(buf)) {
+		ssize_t k = recv(fd, buf + n, 1, 0);
+		if (k <= 0)
+			return NULL;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* One request on a fresh connection; the answer (static). */
+static const char *
+ctl(const struct rm *r, const char *line)
+{
+	int fd = ctl_open(r);
+	const char *a;
+
+	assert_int_equal(cli_send(fd, line), 0);
+	assert_int_equal(cli_send(fd, "\n"), 0);
+	a = ctl_read(fd);
+	close(fd);
+	assert_non_null(a);
+	return a;
+}
+
+static void
+ctl_ok(const struct rm *r, const char *line)
+{
+	const char *a = ctl(r, line);
+
+	if (strcmp(a, "{\"ok\":true}") != 0)
+		fail_msg("%s -> %s", line, a);
+}
+
+/* register; extra is more JSON members (",\"max_conns\":1") or "". */
+static const char *
+ctl_register(const struct rm *r, const char *run, const char *addr,
+    const char *policy, const char *token, int64_t deadline_ms,
+    const char *extra)
+{
+	char line[1024];
+
+	snprintf(line, sizeof(line), "{\"op\":\"register\",\"run\":\"%s\","
+	    "\"addr\":\"%s\",\"policy\":\"%s\",\"token\":\"%s\","
+	    "\"deadline_ms\":%lld%s}", run, addr, policy, token,
+	    (long long)deadline_ms, extra);
+	return ctl(r, line);
+}
+
+static void
+reg_ok(const struct rm *r, const char *run, const char *addr,
+    const char *policy, const char *token, const char *extra)
+{
+	const char *a = ctl_register(r, run, addr, policy, token,
+	    time_wall_ms() + 600000, extra);
+
+	if (strcmp(a, "{\"ok\":true}") != 0)
+		fail_msg("register %s -> %s", run, a);
+}
+
+/* unregister or report: the parsed answer (caller deletes). */
+static cJSON *
+ctl_report(const struct rm *r, const char *op, const char *run)
+{
+	char line[256];
+	cJSON *j;
+
+	snprintf(line, sizeof(line), "{\"op\":\"%s\",\"run\":\"%s\"}", op,
+	    run);
+	j = cJSON_Parse(ctl(r, line));
+	assert_non_null(j);
+	return j;
+}
+
+/* --- clients -------------------------------------------------------------- */
+
+static void
+b64(const char *in, char *out)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t n = strlen(in), o = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned char)in[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned char)in[i + 1] << 8;
+		if (i + 2 < n)
+			v |= (unsigned char)in[i + 2];
+		out[o++] = tab[(v >> 18) & 63];
+		out[o++] = tab[(v >> 12) & 63];
+		out[o++] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < n ? tab[v & 63] : '=';
+	}
+	out[o] = '\0';
+}
+
+/* "Proxy-Authorization: Basic b64(run:token)\r\n", or "" for run NULL. */
+static const char *
+auth_line(const char *run, const char *token)
+{
+	static char buf[4][512];
+	static int i;
+	char plain[256], enc[400];
+
+	i = (i + 1) % 4;
+	if (run == NULL)
+		return "";
+	snprintf(plain, sizeof(plain), "%s:%s", run, token);
+	b64(plain, enc);
+	snprintf(buf[i], sizeof(buf[i]), "Proxy-Authorization: Basic %s\r\n",
+	    enc);
+	return buf[i];
+}
+
+/* A client socket from src (127.0.0.1 or 127.0.0.2) to the proxy. */
+static int
+cli_from(const struct rm *r, const char *src)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, src, &sin.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	sin.sin_port = htons(r->p.port);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+static char *
+auth(const char *host, uint16_t port)
+{
+	static char buf[4][300];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
+	return buf[i];
+}
+
+/* CONNECT authority from src with the header line hdr; the status. On
+ * 200 with fdout, the tunnel is left open in *fdout. */
+static int
+rconnect(const struct rm *r, const char *src, const char *hdr,
+    const char *authority, int *fdout)
+{
+	char req[1024];
+	int fd = cli_from(r, src), st;
+
+	snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n",
+	    authority, authority, hdr);
+	assert_int_equal(cli_send(fd, req), 0);
+	st = cli_read_head(fd, head, sizeof(head));
+	if (st == 200 && fdout != NULL) {
+		*fdout = fd;
+		return st;
+	}
+	close(fd);
+	return st;
+}
+
+/* A CONNECT that must be refused with status and X-Cordon-Error. */
+static void
+refused(const struct rm *r, const char *src, const char *hdr,
+    const char *authority, int status, const char *reason)
+{
+	int st = rconnect(r, src, hdr, authority, NULL);
+
+	if (st != status || !head_has(head, "X-Cordon-Error", reason))
+		fail_msg("CONNECT %s from %s: want %d %s, got %d:\n%s",
+		    authority, src, status, reason, st, head);
+	if (status == 407 && !head_has(head, "Proxy-Authenticate",
+	    "Basic realm=\"cordon\""))
+		fail_msg("407 without Proxy-Authenticate:\n%s", head);
+}
+
+/* A tunnel that must work: 200 and an echo round trip. */
+static void
+echo_ok(const struct rm *r, const char *src, const char *hdr)
+{
+	char buf[16];
+	int fd = -1;
+	int st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+	    fx_echo_port()), &fd);
+
+	if (st != 200)
+		fail_msg("echo tunnel: %d\n%s", st, head);
+	assert_int_equal(cli_send(fd, "0123456789"), 0);
+	assert_int_equal(cli_read_n(fd, buf, 10), 0);
+	assert_memory_equal(buf, "0123456789", 10);
+	close(fd);
+}
+
+/* True when fd sees EOF or an error within ms. */
+static bool
+closed_within(int fd, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	char c;
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = recv(fd, &c, 1, 0);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* --- tests ---------------------------------------------------------------- */
+
+/* Two runs, two policies: each reaches its own host only. */
+static void
+test_run_policies(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B);
+	char req[1024], body[256], up[8192], *log;
+	struct rm *r = &R;
+	struct stat st;
+	int fd;
+	long cl;
+
+	(void)state;
+	rm_start(r, NULL);
+	/* Only root (the owner) may connect. */
+	assert_int_equal(lstat(r->sock, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(st.st_uid, geteuid());
+	ctl_ok(r, "{\"op\":\"ping\"}");
+	assert_string_equal(ctl(r, "{\"op\":\"policies\"}"),
+	    "{\"ok\":true,\"policies\":[\"npm\",\"pypi\"]}");
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
+	echo_ok(r, "127.0.0.1", A);
+	refused(r, "127.0.0.1", A, auth("web.cordon-test.net", fx_echo_port()),
+	    403, "not-on-policy pypi");
+	refused(r, "127.0.0.1", B, auth("echo.cordon-test.net",
+	    fx_echo_port()), 403, "not-on-policy npm");
+	/* B's host over plain HTTP; the credential is not forwarded. */
+	fd = cli_from(r, "127.0.0.1");
+	snprintf(req, sizeof(req), "GET http://web.cordon-test.net:%u/b "
+	    "HTTP/1.1\r\nHost: web.cordon-test.net:%u\r\n%s\r\n",
+	    fx_http_port(), fx_http_port(), B);
+	assert_int_equal(cli_send(fd, req), 0);
+	assert_int_equal(cli_read_head(fd, head, sizeof(head)), 200);
+	cl = head_content_length(head);
+	assert_true(cl > 0 && cl < (long)sizeof(body));
+	assert_int_equal(cli_read_n(fd, body, (size_t)cl), 0);
+	fx_last_http_head(up, sizeof(up));
+	assert_null(strcasestr(up, "Proxy-Authorization"));
+	assert_null(strstr(up, TOK_B));
+	/* Kept alive: the next request must name the same run. */
+	snprintf(req, sizeof(req), "GET http://web.cordon-test.net:%u/c "
+	    "HTTP/1.1\r\nHost: web.cordon-test.net:%u\r\n%s\r\n",
+	    fx_http_port(), fx_http_port(), A);
+	assert_int_equal(cli_send(fd, req), 0);
+	assert_int_equal(cli_read_head(fd, head, sizeof(head)), 407);
+	assert_true(head_has(head, "X-Cordon-Error",
+	    "credential-wrong-source"));
+	close(fd);
+	/* Register: unknown policy (names listed), duplicate, past
+	 * deadline. */
+	assert_string_equal(ctl_register(r, "run-c", "127.0.0.1", "nope",
+	    TOK_X, time_wall_ms() + 60000, ""), "{\"ok\":false,\"error\":"
+	    "\"unknown policy \\\"nope\\\" (policies: npm, pypi)\"}");
+	assert_string_equal(ctl_register(r, "run-a", "127.0.0.1", "pypi",
+	    TOK_X, time_wall_ms() + 60000, ""), "{\"ok\":false,\"error\":"
+	    "\"run \\\"run-a\\\" already registered\"}");
+	assert_non_null(strstr(ctl_register(r, "run-c", "127.0.0.1", "pypi",
+	    TOK_X, time_wall_ms() - 1, ""), "\"ok\":false"));
+	log = rm_finish(r);
+	assert_non_null(strstr(log, "\"run\":\"run-a\",\"method\":\"CONNECT\","
+	    "\"host\":\"echo.cordon-test.net\""));
+	assert_non_null(strstr(log, "\"reason\":\"not-on-policy npm\","
+	    "\"policy\":\"npm\""));
+	assert_non_null(strstr(log, "\"run\":null"));
+	assert_non_null(strstr(log, "\"policy\":null"));
+	free(log);
+}
+
+/* Every 407 reason, from both source addresses (debug logging on: the
+ * token must not show up there either). */
+static void
+test_run_credentials(void **state)
+{
+	static const char *const extra[] = { "--log-level", "debug", NULL };
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B);
+	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	struct rm *r = &R;
+	char bad[512];
+	cJSON *j;
+	int fd = -1;
+
+	(void)state;
+	rm_start(r, extra);
+	/* Nothing registered: no live run, with or without a header. */
+	refused(r, "127.0.0.1", "", echo, 407, "no-live-run");
+	refused(r, "127.0.0.1", A, echo, 407, "credential-unknown");
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	/* A live run here now: a missing header is just missing; from
+	 * 127.0.0.2 there is still no live run. */
+	refused(r, "127.0.0.1", "", echo, 407, "credential-missing");
+	refused(r, "127.0.0.2", "", echo, 407, "no-live-run");
+	refused(r, "127.0.0.1", "Proxy-Authorization: Basic !!!!\r\n", echo,
+	    407, "credential-malformed");
+	refused(r, "127.0.0.1", "Proxy-Authorization: Bearer abc\r\n", echo,
+	    407, "credential-malformed");
+	snprintf(bad, sizeof(bad), "%s%s", A, A);	/* two headers */
+	refused(r, "127.0.0.1", bad, echo, 407, "credential-malformed");
+	/* A made-up token and an unknown run look the same. */
+	refused(r, "127.0.0.1", auth_line("run-a", TOK_X), echo, 407,
+	    "credential-unknown");
+	refused(r, "127.0.0.1", auth_line("run-z", TOK_A), echo, 407,
+	    "credential-unknown");
+	echo_ok(r, "127.0.0.1", A);
+	/* Run B lives at 127.0.0.2: its credential works only from there,
+	 * and A's does not work from there. */
+	reg_ok(r, "run-b", "127.0.0.2", "pypi", TOK_B, "");
+	refused(r, "127.0.0.1", B, echo, 407, "credential-wrong-source");
+	refused(r, "127.0.0.2", A, echo, 407, "credential-wrong-source");
+	echo_ok(r, "127.0.0.2", B);
+	/* After unregister: unknown, and no live run at 127.0.0.1. */
+	j = ctl_report(r, "unregister", "run-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	cJSON_Delete(j);
+	refused(r, "127.0.0.1", A, echo, 407, "credential-unknown");
+	refused(r, "127.0.0.1", "", echo, 407, "no-live-run");
+	j = ctl_report(r, "unregister", "run-a");
+	assert_string_equal(cJSON_GetObjectItem(j, "error")->valuestring,
+	    "unknown run");
+	cJSON_Delete(j);
+	/* A deadline: the open tunnel is closed when it passes, the
+	 * credential refused as expired, the report still there. */
+	assert_string_equal(ctl_register(r, "run-c", "127.0.0.1", "pypi",
+	    TOK_X, time_wall_ms() + 1500, ""), "{\"ok\":true}");
+	assert_int_equal(rconnect(r, "127.0.0.1", auth_line("run-c", TOK_X),
+	    echo, &fd), 200);
+	assert_true(closed_within(fd, 4000));
+	close(fd);
+	refused(r, "127.0.0.1", auth_line("run-c", TOK_X), echo, 407,
+	    "credential-expired");
+	j = ctl_report(r, "unregister", "run-c");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal(cJSON_GetObjectItem(j, "allowed")->valueint, 1);
+	cJSON_Delete(j);
+	free(rm_finish(r));
+}
+
+/* max_conns for one run does not touch another; a byte limit closes a
+ * tunnel and refuses new requests. */
+static void
+test_run_limits(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B), *C = auth_line("run-c", TOK_X);
+	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	static char buf[4096];
+	struct rm *r = &R;
+	cJSON *j, *e;
+	int fd = -1, fd2 = -1, st = 0;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, ",\"max_conns\":1");
+	reg_ok(r, "run-b", "127.0.0.1", "pypi", TOK_B, "");
+	assert_int_equal(rconnect(r, "127.0.0.1", A, echo, &fd), 200);
+	refused(r, "127.0.0.1", A, echo, 429, "run-connection-limit");
+	echo_ok(r, "127.0.0.1", B);
+	assert_int_equal(rconnect(r, "127.0.0.1", B, echo, &fd2), 200);
+	close(fd2);
+	/* Room again once the tunnel is gone (closing is asynchronous). */
+	close(fd);
+	for (int i = 0; i < 50; i++) {
+		st = rconnect(r, "127.0.0.1", A, echo, NULL);
+		if (st == 200)
+			break;
+		assert_int_equal(st, 429);
+		sleep_ms(50);
+	}
+	assert_int_equal(st, 200);
+	/* 1000 bytes up for run-c: the tunnel carries 600, then dies on
+	 * the next 600; run-b's tunnel is not touched. */
+	reg_ok(r, "run-c", "127.0.0.1", "pypi", TOK_X, ",\"bytes_up\":1000");
+	assert_int_equal(rconnect(r, "127.0.0.1", B, echo, &fd2), 200);
+	assert_int_equal(rconnect(r, "127.0.0.1", C, echo, &fd), 200);
+	memset(buf, 'u', 600);
+	assert_int_equal(cli_send_n(fd, buf, 600), 0);
+	assert_int_equal(cli_read_n(fd, buf, 600), 0);
+	assert_int_equal(cli_send_n(fd, buf, 600), 0);
+	assert_true(closed_within(fd, 5000));
+	close(fd);
+	refused(r, "127.0.0.1", C, echo, 429, "run-bytes-limit");
+	assert_int_equal(cli_send(fd2, "b still"), 0);
+	assert_int_equal(cli_read_n(fd2, buf, 7), 0);
+	assert_memory_equal(buf, "b still", 7);
+	close(fd2);
+	/* The report: the tunnel (closed for the limit) and the refusal. */
+	j = ctl_report(r, "unregister", "run-c");
+	e = cJSON_GetObjectItem(j, "egress");
+	assert_int_equal(cJSON_GetArraySize(e), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(e, 0),
+	    "reason")->valuestring, "run-bytes-limit");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(e, 0),
+	    "bytes_up")->valuedouble, 1200);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(e, 1),
+	    "reason")->valuestring, "run-bytes-limit");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(e, 1),
+	    "status")->valueint, 429);
+	cJSON_Delete(j);
+	free(rm_finish(r));
+}
+
+/* unregister returns exactly the run's attempts, in order, with counts
+ * and bytes; report does the same without forgetting. */
+static void
+test_run_report(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B);
+	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	struct rm *r = &R;
+	char want[2048], *got;
+	cJSON *j;
+	int fd = -1;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
+	refused(r, "127.0.0.1", A, auth("x.other-test.net", fx_echo_port()),
+	    403, "not-on-policy pypi");
+	refused(r, "127.0.0.1", A, auth("denied.cordon-test.net", 443), 403,
+	    "not-on-policy pypi");
+	echo_ok(r, "127.0.0.1", A);
+	refused(r, "127.0.0.1", B, echo, 403, "not-on-policy npm");
+	/* The second tunnel is still open at unregister: closed, noted. */
+	assert_int_equal(rconnect(r, "127.0.0.1", A, echo, &fd), 200);
+	assert_int_equal(cli_send(fd, "abc"), 0);
+	assert_int_equal(cli_read_n(fd, head, 3), 0);
+	/* A 407 is nobody's. */
+	refused(r, "127.0.0.1", auth_line("run-a", TOK_X), echo, 407,
+	    "credential-unknown");
+	/* (The first tunnel's line may still be on its way.) */
+	j = ctl_report(r, "report", "run-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal(cJSON_GetObjectItem(j, "denied")->valueint, 2);
+	cJSON_Delete(j);
+	j = ctl_report(r, "unregister", "run-a");
+	assert_true(closed_within(fd, 3000));
+	close(fd);
+	got = cJSON_PrintUnformatted(j);
+	snprintf(want, sizeof(want), "{\"ok\":true,\"egress\":["
+	    "{\"host\":\"x.other-test.net\",\"port\":%u,\"decision\":\"denied\","
+	    "\"reason\":\"not-on-policy pypi\",\"status\":403,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0},"
+	    "{\"host\":\"denied.cordon-test.net\",\"port\":443,\"decision\":"
+	    "\"denied\",\"reason\":\"not-on-policy pypi\",\"status\":403,"
+	    "\"count\":1,\"bytes_up\":0,\"bytes_down\":0},"
+	    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,\"decision\":"
+	    "\"allowed\",\"reason\":\"allowed-by-entry\",\"status\":200,"
+	    "\"count\":2,\"bytes_up\":13,\"bytes_down\":13}],"
+	    "\"allowed\":2,\"denied\":2}", fx_echo_port(), fx_echo_port());
+	assert_string_equal(got, want);
+	free(got);
+	cJSON_Delete(j);
+	j = ctl_report(r, "report", "run-a");
+	assert_string_equal(cJSON_GetObjectItem(j, "error")->valuestring,
+	    "unknown run");
+	cJSON_Delete(j);
+	/* B's report: its own attempt only. */
+	j = ctl_report(r, "unregister", "run-b");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "egress")),
+	    1);
+	assert_int_equal(cJSON_GetObjectItem(j, "denied")->valueint, 1);
+	cJSON_Delete(j);
+	free(rm_finish(r));
+}
+
+/* SIGHUP: a broken policy keeps the old set; a removed policy gives
+ * policy-removed to its runs while the others go on. */
+static void
+test_run_reload(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B);
+	const char *web = auth("web.cordon-test.net", fx_echo_port());
+	struct rm *r = &R;
+	char text[256];
+	size_t mark;
+	int fd = -1;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
+	assert_int_equal(rconnect(r, "127.0.0.1", B, web, &fd), 200);
+	close(fd);
+	/* Broken: the old set stays. */
+	write_policy(r, "npm", "web.cordon-test.net\nnot a host!\n");
+	mark = r->p.errlen;
+	assert_int_equal(kill(r->p.pid, SIGHUP), 0);
+	assert_true(px_wait_err(&r->p, mark, "keeping the previous allowlist",
+	    10000));
+	assert_int_equal(rconnect(r, "127.0.0.1", B, web, &fd), 200);
+	close(fd);
+	/* New contents are seen by live runs: pypi now has web too. */
+	remove_policy(r, "npm");
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u\n"
+	    "web.cordon-test.net:%u\n", fx_echo_port(), fx_echo_port());
+	write_policy(r, "pypi", text);
+	mark = r->p.errlen;
+	assert_int_equal(kill(r->p.pid, SIGHUP), 0);
+	assert_true(px_wait_err(&r->p, mark, "reload ok: 1 policies: pypi",
+	    10000));
+	refused(r, "127.0.0.1", B, web, 403, "policy-removed");
+	assert_int_equal(rconnect(r, "127.0.0.1", A, web, &fd), 200);
+	close(fd);
+	assert_string_equal(ctl(r, "{\"op\":\"policies\"}"),
+	    "{\"ok\":true,\"policies\":[\"pypi\"]}");
+	/* Registering with the removed name is refused now. */
+	assert_string_equal(ctl_register(r, "run-c", "127.0.0.1", "npm",
+	    TOK_X, time_wall_ms() + 60000, ""), "{\"ok\":false,\"error\":"
+	    "\"unknown policy \\\"npm\\\" (policies: pypi)\"}");
+	free(rm_finish(r));
+}
+
+/* The protocol on one connection: bad lines answered, the connection
+ * goes on; an over-long line closes it. */
+static void
+test_run_control(void **state)
+{
+	static char big[4096];
+	struct rm *r = &R;
+	const char *a;
+	int fd;
+
+	(void)state;
+	rm_start(r, NULL);
+	fd = ctl_open(r);
+	assert_int_equal(cli_send(fd, "{\"op\":\"ping\"}\n"
+	    "not json\n{\"op\":\"fly\"}\n{\"op\":\"ping\",\"x\":1}\n"
+	    "{\"op\":\"ping\"}\n"), 0);
+	assert_string_equal(ctl_read(fd), "{\"ok\":true}");
+	for (int i = 0; i < 3; i++) {
+		a = ctl_read(fd);
+		assert_non_null(a);
+		assert_non_null(strstr(a, "{\"ok\":false,\"error\":"));
+	}
+	assert_string_equal(ctl_read(fd), "{\"ok\":true}");
+	memset(big, ' ', sizeof(big));
+	assert_int_equal(cli_send_n(fd, big, sizeof(big)), 0);
+	a = ctl_read(fd);
+	assert_non_null(a);
+	assert_non_null(strstr(a, "line too long"));
+	assert_null(ctl_read(fd));	/* closed */
+	close(fd);
+	ctl_ok(r, "{\"op\":\"ping\"}");
+	free(rm_finish(r));
+}
+
+/* A stale socket is replaced; any other file at the path is refused. */
+static void
+test_run_control_path(void **state)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char dir[] = "/tmp/cordon-pxsock-XXXXXX", path[100];
+	const char *extra[] = { "--control", path, NULL };
+	struct px p;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ctl.sock", dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);	/* stale */
+	assert_int_equal(px_start(&p, NULL, extra), 0);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);
+	assert_int_equal(px_stop(&p), 0);
+	/* Removed on exit. */
+	assert_int_equal(access(path, F_OK), -1);
+	write_text(path, "not a socket\n");
+	assert_int_not_equal(px_start(&p, NULL, extra), 0);
+	assert_int_equal(px_wait_exit(&p, 10000), 1);
+	assert_non_null(strstr(p.err, "exists and is not a socket"));
+	(void)px_stop(&p);
+	(void)util_rm_rf(dir);
+}
+
+static int
+group_setup(void **state)
+{
+	struct rlimit rl;
+
+	(void)state;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return fx_start();
+}
+
+static int
+test_teardown(void **state)
+{
+	(void)state;
+	px_kill_all();
+	if (R.dir[0] != '\0')
+		(void)util_rm_rf(R.dir);
+	memset(&R, 0, sizeof(R));
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	fx_stop();
+	return 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_run_policies, test_teardown),
+		cmocka_unit_test_teardown(test_run_credentials, test_teardown),
+		cmocka_unit_test_teardown(test_run_limits, test_teardown),
+		cmocka_unit_test_teardown(test_run_report, test_teardown),
+		cmocka_unit_test_teardown(test_run_reload, test_teardown),
+		cmocka_unit_test_teardown(test_run_control, test_teardown),
+		cmocka_unit_test_teardown(test_run_control_path,
+		    test_teardown),
+	};
+	const char *filter = getenv("CORDON_TEST_FILTER");
+
+	if (filter != NULL)
+		cmocka_set_test_filter(filter);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
