@@ -20,6 +20,7 @@ struct egress_entry {
 	uint64_t count;
 	uint64_t bytes_up;
 	uint64_t bytes_down;
+	int64_t first;		/* when its first attempt started */
 };
 
 struct proxy_egress {
@@ -31,6 +32,7 @@ struct proxy_egress {
 	uint64_t denied;
 	uint64_t dropped;	/* attempts not kept */
 	bool truncated;
+	int64_t seq;		/* proxy_egress_note's own clock */
 };
 
 /*
@@ -130,9 +132,34 @@ egress_grow(struct proxy_egress *e)
 	return 0;
 }
 
+/* Moves entry i left until the entries are in order of first attempt
+ * again (equal times keep their order). */
+static void
+egress_settle(struct proxy_egress *e, size_t i)
+{
+	struct egress_entry tmp;
+	size_t j = i;
+
+	while (j > 0 && e->entries[j - 1].first > e->entries[i].first)
+		j--;
+	if (j == i)
+		return;
+	tmp = e->entries[i];
+	memmove(&e->entries[j + 1], &e->entries[j], (i - j) * sizeof(tmp));
+	e->entries[j] = tmp;
+}
+
+static void
+egress_set_first(struct egress_entry *x, const char *reason, int status)
+{
+	egress_copy(x->reason, reason != NULL ? reason : "",
+	    PROXY_EGRESS_REASON_MAX, false);
+	x->status = status;
+}
+
 int
-proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
-    bool allowed, const char *reason, int status)
+proxy_egress_note_at(struct proxy_egress *e, const char *host, uint16_t port,
+    bool allowed, const char *reason, int status, int64_t first)
 {
 	char key[PROXY_EGRESS_HOST_MAX + 1];
 	struct egress_entry *x;
@@ -148,6 +175,13 @@ proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
 	x = egress_find(e, key, port, allowed);
 	if (x != NULL) {
 		x->count = egress_add(x->count, 1);
+		if (first < x->first) {
+			/* Noted late (it ended after a later one): it is
+			 * now the entry's first attempt. */
+			x->first = first;
+			egress_set_first(x, reason, status);
+			egress_settle(e, (size_t)(x - e->entries));
+		}
 		return 0;
 	}
 	if ((rc = egress_grow(e)) < 0) {
@@ -158,13 +192,23 @@ proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
 	x = &e->entries[e->n++];
 	memset(x, 0, sizeof(*x));
 	memcpy(x->host, key, sizeof(x->host));
-	egress_copy(x->reason, reason != NULL ? reason : "",
-	    PROXY_EGRESS_REASON_MAX, false);
+	egress_set_first(x, reason, status);
 	x->port = port;
 	x->allowed = allowed;
-	x->status = status;
 	x->count = 1;
+	x->first = first;
+	egress_settle(e, e->n - 1);
 	return 0;
+}
+
+int
+proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
+    bool allowed, const char *reason, int status)
+{
+	if (e == NULL)
+		return -EINVAL;
+	return proxy_egress_note_at(e, host, port, allowed, reason, status,
+	    e->seq++);
 }
 
 int

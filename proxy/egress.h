@@ -55,6 +55,18 @@ int proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
     bool allowed, const char *reason, int status);
 
 /*
+ * The same, for callers that note an attempt when it ENDS: first is when
+ * it started (any clock, the same for every call on e). Entries are kept
+ * in order of first (equal values in the order noted), and an entry noted
+ * again with an earlier first takes that attempt's reason and status, so
+ * the report reads in order of first attempt whatever order attempts end
+ * in. Use either this or proxy_egress_note on one report, not both.
+ */
+int proxy_egress_note_at(struct proxy_egress *e, const char *host,
+    uint16_t port, bool allowed, const char *reason, int status,
+    int64_t first);
+
+/*
  * Adds bytes sent (up, client to upstream) and received (down) to the
  * allowed entry for host:port (same host matching). Counters saturate at
  * UINT64_MAX. Returns 0, or -ENOENT when there is no such entry (never

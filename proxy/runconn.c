@@ -174,8 +174,9 @@ proxy_run_request_done(struct conn *c, struct conn_req *r)
 		return;
 	allowed = r->decision != NULL && strcmp(r->decision, "allow") == 0;
 	/* -ENOSPC/-ENOMEM: counted as dropped by the report itself. */
-	(void)proxy_egress_note(run->egress, r->host, r->port, allowed,
-	    r->reason, r->status);
+	/* Noted as it ends, ordered by when it started. */
+	(void)proxy_egress_note_at(run->egress, r->host, r->port, allowed,
+	    r->reason, r->status, r->start_mono_ms);
 	if (allowed && (r->bytes_up > 0 || r->bytes_down > 0))
 		(void)proxy_egress_bytes(run->egress, r->host, r->port,
 		    r->bytes_up, r->bytes_down);

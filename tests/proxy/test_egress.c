@@ -55,6 +55,40 @@ test_egress_shape(void **state)
 	proxy_egress_free(e);
 }
 
+/* Attempts noted as they end read in order of when they started. */
+static void
+test_egress_note_at(void **state)
+{
+	struct proxy_egress *e = proxy_egress_new(PROXY_EGRESS_DEFAULT_MAX);
+	char *s;
+
+	(void)state;
+	assert_non_null(e);
+	/* A long tunnel to a (started at 10) ends after a denial of b
+	 * (started at 20) and an allowed c (30); a second, later c (40) is
+	 * noted before the first c (25): c takes the earlier one's status. */
+	assert_int_equal(proxy_egress_note_at(e, "b", 80, false, "r-b", 403,
+	    20), 0);
+	assert_int_equal(proxy_egress_note_at(e, "c", 80, true, "late", 404,
+	    40), 0);
+	assert_int_equal(proxy_egress_note_at(e, "a", 443, true, "r-a", 200,
+	    10), 0);
+	assert_int_equal(proxy_egress_note_at(e, "c", 80, true, "early", 200,
+	    25), 0);
+	/* Equal times keep the order noted. */
+	assert_int_equal(proxy_egress_note_at(e, "d", 80, false, "", 403,
+	    20), 0);
+	s = egress_text(e);
+	assert_non_null(strstr(s, "\"host\":\"a\""));
+	assert_true(strstr(s, "\"host\":\"a\"") < strstr(s, "\"host\":\"b\""));
+	assert_true(strstr(s, "\"host\":\"b\"") < strstr(s, "\"host\":\"d\""));
+	assert_true(strstr(s, "\"host\":\"d\"") < strstr(s, "\"host\":\"c\""));
+	assert_non_null(strstr(s, "{\"host\":\"c\",\"port\":80,\"decision\":"
+	    "\"allowed\",\"reason\":\"early\",\"status\":200,\"count\":2,"));
+	free(s);
+	proxy_egress_free(e);
+}
+
 /* Rows of attempts and the entries they make, in first-attempt order. */
 static void
 test_egress_aggregate(void **state)
@@ -284,6 +318,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_egress_shape),
 		cmocka_unit_test(test_egress_aggregate),
+		cmocka_unit_test(test_egress_note_at),
 		cmocka_unit_test(test_egress_truncate),
 		cmocka_unit_test(test_egress_bytes),
 		cmocka_unit_test(test_egress_cut),
