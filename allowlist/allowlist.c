@@ -260,6 +260,7 @@ al_key_add(struct allowlist *al, const char *name, size_t len)
 	for (int j = 0; j < AL_KINDS; j++)
 		key->head[j] = -1;
 	key->in_wild = false;
+	key->psl_check = false;
 	table_put(&al->all, hash, al->nkeys);
 	return (int32_t)al->nkeys++;
 }
@@ -367,6 +368,46 @@ al_suffix_keys(const struct allowlist *al, const char *s, size_t len,
 	return n;
 }
 
+/*
+ * The allow wildcards for name s (len bytes), most specific first: the
+ * first entry listing port, or NULL. A wildcard whose key may have public
+ * suffixes beneath it covers s only when s's registrable domain is its
+ * base or above it; the registrable domain is looked up at most once, and
+ * only then, as it costs more than the rest of the lookup. *crossed gets
+ * the first entry refused that way.
+ */
+static const struct al_entry *
+match_wild(const struct allowlist *al, const char *s, size_t len,
+    const int32_t *sufkeys, size_t nsuf, unsigned port,
+    const struct al_entry **hostmatch, const struct al_entry **crossed)
+{
+	const struct al_entry *e;
+	const char *reg = NULL;
+	bool looked = false;
+
+	for (size_t i = 0; i < nsuf; i++) {
+		const struct al_key *k = &al->keys[sufkeys[i]];
+		if (k->head[AL_ALLOW_WILD] < 0)
+			continue;
+		if (k->psl_check) {
+			if (!looked)
+				reg = al->psl != NULL ?
+				    psl_registrable_domain(al->psl, s) : NULL;
+			looked = true;
+			if (reg == NULL || len - (size_t)(reg - s) > k->len) {
+				if (*crossed == NULL)
+					*crossed = &al->entries[
+					    k->head[AL_ALLOW_WILD]];
+				continue;
+			}
+		}
+		if ((e = match_chain(al, sufkeys[i], AL_ALLOW_WILD, port,
+		    hostmatch)) != NULL)
+			return e;
+	}
+	return NULL;
+}
+
 static bool
 match_name(const struct allowlist *al, const struct allowlist_host *h,
     unsigned port, struct allowlist_decision *d)
@@ -374,7 +415,7 @@ match_name(const struct allowlist *al, const struct allowlist_host *h,
 	int32_t sufkeys[AL_LABELS_MAX];
 	size_t nsuf = 0, len = strlen(h->text);
 	const char *s = h->text;
-	const struct al_entry *e, *hostmatch = NULL;
+	const struct al_entry *e, *hostmatch = NULL, *crossed = NULL;
 	int32_t exact = -1;
 
 	if (h->family == 0)
@@ -393,12 +434,14 @@ match_name(const struct allowlist *al, const struct allowlist_host *h,
 	if ((e = match_chain(al, exact, AL_ALLOW_EXACT, port,
 	    &hostmatch)) != NULL)
 		goto allow;
-	for (size_t i = 0; i < nsuf; i++)
-		if ((e = match_chain(al, sufkeys[i], AL_ALLOW_WILD, port,
-		    &hostmatch)) != NULL)
-			goto allow;
+	if ((e = match_wild(al, s, len, sufkeys, nsuf, port, &hostmatch,
+	    &crossed)) != NULL)
+		goto allow;
 	if (hostmatch != NULL)
 		decision_set(d, false, "port-not-allowed", al, hostmatch);
+	else if (crossed != NULL)
+		decision_set(d, false, "wildcard-crosses-public-suffix", al,
+		    crossed);
 	else
 		decision_set(d, false, "no-match", NULL, NULL);
 	return false;

@@ -5,8 +5,6 @@
  * a wildcard, allows that a deny shadows). Pure: no I/O.
  */
 #include <errno.h>
-#include <libpsl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +23,7 @@ struct parse {
 	long errors;
 	bool nomem;
 	bool too_many;		/* reported ALLOWLIST_ENTRIES_MAX once */
+	bool psl_unknown;	/* reported an unreadable AL_PSL_FILE once */
 };
 
 /* Parsed right side of an entry. */
@@ -33,31 +32,6 @@ struct parse_ports {
 	size_t n;
 	bool given;
 };
-
-static pthread_once_t parse_psl_once = PTHREAD_ONCE_INIT;
-static psl_ctx_t *parse_psl_ctx;	/* read-only once set; never freed */
-
-static void
-parse_psl_init(void)
-{
-	/* The newer of the built-in list and Debian's publicsuffix file. */
-	parse_psl_ctx = psl_latest(NULL);
-}
-
-static bool
-parse_public_suffix(const char *name)
-{
-	const psl_ctx_t *ctx;
-
-	pthread_once(&parse_psl_once, parse_psl_init);
-	ctx = parse_psl_ctx != NULL ? parse_psl_ctx : psl_builtin();
-	/* Without data, any name could be a public suffix: refuse all. */
-	if (ctx == NULL)
-		return true;
-	/* PSL_TYPE_ANY keeps the "*" rule: every single label (a TLD,
-	 * known or not) counts as a public suffix. */
-	return psl_is_public_suffix2(ctx, name, PSL_TYPE_ANY) != 0;
-}
 
 static void
 parse_error(struct parse *p, const char *fmt, ...)
@@ -283,6 +257,41 @@ nomem:
 	p->nomem = true;
 }
 
+/*
+ * An allow wildcard over name: when public suffixes lie beneath name, its
+ * matches below them are refused (al_psl_crossed); say so once per name
+ * and mark the key so the matcher checks only such keys. The list file
+ * spells IDN rules in Unicode, so a punycode base cannot be looked up:
+ * it is always checked.
+ */
+static void
+parse_wild_beneath(struct parse *p, const char *name, size_t len)
+{
+	struct allowlist *al = p->al;
+	int32_t k = al_key_find(al, false, name, len, al_hash(name, len));
+	const char *rule;
+	int r;
+
+	al->psl = al_psl_ctx();
+	if (k < 0 || al->keys[k].psl_check)
+		return;		/* not added, or said already */
+	r = al_psl_beneath(name, &rule);
+	if (r == 0 && memmem(name, len, "xn--", 4) != NULL)
+		r = 2;
+	if (r == 0)
+		return;
+	al->keys[k].psl_check = true;
+	if (r == 1)
+		parse_warning(p, p->line, "'*.%s' spans public suffixes such "
+		    "as '%s': names registered under them are not allowed "
+		    "by it (wildcard-crosses-public-suffix)", name, rule);
+	else if (r < 0 && !p->psl_unknown)
+		parse_warning(p, p->line, "cannot read %s (%s): which "
+		    "wildcards span public suffixes is unknown, so every "
+		    "wildcard match is checked", AL_PSL_FILE, strerror(-r));
+	p->psl_unknown = p->psl_unknown || r < 0;
+}
+
 /* The host part of a non-bracketed entry: a name, "*.name" or IPv4. */
 static void
 parse_host(struct parse *p, bool deny, const char *s, size_t len,
@@ -335,13 +344,15 @@ parse_host(struct parse *p, bool deny, const char *s, size_t len,
 	for (size_t i = 0; i < len; i++)
 		name[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
 	name[len] = '\0';
-	if (wild && !deny && parse_public_suffix(name)) {
+	if (wild && !deny && al_psl_public_suffix(name)) {
 		parse_error(p, "'*.%s' would allow every name under the public "
 		    "suffix '%s'", name, name);
 		return;
 	}
 	parse_entry_add(p, wild ? (deny ? AL_DENY_WILD : AL_ALLOW_WILD) :
 	    (deny ? AL_DENY_EXACT : AL_ALLOW_EXACT), name, len, text, tlen, pp);
+	if (wild && !deny)
+		parse_wild_beneath(p, name, len);
 }
 
 /* One entry token (no spaces, no comment), as written. */
@@ -487,6 +498,23 @@ parse_cover(const struct allowlist *al, int32_t k, int kind,
 	return NULL;
 }
 
+/* True when the allow wildcard over key base does not cover all of
+ * allow entry e (name, len bytes) because it would cross a public suffix
+ * (see match_wild in allowlist.c). */
+static bool
+parse_crosses(const struct allowlist *al, int32_t base,
+    const struct al_entry *e, const char *name, size_t len)
+{
+	const char *reg;
+
+	if (!al->keys[base].psl_check)
+		return false;
+	if (e->kind == AL_ALLOW_WILD && al->keys[e->key].psl_check)
+		return true;	/* some names under e's base cross */
+	reg = al->psl != NULL ? psl_registrable_domain(al->psl, name) : NULL;
+	return reg == NULL || len - (size_t)(reg - name) > al->keys[base].len;
+}
+
 static void
 parse_warn_covered(struct parse *p, const struct al_entry *e)
 {
@@ -507,7 +535,8 @@ parse_warn_covered(struct parse *p, const struct al_entry *e)
 		nsuf = al_suffix_keys(al, name, key->len, NULL, suf);
 	for (size_t i = 0; i < nsuf && (c == NULL || (allow && d == NULL));
 	    i++) {
-		if (c == NULL)
+		if (c == NULL && !(allow && parse_crosses(al, suf[i], e,
+		    name, key->len)))
 			c = parse_cover(al, suf[i], allow ? AL_ALLOW_WILD :
 			    AL_DENY_WILD, e);
 		if (allow && d == NULL)
