@@ -153,6 +153,11 @@ bool al_entry_ports_cover(const struct allowlist *al,
 long al_parse_text(struct allowlist *al, const char *text, size_t len,
     struct allowlist_diag *diag);
 
+/* cover.c */
+/* Warns (into diag) about entries already covered by a wildcard and allows
+ * that a deny always overrides. */
+void al_warn_covered(const struct allowlist *al, struct allowlist_diag *diag);
+
 /* diag.c */
 /* Adds one diagnostic (a NULL diag only counts nothing). Allocation
  * failures drop the item but still count it. */

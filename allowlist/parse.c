@@ -485,78 +485,12 @@ parse_line(struct parse *p, const char *s, size_t len)
 	parse_entry(p, s, tok);
 }
 
-/* First entry of kind under key k whose ports cover e's, or NULL. */
-static const struct al_entry *
-parse_cover(const struct allowlist *al, int32_t k, int kind,
-    const struct al_entry *e)
-{
-	for (int32_t i = al->keys[k].head[kind]; i >= 0;
-	    i = al->entries[i].next)
-		if (&al->entries[i] != e &&
-		    al_entry_ports_cover(al, &al->entries[i], e))
-			return &al->entries[i];
-	return NULL;
-}
-
-/* True when the allow wildcard over key base does not cover all of
- * allow entry e (name, len bytes) because it would cross a public suffix
- * (see match_wild in allowlist.c). */
-static bool
-parse_crosses(const struct allowlist *al, int32_t base,
-    const struct al_entry *e, const char *name, size_t len)
-{
-	const char *reg;
-
-	if (!al->keys[base].psl_check)
-		return false;
-	if (e->kind == AL_ALLOW_WILD && al->keys[e->key].psl_check)
-		return true;	/* some names under e's base cross */
-	reg = al->psl != NULL ? psl_registrable_domain(al->psl, name) : NULL;
-	return reg == NULL || len - (size_t)(reg - name) > al->keys[base].len;
-}
-
-static void
-parse_warn_covered(struct parse *p, const struct al_entry *e)
-{
-	const struct allowlist *al = p->al;
-	const struct al_key *key = &al->keys[e->key];
-	const char *name = al->strs + key->name;
-	const struct al_entry *c = NULL, *d = NULL;
-	bool allow = e->kind == AL_ALLOW_EXACT || e->kind == AL_ALLOW_WILD;
-	int32_t suf[AL_LABELS_MAX];
-	size_t nsuf = 0;
-
-	if (allow)
-		d = parse_cover(al, e->key, e->kind == AL_ALLOW_EXACT ?
-		    AL_DENY_EXACT : AL_DENY_WILD, e);
-	/* IP literals have no suffixes. */
-	if (memchr(name, ':', key->len) == NULL &&
-	    !al_name_numeric(name, key->len))
-		nsuf = al_suffix_keys(al, name, key->len, NULL, suf);
-	for (size_t i = 0; i < nsuf && (c == NULL || (allow && d == NULL));
-	    i++) {
-		if (c == NULL && !(allow && parse_crosses(al, suf[i], e,
-		    name, key->len)))
-			c = parse_cover(al, suf[i], allow ? AL_ALLOW_WILD :
-			    AL_DENY_WILD, e);
-		if (allow && d == NULL)
-			d = parse_cover(al, suf[i], AL_DENY_WILD, e);
-	}
-	if (d != NULL)
-		parse_warning(p, e->line, "never allowed: '%s' (line %u) "
-		    "denies it", al->strs + d->text, d->line);
-	else if (c != NULL)
-		parse_warning(p, e->line, "already covered by '%s' (line %u)",
-		    al->strs + c->text, c->line);
-}
-
 long
 al_parse_text(struct allowlist *al, const char *text, size_t len,
     struct allowlist_diag *diag)
 {
 	struct parse p = { .al = al, .diag = diag };
 	size_t start = diag != NULL ? diag->count : 0, i = 0, lines = 1;
-	bool wild = false;
 
 	if (text == NULL)
 		len = 0;
@@ -579,12 +513,7 @@ al_parse_text(struct allowlist *al, const char *text, size_t len,
 	if (diag != NULL && p.errors == 0) {
 		/* Duplicates were reported while adding; coverage needs all
 		 * entries in place. */
-		for (size_t e = 0; e < al->nentries && !wild; e++)
-			wild = al->entries[e].kind == AL_ALLOW_WILD ||
-			    al->entries[e].kind == AL_DENY_WILD ||
-			    al->entries[e].kind == AL_DENY_EXACT;
-		for (size_t e = 0; e < al->nentries && wild; e++)
-			parse_warn_covered(&p, &al->entries[e]);
+		al_warn_covered(al, diag);
 		al_diag_sort_from(diag, start);
 	}
 	return p.errors;
