@@ -1,8 +1,9 @@
 /*
  * One allowlist policy: its string pool, entries and the hash table of
- * names (exact names and wildcard bases share keys), and the matcher, which
- * hashes the request name and each of its label suffixes once, so a lookup
- * costs the same with ten entries or a million.
+ * names (exact names and wildcard bases share keys), and the suffix keys
+ * of a name for the matcher (match.c): the request name and each of its
+ * label suffixes are hashed once, so a lookup costs the same with ten
+ * entries or a million.
  */
 #include <assert.h>
 #include <errno.h>
@@ -260,6 +261,7 @@ al_key_add(struct allowlist *al, const char *name, size_t len)
 	for (int j = 0; j < AL_KINDS; j++)
 		key->head[j] = -1;
 	key->in_wild = false;
+	key->psl_check = false;
 	table_put(&al->all, hash, al->nkeys);
 	return (int32_t)al->nkeys++;
 }
@@ -308,36 +310,6 @@ al_entry_ports_cover(const struct allowlist *al, const struct al_entry *outer,
 	return true;
 }
 
-static void
-decision_set(struct allowlist_decision *d, bool allowed, const char *reason,
-    const struct allowlist *al, const struct al_entry *e)
-{
-	d->allowed = allowed;
-	d->reason = reason;
-	d->file = e != NULL ? al->file : NULL;
-	d->line = e != NULL ? e->line : 0;
-	d->entry = e != NULL ? al->strs + e->text : NULL;
-}
-
-/* Walks the chain of kind under key k: the first entry listing port, or
- * NULL; *hostmatch gets the chain's first entry when it is still NULL. */
-static const struct al_entry *
-match_chain(const struct allowlist *al, int32_t k, int kind, unsigned port,
-    const struct al_entry **hostmatch)
-{
-	int32_t i;
-
-	if (k < 0)
-		return NULL;
-	i = al->keys[k].head[kind];
-	if (i >= 0 && hostmatch != NULL && *hostmatch == NULL)
-		*hostmatch = &al->entries[i];
-	for (; i >= 0; i = al->entries[i].next)
-		if (al_entry_has_port(al, &al->entries[i], port))
-			return &al->entries[i];
-	return NULL;
-}
-
 size_t
 al_suffix_keys(const struct allowlist *al, const char *s, size_t len,
     int32_t *exact, int32_t out[AL_LABELS_MAX])
@@ -365,138 +337,4 @@ al_suffix_keys(const struct allowlist *al, const char *s, size_t len,
 	while (ntmp > 0)
 		out[n++] = tmp[--ntmp];
 	return n;
-}
-
-static bool
-match_name(const struct allowlist *al, const struct allowlist_host *h,
-    unsigned port, struct allowlist_decision *d)
-{
-	int32_t sufkeys[AL_LABELS_MAX];
-	size_t nsuf = 0, len = strlen(h->text);
-	const char *s = h->text;
-	const struct al_entry *e, *hostmatch = NULL;
-	int32_t exact = -1;
-
-	if (h->family == 0)
-		nsuf = al_suffix_keys(al, s, len, &exact, sufkeys);
-	else
-		exact = al_key_find(al, false, s, len, al_hash(s, len));
-
-	/* A wildcard key is a proper suffix, never the name itself, so
-	 * "*.x" does not cover "x". */
-	if ((e = match_chain(al, exact, AL_DENY_EXACT, port, NULL)) != NULL)
-		goto deny;
-	for (size_t i = 0; i < nsuf; i++)
-		if ((e = match_chain(al, sufkeys[i], AL_DENY_WILD, port,
-		    NULL)) != NULL)
-			goto deny;
-	if ((e = match_chain(al, exact, AL_ALLOW_EXACT, port,
-	    &hostmatch)) != NULL)
-		goto allow;
-	for (size_t i = 0; i < nsuf; i++)
-		if ((e = match_chain(al, sufkeys[i], AL_ALLOW_WILD, port,
-		    &hostmatch)) != NULL)
-			goto allow;
-	if (hostmatch != NULL)
-		decision_set(d, false, "port-not-allowed", al, hostmatch);
-	else
-		decision_set(d, false, "no-match", NULL, NULL);
-	return false;
-deny:
-	decision_set(d, false, "denied-by-entry", al, e);
-	return false;
-allow:
-	decision_set(d, true, "allowed-by-entry", al, e);
-	return true;
-}
-
-bool
-allowlist_match(const struct allowlist *al, const char *host, long port,
-    struct allowlist_decision *d)
-{
-	struct allowlist_decision tmp;
-	struct allowlist_host h;
-
-	if (d == NULL)
-		d = &tmp;
-	if (al == NULL) {
-		decision_set(d, false, "no-policy", NULL, NULL);
-		return false;
-	}
-	if (allowlist_host_parse(host, &h) != 0) {
-		decision_set(d, false, "invalid-host", NULL, NULL);
-		return false;
-	}
-	if (port < 1 || port > 65535) {
-		decision_set(d, false, "invalid-port", NULL, NULL);
-		return false;
-	}
-	return match_name(al, &h, (unsigned)port, d);
-}
-
-/* "443" -> 443; no sign, no leading zero, 1-65535; else -1. */
-static long
-authority_port(const char *s)
-{
-	long v = 0;
-
-	if (*s == '\0' || *s == '0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (*s - '0');
-		if (v > 65535)
-			return -1;
-	}
-	return v;
-}
-
-bool
-allowlist_match_authority(const struct allowlist *al, const char *authority,
-    long default_port, struct allowlist_decision *d)
-{
-	struct allowlist_decision tmp;
-	char host[AL_NAME_MAX + 8];
-	const char *colon, *end;
-	long port = default_port;
-	size_t hlen;
-
-	if (d == NULL)
-		d = &tmp;
-	if (al == NULL) {
-		decision_set(d, false, "no-policy", NULL, NULL);
-		return false;
-	}
-	if (authority == NULL)
-		goto badhost;
-	if (authority[0] == '[') {
-		if ((end = strchr(authority, ']')) == NULL)
-			goto badhost;
-		end++;
-		if (*end != '\0' && *end != ':')
-			goto badhost;
-		colon = *end == ':' ? end : NULL;
-	} else {
-		colon = strchr(authority, ':');
-		if (colon != NULL && strchr(colon + 1, ':') != NULL)
-			goto badhost;	/* bare IPv6 needs brackets here */
-		end = colon != NULL ? colon : authority + strlen(authority);
-	}
-	hlen = (size_t)(end - authority);
-	if (hlen >= sizeof(host))
-		goto badhost;
-	memcpy(host, authority, hlen);
-	host[hlen] = '\0';
-	if (colon != NULL && (port = authority_port(colon + 1)) < 0) {
-		struct allowlist_host h;
-		if (allowlist_host_parse(host, &h) != 0)
-			goto badhost;
-		decision_set(d, false, "invalid-port", NULL, NULL);
-		return false;
-	}
-	return allowlist_match(al, host, port, d);
-badhost:
-	decision_set(d, false, "invalid-host", NULL, NULL);
-	return false;
 }

@@ -52,18 +52,39 @@
  *     whose host and ports both match allows ("allowed-by-entry"). Ports
  *     accumulate: "api.example.com:8443" plus "*.example.com" allows
  *     api.example.com on 80, 443 and 8443.
+ *     An allow wildcard "*.BASE" never crosses a public suffix: it covers
+ *     a host only when the host's registrable domain (libpsl) is BASE or
+ *     a name above BASE. When the host is itself a public suffix (no
+ *     registrable domain) or its registrable domain lies below BASE, the
+ *     wildcard does not match it. So "*.amazonaws.com" covers
+ *     ec2.amazonaws.com (registrable domain amazonaws.com) but not
+ *     s3.amazonaws.com (a public suffix), attacker.s3.amazonaws.com or
+ *     x.execute-api.us-east-1.amazonaws.com (registrable domains below
+ *     amazonaws.com); "*.b.s3.amazonaws.com" and the exact entry
+ *     "s3.amazonaws.com" still match their hosts. Deny wildcards are not
+ *     narrowed.
  *  4. If some allow entry matched the host but none listed the port, the
  *     request is denied citing the first such entry ("port-not-allowed");
+ *     else if a wildcard was refused for crossing a public suffix, citing
+ *     the first such wildcard ("wildcard-crosses-public-suffix");
  *     otherwise "no-match".
  * A missing policy (NULL) denies everything ("no-policy"). A directory
  * without default.list has no "default" policy.
  *
  * Lookups hash the exact name and each label suffix of the request (at
- * most 127), so their cost does not depend on the number of entries.
+ * most 127), so their cost does not depend on the number of entries. The
+ * registrable domain is looked up only when an allow wildcard whose base
+ * has public-suffix rules beneath it matches (known at load time).
+ *
+ * The public suffix data is read once per process from Debian's
+ * publicsuffix file (/usr/share/publicsuffix/public_suffix_list.dat), both
+ * for libpsl and for the set of names with rules beneath them; without
+ * that file, libpsl's own data is used and every wildcard match is
+ * checked.
  *
  * Errors reject the whole set (nothing is half-loaded); warnings (duplicate
- * entries, entries already covered by a wildcard, allows shadowed by a deny)
- * do not.
+ * entries, entries already covered by a wildcard, allows shadowed by a deny,
+ * allow wildcards with public suffixes beneath their base) do not.
  */
 
 struct allowlist;		/* one policy; owned by its set */
@@ -136,7 +157,8 @@ size_t allowlist_entry_count(const struct allowlist *al);
 struct allowlist_decision {
 	bool allowed;
 	/* Machine-readable, fit for an HTTP header: "allowed-by-entry",
-	 * "denied-by-entry", "port-not-allowed", "no-match", "invalid-host",
+	 * "denied-by-entry", "port-not-allowed",
+	 * "wildcard-crosses-public-suffix", "no-match", "invalid-host",
 	 * "invalid-port", "no-policy". */
 	const char *reason;
 	const char *file;	/* deciding entry's file, or NULL */

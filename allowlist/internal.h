@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libpsl.h>
+
 #include "allowlist/allowlist.h"
 
 #define AL_NAME_MAX	253	/* bytes in a host name, without trailing dot */
@@ -47,6 +49,9 @@ struct al_key {			/* 32 bytes */
 	uint32_t name;		/* offset in strs (normalised name or IP text) */
 	uint16_t len;		/* <= AL_NAME_MAX */
 	bool in_wild;		/* also in the wildcard table */
+	bool psl_check;		/* an allow wildcard base with public
+				   suffixes (maybe) beneath: its matches
+				   need the registrable domain */
 	int32_t head[AL_KINDS];	/* first entry per kind, in file order; -1 */
 };
 
@@ -78,6 +83,7 @@ struct allowlist {
 	struct al_table all;	/* every key: exact lookups */
 	struct al_table wild;	/* keys with wildcard entries: the suffix
 				   lookups, kept small and cache-warm */
+	const psl_ctx_t *psl;	/* al_psl_ctx(), set by the parser */
 };
 
 /* host.c */
@@ -91,6 +97,20 @@ bool al_name_numeric(const char *s, size_t len);
  * (family, addr, canonical text); IPv4-mapped IPv6 becomes IPv4. */
 bool al_ip_parse(const char *s, size_t len, int family,
     struct allowlist_host *h);
+
+/* psl.c */
+/* The public suffix list file; read once per process. */
+#define AL_PSL_FILE	"/usr/share/publicsuffix/public_suffix_list.dat"
+/* The process's libpsl context: AL_PSL_FILE's rules, or when that cannot
+ * be read, libpsl's own data; NULL only when libpsl has none at all. */
+const psl_ctx_t *al_psl_ctx(void);
+/* True when name (lowercase) is a public suffix, the "*" rule included
+ * (every single label is one); also true when there is no data. */
+bool al_psl_public_suffix(const char *name);
+/* Whether public-suffix rules lie strictly beneath name (lowercase): 1 with
+ * *rule set to the shortest such rule (static), 0 when none, or -errno
+ * when AL_PSL_FILE could not be read (unknown). */
+int al_psl_beneath(const char *name, const char **rule);
 
 /* allowlist.c: building a policy */
 struct allowlist *al_policy_new(const char *name, const char *file);
@@ -132,6 +152,11 @@ bool al_entry_ports_cover(const struct allowlist *al,
  * Returns the number of errors found, or -ENOMEM. */
 long al_parse_text(struct allowlist *al, const char *text, size_t len,
     struct allowlist_diag *diag);
+
+/* cover.c */
+/* Warns (into diag) about entries already covered by a wildcard and allows
+ * that a deny always overrides. */
+void al_warn_covered(const struct allowlist *al, struct allowlist_diag *diag);
 
 /* diag.c */
 /* Adds one diagnostic (a NULL diag only counts nothing). Allocation

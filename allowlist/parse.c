@@ -5,8 +5,6 @@
  * a wildcard, allows that a deny shadows). Pure: no I/O.
  */
 #include <errno.h>
-#include <libpsl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +23,7 @@ struct parse {
 	long errors;
 	bool nomem;
 	bool too_many;		/* reported ALLOWLIST_ENTRIES_MAX once */
+	bool psl_unknown;	/* reported an unreadable AL_PSL_FILE once */
 };
 
 /* Parsed right side of an entry. */
@@ -33,31 +32,6 @@ struct parse_ports {
 	size_t n;
 	bool given;
 };
-
-static pthread_once_t parse_psl_once = PTHREAD_ONCE_INIT;
-static psl_ctx_t *parse_psl_ctx;	/* read-only once set; never freed */
-
-static void
-parse_psl_init(void)
-{
-	/* The newer of the built-in list and Debian's publicsuffix file. */
-	parse_psl_ctx = psl_latest(NULL);
-}
-
-static bool
-parse_public_suffix(const char *name)
-{
-	const psl_ctx_t *ctx;
-
-	pthread_once(&parse_psl_once, parse_psl_init);
-	ctx = parse_psl_ctx != NULL ? parse_psl_ctx : psl_builtin();
-	/* Without data, any name could be a public suffix: refuse all. */
-	if (ctx == NULL)
-		return true;
-	/* PSL_TYPE_ANY keeps the "*" rule: every single label (a TLD,
-	 * known or not) counts as a public suffix. */
-	return psl_is_public_suffix2(ctx, name, PSL_TYPE_ANY) != 0;
-}
 
 static void
 parse_error(struct parse *p, const char *fmt, ...)
@@ -283,6 +257,41 @@ nomem:
 	p->nomem = true;
 }
 
+/*
+ * An allow wildcard over name: when public suffixes lie beneath name, its
+ * matches below them are refused (al_psl_crossed); say so once per name
+ * and mark the key so the matcher checks only such keys. The list file
+ * spells IDN rules in Unicode, so a punycode base cannot be looked up:
+ * it is always checked.
+ */
+static void
+parse_wild_beneath(struct parse *p, const char *name, size_t len)
+{
+	struct allowlist *al = p->al;
+	int32_t k = al_key_find(al, false, name, len, al_hash(name, len));
+	const char *rule;
+	int r;
+
+	al->psl = al_psl_ctx();
+	if (k < 0 || al->keys[k].psl_check)
+		return;		/* not added, or said already */
+	r = al_psl_beneath(name, &rule);
+	if (r == 0 && memmem(name, len, "xn--", 4) != NULL)
+		r = 2;
+	if (r == 0)
+		return;
+	al->keys[k].psl_check = true;
+	if (r == 1)
+		parse_warning(p, p->line, "'*.%s' spans public suffixes such "
+		    "as '%s': names registered under them are not allowed "
+		    "by it (wildcard-crosses-public-suffix)", name, rule);
+	else if (r < 0 && !p->psl_unknown)
+		parse_warning(p, p->line, "cannot read %s (%s): which "
+		    "wildcards span public suffixes is unknown, so every "
+		    "wildcard match is checked", AL_PSL_FILE, strerror(-r));
+	p->psl_unknown = p->psl_unknown || r < 0;
+}
+
 /* The host part of a non-bracketed entry: a name, "*.name" or IPv4. */
 static void
 parse_host(struct parse *p, bool deny, const char *s, size_t len,
@@ -335,13 +344,15 @@ parse_host(struct parse *p, bool deny, const char *s, size_t len,
 	for (size_t i = 0; i < len; i++)
 		name[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] + 32) : s[i];
 	name[len] = '\0';
-	if (wild && !deny && parse_public_suffix(name)) {
+	if (wild && !deny && al_psl_public_suffix(name)) {
 		parse_error(p, "'*.%s' would allow every name under the public "
 		    "suffix '%s'", name, name);
 		return;
 	}
 	parse_entry_add(p, wild ? (deny ? AL_DENY_WILD : AL_ALLOW_WILD) :
 	    (deny ? AL_DENY_EXACT : AL_ALLOW_EXACT), name, len, text, tlen, pp);
+	if (wild && !deny)
+		parse_wild_beneath(p, name, len);
 }
 
 /* One entry token (no spaces, no comment), as written. */
@@ -474,60 +485,12 @@ parse_line(struct parse *p, const char *s, size_t len)
 	parse_entry(p, s, tok);
 }
 
-/* First entry of kind under key k whose ports cover e's, or NULL. */
-static const struct al_entry *
-parse_cover(const struct allowlist *al, int32_t k, int kind,
-    const struct al_entry *e)
-{
-	for (int32_t i = al->keys[k].head[kind]; i >= 0;
-	    i = al->entries[i].next)
-		if (&al->entries[i] != e &&
-		    al_entry_ports_cover(al, &al->entries[i], e))
-			return &al->entries[i];
-	return NULL;
-}
-
-static void
-parse_warn_covered(struct parse *p, const struct al_entry *e)
-{
-	const struct allowlist *al = p->al;
-	const struct al_key *key = &al->keys[e->key];
-	const char *name = al->strs + key->name;
-	const struct al_entry *c = NULL, *d = NULL;
-	bool allow = e->kind == AL_ALLOW_EXACT || e->kind == AL_ALLOW_WILD;
-	int32_t suf[AL_LABELS_MAX];
-	size_t nsuf = 0;
-
-	if (allow)
-		d = parse_cover(al, e->key, e->kind == AL_ALLOW_EXACT ?
-		    AL_DENY_EXACT : AL_DENY_WILD, e);
-	/* IP literals have no suffixes. */
-	if (memchr(name, ':', key->len) == NULL &&
-	    !al_name_numeric(name, key->len))
-		nsuf = al_suffix_keys(al, name, key->len, NULL, suf);
-	for (size_t i = 0; i < nsuf && (c == NULL || (allow && d == NULL));
-	    i++) {
-		if (c == NULL)
-			c = parse_cover(al, suf[i], allow ? AL_ALLOW_WILD :
-			    AL_DENY_WILD, e);
-		if (allow && d == NULL)
-			d = parse_cover(al, suf[i], AL_DENY_WILD, e);
-	}
-	if (d != NULL)
-		parse_warning(p, e->line, "never allowed: '%s' (line %u) "
-		    "denies it", al->strs + d->text, d->line);
-	else if (c != NULL)
-		parse_warning(p, e->line, "already covered by '%s' (line %u)",
-		    al->strs + c->text, c->line);
-}
-
 long
 al_parse_text(struct allowlist *al, const char *text, size_t len,
     struct allowlist_diag *diag)
 {
 	struct parse p = { .al = al, .diag = diag };
 	size_t start = diag != NULL ? diag->count : 0, i = 0, lines = 1;
-	bool wild = false;
 
 	if (text == NULL)
 		len = 0;
@@ -550,12 +513,7 @@ al_parse_text(struct allowlist *al, const char *text, size_t len,
 	if (diag != NULL && p.errors == 0) {
 		/* Duplicates were reported while adding; coverage needs all
 		 * entries in place. */
-		for (size_t e = 0; e < al->nentries && !wild; e++)
-			wild = al->entries[e].kind == AL_ALLOW_WILD ||
-			    al->entries[e].kind == AL_DENY_WILD ||
-			    al->entries[e].kind == AL_DENY_EXACT;
-		for (size_t e = 0; e < al->nentries && wild; e++)
-			parse_warn_covered(&p, &al->entries[e]);
+		al_warn_covered(al, diag);
 		al_diag_sort_from(diag, start);
 	}
 	return p.errors;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "runner/outwrap.h"
 #include "runner/tar.h"
 
 struct stage {
@@ -251,6 +252,43 @@ unpack_one(const struct config_limits *l, int dfd, struct tar_entry *e,
 	return add_file(res, e->name, e->size, why);
 }
 
+/* Lists the files the wrapper reported it could not pack (rest: the bytes
+ * after the archive's end marker) in res->files, each with a static
+ * reason. The report is untrusted: it only ever adds lines to "files". */
+static int
+report_unpacked(const struct config_limits *l, const unsigned char *rest,
+    size_t len, struct runner_result *res)
+{
+	size_t max = l->out_max_files > 0 ? (size_t)l->out_max_files : 0;
+	const cJSON *it;
+	cJSON *arr;
+	int rc;
+
+	if ((rc = outwrap_report_parse(rest, len, max, &arr)) < 0) {
+		if (rc == -ENOMEM)
+			return rc;
+		snprintf(res->files_error, sizeof(res->files_error), "%s",
+		    rc == -ENOENT ? "no report of the files the sandbox "
+		    "could not pack (output cap?)" : rc == -E2BIG ?
+		    "the sandbox could not pack more files than the file "
+		    "count limit" : "the report of files the sandbox could "
+		    "not pack was malformed");
+		return 0;
+	}
+	rc = 0;
+	cJSON_ArrayForEach(it, arr) {
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(it, "path");
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "size");
+		const cJSON *w = cJSON_GetObjectItemCaseSensitive(it, "why");
+		if ((rc = add_file(res, p->valuestring,
+		    (uint64_t)n->valuedouble,
+		    outwrap_report_reason(w->valuestring))) < 0)
+			break;
+	}
+	cJSON_Delete(arr);
+	return rc;
+}
+
 int
 files_unpack_out(const struct config *c, const void *tar, size_t len,
     const char *out_dir, struct runner_result *res)
@@ -259,7 +297,7 @@ files_unpack_out(const struct config *c, const void *tar, size_t len,
 	struct tar_entry e;
 	uint64_t bytes = 0;
 	int64_t count = 0;
-	int dfd, rc, n;
+	int dfd, rc = 0, n;
 
 	if ((rc = util_mkdir_p(out_dir, 0755)) < 0)
 		return rc;
@@ -276,5 +314,8 @@ files_unpack_out(const struct config *c, const void *tar, size_t len,
 		snprintf(res->files_error, sizeof(res->files_error), "%s",
 		    n == -EPIPE ? "the archive was cut short (output cap)" :
 		    "the archive was malformed; the rest was ignored");
+	else if (rc == 0 && n == 0)
+		rc = report_unpacked(&c->limits, r.buf + r.off, r.len - r.off,
+		    res);
 	return rc;
 }

@@ -24,9 +24,11 @@ int files_stage_in(const struct config *c, const char *name,
 
 /* Unpacks the archive into out_dir (created if missing), entry by entry:
  * refused entries and those over limits.out_max_files/out_max_bytes are
- * listed in res->files with a reason and never written. A damaged or
- * cut-short archive sets res->files_error. 0 or -ENOMEM / a negative
- * errno when out_dir cannot be opened. */
+ * listed in res->files with a reason and never written. Then the files
+ * the wrapper reports it could not pack (the line after the archive, see
+ * outwrap.h) are listed with their reason. A damaged or cut-short archive,
+ * or a missing or malformed report, sets res->files_error. 0 or -ENOMEM /
+ * a negative errno when out_dir cannot be opened. */
 int files_unpack_out(const struct config *c, const void *tar, size_t len,
     const char *out_dir, struct runner_result *res);
 

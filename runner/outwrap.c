@@ -1,6 +1,7 @@
 /*
- * The --out wrapper program and the parser that splits its stdout into
- * the job's own stdout and the archive of /tmp/out (outwrap.h).
+ * The --out wrapper program, the parser that splits its stdout into the
+ * job's own stdout and the archive of /tmp/out, and the parser of its
+ * report of files it could not pack (outwrap.h).
  */
 #include "runner/outwrap.h"
 
@@ -9,9 +10,10 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "runner/tar.h"
 
 const char outwrap_program[] =
-"import os,sys,signal,subprocess,selectors,tarfile\n"
+"import os,sys,signal,subprocess,selectors,tarfile,json\n"
 "try:\n"
 " import ctypes\n"
 " ctypes.CDLL(None).prctl(4,0,0,0,0)\n"
@@ -55,15 +57,34 @@ const char outwrap_program[] =
 "rc=p.wait()\n"
 "w=open(1,'wb',closefd=False)\n"
 "w.write(b'\\0CORDON-OUT-'+nonce+b'\\0%d %d\\n'%(seen[1],seen[2]))\n"
-"with tarfile.open(fileobj=w,mode='w|',format=tarfile.USTAR_FORMAT) as t:\n"
-" for root,dirs,files in os.walk('/tmp/out'):\n"
+"bad=[]\n"
+"def skip(f,why):\n"
+" r=os.fsencode(os.path.relpath(f,'/tmp/out')).decode('utf-8','backslashreplace')\n"
+" try:\n"
+"  n=os.lstat(f).st_size\n"
+" except OSError:\n"
+"  n=0\n"
+" bad.append({'path':r,'size':n,'why':why})\n"
+"def why(e):\n"
+" return {PermissionError:'unreadable',FileNotFoundError:'vanished'}.get(type(e),'error')\n"
+"with tarfile.open(fileobj=w,mode='w|',format=tarfile.PAX_FORMAT) as t:\n"
+" for root,dirs,files in os.walk('/tmp/out',onerror=lambda e:skip(e.filename,'unlistable')):\n"
 "  dirs.sort()\n"
 "  for n in dirs+sorted(files):\n"
 "   f=os.path.join(root,n)\n"
 "   try:\n"
-"    t.add(f,arcname=os.path.relpath(f,'/tmp/out'),recursive=False)\n"
-"   except Exception:\n"
-"    pass\n"
+"    i=t.gettarinfo(f,arcname=os.path.relpath(f,'/tmp/out'))\n"
+"    if i is None:\n"
+"     skip(f,'unsupported');continue\n"
+"    i.mtime=int(i.mtime)\n"
+"    if i.isreg():\n"
+"     with open(f,'rb') as d:\n"
+"      t.addfile(i,d)\n"
+"    else:\n"
+"     t.addfile(i)\n"
+"   except Exception as e:\n"
+"    skip(f,why(e))\n"
+"w.write(b'CORDON-UNPACKED '+json.dumps(bad).encode()+b'\\n')\n"
 "w.flush()\n"
 "os._exit(rc if rc>=0 else 128-rc)\n";
 
@@ -119,4 +140,78 @@ outwrap_split(const void *buf, size_t len, const char *nonce,
 	out->out_seen = (uint64_t)o;
 	out->err_seen = (uint64_t)e;
 	return 0;
+}
+
+/* One report item: an object with a string path that fits a tar name, a
+ * whole size within a double's exact range, and a string why. */
+static bool
+report_item_ok(const cJSON *o)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "path");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "size");
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "why");
+	size_t pl;
+
+	if (!cJSON_IsObject(o) || !cJSON_IsString(p) || !cJSON_IsNumber(n) ||
+	    !cJSON_IsString(w))
+		return false;
+	pl = strlen(p->valuestring);
+	return pl > 0 && pl < TAR_NAME_MAX && n->valuedouble >= 0 &&
+	    n->valuedouble <= 9007199254740992.0 &&
+	    n->valuedouble == (double)(uint64_t)n->valuedouble;
+}
+
+int
+outwrap_report_parse(const void *rest, size_t len, size_t max, cJSON **out)
+{
+	static const char tag[] = OUTWRAP_REPORT_TAG;
+	const unsigned char *b = rest, *end = b + len;
+	const cJSON *it;
+	cJSON *arr;
+	size_t n = 0;
+
+	*out = NULL;
+	while (b < end && *b == '\0')
+		b++;
+	if (b == end || end[-1] != '\n' ||
+	    (size_t)(end - b) < sizeof(tag) - 1 + 1)
+		return -ENOENT;
+	if (memcmp(b, tag, sizeof(tag) - 1) != 0 ||
+	    memchr(b, '\n', (size_t)(end - b)) != end - 1)
+		return -EBADMSG;
+	b += sizeof(tag) - 1;
+	if ((arr = cJSON_ParseWithLength((const char *)b,
+	    (size_t)(end - 1 - b))) == NULL)
+		return -EBADMSG;
+	if (!cJSON_IsArray(arr)) {
+		cJSON_Delete(arr);
+		return -EBADMSG;
+	}
+	cJSON_ArrayForEach(it, arr) {
+		if (!report_item_ok(it)) {
+			cJSON_Delete(arr);
+			return -EBADMSG;
+		}
+		n++;
+	}
+	if (n > max) {
+		cJSON_Delete(arr);
+		return -E2BIG;
+	}
+	*out = arr;
+	return 0;
+}
+
+const char *
+outwrap_report_reason(const char *why)
+{
+	if (strcmp(why, "unreadable") == 0)
+		return "could not be read in the sandbox";
+	if (strcmp(why, "unlistable") == 0)
+		return "directory could not be listed in the sandbox";
+	if (strcmp(why, "vanished") == 0)
+		return "vanished before it was packed";
+	if (strcmp(why, "unsupported") == 0)
+		return "not a regular file or directory";
+	return "could not be packed in the sandbox";
 }

@@ -1,7 +1,8 @@
 /*
- * ustar reading (tar.h): 512-byte headers with octal fields and a checksum;
- * only types '0'/'\0' (file) and '5' (directory) are ever accepted by the
- * refusal rules, and extraction opens every path component with O_NOFOLLOW
+ * ustar and PAX reading (tar.h): 512-byte headers with octal fields and a
+ * checksum, PAX extended headers merged into their entry; only types
+ * '0'/'\0' (file) and '5' (directory) are ever accepted by the refusal
+ * rules, and extraction opens every path component with O_NOFOLLOW
  * relative to the output directory.
  */
 #include "runner/tar.h"
@@ -93,8 +94,99 @@ copy_name(const unsigned char *h, char out[TAR_NAME_MAX])
 	return 0;
 }
 
-int
-runner_tar_next(struct tar_reader *r, struct tar_entry *e)
+/* What a PAX extended header says about the entry after it. */
+struct pax {
+	const unsigned char *path;	/* inside the stream; NULL: none */
+	size_t path_len;
+	bool has_size;
+	uint64_t size;
+	bool unknown;
+};
+
+/* Records that change nothing for the refusal rules or the unpacker. */
+static bool
+pax_ignored(const unsigned char *k, size_t n)
+{
+	static const char *const keys[] = { "mtime", "atime", "ctime", "uid",
+	    "gid", "uname", "gname", "hdrcharset", "comment", "linkpath" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strlen(keys[i]) == n && memcmp(k, keys[i], n) == 0)
+			return true;
+	return false;
+}
+
+/* Decimal digits only, no overflow. */
+static int
+pax_decimal(const unsigned char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 19)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EBADMSG;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* One record "LEN KEY=VALUE\n" at d[0..n); returns its length, or
+ * -EBADMSG. */
+static long
+pax_record(const unsigned char *d, size_t n, struct pax *pax)
+{
+	const unsigned char *sp = memchr(d, ' ', n < 8 ? n : 8), *k, *eq;
+	uint64_t len;
+	size_t klen, vlen;
+
+	if (sp == NULL || pax_decimal(d, (size_t)(sp - d), &len) < 0 ||
+	    len > n || len < (uint64_t)(sp - d) + 4 || d[len - 1] != '\n')
+		return -EBADMSG;
+	k = sp + 1;
+	if ((eq = memchr(k, '=', (size_t)(d + len - 1 - k))) == NULL ||
+	    eq == k)
+		return -EBADMSG;
+	klen = (size_t)(eq - k);
+	vlen = (size_t)(d + len - 1 - (eq + 1));
+	if (klen == 4 && memcmp(k, "path", 4) == 0) {
+		if (vlen == 0 || vlen >= TAR_NAME_MAX ||
+		    memchr(eq + 1, '\0', vlen) != NULL)
+			return -EBADMSG;
+		pax->path = eq + 1;
+		pax->path_len = vlen;
+	} else if (klen == 4 && memcmp(k, "size", 4) == 0) {
+		if (pax_decimal(eq + 1, vlen, &pax->size) < 0)
+			return -EBADMSG;
+		pax->has_size = true;
+	} else if (!pax_ignored(k, klen)) {
+		pax->unknown = true;
+	}
+	return (long)len;
+}
+
+static int
+pax_parse(const unsigned char *d, uint64_t n, struct pax *pax)
+{
+	memset(pax, 0, sizeof(*pax));
+	if (n > TAR_PAX_MAX)
+		return -EBADMSG;
+	while (n > 0) {
+		long l = pax_record(d, (size_t)n, pax);
+		if (l < 0)
+			return (int)l;
+		d += l;
+		n -= (uint64_t)l;
+	}
+	return 0;
+}
+
+/* The entry whose header is at r->off, with pax (optional) applied; moves
+ * past its data. Same returns as runner_tar_next. */
+static int
+read_entry(struct tar_reader *r, struct tar_entry *e, const struct pax *pax)
 {
 	const unsigned char *h;
 	uint64_t size, padded, mode;
@@ -109,6 +201,16 @@ runner_tar_next(struct tar_reader *r, struct tar_entry *e)
 	if (check_sum(h) < 0 || parse_octal(h + 124, 12, &size) < 0 ||
 	    copy_name(h, e->name) < 0)
 		return -EBADMSG;
+	e->pax_unknown = false;
+	if (pax != NULL) {
+		if (pax->has_size)
+			size = pax->size;
+		if (pax->path != NULL) {
+			memcpy(e->name, pax->path, pax->path_len);
+			e->name[pax->path_len] = '\0';
+		}
+		e->pax_unknown = pax->unknown;
+	}
 	if (size > (uint64_t)(r->len - r->off - BLOCK))
 		return -EPIPE;
 	padded = (size + BLOCK - 1) / BLOCK * BLOCK;
@@ -126,6 +228,29 @@ runner_tar_next(struct tar_reader *r, struct tar_entry *e)
 	return 1;
 }
 
+int
+runner_tar_next(struct tar_reader *r, struct tar_entry *e)
+{
+	struct pax pax;
+	size_t start = r->off;
+	int rc;
+
+	if ((rc = read_entry(r, e, NULL)) != 1 || e->typeflag != 'x')
+		return rc;
+	if (pax_parse(e->data, e->size, &pax) < 0) {
+		r->off = start;
+		return -EBADMSG;
+	}
+	/* The entry it describes must follow: not the end, not another
+	 * extended or global header. */
+	if ((rc = read_entry(r, e, &pax)) != 1 || e->typeflag == 'x' ||
+	    e->typeflag == 'g') {
+		r->off = start;
+		return rc < 0 ? rc : -EBADMSG;
+	}
+	return 1;
+}
+
 const char *
 runner_tar_entry_refusal(struct tar_entry *e)
 {
@@ -133,8 +258,11 @@ runner_tar_entry_refusal(struct tar_entry *e)
 	size_t len;
 
 	if (e->type == TAR_OTHER)
-		return e->typeflag == '1' || e->typeflag == '2' ?
-		    "link" : "not a regular file or directory";
+		return e->typeflag == '1' || e->typeflag == '2' ? "link" :
+		    e->typeflag == 'g' ? "pax global header" :
+		    "not a regular file or directory";
+	if (e->pax_unknown)
+		return "unsupported pax record";
 	if (e->type == TAR_DIR && e->size != 0)
 		return "directory with data";
 	if (n[0] == '/')

@@ -1,15 +1,19 @@
 /*
  * libFuzzer target for the matcher: the first two bytes are a port, the
  * rest a request host. The hashed matcher is checked against a naive
- * linear scan over the same entries, and against case and authority forms.
+ * linear scan over the same entries (each allow wildcard asking libpsl
+ * for the registrable domain, loaded from the same list file), and against
+ * case and authority forms.
  */
 #include <ctype.h>
+#include <libpsl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "allowlist/allowlist.h"
+#include "allowlist/internal.h"	/* AL_PSL_FILE */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,7 +33,9 @@ static const char policy_text[] =
     "[2001:db8::2]:8443\n"
     "localhost:3000\n"
     "xn--bcher-kva.example:443\n"
-    "*.multi.example:8000,1,65535,22\n";
+    "*.multi.example:8000,1,65535,22\n"
+    "*.amazonaws.com\n"
+    "*.bucket.s3.amazonaws.com:443\n";
 
 /* The same entries, normalised by hand; ports 0-terminated, none = all. */
 static const struct ref {
@@ -53,7 +59,21 @@ static const struct ref {
 	{ false, false, "localhost", { 3000 } },
 	{ false, false, "xn--bcher-kva.example", { 443 } },
 	{ false, true, "multi.example", { 8000, 1, 65535, 22 } },
+	{ false, true, "amazonaws.com", { 80, 443 } },
+	{ false, true, "bucket.s3.amazonaws.com", { 443 } },
 };
+
+static psl_ctx_t *psl;
+
+/* A wildcard covers a host only when the host's registrable domain is the
+ * base or above it. */
+static bool
+ref_psl(const struct ref *r, const char *host)
+{
+	const char *reg = psl_registrable_domain(psl, host);
+
+	return reg != NULL && strlen(reg) <= strlen(r->name);
+}
 
 static bool
 ref_host(const struct ref *r, const struct allowlist_host *h)
@@ -90,7 +110,8 @@ ref_match(const char *host, long port)
 			return false;
 	for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++)
 		if (!refs[i].deny && ref_host(&refs[i], &h) &&
-		    ref_port(&refs[i], port))
+		    ref_port(&refs[i], port) &&
+		    (!refs[i].wild || ref_psl(&refs[i], h.text)))
 			return true;
 	return false;
 }
@@ -108,6 +129,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (set == NULL && allowlist_set_parse("fuzz", policy_text,
 	    sizeof(policy_text) - 1, &set, NULL) != 0)
+		abort();
+	if (psl == NULL && (psl = psl_load_file(AL_PSL_FILE)) == NULL)
 		abort();
 	al = allowlist_set_policy(set, NULL);
 	if (size < 2)

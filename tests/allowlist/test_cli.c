@@ -16,6 +16,11 @@
 
 #define ARGS_MAX	8
 
+#define PSL_WARNING \
+	"psl.list:2: warning: '*.amazonaws.com' spans public suffixes such " \
+	"as 's3.amazonaws.com': names registered under them are not allowed " \
+	"by it (wildcard-crosses-public-suffix)\n"
+
 static const struct crow {
 	const char *args[ARGS_MAX];	/* after "cordon allowlist" */
 	int code;
@@ -64,6 +69,13 @@ static const struct crow {
 	  "deny good.list:6: 203.0.113.7 (port-not-allowed)\n", "", false },
 	{ { "explain", "good.list", "[2001:db8:0:0:0:0:0:2]:8443" }, 0,
 	  "allow good.list:7: [2001:db8::2]:8443\n", "", false },
+	{ { "check", "psl.list" }, 0,
+	  "psl.list: ok, default (1 entry), 1 warning\n", PSL_WARNING, false },
+	{ { "explain", "psl.list", "ec2.amazonaws.com" }, 0,
+	  "allow psl.list:2: *.amazonaws.com\n", PSL_WARNING, false },
+	{ { "explain", "psl.list", "attacker-bucket.s3.amazonaws.com" }, 1,
+	  "deny psl.list:2: *.amazonaws.com (wildcard-crosses-public-suffix)\n",
+	  PSL_WARNING, false },
 	{ { "explain", "good.list", "a..b" }, 1,
 	  "deny no entry matched (invalid-host)\n", "", false },
 	{ { "explain", "good.list", "example.com:0" }, 1,

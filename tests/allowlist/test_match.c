@@ -189,6 +189,62 @@ static const struct row {
 	{ "internal.example.com", 0, D, "invalid-port", 0 },
 };
 
+/*
+ * Wildcards over bases with public suffixes beneath them (libpsl with the
+ * list file): a wildcard covers a host only when the host's registrable
+ * domain is the base or above it. Facts of the list used here:
+ * s3.amazonaws.com, us-east-1.amazonaws.com and freetls.fastly.net are
+ * public suffixes; amazonaws.com, fastly.net and example.com are not.
+ */
+static const char psl_policy[] =
+    "*.amazonaws.com\n"			/* 1 */
+    "*.mybucket.s3.amazonaws.com\n"	/* 2 */
+    "bucket2.s3.amazonaws.com\n"	/* 3 */
+    "*.fastly.net:443\n"		/* 4 */
+    "*.example.com\n"			/* 5 */
+    "s3.amazonaws.com:8443\n"		/* 6 */
+    "*.xn--bcher-kva.example\n"		/* 7: punycode, always checked */
+    "!*.deny.amazonaws.com\n";		/* 8 */
+
+static const struct row psl_rows[] = {
+	/* registrable domain amazonaws.com: the base itself */
+	{ "ec2.amazonaws.com", 443, A, NULL, 1 },
+	{ "EC2.AmazonAWS.com.", 80, A, NULL, 1 },
+	{ "a.b.amazonaws.com", 443, A, NULL, 1 },
+	{ "ec2.amazonaws.com", 22, D, "port-not-allowed", 1 },
+	{ "amazonaws.com", 443, D, "no-match", 0 },
+	/* registrable domain below the base, or none (a public suffix) */
+	{ "attacker-bucket.s3.amazonaws.com", 443, D,
+	  "wildcard-crosses-public-suffix", 1 },
+	{ "x.execute-api.us-east-1.amazonaws.com", 443, D,
+	  "wildcard-crosses-public-suffix", 1 },
+	{ "us-east-1.amazonaws.com", 443, D,
+	  "wildcard-crosses-public-suffix", 1 },
+	{ "attacker.s3.amazonaws.com", 22, D,
+	  "wildcard-crosses-public-suffix", 1 },
+	{ "mybucket.s3.amazonaws.com", 443, D,
+	  "wildcard-crosses-public-suffix", 1 },
+	{ "x.bucket2.s3.amazonaws.com", 443, D,
+	  "wildcard-crosses-public-suffix", 1 },
+	/* a more specific wildcard at or below the registrable domain */
+	{ "a.mybucket.s3.amazonaws.com", 443, A, NULL, 2 },
+	{ "a.b.mybucket.s3.amazonaws.com", 80, A, NULL, 2 },
+	/* exact entries are not wildcards: they still match */
+	{ "bucket2.s3.amazonaws.com", 443, A, NULL, 3 },
+	{ "s3.amazonaws.com", 8443, A, NULL, 6 },
+	{ "s3.amazonaws.com", 443, D, "port-not-allowed", 6 },
+	/* denies are not narrowed */
+	{ "x.deny.amazonaws.com", 443, D, "denied-by-entry", 8 },
+	/* another base */
+	{ "www.fastly.net", 443, A, NULL, 4 },
+	{ "www.fastly.net", 80, D, "port-not-allowed", 4 },
+	{ "x.freetls.fastly.net", 443, D, "wildcard-crosses-public-suffix",
+	  4 },
+	/* bases with nothing beneath */
+	{ "a.b.example.com", 443, A, NULL, 5 },
+	{ "www.xn--bcher-kva.example", 443, A, NULL, 7 },
+};
+
 static struct allowlist_set *set;
 
 static int
@@ -258,6 +314,38 @@ test_table(void **state)
 	assert_true(n >= 60);
 	for (size_t i = 0; i < n; i++)
 		check_row(al, &rows[i]);
+}
+
+static void
+test_psl_table(void **state)
+{
+	struct allowlist_set *pset;
+	struct allowlist_diag diag;
+	const struct allowlist *al;
+
+	(void)state;
+	allowlist_diag_init(&diag);
+	assert_int_equal(allowlist_set_parse("p.list", psl_policy,
+	    sizeof(psl_policy) - 1, &pset, &diag), 0);
+	/* Lines 1 and 4 span public suffixes; nothing covers lines 2, 3
+	 * and 6, since *.amazonaws.com crosses a suffix to reach them. */
+	for (size_t i = 0; diag.count != 2 && i < diag.count; i++)
+		print_error("%s\n", diag.items[i].text);
+	assert_int_equal(diag.errors, 0);
+	assert_int_equal(diag.count, 2);
+	assert_string_equal(diag.items[0].text, "p.list:1: warning: "
+	    "'*.amazonaws.com' spans public suffixes such as "
+	    "'s3.amazonaws.com': names registered under them are not "
+	    "allowed by it (wildcard-crosses-public-suffix)");
+	assert_string_equal(diag.items[1].text, "p.list:4: warning: "
+	    "'*.fastly.net' spans public suffixes such as 'map.fastly.net': "
+	    "names registered under them are not allowed by it "
+	    "(wildcard-crosses-public-suffix)");
+	allowlist_diag_cleanup(&diag);
+	al = allowlist_set_policy(pset, NULL);
+	for (size_t i = 0; i < sizeof(psl_rows) / sizeof(psl_rows[0]); i++)
+		check_row(al, &psl_rows[i]);
+	allowlist_set_free(pset);
 }
 
 static void
@@ -432,6 +520,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_psl_table),
 		cmocka_unit_test(test_entry_text),
 		cmocka_unit_test(test_lengths),
 		cmocka_unit_test(test_authority),

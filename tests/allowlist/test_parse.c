@@ -95,6 +95,15 @@ static const struct brow {
 	{ "*.internal\n",
 	  "t.list:1: '*.internal' would allow every name under the public "
 	  "suffix 'internal'\n" },
+	{ "*.s3.amazonaws.com\n",
+	  "t.list:1: '*.s3.amazonaws.com' would allow every name under the "
+	  "public suffix 's3.amazonaws.com'\n" },
+	{ "*.cloudfront.net\n",
+	  "t.list:1: '*.cloudfront.net' would allow every name under the "
+	  "public suffix 'cloudfront.net'\n" },
+	{ "*.herokuapp.com\n",
+	  "t.list:1: '*.herokuapp.com' would allow every name under the "
+	  "public suffix 'herokuapp.com'\n" },
 	{ "a..b\n", "t.list:1: empty label in 'a..b'\n" },
 	{ ".example.com\n", "t.list:1: empty label in '.example.com'\n" },
 	{ "*..example.com\n", "t.list:1: empty label in '.example.com'\n" },
@@ -228,6 +237,11 @@ test_nul_byte(void **state)
 	    "t.list:2: invalid character 0x00 in 'exa\\x00mple.com'\n");
 }
 
+#define PSL_AWS(line) \
+	"t.list:" #line ": warning: '*.amazonaws.com' spans public suffixes " \
+	"such as 's3.amazonaws.com': names registered under them are not " \
+	"allowed by it (wildcard-crosses-public-suffix)\n"
+
 static const struct wrow {
 	const char *text;
 	const char *diag;
@@ -264,6 +278,27 @@ static const struct wrow {
 	{ "h.example:9,8,7\nh.example:7,8,9\n",
 	  "t.list:2: warning: duplicate of line 1\n" },
 	{ "h.example:9,8,7\nh.example:7,8\n", "" },
+	/* Allow wildcards with public suffixes beneath: said once per
+	 * base; "covered" only where the wildcard does not cross one. */
+	{ "*.amazonaws.com\n", PSL_AWS(1) },
+	{ "*.Amazonaws.com.:443\n*.amazonaws.com:8443\n", PSL_AWS(1) },
+	{ "*.amazonaws.com\nec2.amazonaws.com\n", PSL_AWS(1)
+	  "t.list:2: warning: already covered by '*.amazonaws.com' "
+	  "(line 1)\n" },
+	{ "*.amazonaws.com\n*.foo.amazonaws.com\n", PSL_AWS(1)
+	  "t.list:2: warning: already covered by '*.amazonaws.com' "
+	  "(line 1)\n" },
+	{ "x.s3.amazonaws.com\n*.amazonaws.com\n", PSL_AWS(2) },
+	{ "*.amazonaws.com\n*.x.s3.amazonaws.com\ns3.amazonaws.com\n"
+	  "*.ec2.us-east-1.amazonaws.com\n", PSL_AWS(1) },
+	{ "*.scw.cloud\n",
+	  "t.list:1: warning: '*.scw.cloud' spans public suffixes such as "
+	  "'k8s.scw.cloud': names registered under them are not allowed by "
+	  "it (wildcard-crosses-public-suffix)\n" },
+	{ "!*.amazonaws.com\n", "" },
+	{ "*.x.s3.amazonaws.com\n", "" },
+	{ "*.execute-api.us-east-1.amazonaws.com\n", "" },
+	{ "*.xn--bcher-kva.example\n", "" },
 	/* No warning: different ports, apex vs wildcard, partial deny. */
 	{ "api.example.com:8443\n*.example.com\n", "" },
 	{ "example.com\n*.example.com\n", "" },

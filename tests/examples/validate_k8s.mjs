@@ -1,10 +1,14 @@
-// Structural validation of examples/kubernetes/*.yaml (no cluster needed):
-// every document parses and names its kind/apiVersion; the sandbox Jobs carry
+// Validation of examples/kubernetes/*.yaml (no cluster needed): every
+// document parses and validates against the Kubernetes API's own schemas
+// (kubernetes-models, generated from the Kubernetes OpenAPI spec), strictly:
+// unknown fields, wrong types and missing required fields fail. Then the
+// Cordon-specific checks: the sandbox Jobs carry
 // the full hardening (gVisor RuntimeClass, non-root 65534, read-only root,
 // drop ALL, no privilege escalation, RuntimeDefault seccomp, limits, a sized
 // /tmp, no token, a deadline); the NetworkPolicies, taken together, let
 // sandbox pods reach only the proxy pods on the proxy port (no DNS), and
-// offline ones nothing. Uses the `yaml` package installed by scripts/npm-deps.
+// offline ones nothing. Uses the `yaml` and `kubernetes-models` packages
+// installed by scripts/npm-deps (pinned in tests/mcp/client/package-lock.json).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +18,9 @@ import { fileURLToPath } from 'node:url';
 const here = dirname(fileURLToPath(import.meta.url));
 const root = process.env.CORDON_SOURCE_ROOT ?? join(here, '..', '..');
 const k8sDir = join(root, 'examples', 'kubernetes');
-const yamlPkg = join(root, 'tests', 'mcp', 'client', 'node_modules', 'yaml', 'package.json');
+const modules = join(root, 'tests', 'mcp', 'client', 'node_modules');
+const yamlPkg = join(modules, 'yaml', 'package.json');
+const modelsDir = join(modules, 'kubernetes-models');
 
 let failures = 0;
 let checks = 0;
@@ -29,12 +35,61 @@ function check(cond, msg) {
   return cond;
 }
 
-if (!existsSync(yamlPkg)) {
-  console.error('FAIL: the yaml package is not installed in tests/mcp/client/node_modules: ' +
-    'run scripts/npm-deps (npm ci --prefix tests/mcp/client)');
-  process.exit(1);
+for (const pkg of [yamlPkg, join(modelsDir, 'package.json')]) {
+  if (!existsSync(pkg)) {
+    console.error(`FAIL: ${pkg} is missing: run scripts/npm-deps (npm ci --prefix tests/mcp/client)`);
+    process.exit(1);
+  }
 }
 const YAML = await import(join(dirname(yamlPkg), 'dist', 'index.js'));
+
+// The kubernetes-models class for apiVersion/kind ("apps/v1" + "Deployment"
+// is kubernetes-models/apps/v1/Deployment), or undefined.
+async function modelFor(apiVersion, kind) {
+  if (typeof apiVersion !== 'string' || typeof kind !== 'string' || !/^[A-Za-z0-9.\/]+$/.test(apiVersion) ||
+      !/^[A-Za-z0-9]+$/.test(kind))
+    return undefined;
+  const file = join(modelsDir, apiVersion, `${kind}.mjs`);
+  return existsSync(file) ? (await import(file))[kind] : undefined;
+}
+
+// kubernetes-models' validate() checks types, enums and required fields but,
+// like the API's OpenAPI schemas, lets unknown fields through (the API server
+// drops or rejects them at apply time). Its compiled validators read every
+// field the schema knows (and every entry of map-typed fields), so the
+// document is handed to it behind proxies that record each read: a field
+// never read is a field the schema does not have.
+function tracked(v, path, unread) {
+  if (Array.isArray(v))
+    return v.map((x, i) => tracked(x, `${path}[${i}]`, unread));
+  if (v === null || typeof v !== 'object')
+    return v;
+  const read = new Set();
+  const inner = Object.fromEntries(Object.entries(v).map(([k, x]) => [k, tracked(x, `${path}.${k}`, unread)]));
+  unread.push(() => Object.keys(v).filter((k) => !read.has(k)).map((k) => `${path}.${k}`));
+  return new Proxy(inner, {
+    get(t, k, r) {
+      if (typeof k === 'string')
+        read.add(k);
+      return Reflect.get(t, k, r);
+    },
+  });
+}
+
+// Validates one document against its schema; returns '' or what is wrong.
+async function schemaErrors(doc) {
+  const Model = await modelFor(doc?.apiVersion, doc?.kind);
+  if (Model === undefined)
+    return `no Kubernetes schema for apiVersion ${doc?.apiVersion} kind ${doc?.kind}`;
+  const unread = [];
+  try {
+    Model.prototype.validate.call(tracked(JSON.parse(JSON.stringify(new Model(doc))), '', unread));
+  } catch (e) {
+    return e.message;
+  }
+  const unknown = unread.flatMap((f) => f());
+  return unknown.length ? `unknown field(s) ${unknown.join(', ')}` : '';
+}
 
 const API = {
   Namespace: 'v1', ConfigMap: 'v1', Service: 'v1',
@@ -55,8 +110,31 @@ for (const f of files) {
     const o = d.toJS();
     if (o === null)
       continue;
+    const err = await schemaErrors(o);
+    check(err === '', `${f}: ${o.kind}/${o.metadata?.name} validates against the Kubernetes schema` +
+      (err ? `: ${err}` : ''));
     o.__file = f;
     docs.push(o);
+  }
+}
+
+// The schema check itself must catch a typo, a wrong type and a missing
+// required field (planted in a copy of the first Job).
+const planted = structuredClone(docs.find((o) => o.kind === 'Job') ?? {});
+delete planted.__file;
+const plantedCtr = planted.spec?.template?.spec?.containers?.[0];
+if (check(plantedCtr !== undefined, 'a Job to plant mistakes in')) {
+  const sc = plantedCtr.securityContext ?? {};
+  const plants = {
+    'readOnlyRootFileSystem (wrong case)': (c) => { c.securityContext = { ...sc, readOnlyRootFileSystem: true }; },
+    'runAsUser as a string': (c) => { c.securityContext = { ...sc, runAsUser: '65534' }; },
+    'a container without its required name': (c) => { delete c.name; },
+  };
+  for (const [what, plant] of Object.entries(plants)) {
+    const copy = structuredClone(planted);
+    plant(copy.spec.template.spec.containers[0]);
+    const err = await schemaErrors(copy);
+    check(err !== '', `the schema check refuses ${what}${err ? `: ${err}` : ''}`);
   }
 }
 

@@ -697,6 +697,83 @@ test_out_hostile(void **state)
 	e2e_free(&r);
 }
 
+/* Finds the "files" item for path; NULL when there is none. */
+static cJSON *
+find_file(cJSON *files, const char *path)
+{
+	cJSON *f;
+
+	cJSON_ArrayForEach(f, files) {
+		cJSON *p = cJSON_GetObjectItem(f, "path");
+		if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+/* PAX brings a 150-byte name back; files the wrapper cannot pack (an
+ * unreadable file, a directory it cannot list, a socket) are reported in
+ * "files" with a reason instead of vanishing. */
+static void
+test_out_pax_and_unpacked(void **state)
+{
+	char out[160], p[400], name[151];
+	const char *args[] = { "run", "--out", out, NULL };
+	static const char code[] =
+	    "import os, socket\n"
+	    "open('/tmp/out/' + 'n' * 150, 'w').write('long name')\n"
+	    "open('/tmp/out/secret', 'w').write('s3cret')\n"
+	    "os.chmod('/tmp/out/secret', 0)\n"
+	    "os.mkdir('/tmp/out/locked')\n"
+	    "open('/tmp/out/locked/inside', 'w').write('x')\n"
+	    "os.chmod('/tmp/out/locked', 0)\n"
+	    "socket.socket(socket.AF_UNIX).bind('/tmp/out/sock')\n"
+	    "print('done')\n";
+	static const struct { const char *path, *refused; } want[] = {
+		{ "secret", "could not be read in the sandbox" },
+		{ "locked", "directory could not be listed in the sandbox" },
+		{ "sock", "not a regular file or directory" },
+	};
+	struct e2e r;
+	cJSON *files, *f, *why;
+	struct stat st;
+
+	(void)state;
+	memset(name, 'n', 150);
+	name[150] = '\0';
+	snprintf(out, sizeof(out), "%s/outpax", tmp);
+	run_cordon(code, args, 60000, NULL, NULL, &r);
+	assert_string_equal(jstr(&r, "status"), "ok");
+	assert_string_equal(jstr(&r, "stdout"), "done\n");
+	assert_null(cJSON_GetObjectItem(r.json, "files_error"));
+	files = cJSON_GetObjectItem(r.json, "files");
+	assert_true(cJSON_IsArray(files));
+	if ((f = find_file(files, name)) == NULL ||
+	    cJSON_GetObjectItem(f, "refused") != NULL)
+		fail_msg("the 150-byte name did not come back: %s", r.out);
+	snprintf(p, sizeof(p), "%s/%s", out, name);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_size, 9);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		f = find_file(files, want[i].path);
+		why = f != NULL ? cJSON_GetObjectItem(f, "refused") : NULL;
+		if (!cJSON_IsString(why) ||
+		    strcmp(why->valuestring, want[i].refused) != 0)
+			fail_msg("%s: want refused '%s' in %s", want[i].path,
+			    want[i].refused, r.out);
+	}
+	/* The unreadable file is reported with its size; nothing of it or
+	 * of the locked directory's contents was written. */
+	f = find_file(files, "secret");
+	assert_int_equal((int)cJSON_GetObjectItem(f, "size")->valuedouble, 6);
+	snprintf(p, sizeof(p), "%s/secret", out);
+	assert_int_equal(lstat(p, &st), -1);
+	snprintf(p, sizeof(p), "%s/locked/inside", out);
+	assert_int_equal(lstat(p, &st), -1);
+	e2e_free(&r);
+}
+
 static void
 test_refuses_missing_runtime_and_image(void **state)
 {
@@ -817,6 +894,7 @@ main(void)
 		cmocka_unit_test(test_invalid_utf8),
 		cmocka_unit_test(test_in_files),
 		cmocka_unit_test(test_out_hostile),
+		cmocka_unit_test(test_out_pax_and_unpacked),
 		cmocka_unit_test(test_refuses_missing_runtime_and_image),
 		cmocka_unit_test(test_audit_log),
 	};
