@@ -51,6 +51,7 @@ static const struct field top_fields[] = {
 	    egress_run_bytes_down), 0, 0, 1LL << 53 },
 	BOOL("require_probe", require_probe),
 	INT("probe_max_age_s", probe_max_age_s, 1, 30 * 86400),
+	BOOL("probe_auto", probe_auto),
 };
 
 #define LSZ(k, m, lo, hi) { k, F_SIZE, offsetof(struct config_limits, m), 0, lo, hi }
@@ -133,6 +134,7 @@ config_defaults(struct config *c)
 	c->egress_run_max_conns = 32;
 	c->require_probe = true;
 	c->probe_max_age_s = 3600;
+	c->probe_auto = true;
 	c->limits = (struct config_limits){
 		.memory_bytes = 256ULL << 20,
 		.cpus = 1.0,

@@ -99,6 +99,8 @@ struct config {
 	uint64_t egress_run_bytes_down;	/* 0: unlimited */
 	bool require_probe;
 	int64_t probe_max_age_s;
+	bool probe_auto;		/* a stale (passed, not failed) probe
+					 * record: the runner probes first */
 	struct config_limits limits;
 	struct config_image image;
 	struct config_serve serve;

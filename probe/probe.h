@@ -9,6 +9,7 @@
 #ifndef CORDON_PROBE_PROBE_H
 #define CORDON_PROBE_PROBE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,5 +135,47 @@ void probe_outcome_cleanup(struct probe_outcome *out);
  * failing control names (comma-separated, "" when none). 0 or -errno. */
 int probe_state_read(const struct config *c, const char *mode, bool *pass,
     int64_t *at_ms, char *failed, size_t failedlen);
+
+/* How long a probe may hold the probe lock, so how long another waits for
+ * it: the probe's run (90 s) and a warm container's start (60 s), plus
+ * room. */
+#define PROBE_LOCK_WAIT_MS 180000
+
+/* Takes the host-wide probe lock (STATE_DIR/probe.lock: one probe at a
+ * time on the host, whatever the mode or the process), waiting until
+ * deadline_ms (monotonic) or *cancel (may be NULL). Returns the
+ * descriptor to pass to probe_unlock, or a negative errno with a one-line
+ * reason in err (-ETIMEDOUT, -EINTR, or why the file cannot be had). */
+int probe_lock(const struct config *c, int64_t deadline_ms,
+    const atomic_int *cancel, char *err, size_t errlen);
+void probe_unlock(int fd);
+
+/* How probe_state_ensure refreshes a stale record: supplied by the
+ * runner (a real probe), faked by tests. */
+struct probe_auto {
+	/* Probes mode and records the result (probe_state_write), called
+	 * with the probe lock held. 0 when a result was recorded, passed
+	 * or not; else a negative errno with a one-line reason in err. */
+	int (*probe)(void *data, const char *mode, char *err, size_t errlen);
+	/* One line for a person (the CLI prints it on stderr); may be
+	 * NULL. The library itself never prints. */
+	void (*note)(void *data, const char *msg);
+	void *data;
+	const atomic_int *cancel;	/* may be NULL */
+	int64_t wait_ms;		/* for the probe lock; 0: default
+					 * PROBE_LOCK_WAIT_MS */
+};
+
+/* probe_state_check, except that a passed record gone stale (-ESTALE) is
+ * refreshed first when c->probe_auto is on and a is not NULL: under the
+ * probe lock, the record is read again (another process may have probed
+ * meanwhile: then its result stands) and, still stale, a->probe runs.
+ * The job goes on only when the record then passes: returns 0, or what
+ * probe_state_check returns for the new record (-EPERM for a failed
+ * probe, as before); -ESTALE with the reason when the probe could not
+ * run or the lock could not be had in time. Failed (-EPERM) and missing
+ * (-ENOENT) records are refused as by probe_state_check, never probed. */
+int probe_state_ensure(const struct config *c, const char *mode,
+    const struct probe_auto *a, char *err, size_t errlen);
 
 #endif

@@ -19,7 +19,6 @@
 #include "common/sha256.h"
 #include "common/util.h"
 #include "netsetup/netsetup.h"
-#include "probe/probe.h"
 #include "proxy/cred.h"
 #include "runner/container.h"
 #include "runner/docker.h"
@@ -30,6 +29,7 @@
 #include "runner/oomlog.h"
 #include "runner/outwrap.h"
 #include "runner/pool.h"
+#include "runner/probe_ops.h"
 
 struct run {
 	const struct config *c;
@@ -439,9 +439,13 @@ runner_run(const struct config *c, const struct runner_request *req,
 	r.start = time_mono_ms();
 	if ((rc = runner_request_check(req, err, errlen)) < 0)
 		return rc;
-	if (!req->skip_probe_check && (rc = probe_state_check(c,
-	    runner_net_name(req->net), time_wall_ms(), err, errlen)) < 0)
+	if (!req->skip_probe_check && (rc = runner_probe_ensure(c,
+	    runner_net_name(req->net), req->note, req->note_arg, req->cancel,
+	    err, errlen)) < 0)
 		return rc;
+	/* The deadline counts from here: an automatic probe is not the
+	 * job's time. */
+	r.start = time_mono_ms();
 	if (req->net == RUNNER_NET_PROXY) {
 		r.proxy = true;
 		if ((rc = netsetup_ready(c, &r.ep, err, errlen)) < 0)

@@ -63,6 +63,11 @@ struct runner_request {
 	bool skip_probe_check;		/* only for `cordon probe` itself: no
 					 * CLI flag or API field of the service
 					 * sets it */
+	/* May be NULL: gets the lines a person should see while the run
+	 * is held up before it starts (an automatic probe), from the
+	 * calling thread. The runner itself never prints. */
+	void (*note)(void *note_arg, const char *msg);
+	void *note_arg;
 };
 
 /* A file brought back from /tmp/out (or refused). */
@@ -120,7 +125,9 @@ int runner_request_check(const struct runner_request *req, char *err,
 
 /* Runs the request. Fails closed first: with require_probe on, refuses
  * (-EPERM/-ESTALE/-ENOENT, reason in err) unless the latest probe for the
- * request's net mode passed recently; --net proxy refuses (-ENETDOWN)
+ * request's net mode passed recently, or passed earlier and, with
+ * probe_auto on, passes again now (runner_probe_ensure: the run probes
+ * first, saying so through req->note); --net proxy refuses (-ENETDOWN)
  * unless the egress network, firewall and proxy are up, and its container
  * is sealed (netsetup_sandbox_seal) before the code is written to it.
  * Returns 0 when a result was produced (whatever the

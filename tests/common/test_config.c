@@ -21,6 +21,7 @@ test_defaults_are_closed(void **state)
 	assert_string_equal(c.user, "65534:65534");
 	assert_string_equal(c.runtime_offline, "cordon-offline");
 	assert_true(c.require_probe);
+	assert_true(c.probe_auto);
 	assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
 	assert_true(c.limits.pids_limit >= 2 * c.limits.nproc);
 	assert_true(c.limits.timeout_s <= c.limits.max_timeout_s);
@@ -30,6 +31,7 @@ static void
 test_parse_overrides(void **state)
 {
 	const char *j = "{\"docker\":\"/usr/bin/docker\",\"require_probe\":false,"
+	    "\"probe_auto\":false,"
 	    "\"limits\":{\"memory\":\"512m\",\"cpus\":0.5,\"nproc\":32,"
 	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"]}}";
 	struct config c;
@@ -38,6 +40,7 @@ test_parse_overrides(void **state)
 	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err, sizeof(err)), 0);
 	assert_string_equal(c.docker, "/usr/bin/docker");
 	assert_false(c.require_probe);
+	assert_false(c.probe_auto);
 	assert_int_equal(c.limits.memory_bytes, 512ULL << 20);
 	assert_true(c.limits.cpus == 0.5);
 	assert_int_equal(c.limits.nproc, 32);
@@ -60,6 +63,7 @@ test_parse_errors(void **state)
 		{ "{\"limits\":{\"nproc\":2.5}}", "t.json: limits.nproc: expected a whole number in [8, 4096]" },
 		{ "{\"limits\":{\"cpus\":0}}", "t.json: limits.cpus: expected a number in (0, 64]" },
 		{ "{\"require_probe\":\"no\"}", "t.json: require_probe: expected true or false" },
+		{ "{\"probe_auto\":1}", "t.json: probe_auto: expected true or false" },
 		{ "{\"user\":\"0:0\"}", "t.json: user: must not be root" },
 		{ "{\"user\":\"root\"}", "t.json: user: must not be root" },
 		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },
