@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/json.h"
 #include "common/util.h"
@@ -73,6 +74,8 @@ static const struct field limit_fields[] = {
 	LINT("in_max_files", in_max_files, 0, 100000),
 	LSZ("out_max_bytes", out_max_bytes, 0, 1LL << 34),
 	LINT("out_max_files", out_max_files, 0, 100000),
+	LINT("max_concurrent_runs", max_concurrent_runs, 1, 1024),
+	LINT("queue_timeout_s", queue_timeout_s, 0, 3600),
 };
 
 #define ISTR(k, m) { k, F_STR, offsetof(struct config_image, m), \
@@ -114,6 +117,18 @@ static const struct field tenant_fields[] = {
 	TSTR("net", net),
 };
 
+/* Twice the online CPUs: a run spends part of its time starting and
+ * stopping its sandbox, not on a CPU. */
+static int64_t
+config_default_runs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return n > 512 ? 1024 : 2 * (int64_t)n;
+}
+
 void
 config_defaults(struct config *c)
 {
@@ -151,6 +166,8 @@ config_defaults(struct config *c)
 		.in_max_files = 256,
 		.out_max_bytes = 16ULL << 20,
 		.out_max_files = 256,
+		.max_concurrent_runs = config_default_runs(),
+		.queue_timeout_s = 30,
 	};
 	strcpy(c->image.name, "cordon-sandbox");
 	strcpy(c->image.suite, "bookworm");

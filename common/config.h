@@ -29,6 +29,9 @@ struct config_limits {
 	int64_t in_max_files;		/* --in: file count */
 	uint64_t out_max_bytes;		/* --out: total bytes */
 	int64_t out_max_files;		/* --out: file count */
+	/* Host-wide, across every Cordon process (runner/slot.h). */
+	int64_t max_concurrent_runs;	/* default 2 x online CPUs */
+	int64_t queue_timeout_s;	/* a run waits this long for a slot */
 };
 
 struct config_image {

@@ -15,6 +15,12 @@
 #include "common/util.h"
 #include "probe/probe.h"
 
+int64_t
+probe_lock_wait_ms(const struct config *c)
+{
+	return PROBE_LOCK_WAIT_MS + c->limits.queue_timeout_s * 1000;
+}
+
 int
 probe_lock(const struct config *c, int64_t deadline_ms,
     const atomic_int *cancel, char *err, size_t errlen)
@@ -72,7 +78,7 @@ static int
 take_lock(const struct config *c, const char *mode,
     const struct probe_auto *a, bool *waited, char *err, size_t errlen)
 {
-	int64_t wait = a->wait_ms > 0 ? a->wait_ms : PROBE_LOCK_WAIT_MS;
+	int64_t wait = a->wait_ms > 0 ? a->wait_ms : probe_lock_wait_ms(c);
 	int fd;
 
 	*waited = false;

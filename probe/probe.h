@@ -138,8 +138,9 @@ int probe_state_read(const struct config *c, const char *mode, bool *pass,
 
 /* How long a probe may hold the probe lock, so how long another waits for
  * it: the probe's run (90 s) and a warm container's start (60 s), plus
- * room. */
+ * room, plus its wait for a run slot (limits.queue_timeout_s). */
 #define PROBE_LOCK_WAIT_MS 180000
+int64_t probe_lock_wait_ms(const struct config *c);
 
 /* Takes the host-wide probe lock (STATE_DIR/probe.lock: one probe at a
  * time on the host, whatever the mode or the process), waiting until
@@ -163,7 +164,7 @@ struct probe_auto {
 	void *data;
 	const atomic_int *cancel;	/* may be NULL */
 	int64_t wait_ms;		/* for the probe lock; 0: default
-					 * PROBE_LOCK_WAIT_MS */
+					 * probe_lock_wait_ms */
 };
 
 /* probe_state_check, except that a passed record gone stale (-ESTALE) is

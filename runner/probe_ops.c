@@ -223,7 +223,7 @@ runner_probe(const struct config *c, const char *mode, bool warm,
 
 	*json = NULL;
 	memset(rep, 0, sizeof(*rep));
-	if ((fd = probe_lock(c, time_mono_ms() + PROBE_LOCK_WAIT_MS, NULL,
+	if ((fd = probe_lock(c, time_mono_ms() + probe_lock_wait_ms(c), NULL,
 	    err, errlen)) < 0)
 		return fd;
 	rc = probe_locked(c, mode, warm, rep, json, err, errlen);

@@ -194,6 +194,8 @@ runner_result_to_json(const struct runner_result *res)
 	    res->err_truncated);
 	ok = ok && cJSON_AddNumberToObject(o, "duration_ms",
 	    (double)res->duration_ms);
+	ok = ok && cJSON_AddNumberToObject(o, "queue_ms",
+	    (double)res->queue_ms);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);

@@ -86,6 +86,7 @@ struct runner_result {
 	size_t err_len;
 	bool out_truncated, err_truncated;
 	int64_t duration_ms;
+	int64_t queue_ms;		/* waited for a host-wide run slot */
 	char container[RUNNER_NAME_MAX];
 	bool warm;			/* ran in a container from the pool */
 	char code_sha256[65];
@@ -123,7 +124,9 @@ void runner_limits_resolve(const struct config *c,
 int runner_request_check(const struct runner_request *req, char *err,
     size_t errlen);
 
-/* Runs the request. Fails closed first: with require_probe on, refuses
+/* Runs the request, in one of the host's limits.max_concurrent_runs run
+ * slots (runner/slot.h: waits up to limits.queue_timeout_s, then -EBUSY
+ * and no container; -EINTR when cancelled meanwhile). Fails closed first: with require_probe on, refuses
  * (-EPERM/-ESTALE/-ENOENT, reason in err) unless the latest probe for the
  * request's net mode passed recently, or passed earlier and, with
  * probe_auto on, passes again now (runner_probe_ensure: the run probes

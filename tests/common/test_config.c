@@ -22,6 +22,9 @@ test_defaults_are_closed(void **state)
 	assert_string_equal(c.runtime_offline, "cordon-offline");
 	assert_true(c.require_probe);
 	assert_true(c.probe_auto);
+	assert_int_equal(c.limits.max_concurrent_runs,
+	    2 * sysconf(_SC_NPROCESSORS_ONLN));
+	assert_int_equal(c.limits.queue_timeout_s, 30);
 	assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
 	assert_true(c.limits.pids_limit >= 2 * c.limits.nproc);
 	assert_true(c.limits.timeout_s <= c.limits.max_timeout_s);
@@ -33,6 +36,7 @@ test_parse_overrides(void **state)
 	const char *j = "{\"docker\":\"/usr/bin/docker\",\"require_probe\":false,"
 	    "\"probe_auto\":false,"
 	    "\"limits\":{\"memory\":\"512m\",\"cpus\":0.5,\"nproc\":32,"
+	    "\"max_concurrent_runs\":3,\"queue_timeout_s\":0,"
 	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"]}}";
 	struct config c;
 	char err[256] = "";
@@ -41,6 +45,8 @@ test_parse_overrides(void **state)
 	assert_string_equal(c.docker, "/usr/bin/docker");
 	assert_false(c.require_probe);
 	assert_false(c.probe_auto);
+	assert_int_equal(c.limits.max_concurrent_runs, 3);
+	assert_int_equal(c.limits.queue_timeout_s, 0);
 	assert_int_equal(c.limits.memory_bytes, 512ULL << 20);
 	assert_true(c.limits.cpus == 0.5);
 	assert_int_equal(c.limits.nproc, 32);
@@ -64,6 +70,8 @@ test_parse_errors(void **state)
 		{ "{\"limits\":{\"cpus\":0}}", "t.json: limits.cpus: expected a number in (0, 64]" },
 		{ "{\"require_probe\":\"no\"}", "t.json: require_probe: expected true or false" },
 		{ "{\"probe_auto\":1}", "t.json: probe_auto: expected true or false" },
+		{ "{\"limits\":{\"max_concurrent_runs\":0}}", "t.json: limits.max_concurrent_runs: expected a whole number in [1, 1024]" },
+		{ "{\"limits\":{\"queue_timeout_s\":-1}}", "t.json: limits.queue_timeout_s: expected a whole number in [0, 3600]" },
 		{ "{\"user\":\"0:0\"}", "t.json: user: must not be root" },
 		{ "{\"user\":\"root\"}", "t.json: user: must not be root" },
 		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },

@@ -37,6 +37,7 @@ fill(struct runner_result *r, const char *out, size_t olen)
 	r->err_len = 5;
 	r->out_truncated = true;
 	r->duration_ms = 812;
+	r->queue_ms = 1500;
 	strcpy(r->container, "cordon-00ff");
 	strcpy(r->code_sha256, "ab");
 }
@@ -49,6 +50,7 @@ test_json_any_bytes(void **state)
 	cJSON *o, *back;
 	char *line;
 	const char *s;
+	int64_t n;
 	bool b;
 
 	(void)state;
@@ -71,6 +73,8 @@ test_json_any_bytes(void **state)
 	assert_true(b);
 	assert_int_equal(json_get_string(back, "net", &s), 0);
 	assert_string_equal(s, "none");
+	assert_int_equal(json_get_int(back, "queue_ms", 0, 10000, &n), 0);
+	assert_int_equal(n, 1500);
 	assert_int_equal(json_get_string(back, "container", &s), 0);
 	assert_int_equal(json_get_string(back, "code_sha256", &s), 0);
 	assert_null(cJSON_GetObjectItem(back, "files"));
