@@ -86,6 +86,8 @@ static const struct field image_fields[] = {
 	ISTR("suite", suite),
 	ISTR("mirror", mirror),
 	ISTR("id", id),
+	{ "max_age_days", F_INT, offsetof(struct config_image, max_age_days), 0,
+	    0, 3650 },
 };
 
 #define SSTR(k, m) { k, F_STR, offsetof(struct config_serve, m), \
@@ -173,6 +175,7 @@ config_defaults(struct config *c)
 	strcpy(c->image.suite, "bookworm");
 	strcpy(c->image.packages[0], "python3");
 	c->image.npackages = 1;
+	c->image.max_age_days = 30;
 	strcpy(c->serve.socket, "/run/cordon/serve.sock");
 	c->serve.global_limit = 4;
 	c->serve.queue_max = 16;

@@ -41,6 +41,7 @@ struct config_image {
 	char packages[CONFIG_MAX_PACKAGES][64];	/* --include list */
 	size_t npackages;
 	char id[80];			/* "" = the ID recorded by image build */
+	int64_t max_age_days;		/* doctor warns past it; 0: never */
 };
 
 #define CONFIG_MAX_TENANTS 16

@@ -93,14 +93,16 @@ take_lock(const struct config *c, const char *mode,
 
 int
 probe_state_ensure(const struct config *c, const char *mode,
-    const struct probe_auto *a, char *err, size_t errlen)
+    const char *image, const struct probe_auto *a, char *err,
+    size_t errlen)
 {
 	int64_t t0 = time_mono_ms();
-	char why[400];
+	char why[400], *hint;
 	bool waited;
 	int fd, rc;
 
-	rc = probe_state_check(c, mode, time_wall_ms(), err, errlen);
+	rc = probe_state_check(c, mode, image, time_wall_ms(), err,
+	    errlen);
 	if (rc != -ESTALE || a == NULL || !c->probe_auto)
 		return rc;
 	if ((fd = take_lock(c, mode, a, &waited, why, sizeof(why))) < 0) {
@@ -109,7 +111,8 @@ probe_state_ensure(const struct config *c, const char *mode,
 		return -ESTALE;
 	}
 	/* Read again under the lock: whoever held it may have probed. */
-	rc = probe_state_check(c, mode, time_wall_ms(), err, errlen);
+	rc = probe_state_check(c, mode, image, time_wall_ms(), err,
+	    errlen);
 	if (rc != -ESTALE) {
 		probe_unlock(fd);
 		if (rc == 0 && waited)
@@ -118,8 +121,10 @@ probe_state_ensure(const struct config *c, const char *mode,
 			    (long long)(time_mono_ms() - t0));
 		return rc;
 	}
-	note(a, "the probe record for --net %s is stale (older than %llds): "
-	    "probing before the run", mode, (long long)c->probe_max_age_s);
+	/* err: "<why stale>: run 'cordon probe ...'": the why is the note. */
+	if ((hint = strstr(err, ": run '")) != NULL)
+		*hint = '\0';
+	note(a, "%s: probing before the run", err);
 	rc = a->probe(a->data, mode, why, sizeof(why));
 	probe_unlock(fd);
 	if (rc < 0) {
@@ -127,7 +132,8 @@ probe_state_ensure(const struct config *c, const char *mode,
 		    "and the automatic probe did not run: %s", mode, why);
 		return -ESTALE;
 	}
-	rc = probe_state_check(c, mode, time_wall_ms(), err, errlen);
+	rc = probe_state_check(c, mode, image, time_wall_ms(), err,
+	    errlen);
 	if (rc == 0)
 		note(a, "probe --net %s passed in %lld ms; the run goes on",
 		    mode, (long long)(time_mono_ms() - t0));

@@ -19,6 +19,7 @@
 #include "common/config.h"
 
 #define PROBE_MAX_CONTROLS 24
+#define PROBE_IMAGE_MAX 80		/* "sha256:" + 64 hex + NUL fits */
 
 struct probe_control {
 	const char *name;		/* static, e.g. "rootfs_readonly" */
@@ -33,6 +34,7 @@ struct probe_report {
 	size_t ncontrols;
 	bool pass;			/* every control passed */
 	int64_t at_ms;			/* wall clock when it ran */
+	char image[PROBE_IMAGE_MAX];	/* the image ID it ran in; "" unknown */
 };
 
 /* What the probe expects, derived from the config (and the host). */
@@ -63,13 +65,15 @@ cJSON *probe_report_to_json(const struct probe_report *rep);
 /* Records rep as the latest result for its mode in STATE_DIR. */
 int probe_state_write(const struct config *c, const struct probe_report *rep);
 
-/* Whether jobs in mode may run: 0 when require_probe is off or the latest
- * probe for mode passed less than probe_max_age_s ago; otherwise -EPERM
- * (failed: the failing controls are named in err), -ESTALE (too old) or
- * -ENOENT (never probed), with a one-line reason in err. now_ms is the
+/* Whether jobs in mode may run in image (the pinned image ID; NULL or ""
+ * does not compare): 0 when require_probe is off or the latest probe for
+ * mode passed less than probe_max_age_s ago in that image; otherwise
+ * -EPERM (failed, in whichever image: the failing controls are named in
+ * err), -ESTALE (too old, or made with another image or none recorded)
+ * or -ENOENT (never probed), with a one-line reason in err. now_ms is the
  * wall clock. */
 int probe_state_check(const struct config *c, const char *mode,
-    int64_t now_ms, char *err, size_t errlen);
+    const char *image, int64_t now_ms, char *err, size_t errlen);
 
 /* One run of the probe program, as probe_run hands it to its ops. */
 struct probe_job {
@@ -92,6 +96,7 @@ struct probe_outcome {
 	char container[64];		/* its name */
 	bool warm;			/* it ran in a pooled container */
 	const char *run_status;		/* static: how the run ended */
+	char image[PROBE_IMAGE_MAX];	/* the image ID the run used */
 };
 
 /* How probe_run runs the program: the runner supplies these (through the
@@ -135,6 +140,10 @@ void probe_outcome_cleanup(struct probe_outcome *out);
  * failing control names (comma-separated, "" when none). 0 or -errno. */
 int probe_state_read(const struct config *c, const char *mode, bool *pass,
     int64_t *at_ms, char *failed, size_t failedlen);
+/* The image ID the latest record for mode was made in ("" when the record
+ * has none: made before records carried it). 0 or -errno. */
+int probe_state_image(const struct config *c, const char *mode,
+    char image[PROBE_IMAGE_MAX]);
 
 /* How long a probe may hold the probe lock, so how long another waits for
  * it: the probe's run (90 s) and a warm container's start (60 s), plus
@@ -167,7 +176,8 @@ struct probe_auto {
 					 * probe_lock_wait_ms */
 };
 
-/* probe_state_check, except that a passed record gone stale (-ESTALE) is
+/* probe_state_check, except that a passed record gone stale (-ESTALE: too
+ * old, or made in another image than image) is
  * refreshed first when c->probe_auto is on and a is not NULL: under the
  * probe lock, the record is read again (another process may have probed
  * meanwhile: then its result stands) and, still stale, a->probe runs.
@@ -177,6 +187,7 @@ struct probe_auto {
  * run or the lock could not be had in time. Failed (-EPERM) and missing
  * (-ENOENT) records are refused as by probe_state_check, never probed. */
 int probe_state_ensure(const struct config *c, const char *mode,
-    const struct probe_auto *a, char *err, size_t errlen);
+    const char *image, const struct probe_auto *a, char *err,
+    size_t errlen);
 
 #endif

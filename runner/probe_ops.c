@@ -142,6 +142,7 @@ outcome_take(struct probe_outcome *out, struct runner_result *res,
 	util_strlcpy(out->container, res->container, sizeof(out->container));
 	out->warm = res->warm;
 	out->run_status = runner_status_name(res->status);
+	util_strlcpy(out->image, res->image, sizeof(out->image));
 }
 
 /* probe_ops.run: the program through runner_run, inspected meanwhile. */
@@ -264,12 +265,12 @@ auto_note(void *data, const char *msg)
 
 int
 runner_probe_ensure(const struct config *c, const char *mode,
-    void (*note)(void *, const char *), void *note_arg,
+    const char *image, void (*note)(void *, const char *), void *note_arg,
     const atomic_int *cancel, char *err, size_t errlen)
 {
 	struct auto_ctx x = { .c = c, .note = note, .note_arg = note_arg };
 	struct probe_auto a = { .probe = auto_probe, .note = auto_note,
 	    .data = &x, .cancel = cancel };
 
-	return probe_state_ensure(c, mode, &a, err, errlen);
+	return probe_state_ensure(c, mode, image, &a, err, errlen);
 }

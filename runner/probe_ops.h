@@ -25,14 +25,15 @@
 int runner_probe(const struct config *c, const char *mode, bool warm,
     struct probe_report *rep, cJSON **json, char *err, size_t errlen);
 
-/* The runner's check before a job (probe_state_ensure): 0 when the probe
- * record for mode lets it run, probing first (cold, recorded) when the
- * record passed but went stale and probe_auto is on. note (may be NULL)
+/* The runner's check before a job in image (probe_state_ensure): 0 when
+ * the probe record for mode lets it run, probing first (cold, recorded)
+ * when the record passed but went stale (too old, or made in another
+ * image) and probe_auto is on. note (may be NULL)
  * gets the lines a person should see (that a probe runs, its outcome);
  * cancel (may be NULL) ends a wait for another probe. Otherwise a
  * negative errno with a one-line reason in err, as probe_state_ensure. */
 int runner_probe_ensure(const struct config *c, const char *mode,
-    void (*note)(void *, const char *), void *note_arg,
+    const char *image, void (*note)(void *, const char *), void *note_arg,
     const atomic_int *cancel, char *err, size_t errlen);
 
 #endif

@@ -78,11 +78,6 @@ run_prepare(struct run *r, struct runner_result *res, char *err,
 		return -EIO;
 	}
 	snprintf(res->container, sizeof(res->container), "cordon-%s", hex);
-	if (image_pinned_id(r->c, r->image) < 0) {
-		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
-		    "image build`)");
-		return -ENOENT;
-	}
 	if (q->nin > 0 && (rc = files_stage_in(r->c, res->container, q->in,
 	    q->nin, r->in_dir, sizeof(r->in_dir), err, errlen)) < 0)
 		return rc;
@@ -442,9 +437,18 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 
 	if ((rc = runner_request_check(req, err, errlen)) < 0)
 		return rc;
+	/* Once per run: a re-pin meanwhile (`cordon image build`) does not
+	 * change the image of a run already admitted, and its probe check
+	 * is for the image it runs in. */
+	if (image_pinned_id(r->c, r->image) < 0) {
+		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
+		    "image build`)");
+		return -ENOENT;
+	}
+	util_strlcpy(res->image, r->image, sizeof(res->image));
 	if (!req->skip_probe_check && (rc = runner_probe_ensure(r->c,
-	    runner_net_name(req->net), req->note, req->note_arg, req->cancel,
-	    err, errlen)) < 0)
+	    runner_net_name(req->net), r->image, req->note, req->note_arg,
+	    req->cancel, err, errlen)) < 0)
 		return rc;
 	if (req->net == RUNNER_NET_PROXY) {
 		r->proxy = true;

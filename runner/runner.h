@@ -90,6 +90,7 @@ struct runner_result {
 	char container[RUNNER_NAME_MAX];
 	bool warm;			/* ran in a container from the pool */
 	char code_sha256[65];
+	char image[80];			/* the image ID it ran in */
 	enum runner_net net;
 	bool want_files;		/* --out was requested */
 	struct runner_file *files;

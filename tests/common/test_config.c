@@ -25,6 +25,7 @@ test_defaults_are_closed(void **state)
 	assert_int_equal(c.limits.max_concurrent_runs,
 	    2 * sysconf(_SC_NPROCESSORS_ONLN));
 	assert_int_equal(c.limits.queue_timeout_s, 30);
+	assert_int_equal(c.image.max_age_days, 30);
 	assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
 	assert_true(c.limits.pids_limit >= 2 * c.limits.nproc);
 	assert_true(c.limits.timeout_s <= c.limits.max_timeout_s);
@@ -37,7 +38,8 @@ test_parse_overrides(void **state)
 	    "\"probe_auto\":false,"
 	    "\"limits\":{\"memory\":\"512m\",\"cpus\":0.5,\"nproc\":32,"
 	    "\"max_concurrent_runs\":3,\"queue_timeout_s\":0,"
-	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"]}}";
+	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"],"
+	    "\"max_age_days\":7}}";
 	struct config c;
 	char err[256] = "";
 	(void)state;
@@ -53,6 +55,7 @@ test_parse_overrides(void **state)
 	assert_int_equal(c.limits.fsize_bytes, 1048576);
 	assert_int_equal(c.image.npackages, 2);
 	assert_string_equal(c.image.packages[1], "python3-numpy");
+	assert_int_equal(c.image.max_age_days, 7);
 	assert_string_equal(c.path, "t.json");
 	/* Untouched keys keep their defaults. */
 	assert_string_equal(c.user, "65534:65534");
@@ -77,6 +80,7 @@ test_parse_errors(void **state)
 		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },
 		{ "{\"limits\":{\"nproc\":1000}}", "t.json: limits.pids_limit must be at least twice limits.nproc (the host-side limit also counts gVisor's own processes)" },
 		{ "{\"image\":{\"packages\":[\"rm -rf\"]}}", "t.json: image.packages: each entry must be a Debian package name" },
+		{ "{\"image\":{\"max_age_days\":-1}}", "t.json: image.max_age_days: expected a whole number in [0, 3650]" },
 		{ "{\"limits\":[]}", "t.json: limits: expected an object" },
 		{ "[1]", "t.json: expected a JSON object" },
 		{ "{", "t.json: invalid JSON" },

@@ -29,6 +29,7 @@ enum outcome { REC_PASS, REC_FAIL, REC_ERROR };
 
 struct fake {
 	enum outcome outcome;
+	const char *image;		/* the probe "ran" in this image */
 	int sleep_ms;
 	int calls;
 	char notes[4][400];
@@ -36,14 +37,22 @@ struct fake {
 };
 
 static void
-write_record(bool pass, int64_t at_ms)
+write_record_in(bool pass, int64_t at_ms, const char *image)
 {
 	struct probe_report rep = { .mode = "none", .pass = pass,
 	    .at_ms = at_ms, .ncontrols = 1 };
 
+	snprintf(rep.image, sizeof(rep.image), "%s", image != NULL ? image :
+	    "");
 	rep.controls[0].name = "capabilities";
 	rep.controls[0].pass = pass;
 	assert_int_equal(probe_state_write(&cfg, &rep), 0);
+}
+
+static void
+write_record(bool pass, int64_t at_ms)
+{
+	write_record_in(pass, at_ms, NULL);
 }
 
 static int64_t
@@ -78,7 +87,7 @@ fake_probe(void *data, const char *mode, char *err, size_t errlen)
 		snprintf(err, errlen, "docker exploded");
 		return -EIO;
 	}
-	write_record(f->outcome == REC_PASS, time_wall_ms());
+	write_record_in(f->outcome == REC_PASS, time_wall_ms(), f->image);
 	return 0;
 }
 
@@ -146,7 +155,7 @@ test_fresh_no_probe(void **state)
 	(void)state;
 	reset();
 	write_record(true, time_wall_ms());
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), 0);
 	assert_int_equal(f.calls, 0);
 	assert_int_equal(f.nnotes, 0);
@@ -164,11 +173,11 @@ test_stale_probes_then_runs(void **state)
 	(void)state;
 	reset();
 	write_record(true, stale_ms());
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), 0);
 	assert_int_equal(f.calls, 1);
 	assert_int_equal(f.nnotes, 2);
-	assert_non_null(strstr(f.notes[0], "stale"));
+	assert_non_null(strstr(f.notes[0], "is older than 3600s: probing"));
 	assert_non_null(strstr(f.notes[0], "probing before the run"));
 	assert_non_null(strstr(f.notes[1], "passed in"));
 	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
@@ -176,7 +185,7 @@ test_stale_probes_then_runs(void **state)
 	assert_true(pass);
 	assert_true(at >= before);
 	/* Fresh now: the next run does not probe again. */
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), 0);
 	assert_int_equal(f.calls, 1);
 }
@@ -190,24 +199,24 @@ test_refusals_unchanged(void **state)
 	(void)state;
 	reset();
 	/* Never probed: a person runs the first probe. */
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -ENOENT);
 	/* Failed, however old: refused, never probed again by a run. */
 	write_record(false, time_wall_ms());
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "capabilities"));
 	write_record(false, stale_ms());
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -EPERM);
 	/* probe_auto off, or no probe supplied: stale is refused. */
 	write_record(true, stale_ms());
 	cfg.probe_auto = false;
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -ESTALE);
 	assert_non_null(strstr(err, "cordon probe --net none"));
 	cfg.probe_auto = true;
-	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, NULL, err,
 	    sizeof(err)), -ESTALE);
 	assert_int_equal(f.calls, 0);
 	assert_int_equal(f.nnotes, 0);
@@ -222,17 +231,54 @@ test_probe_fails_or_errors(void **state)
 	(void)state;
 	reset();
 	write_record(true, stale_ms());
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "failed (capabilities)"));
 	assert_int_equal(f.calls, 1);
 	/* A probe that cannot run leaves the record stale: refused. */
 	f.outcome = REC_ERROR;
 	write_record(true, stale_ms());
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -ESTALE);
 	assert_non_null(strstr(err, "automatic probe did not run: docker "
 	    "exploded"));
+	assert_int_equal(f.calls, 2);
+}
+
+/* A new image ID invalidates a fresh record: the run probes in the new
+ * image first; the record then names it. */
+static void
+test_new_image_probes(void **state)
+{
+	static const char a_img[] = "sha256:aaaa", b_img[] = "sha256:bbbb";
+	struct fake f = { .outcome = REC_PASS, .image = b_img };
+	struct probe_auto a = auto_of(&f);
+	char err[512] = "", img[PROBE_IMAGE_MAX];
+	(void)state;
+	reset();
+	write_record_in(true, time_wall_ms(), a_img);
+	assert_int_equal(probe_state_ensure(&cfg, "none", a_img, &a, err,
+	    sizeof(err)), 0);
+	assert_int_equal(f.calls, 0);
+	assert_int_equal(probe_state_ensure(&cfg, "none", b_img, &a, err,
+	    sizeof(err)), 0);
+	assert_int_equal(f.calls, 1);
+	assert_string_equal(f.notes[0], "the latest probe for --net none ran "
+	    "in image sha256:aaaa, not the pinned sha256:bbbb: probing "
+	    "before the run");
+	assert_int_equal(probe_state_image(&cfg, "none", img), 0);
+	assert_string_equal(img, b_img);
+	/* The probe ran in yet another image (re-pinned meanwhile): this
+	 * run, admitted for b, is refused rather than run unproven. */
+	f.image = "sha256:cccc";
+	write_record_in(true, time_wall_ms(), a_img);
+	assert_int_equal(probe_state_ensure(&cfg, "none", b_img, &a, err,
+	    sizeof(err)), -ESTALE);
+	assert_non_null(strstr(err, "not the pinned sha256:bbbb"));
+	/* probe_auto off: a new image is refused until a person probes. */
+	cfg.probe_auto = false;
+	assert_int_equal(probe_state_ensure(&cfg, "none", a_img, &a, err,
+	    sizeof(err)), -ESTALE);
 	assert_int_equal(f.calls, 2);
 }
 
@@ -289,7 +335,7 @@ test_waits_for_probe_in_progress(void **state)
 	write_record(true, stale_ms());
 	pid = holder(300, true);
 	t0 = time_mono_ms();
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), 0);
 	assert_true(time_mono_ms() - t0 >= 250);
 	/* The other probe's result stands: no second probe. */
@@ -316,14 +362,14 @@ test_wait_deadline_and_cancel(void **state)
 	pid = holder(1500, false);
 	a.wait_ms = 200;
 	t0 = time_mono_ms();
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -ESTALE);
 	assert_true(time_mono_ms() - t0 < 1200);
 	assert_non_null(strstr(err, "no probe could be run: another probe "
 	    "still holds"));
 	a.wait_ms = 60000;
 	a.cancel = &cancel;
-	assert_int_equal(probe_state_ensure(&cfg, "none", &a, err,
+	assert_int_equal(probe_state_ensure(&cfg, "none", NULL, &a, err,
 	    sizeof(err)), -ESTALE);
 	assert_non_null(strstr(err, "cancelled"));
 	assert_int_equal(f.calls, 0);
@@ -347,7 +393,7 @@ test_one_probe_host_wide(void **state)
 			    .sleep_ms = 400 };
 			struct probe_auto a = auto_of(&f);
 			char err[512];
-			_exit(probe_state_ensure(&cfg, "none", &a, err,
+			_exit(probe_state_ensure(&cfg, "none", NULL, &a, err,
 			    sizeof(err)) == 0 ? 0 : 1);
 		}
 	}
@@ -364,6 +410,7 @@ main(void)
 		cmocka_unit_test(test_stale_probes_then_runs),
 		cmocka_unit_test(test_refusals_unchanged),
 		cmocka_unit_test(test_probe_fails_or_errors),
+		cmocka_unit_test(test_new_image_probes),
 		cmocka_unit_test(test_waits_for_probe_in_progress),
 		cmocka_unit_test(test_wait_deadline_and_cancel),
 		cmocka_unit_test(test_one_probe_host_wide),

@@ -4,7 +4,8 @@
 # A stale passing record: two `cordon run` at once, exactly one probes (it
 # says so on stderr), both run; the record is fresh afterwards. A failed
 # record, no record, or probe_auto off: refused, nothing probed. Prints
-# the latency the probe added to the run that triggered it. Fails (never
+# the latency the probe added to the run that triggered it. A fresh record
+# made in another image than the pinned one is refreshed the same way. Fails (never
 # skips) without Docker, the runtime or the image, unless CORDON_E2E=skip.
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -38,12 +39,13 @@ config() {
 }
 config
 rec="$state/probe-none.json"
-# record PASS AGE_S: a record of the shape probe_state_write leaves.
+# record PASS AGE_S [IMAGE]: a record of the shape probe_state_write
+# leaves, made in the pinned image unless told.
 record() {
 	local at=$(( $(date +%s%3N) - $2 * 1000 )) failed=""
 	[ "$1" = true ] || failed="capabilities"
-	printf '{"mode":"none","pass":%s,"at_ms":%s,"controls":[],"failed":"%s"}\n' \
-		"$1" "$at" "$failed" >"$rec"
+	printf '{"mode":"none","pass":%s,"at_ms":%s,"image":"%s","controls":[],"failed":"%s"}\n' \
+		"$1" "$at" "${3:-$id}" "$failed" >"$rec"
 }
 ms() { date +%s%3N; }
 # crun NAME: cordon run of print(1), stdout/stderr/exit into $tmp/NAME.*
@@ -95,15 +97,25 @@ at=$(sed -n 's/.*"at_ms":\([0-9]*\).*/\1/p' "$rec")
 [ "$at" -ge "$t0" ] || fail "the record was not refreshed ($at < $t0)"
 probe_ms=$(sed -n 's/.*passed in \([0-9]*\) ms.*/\1/p' "$tmp/a.err" "$tmp/b.err")
 
-# Fresh now: the next run does not probe.
+grep -q "\"image\":\"$id\"" "$rec" || fail "the record does not name the image: $(cat "$rec")"
+
+# A fresh record made in another image (a re-pin since): probes first.
+record true 0 "sha256:$(printf '%064d' 0)"
+crun n
+[ "$(cat "$tmp/n.rc")" = 0 ] || fail "run n failed: $(cat "$tmp/n.err")"
+grep -q 'ran in image sha256:000000000000, not the pinned .*: probing before the run' \
+	"$tmp/n.err" || fail "run n did not probe the new image: $(cat "$tmp/n.err")"
+grep -q "\"image\":\"$id\"" "$rec" || fail "the record does not name the image: $(cat "$rec")"
+
+# Fresh, same image: the next run does not probe.
 t1=$(ms)
 crun c
 t_plain=$(( $(ms) - t1 ))
 [ "$(cat "$tmp/c.rc")" = 0 ] || fail "run c failed: $(cat "$tmp/c.err")"
 [ -s "$tmp/c.err" ] && fail "run c printed: $(cat "$tmp/c.err")"
 sed 's/^/stderr: /' "$tmp/a.err" "$tmp/b.err"
-echo "ok: stale record refreshed by one automatic probe for two runs; failed," \
-	"missing and probe_auto off refused"
+echo "ok: stale record refreshed by one automatic probe for two runs; a record" \
+	"of another image refreshed; failed, missing and probe_auto off refused"
 echo "latency: probe ${probe_ms} ms inside the run; triggering runs ${t_auto} ms" \
 	"wall, a run with a fresh record ${t_plain} ms"
 exit 0

@@ -40,6 +40,7 @@ fill(struct runner_result *r, const char *out, size_t olen)
 	r->queue_ms = 1500;
 	strcpy(r->container, "cordon-00ff");
 	strcpy(r->code_sha256, "ab");
+	strcpy(r->image, "sha256:1234");
 }
 
 static void
@@ -75,6 +76,8 @@ test_json_any_bytes(void **state)
 	assert_string_equal(s, "none");
 	assert_int_equal(json_get_int(back, "queue_ms", 0, 10000, &n), 0);
 	assert_int_equal(n, 1500);
+	assert_int_equal(json_get_string(back, "image", &s), 0);
+	assert_string_equal(s, "sha256:1234");
 	assert_int_equal(json_get_string(back, "container", &s), 0);
 	assert_int_equal(json_get_string(back, "code_sha256", &s), 0);
 	assert_null(cJSON_GetObjectItem(back, "files"));
@@ -220,7 +223,7 @@ test_audit_line(void **state)
 	assert_int_equal(json_get_int(o, "duration_ms", 0, 10000, &n), 0);
 	assert_int_equal(n, 812);
 	for (const char *k = "time\0session\0code_sha256\0net\0status\0"
-	    "container\0"; *k; k += strlen(k) + 1)
+	    "container\0image\0"; *k; k += strlen(k) + 1)
 		assert_non_null(cJSON_GetObjectItem(o, k));
 	assert_null(cJSON_GetObjectItem(o, "stdout"));
 	/* Offline: no egress fields. */
