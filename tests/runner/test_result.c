@@ -197,7 +197,7 @@ test_status_names(void **state)
 static void
 test_audit_line(void **state)
 {
-	char dir[] = "/tmp/cordon-audit.XXXXXX", *text;
+	char dir[] = "/tmp/cordon-audit.XXXXXX", *text, rotated[320];
 	struct runner_result r;
 	struct config c;
 	cJSON *o;
@@ -260,6 +260,17 @@ test_audit_line(void **state)
 	assert_int_equal(json_get_int(o, "egress_denied", -1, 100, &n), 0);
 	assert_int_equal(n, -1);
 	cJSON_Delete(o);
+	free(text);
+	/* Rotation (logrotate renames it, no signal): each run opens the
+	 * file anew, so the next line goes to a new file. */
+	snprintf(rotated, sizeof(rotated), "%s.1", c.audit_log);
+	assert_int_equal(rename(c.audit_log, rotated), 0);
+	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
+	assert_int_equal(util_read_file(c.audit_log, 1 << 16, &text, &len), 0);
+	assert_ptr_equal(strchr(text, '\n'), text + len - 1);	/* one line */
+	free(text);
+	assert_int_equal(util_read_file(rotated, 1 << 16, &text, &len), 0);
+	assert_non_null(strchr(strchr(text, '\n') + 1, '\n'));	/* two */
 	free(text);
 	runner_result_cleanup(&r);
 	assert_int_equal(util_rm_rf(dir), 0);
