@@ -75,7 +75,7 @@ proxy_accesslog_open(const char *path, struct accesslog **out)
 int
 proxy_accesslog_reopen(struct accesslog *al)
 {
-	uint64_t size;
+	uint64_t size = 0;
 	int fd;
 
 	if (al == NULL || al->is_stdout)
@@ -118,7 +118,7 @@ static int
 rotate(struct accesslog *al)
 {
 	char from[PATH_MAX], to[PATH_MAX];
-	uint64_t size;
+	uint64_t size = 0;
 	int fd;
 
 	for (unsigned n = al->keep; n >= 1; n--) {

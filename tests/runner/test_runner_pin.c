@@ -49,7 +49,7 @@ teardown(void **state)
 static void
 pin(const char *id)
 {
-	char path[160], text[400];
+	char path[300], text[400];
 
 	snprintf(path, sizeof(path), "%s/image.json", fk.cfg.state_dir);
 	snprintf(text, sizeof(text), "{\"id\":\"%s\",\"inputs\":\"ff\","
