@@ -1,6 +1,6 @@
 /*
  * `cordon doctor`: prints the checklist, one line per check, and exits 1
- * if any check failed.
+ * if any check failed (warnings do not).
  */
 #include <stdio.h>
 
@@ -83,10 +83,12 @@ cmd_doctor(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		printf("%-4s %s: %s\n", doctor_verdict_name(lines[i].verdict),
 		    lines[i].what, lines[i].detail);
-		if (lines[i].verdict == DOCTOR_FAIL) {
+		if (lines[i].verdict == DOCTOR_FAIL ||
+		    lines[i].verdict == DOCTOR_WARN)
 			printf("     hint: %s\n", lines[i].hint);
+		/* A warning is for a person; only failures fail. */
+		if (lines[i].verdict == DOCTOR_FAIL)
 			failed++;
-		}
 	}
 	return failed ? 1 : 0;
 }

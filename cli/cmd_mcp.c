@@ -72,12 +72,24 @@ install_handlers(void)
 		sigaction(handled_signals[i], &sa, NULL);
 }
 
+/* The runner's notes (an automatic probe) on stderr: stdout is the
+ * protocol's. */
+static void
+run_note(void *arg, const char *msg)
+{
+	(void)arg;
+	log_warnx("%s", msg);
+}
+
 static int
 run_with_runner(const struct config *c, const struct runner_request *req,
     struct runner_result *res, char *err, size_t errlen, void *arg)
 {
+	struct runner_request r = *req;
+
 	(void)arg;
-	return runner_run(c, req, res, err, errlen);
+	r.note = run_note;
+	return runner_run(c, &r, res, err, errlen);
 }
 
 /* tools/list asks the running proxy which policies it has. */

@@ -207,10 +207,19 @@ print_result(const struct runner_result *res)
 	return rc;
 }
 
+/* The runner's notes (an automatic probe before the run) go to stderr;
+ * stdout carries only the result. */
+static void
+run_note(void *arg, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "cordon run: %s\n", msg);
+}
+
 int
 cmd_run(int argc, char **argv)
 {
-	struct runner_request q = { .cancel = &run_cancel };
+	struct runner_request q = { .cancel = &run_cancel, .note = run_note };
 	struct runner_result res;
 	struct config c;
 	char err[512], *code = NULL;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/json.h"
 #include "common/util.h"
@@ -51,6 +52,7 @@ static const struct field top_fields[] = {
 	    egress_run_bytes_down), 0, 0, 1LL << 53 },
 	BOOL("require_probe", require_probe),
 	INT("probe_max_age_s", probe_max_age_s, 1, 30 * 86400),
+	BOOL("probe_auto", probe_auto),
 };
 
 #define LSZ(k, m, lo, hi) { k, F_SIZE, offsetof(struct config_limits, m), 0, lo, hi }
@@ -72,6 +74,8 @@ static const struct field limit_fields[] = {
 	LINT("in_max_files", in_max_files, 0, 100000),
 	LSZ("out_max_bytes", out_max_bytes, 0, 1LL << 34),
 	LINT("out_max_files", out_max_files, 0, 100000),
+	LINT("max_concurrent_runs", max_concurrent_runs, 1, 1024),
+	LINT("queue_timeout_s", queue_timeout_s, 0, 3600),
 };
 
 #define ISTR(k, m) { k, F_STR, offsetof(struct config_image, m), \
@@ -82,6 +86,8 @@ static const struct field image_fields[] = {
 	ISTR("suite", suite),
 	ISTR("mirror", mirror),
 	ISTR("id", id),
+	{ "max_age_days", F_INT, offsetof(struct config_image, max_age_days), 0,
+	    0, 3650 },
 };
 
 #define SSTR(k, m) { k, F_STR, offsetof(struct config_serve, m), \
@@ -113,6 +119,18 @@ static const struct field tenant_fields[] = {
 	TSTR("net", net),
 };
 
+/* Twice the online CPUs: a run spends part of its time starting and
+ * stopping its sandbox, not on a CPU. */
+static int64_t
+config_default_runs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return n > 512 ? 1024 : 2 * (int64_t)n;
+}
+
 void
 config_defaults(struct config *c)
 {
@@ -133,6 +151,7 @@ config_defaults(struct config *c)
 	c->egress_run_max_conns = 32;
 	c->require_probe = true;
 	c->probe_max_age_s = 3600;
+	c->probe_auto = true;
 	c->limits = (struct config_limits){
 		.memory_bytes = 256ULL << 20,
 		.cpus = 1.0,
@@ -149,11 +168,14 @@ config_defaults(struct config *c)
 		.in_max_files = 256,
 		.out_max_bytes = 16ULL << 20,
 		.out_max_files = 256,
+		.max_concurrent_runs = config_default_runs(),
+		.queue_timeout_s = 30,
 	};
 	strcpy(c->image.name, "cordon-sandbox");
 	strcpy(c->image.suite, "bookworm");
 	strcpy(c->image.packages[0], "python3");
 	c->image.npackages = 1;
+	c->image.max_age_days = 30;
 	strcpy(c->serve.socket, "/run/cordon/serve.sock");
 	c->serve.global_limit = 4;
 	c->serve.queue_max = 16;

@@ -29,6 +29,9 @@ struct config_limits {
 	int64_t in_max_files;		/* --in: file count */
 	uint64_t out_max_bytes;		/* --out: total bytes */
 	int64_t out_max_files;		/* --out: file count */
+	/* Host-wide, across every Cordon process (runner/slot.h). */
+	int64_t max_concurrent_runs;	/* default 2 x online CPUs */
+	int64_t queue_timeout_s;	/* a run waits this long for a slot */
 };
 
 struct config_image {
@@ -38,6 +41,7 @@ struct config_image {
 	char packages[CONFIG_MAX_PACKAGES][64];	/* --include list */
 	size_t npackages;
 	char id[80];			/* "" = the ID recorded by image build */
+	int64_t max_age_days;		/* doctor warns past it; 0: never */
 };
 
 #define CONFIG_MAX_TENANTS 16
@@ -99,6 +103,8 @@ struct config {
 	uint64_t egress_run_bytes_down;	/* 0: unlimited */
 	bool require_probe;
 	int64_t probe_max_age_s;
+	bool probe_auto;		/* a stale (passed, not failed) probe
+					 * record: the runner probes first */
 	struct config_limits limits;
 	struct config_image image;
 	struct config_serve serve;

@@ -535,6 +535,8 @@ probe_report_to_json(const struct probe_report *rep)
 	cJSON_AddStringToObject(o, "mode", rep->mode);
 	cJSON_AddBoolToObject(o, "pass", rep->pass);
 	cJSON_AddNumberToObject(o, "at_ms", (double)rep->at_ms);
+	if (rep->image[0] != '\0')
+		cJSON_AddStringToObject(o, "image", rep->image);
 	arr = cJSON_AddArrayToObject(o, "controls");
 	for (size_t i = 0; arr != NULL && i < rep->ncontrols; i++) {
 		const struct probe_control *c = &rep->controls[i];

@@ -9,6 +9,7 @@
 #ifndef CORDON_PROBE_PROBE_H
 #define CORDON_PROBE_PROBE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #include "common/config.h"
 
 #define PROBE_MAX_CONTROLS 24
+#define PROBE_IMAGE_MAX 80		/* "sha256:" + 64 hex + NUL fits */
 
 struct probe_control {
 	const char *name;		/* static, e.g. "rootfs_readonly" */
@@ -32,6 +34,7 @@ struct probe_report {
 	size_t ncontrols;
 	bool pass;			/* every control passed */
 	int64_t at_ms;			/* wall clock when it ran */
+	char image[PROBE_IMAGE_MAX];	/* the image ID it ran in; "" unknown */
 };
 
 /* What the probe expects, derived from the config (and the host). */
@@ -62,13 +65,15 @@ cJSON *probe_report_to_json(const struct probe_report *rep);
 /* Records rep as the latest result for its mode in STATE_DIR. */
 int probe_state_write(const struct config *c, const struct probe_report *rep);
 
-/* Whether jobs in mode may run: 0 when require_probe is off or the latest
- * probe for mode passed less than probe_max_age_s ago; otherwise -EPERM
- * (failed: the failing controls are named in err), -ESTALE (too old) or
- * -ENOENT (never probed), with a one-line reason in err. now_ms is the
+/* Whether jobs in mode may run in image (the pinned image ID; NULL or ""
+ * does not compare): 0 when require_probe is off or the latest probe for
+ * mode passed less than probe_max_age_s ago in that image; otherwise
+ * -EPERM (failed, in whichever image: the failing controls are named in
+ * err), -ESTALE (too old, or made with another image or none recorded)
+ * or -ENOENT (never probed), with a one-line reason in err. now_ms is the
  * wall clock. */
 int probe_state_check(const struct config *c, const char *mode,
-    int64_t now_ms, char *err, size_t errlen);
+    const char *image, int64_t now_ms, char *err, size_t errlen);
 
 /* One run of the probe program, as probe_run hands it to its ops. */
 struct probe_job {
@@ -91,6 +96,7 @@ struct probe_outcome {
 	char container[64];		/* its name */
 	bool warm;			/* it ran in a pooled container */
 	const char *run_status;		/* static: how the run ended */
+	char image[PROBE_IMAGE_MAX];	/* the image ID the run used */
 };
 
 /* How probe_run runs the program: the runner supplies these (through the
@@ -134,5 +140,54 @@ void probe_outcome_cleanup(struct probe_outcome *out);
  * failing control names (comma-separated, "" when none). 0 or -errno. */
 int probe_state_read(const struct config *c, const char *mode, bool *pass,
     int64_t *at_ms, char *failed, size_t failedlen);
+/* The image ID the latest record for mode was made in ("" when the record
+ * has none: made before records carried it). 0 or -errno. */
+int probe_state_image(const struct config *c, const char *mode,
+    char image[PROBE_IMAGE_MAX]);
+
+/* How long a probe may hold the probe lock, so how long another waits for
+ * it: the probe's run (90 s) and a warm container's start (60 s), plus
+ * room, plus its wait for a run slot (limits.queue_timeout_s). */
+#define PROBE_LOCK_WAIT_MS 180000
+int64_t probe_lock_wait_ms(const struct config *c);
+
+/* Takes the host-wide probe lock (STATE_DIR/probe.lock: one probe at a
+ * time on the host, whatever the mode or the process), waiting until
+ * deadline_ms (monotonic) or *cancel (may be NULL). Returns the
+ * descriptor to pass to probe_unlock, or a negative errno with a one-line
+ * reason in err (-ETIMEDOUT, -EINTR, or why the file cannot be had). */
+int probe_lock(const struct config *c, int64_t deadline_ms,
+    const atomic_int *cancel, char *err, size_t errlen);
+void probe_unlock(int fd);
+
+/* How probe_state_ensure refreshes a stale record: supplied by the
+ * runner (a real probe), faked by tests. */
+struct probe_auto {
+	/* Probes mode and records the result (probe_state_write), called
+	 * with the probe lock held. 0 when a result was recorded, passed
+	 * or not; else a negative errno with a one-line reason in err. */
+	int (*probe)(void *data, const char *mode, char *err, size_t errlen);
+	/* One line for a person (the CLI prints it on stderr); may be
+	 * NULL. The library itself never prints. */
+	void (*note)(void *data, const char *msg);
+	void *data;
+	const atomic_int *cancel;	/* may be NULL */
+	int64_t wait_ms;		/* for the probe lock; 0: default
+					 * probe_lock_wait_ms */
+};
+
+/* probe_state_check, except that a passed record gone stale (-ESTALE: too
+ * old, or made in another image than image) is
+ * refreshed first when c->probe_auto is on and a is not NULL: under the
+ * probe lock, the record is read again (another process may have probed
+ * meanwhile: then its result stands) and, still stale, a->probe runs.
+ * The job goes on only when the record then passes: returns 0, or what
+ * probe_state_check returns for the new record (-EPERM for a failed
+ * probe, as before); -ESTALE with the reason when the probe could not
+ * run or the lock could not be had in time. Failed (-EPERM) and missing
+ * (-ENOENT) records are refused as by probe_state_check, never probed. */
+int probe_state_ensure(const struct config *c, const char *mode,
+    const char *image, const struct probe_auto *a, char *err,
+    size_t errlen);
 
 #endif

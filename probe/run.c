@@ -118,6 +118,7 @@ probe_run(const struct config *c, const struct probe_run_opts *o,
 	probe_evaluate(&e, out.out, out.out_len, out.inspect, out.inspect_len,
 	    rep);
 	rep->at_ms = time_wall_ms();
+	util_strlcpy(rep->image, out.image, sizeof(rep->image));
 	if ((rc = probe_state_write(c, rep)) < 0)
 		snprintf(err, errlen, "cannot record the result in %s: %s",
 		    c->state_dir, strerror(-rc));

@@ -58,12 +58,15 @@ probe_state_write(const struct config *c, const struct probe_report *rep)
 	return rc;
 }
 
-int
-probe_state_read(const struct config *c, const char *mode, bool *pass,
-    int64_t *at_ms, char *failed, size_t failedlen)
+/* The record's summary (failed: failing controls; image: "" when the
+ * record has none). 0, -ENOENT or -EBADMSG. */
+static int
+state_load(const struct config *c, const char *mode, bool *pass,
+    int64_t *at_ms, char *failed, size_t failedlen,
+    char image[PROBE_IMAGE_MAX])
 {
 	char path[PATH_MAX], err[256];
-	const char *f;
+	const char *f, *img;
 	cJSON *o = NULL;
 	int64_t at;
 	int rc;
@@ -78,6 +81,9 @@ probe_state_read(const struct config *c, const char *mode, bool *pass,
 	    json_get_string(o, "failed", &f) == 0) {
 		*at_ms = at;
 		util_strlcpy(failed, f, failedlen);
+		image[0] = '\0';
+		if (json_get_string(o, "image", &img) == 0)
+			util_strlcpy(image, img, PROBE_IMAGE_MAX);
 		rc = 0;
 	}
 	cJSON_Delete(o);
@@ -85,17 +91,46 @@ probe_state_read(const struct config *c, const char *mode, bool *pass,
 }
 
 int
-probe_state_check(const struct config *c, const char *mode, int64_t now_ms,
-    char *err, size_t errlen)
+probe_state_read(const struct config *c, const char *mode, bool *pass,
+    int64_t *at_ms, char *failed, size_t failedlen)
 {
-	char failed[512];
+	char image[PROBE_IMAGE_MAX];
+
+	return state_load(c, mode, pass, at_ms, failed, failedlen, image);
+}
+
+int
+probe_state_image(const struct config *c, const char *mode,
+    char image[PROBE_IMAGE_MAX])
+{
+	char failed[8];
+	int64_t at;
+	bool pass;
+
+	return state_load(c, mode, &pass, &at, failed, sizeof(failed), image);
+}
+
+/* "sha256:" and the first 12 hex digits: enough to tell images apart. */
+static const char *
+short_id(const char *id, char out[24])
+{
+	snprintf(out, 24, "%.19s", id[0] != '\0' ? id : "(none recorded)");
+	return out;
+}
+
+int
+probe_state_check(const struct config *c, const char *mode,
+    const char *image, int64_t now_ms, char *err, size_t errlen)
+{
+	char failed[512], rec_image[PROBE_IMAGE_MAX], a[24], b[24];
 	int64_t at = 0;
 	bool pass = false;
 	int rc;
 
 	if (!c->require_probe)
 		return 0;
-	rc = probe_state_read(c, mode, &pass, &at, failed, sizeof(failed));
+	rc = state_load(c, mode, &pass, &at, failed, sizeof(failed),
+	    rec_image);
 	if (rc == -ENOENT) {
 		snprintf(err, errlen, "no probe has run for --net %s yet: run "
 		    "'cordon probe --net %s' (require_probe is on)", mode, mode);
@@ -111,6 +146,14 @@ probe_state_check(const struct config *c, const char *mode, int64_t now_ms,
 		    "(%.300s): refusing to run until 'cordon probe --net %s' "
 		    "passes", mode, failed, mode);
 		return -EPERM;
+	}
+	/* A new image is unproven until a probe has run in it. */
+	if (image != NULL && image[0] != '\0' &&
+	    strcmp(image, rec_image) != 0) {
+		snprintf(err, errlen, "the latest probe for --net %s ran in "
+		    "image %s, not the pinned %s: run 'cordon probe --net %s'",
+		    mode, short_id(rec_image, a), short_id(image, b), mode);
+		return -ESTALE;
 	}
 	if (now_ms - at > c->probe_max_age_s * 1000 || at > now_ms + 60000) {
 		snprintf(err, errlen, "the latest probe for --net %s is older "

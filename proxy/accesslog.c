@@ -1,27 +1,50 @@
 /*
  * Access log writer. Lines are built in a stack buffer with a small JSON
  * string escaper (no allocation per request) and written with one write(2)
- * each, so concurrent readers never see half a line.
+ * each, so concurrent readers never see half a line. Rotation by size
+ * happens between two writes on the loop's one thread, so no line is ever
+ * split across files or lost.
  */
 #include "proxy/accesslog.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 struct accesslog {
 	int fd;
 	bool is_stdout;
 	char *path;
+	uint64_t size;		/* bytes in the open file */
+	uint64_t max;		/* rotate at this size; 0: never */
+	unsigned keep;		/* PATH.1 .. PATH.keep */
+	bool rotate_off;	/* a rotation failed: off until a reopen */
 };
+
+/* Opens path for appending; *size gets its current size. fd or -errno. */
+static int
+log_open(const char *path, uint64_t *size)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return -errno;
+	*size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+	return fd;
+}
 
 int
 proxy_accesslog_open(const char *path, struct accesslog **out)
@@ -37,12 +60,9 @@ proxy_accesslog_open(const char *path, struct accesslog **out)
 		al->is_stdout = true;
 	} else {
 		al->path = strdup(path);
-		al->fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		    0640);
-		if (al->path == NULL || al->fd < 0) {
-			int rc = al->path == NULL ? -ENOMEM : -errno;
-			if (al->fd >= 0)
-				close(al->fd);
+		al->fd = al->path != NULL ? log_open(path, &al->size) : -ENOMEM;
+		if (al->fd < 0) {
+			int rc = al->fd;
 			free(al->path);
 			free(al);
 			return rc;
@@ -55,16 +75,79 @@ proxy_accesslog_open(const char *path, struct accesslog **out)
 int
 proxy_accesslog_reopen(struct accesslog *al)
 {
+	uint64_t size = 0;
 	int fd;
 
 	if (al == NULL || al->is_stdout)
 		return 0;
-	fd = open(al->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
-	if (fd < 0)
-		return -errno;
+	if ((fd = log_open(al->path, &size)) < 0)
+		return fd;
 	close(al->fd);
 	al->fd = fd;
+	al->size = size;
+	al->rotate_off = false;
 	return 0;
+}
+
+int
+proxy_accesslog_set_rotate(struct accesslog *al, uint64_t max,
+    unsigned keep)
+{
+	if (al == NULL || al->is_stdout || keep < 1 ||
+	    keep > PROXY_ACCESSLOG_KEEP_MAX ||
+	    strlen(al->path) + 6 >= PATH_MAX)
+		return -EINVAL;
+	al->max = max;
+	al->keep = keep;
+	return 0;
+}
+
+/* PATH.n (n 0: PATH itself) into out, which holds PATH_MAX. */
+static void
+rotated_name(const struct accesslog *al, unsigned n, char *out)
+{
+	if (n == 0)
+		snprintf(out, PATH_MAX, "%s", al->path);
+	else
+		snprintf(out, PATH_MAX, "%s.%u", al->path, n);
+}
+
+/* PATH.keep-1 -> PATH.keep, ..., PATH -> PATH.1, then a new PATH. Lines
+ * until then still go to the open file, whatever its name: nothing lost. */
+static int
+rotate(struct accesslog *al)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	uint64_t size = 0;
+	int fd;
+
+	for (unsigned n = al->keep; n >= 1; n--) {
+		rotated_name(al, n - 1, from);
+		rotated_name(al, n, to);
+		if (rename(from, to) < 0 && (errno != ENOENT || n == 1))
+			return -errno;
+	}
+	if ((fd = log_open(al->path, &size)) < 0)
+		return fd;
+	close(al->fd);
+	al->fd = fd;
+	al->size = size;
+	return 0;
+}
+
+static void
+maybe_rotate(struct accesslog *al)
+{
+	int rc;
+
+	if (al->max == 0 || al->rotate_off || al->size < al->max)
+		return;
+	if ((rc = rotate(al)) < 0) {
+		al->rotate_off = true;
+		log_warnx("access log %s: cannot rotate (%s): rotation off "
+		    "until the next reopen (SIGUSR1); lines still go to the "
+		    "open file", al->path, strerror(-rc));
+	}
 }
 
 void
@@ -198,5 +281,8 @@ proxy_accesslog_write(struct accesslog *al, const struct accesslog_entry *e)
 	while (w < 0 && errno == EINTR);
 	if (w < 0)
 		return -errno;
+	al->size += (uint64_t)w;
+	if (!al->is_stdout)
+		maybe_rotate(al);
 	return w == n ? 0 : -EIO;
 }

@@ -1,7 +1,9 @@
 /*
  * The access log: one JSON object per line per request, to a file (opened
- * for append, reopened on SIGHUP for rotation) or stdout. Diagnostics never
- * go here; they go to stderr through common/log.h.
+ * for append, reopened on SIGUSR1 or SIGHUP after an outside rotation such
+ * as logrotate's, and optionally rotated by size by the proxy itself) or
+ * stdout. Diagnostics never go here; they go to stderr through
+ * common/log.h.
  */
 #ifndef CORDON_PROXY_ACCESSLOG_H
 #define CORDON_PROXY_ACCESSLOG_H
@@ -39,6 +41,19 @@ int proxy_accesslog_open(const char *path, struct accesslog **out);
  * Returns 0 or a negative errno. No-op for stdout. */
 int proxy_accesslog_reopen(struct accesslog *al);
 void proxy_accesslog_free(struct accesslog *al);	/* accepts NULL */
+
+#define PROXY_ACCESSLOG_KEEP_MAX 1000
+
+/* Rotation by size: after a line takes the file to max bytes or more, the
+ * file becomes PATH.1 (PATH.1 becomes PATH.2, ..., PATH.keep is dropped)
+ * and a new PATH is opened, between two lines, so no line is split or
+ * lost. max 0: never (the default). A rotation that fails (say the
+ * directory is not writable by --user) is logged once and not tried again
+ * until the next reopen; lines keep going to the open file. Only for a
+ * file: -EINVAL for stdout, for keep outside 1..PROXY_ACCESSLOG_KEEP_MAX
+ * or a path too long for its suffixes. */
+int proxy_accesslog_set_rotate(struct accesslog *al, uint64_t max,
+    unsigned keep);
 
 /* Formats e as one JSON line with a trailing newline into buf. Returns the
  * length, or -ENOSPC when it did not fit. Pure; exposed for tests. */

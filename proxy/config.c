@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "proxy/accesslog.h"
 
 enum {
 	OPT_LISTEN = 256, OPT_ALLOWLIST, OPT_POLICY, OPT_RESOLVER,
@@ -23,6 +24,7 @@ enum {
 	OPT_HEADER_TIMEOUT, OPT_GRACE, OPT_MAX_HEADER, OPT_USER, OPT_CHECK,
 	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE, OPT_CONTROL, OPT_RUN_MAX_CONNS,
 	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN,
+	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP,
 };
 
 static const struct option config_options[] = {
@@ -49,6 +51,8 @@ static const struct option config_options[] = {
 	{ "run-max-conns", required_argument, NULL, OPT_RUN_MAX_CONNS },
 	{ "run-bytes-up", required_argument, NULL, OPT_RUN_BYTES_UP },
 	{ "run-bytes-down", required_argument, NULL, OPT_RUN_BYTES_DOWN },
+	{ "access-log-max", required_argument, NULL, OPT_ACCESS_LOG_MAX },
+	{ "access-log-keep", required_argument, NULL, OPT_ACCESS_LOG_KEEP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -65,10 +69,15 @@ proxy_config_usage(void)
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
 	    "    [--control PATH [--run-max-conns N] [--run-bytes-up SIZE]\n"
 	    "    [--run-bytes-down SIZE]] [--check]\n"
+	    "    [--access-log-max SIZE [--access-log-keep N]]\n"
 	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
 	    "The bound address is logged as \"listening on ADDR:PORT\".\n"
 	    "--control PATH: run mode (per-run credentials and policies,\n"
-	    "registered over a root-only unix socket at PATH).\n";
+	    "registered over a root-only unix socket at PATH).\n"
+	    "--access-log-max SIZE: rotate the access log FILE to FILE.1 (up to\n"
+	    "FILE.N, --access-log-keep, default 5) when it reaches SIZE.\n"
+	    "SIGUSR1 (and SIGHUP) reopen the access log after an outside\n"
+	    "rotation (logrotate).\n";
 }
 
 void
@@ -85,6 +94,7 @@ proxy_config_init(struct proxy_config *c)
 	c->max_header = 32 * 1024;
 	c->log_level = LOG_LEVEL_INFO;
 	c->run_max_conns = 32;
+	c->access_log_keep = 5;
 }
 
 static int
@@ -246,6 +256,40 @@ config_fail(char *err, size_t errlen, const char *fmt, ...)
 	return -EINVAL;
 }
 
+/* --access-log-max and --access-log-keep. */
+static int
+config_access_log_option(struct proxy_config *c, int opt, const char *arg,
+    char *err, size_t errlen)
+{
+	uint64_t sz;
+	int64_t v;
+
+	if (opt == OPT_ACCESS_LOG_MAX) {
+		if (util_parse_size(arg, &sz) != 0 || sz < 4096)
+			return config_fail(err, errlen, "--access-log-max %s: "
+			    "want a size of at least 4k", arg);
+		c->access_log_max = sz;
+		return 0;
+	}
+	if (util_parse_i64(arg, 1, PROXY_ACCESSLOG_KEEP_MAX, &v) != 0)
+		return config_fail(err, errlen, "--access-log-keep %s: want "
+		    "1-%d", arg, PROXY_ACCESSLOG_KEEP_MAX);
+	c->access_log_keep = (unsigned)v;
+	return 0;
+}
+
+/* Size rotation needs a file to rotate. */
+static int
+config_check_access_log(const struct proxy_config *c, char *err,
+    size_t errlen)
+{
+	if (c->access_log_max > 0 && (c->access_log == NULL ||
+	    strcmp(c->access_log, "-") == 0))
+		return config_fail(err, errlen, "--access-log-max needs "
+		    "--access-log FILE (not stdout)");
+	return 0;
+}
+
 static int
 config_option(struct proxy_config *c, int opt, const char *arg, char *err,
     size_t errlen)
@@ -255,6 +299,8 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	int *ms = NULL;
 	enum log_level lvl;
 
+	if (opt == OPT_ACCESS_LOG_MAX || opt == OPT_ACCESS_LOG_KEEP)
+		return config_access_log_option(c, opt, arg, err, errlen);
 	switch (opt) {
 	case OPT_LISTEN:
 		if (c->nlisten == CONFIG_MAX_LISTEN)
@@ -392,5 +438,5 @@ proxy_config_parse(struct proxy_config *c, int argc, char *const argv[],
 		return config_fail(err, errlen, "--listen is required");
 	if (c->allowlist == NULL)
 		return config_fail(err, errlen, "--allowlist is required");
-	return 0;
+	return config_check_access_log(c, err, errlen);
 }

@@ -39,6 +39,8 @@ struct proxy_config {
 	struct addr_exception exceptions[CONFIG_MAX_EXCEPTIONS];
 	size_t nexceptions;
 	const char *access_log;		/* NULL: none; "-": stdout */
+	uint64_t access_log_max;	/* rotate past this size; 0: never */
+	unsigned access_log_keep;	/* rotated files kept (.1 .. .N) */
 	bool has_metrics;
 	struct proxy_config_addr metrics;
 	long max_connections;

@@ -1,8 +1,9 @@
 /*
  * cordon-proxy: the allowlisting egress proxy daemon. Parses and checks the
  * configuration, binds, drops privileges, then runs the libevent loop with
- * SIGHUP (reload the allowlist atomically, reopen the access log) and
- * SIGTERM/SIGINT (stop accepting, drain, exit) handled on the loop.
+ * SIGHUP (reload the allowlist atomically, reopen the access log), SIGUSR1
+ * (reopen the access log only: logrotate) and SIGTERM/SIGINT (stop
+ * accepting, drain, exit) handled on the loop.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -90,12 +91,33 @@ load_allowlist(struct allowlist_set **out)
 	return 0;
 }
 
+/* After an outside rotation (logrotate renamed the file). */
+static void
+access_log_reopen(void)
+{
+	int rc = proxy_accesslog_reopen(alog);
+
+	if (rc != 0) {
+		errno = -rc;
+		log_warn("reopen access log");
+	}
+}
+
+static void
+sigusr1_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	log_info("SIGUSR1: reopening the access log");
+	access_log_reopen();
+}
+
 static void
 sighup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct allowlist_set *set;
 	char text[512];
-	int rc;
 
 	(void)sig;
 	(void)what;
@@ -110,11 +132,7 @@ sighup_cb(evutil_socket_t sig, short what, void *arg)
 		proxy_metrics_reload(metrics, 1);
 		log_info("reload ok: %s", text);
 	}
-	rc = proxy_accesslog_reopen(alog);
-	if (rc != 0) {
-		errno = -rc;
-		log_warn("reopen access log");
-	}
+	access_log_reopen();
 }
 
 static void
@@ -299,6 +317,9 @@ daemon_open(struct dns **dns)
 	if (cfg.access_log != NULL &&
 	    (rc = proxy_accesslog_open(cfg.access_log, &alog)) != 0)
 		fatalx("--access-log %s: %s", cfg.access_log, strerror(-rc));
+	if (cfg.access_log_max > 0 && (rc = proxy_accesslog_set_rotate(alog,
+	    cfg.access_log_max, cfg.access_log_keep)) != 0)
+		fatalx("--access-log-max: %s", strerror(-rc));
 	if (proxy_metrics_new(&metrics) != 0)
 		fatalx("out of memory");
 	if (proxy_server_new(&cfg, base, *dns, alog, metrics, &srv) != 0)
@@ -326,18 +347,22 @@ control_open(void)
 	log_info("run mode: control socket %s", cfg.control);
 }
 
-/* SIGHUP, SIGTERM, SIGINT and the grace timer, on the loop. */
+#define NSIGNALS 4
+
+/* SIGHUP, SIGTERM, SIGINT, SIGUSR1 and the grace timer, on the loop. */
 static void
-signals_add(struct event *ev[3])
+signals_add(struct event *ev[NSIGNALS])
 {
 	ev[0] = evsignal_new(base, SIGHUP, sighup_cb, NULL);
 	ev[1] = evsignal_new(base, SIGTERM, sigterm_cb, NULL);
 	ev[2] = evsignal_new(base, SIGINT, sigterm_cb, NULL);
+	ev[3] = evsignal_new(base, SIGUSR1, sigusr1_cb, NULL);
 	grace_timer = evtimer_new(base, grace_cb, NULL);
-	if (ev[0] == NULL || ev[1] == NULL || ev[2] == NULL ||
-	    grace_timer == NULL || event_add(ev[0], NULL) != 0 ||
-	    event_add(ev[1], NULL) != 0 || event_add(ev[2], NULL) != 0)
+	if (grace_timer == NULL)
 		fatalx("signal setup failed");
+	for (int i = 0; i < NSIGNALS; i++)
+		if (ev[i] == NULL || event_add(ev[i], NULL) != 0)
+			fatalx("signal setup failed");
 }
 
 static void
@@ -359,7 +384,7 @@ log_listening(void)
 int
 main(int argc, char **argv)
 {
-	struct event *ev[3] = { NULL, NULL, NULL };
+	struct event *ev[NSIGNALS] = { NULL };
 	struct allowlist_set *set = NULL;
 	struct dns *dns = NULL;
 	int rc;
@@ -390,7 +415,7 @@ main(int argc, char **argv)
 	proxy_dns_free(dns);
 	proxy_metrics_free(metrics);
 	proxy_accesslog_free(alog);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NSIGNALS; i++)
 		event_free(ev[i]);
 	event_free(grace_timer);
 	event_base_free(base);

@@ -22,7 +22,8 @@
 const char *
 doctor_verdict_name(enum doctor_verdict v)
 {
-	return v == DOCTOR_OK ? "OK" : v == DOCTOR_FAIL ? "FAIL" : "INFO";
+	return v == DOCTOR_OK ? "OK" : v == DOCTOR_FAIL ? "FAIL" :
+	    v == DOCTOR_WARN ? "WARN" : "INFO";
 }
 
 static void
@@ -37,7 +38,8 @@ line_set(struct doctor_line *l, enum doctor_verdict v, const char *what,
 
 	l->verdict = v;
 	util_strlcpy(l->what, what, sizeof(l->what));
-	util_strlcpy(l->hint, v == DOCTOR_FAIL && hint ? hint : "", sizeof(l->hint));
+	util_strlcpy(l->hint, (v == DOCTOR_FAIL || v == DOCTOR_WARN) && hint ?
+	    hint : "", sizeof(l->hint));
 	va_start(ap, fmt);
 	vsnprintf(l->detail, sizeof(l->detail), fmt, ap);
 	va_end(ap);
@@ -182,13 +184,18 @@ check_image(const struct config *c, struct doctor_line *l)
 		    "setuid/setgid files", id);
 }
 
-static void
-check_probe(const struct config *c, const char *mode, struct doctor_line *l)
+void
+doctor_probe_line(const struct config *c, const char *mode, int rc,
+    bool pass, int64_t at_ms, const char *failed, const char *rec_image,
+    const char *pinned, int64_t now_ms, struct doctor_line *l)
 {
-	char what[64], failed[256];
-	int64_t at = 0, age;
-	bool pass = false;
-	int rc = probe_state_read(c, mode, &pass, &at, failed, sizeof(failed));
+	/* Stale is no failure when the next run probes first by itself. */
+	enum doctor_verdict stale = !c->require_probe ? DOCTOR_INFO :
+	    c->probe_auto ? DOCTOR_WARN : DOCTOR_FAIL;
+	const char *then = c->probe_auto ? "; the next run probes first "
+	    "(probe_auto)" : "";
+	char what[64];
+	int64_t age = (now_ms - at_ms) / 1000;
 
 	snprintf(what, sizeof(what), "probe --net %s", mode);
 	if (rc < 0) {
@@ -198,18 +205,95 @@ check_probe(const struct config *c, const char *mode, struct doctor_line *l)
 		    "passes)" : "");
 		return;
 	}
-	age = (time_wall_ms() - at) / 1000;
 	if (!pass)
 		line_set(l, DOCTOR_FAIL, what, "fix the failing controls, then "
 		    "rerun 'cordon probe'", "failed %llds ago: %s",
 		    (long long)age, failed);
+	else if (pinned[0] != '\0' && strcmp(pinned, rec_image) != 0)
+		line_set(l, stale, what, "run 'cordon probe' (the record is not "
+		    "for the pinned image)", "passed %llds ago in image %.19s, not the "
+		    "pinned %.19s%s", (long long)age, rec_image[0] != '\0' ?
+		    rec_image : "(none recorded)", pinned, then);
 	else if (age > c->probe_max_age_s)
-		line_set(l, c->require_probe ? DOCTOR_FAIL : DOCTOR_INFO, what,
-		    "rerun 'cordon probe'", "passed %llds ago: older than %llds",
-		    (long long)age, (long long)c->probe_max_age_s);
+		line_set(l, stale, what, "rerun 'cordon probe'", "passed %llds "
+		    "ago: older than %llds%s", (long long)age,
+		    (long long)c->probe_max_age_s, then);
 	else
 		line_set(l, DOCTOR_OK, what, NULL, "passed %llds ago",
 		    (long long)age);
+}
+
+static void
+check_probe(const struct config *c, const char *mode, struct doctor_line *l)
+{
+	char failed[256], rec_image[PROBE_IMAGE_MAX] = "", pinned[IMAGE_ID_MAX];
+	int64_t at = 0;
+	bool pass = false;
+	int rc = probe_state_read(c, mode, &pass, &at, failed, sizeof(failed));
+
+	if (rc == 0)
+		(void)probe_state_image(c, mode, rec_image);
+	if (image_pinned_id(c, pinned) < 0)
+		pinned[0] = '\0';
+	doctor_probe_line(c, mode, rc, pass, at, failed, rec_image, pinned,
+	    time_wall_ms(), l);
+}
+
+void
+doctor_image_age(const struct config *c, int64_t made_ms, int64_t now_ms,
+    struct doctor_line *l)
+{
+	int64_t days;
+
+	if (c->image.max_age_days == 0) {
+		line_set(l, DOCTOR_INFO, "image age", NULL, "not checked "
+		    "(image.max_age_days is 0)");
+		return;
+	}
+	if (made_ms < 0) {
+		line_set(l, DOCTOR_INFO, "image age", NULL, "unknown (no build "
+		    "time recorded or reported for the pinned image)");
+		return;
+	}
+	if (image_too_old(c, made_ms, now_ms, &days))
+		line_set(l, DOCTOR_WARN, "image age", "run 'cordon image build "
+		    "--refresh' (security updates come through the mirror); "
+		    "the next run then probes the new image first",
+		    "packages fetched %lld days ago: older than "
+		    "image.max_age_days (%lld)", (long long)days,
+		    (long long)c->image.max_age_days);
+	else
+		line_set(l, DOCTOR_OK, "image age", NULL, "packages fetched %lld "
+		    "days ago (image.max_age_days %lld)", (long long)days,
+		    (long long)c->image.max_age_days);
+}
+
+/* When the pinned image's packages were fetched: the build record when it
+ * is that image's, else when dockerd says the image was created. */
+static int64_t
+image_made_ms(const struct config *c)
+{
+	char id[IMAGE_ID_MAX];
+	const char *inspect[] = { c->docker, "image", "inspect", "--format",
+	    "{{.Created}}", id, NULL };
+	struct image_record rec;
+	struct cbuf *out = NULL;
+	int64_t ms = -1;
+
+	if (image_pinned_id(c, id) < 0)
+		return -1;
+	if (image_record_read(c, &rec) == 0 && strcmp(rec.id, id) == 0 &&
+	    image_record_made_ms(&rec, &ms) == 0)
+		return ms;
+	if (run(inspect, 20000, 4096, &out) == 0) {
+		char created[64];
+		util_strlcpy(created, cbuf_data(out), sizeof(created));
+		created[strcspn(created, "\r\n")] = '\0';
+		if (image_time_parse(created, &ms) < 0)
+			ms = -1;
+	}
+	cbuf_free(out);
+	return ms;
 }
 
 size_t
@@ -234,6 +318,9 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 	check_runtimes(c, lines, &n, max);
 	if (n < max)
 		check_image(c, &lines[n++]);
+	if (n < max)
+		doctor_image_age(c, image_made_ms(c), time_wall_ms(),
+		    &lines[n++]);
 	if (n < max && egress != NULL && !egress(c, &lines[n]))
 		line_set(&lines[n], DOCTOR_INFO, "egress", NULL, "not set up "
 		    "(only --net proxy needs it: 'cordon net up')");

@@ -1,7 +1,8 @@
 /*
- * `cordon doctor`: a checklist for a person. Each check is OK, FAIL or INFO
- * (INFO: not set up, and not needed unless you use that feature) with a
- * one-line hint on how to fix a failure.
+ * `cordon doctor`: a checklist for a person. Each check is OK, FAIL, WARN
+ * (works, but should be seen to: e.g. an old image) or INFO (not set up,
+ * and not needed unless you use that feature) with a one-line hint on how
+ * to fix a failure or a warning.
  */
 #ifndef CORDON_RUNNER_DOCTOR_H
 #define CORDON_RUNNER_DOCTOR_H
@@ -12,7 +13,7 @@
 
 #include "common/config.h"
 
-enum doctor_verdict { DOCTOR_OK, DOCTOR_FAIL, DOCTOR_INFO };
+enum doctor_verdict { DOCTOR_OK, DOCTOR_FAIL, DOCTOR_INFO, DOCTOR_WARN };
 
 struct doctor_line {
 	enum doctor_verdict verdict;
@@ -41,5 +42,19 @@ long doctor_tar_count_setid(const unsigned char *tar, size_t len,
     char *first, size_t firstlen);
 
 const char *doctor_verdict_name(enum doctor_verdict v);
+
+/* The image-age line for an image whose packages were fetched at made_ms
+ * (wall clock; < 0: unknown): OK within image.max_age_days, WARN past it
+ * (hint: `cordon image build --refresh`), INFO when unknown or the check
+ * is off (max_age_days 0). Pure. */
+void doctor_image_age(const struct config *c, int64_t made_ms,
+    int64_t now_ms, struct doctor_line *l);
+
+/* The probe line for mode from its record (rc: probe_state_read's; pass,
+ * at_ms, failed as it read them; rec_image: the image the record names,
+ * pinned: the pinned image ID or ""), at now_ms. Pure. */
+void doctor_probe_line(const struct config *c, const char *mode, int rc,
+    bool pass, int64_t at_ms, const char *failed, const char *rec_image,
+    const char *pinned, int64_t now_ms, struct doctor_line *l);
 
 #endif

@@ -88,6 +88,9 @@ image_record_read(const struct config *c, struct image_record *rec)
 	    !image_id_valid(rec->id)) {
 		memset(rec, 0, sizeof(*rec));
 		rc = -EBADMSG;
+	} else if (copy_field(o, "rootfs_at", rec->rootfs_at,
+	    sizeof(rec->rootfs_at)) < 0) {
+		rec->rootfs_at[0] = '\0';	/* optional: older records */
 	}
 	cJSON_Delete(o);
 	return rc;
@@ -373,6 +376,8 @@ record_write(const struct config *c, const struct image_record *rec)
 	cJSON_AddStringToObject(o, "inputs", rec->inputs);
 	cJSON_AddStringToObject(o, "name", rec->name);
 	cJSON_AddStringToObject(o, "built_at", rec->built_at);
+	if (rec->rootfs_at[0] != '\0')
+		cJSON_AddStringToObject(o, "rootfs_at", rec->rootfs_at);
 	line = json_print_line(o);
 	cJSON_Delete(o);
 	if (line == NULL)
@@ -422,6 +427,10 @@ image_build(const struct config *c, const struct image_build_opts *o,
 	} else {
 		progress(o, "reusing the cached rootfs tarball");
 	}
+	/* The tarball's time is when its packages came from the mirror. */
+	if (stat(tar, &st) == 0)
+		time_format_utc((int64_t)st.st_mtim.tv_sec * 1000 +
+		    st.st_mtim.tv_nsec / 1000000, rec->rootfs_at);
 	snprintf(tag, sizeof(tag), "%s:%.12s", c->image.name, fp);
 	progress(o, "docker import");
 	{

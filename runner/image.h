@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/config.h"
 
@@ -19,7 +20,10 @@ struct image_record {
 	char id[IMAGE_ID_MAX];		/* sha256:... */
 	char inputs[65];		/* fingerprint of what built it */
 	char name[128];
-	char built_at[32];
+	char built_at[32];		/* when it was imported */
+	char rootfs_at[32];		/* when its rootfs was debootstrapped
+					 * (its packages' age); "" in records
+					 * of older Cordon */
 };
 
 /* Fingerprint (hex SHA-256) of everything that decides the image: suite,
@@ -49,7 +53,10 @@ int image_find_mirror(const struct config *c, char *out, size_t outlen);
 int image_strip_setid(const char *root);
 
 struct image_build_opts {
-	bool force;		/* rebuild even when the inputs match */
+	bool force;		/* rebuild from the mirror even when the inputs
+				 * match, bypassing the cached rootfs tarball
+				 * (`--force`, `--refresh`); runs in flight
+				 * keep the image they started with */
 	void (*progress)(const char *msg, void *arg);	/* may be NULL */
 	void *arg;
 };
@@ -59,5 +66,20 @@ struct image_build_opts {
  * negative errno with a one-line reason in err. */
 int image_build(const struct config *c, const struct image_build_opts *o,
     struct image_record *rec, bool *rebuilt, char *err, size_t errlen);
+
+/* Parses an RFC 3339 time with a "Z" or +-HH:MM offset and any number of
+ * fraction digits (Docker's "2026-12-01T04:29:59.283215775Z", Cordon's
+ * "2026-12-01T04:29:59.297Z") into milliseconds since the epoch. Pure.
+ * 0 or -EINVAL. */
+int image_time_parse(const char *s, int64_t *wall_ms);
+
+/* When the packages of the image rec records were fetched: rootfs_at,
+ * else built_at. 0 or -EINVAL (neither parses). Pure. */
+int image_record_made_ms(const struct image_record *rec, int64_t *wall_ms);
+
+/* Whole days from made_ms to now_ms (negative clamped to 0) in *days;
+ * true when past c->image.max_age_days (never when that is 0). Pure. */
+bool image_too_old(const struct config *c, int64_t made_ms, int64_t now_ms,
+    int64_t *days);
 
 #endif

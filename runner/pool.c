@@ -183,7 +183,7 @@ start_one(struct runner_pool *p, int m, const char *image,
 /* Which modes may hold containers now. Thread only, no lock (file reads,
  * and for egress a status check at most every POOL_NET_CHECK_MS). */
 static void
-modes_ok(struct runner_pool *p, bool ok[2])
+modes_ok(struct runner_pool *p, const char *image, bool ok[2])
 {
 	char err[256];
 	int64_t now = time_mono_ms();
@@ -191,8 +191,8 @@ modes_ok(struct runner_pool *p, bool ok[2])
 	for (int m = 0; m < 2; m++)
 		ok[m] = p->o.modes[m] && (p->o.skip_probe_check ||
 		    probe_state_check(p->c,
-		    runner_net_name((enum runner_net)m), time_wall_ms(), err,
-		    sizeof(err)) == 0);
+		    runner_net_name((enum runner_net)m), image, time_wall_ms(),
+		    err, sizeof(err)) == 0);
 	if (!ok[RUNNER_NET_PROXY])
 		return;
 	if (p->net_checked_ms == 0 || now - p->net_checked_ms >=
@@ -296,7 +296,7 @@ pool_main(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (image_pinned_id(p->c, image) < 0)
 			image[0] = '\0';
-		modes_ok(p, ok);
+		modes_ok(p, image, ok);
 		pthread_mutex_lock(&p->mu);
 		nv = 0;
 		for (m = 0; m < 2; m++) {

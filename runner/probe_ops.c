@@ -142,6 +142,7 @@ outcome_take(struct probe_outcome *out, struct runner_result *res,
 	util_strlcpy(out->container, res->container, sizeof(out->container));
 	out->warm = res->warm;
 	out->run_status = runner_status_name(res->status);
+	util_strlcpy(out->image, res->image, sizeof(out->image));
 }
 
 /* probe_ops.run: the program through runner_run, inspected meanwhile. */
@@ -185,8 +186,9 @@ probe_job_run(void *data, const struct probe_job *job,
 	return rc;
 }
 
-int
-runner_probe(const struct config *c, const char *mode, bool warm,
+/* One probe, the probe lock already held. */
+static int
+probe_locked(const struct config *c, const char *mode, bool warm,
     struct probe_report *rep, cJSON **json, char *err, size_t errlen)
 {
 	static const struct probe_ops ops = { .run = probe_job_run };
@@ -196,7 +198,6 @@ runner_probe(const struct config *c, const char *mode, bool warm,
 	char proxy_url[64];
 	int rc;
 
-	*json = NULL;
 	if (strcmp(mode, "proxy") == 0) {
 		if ((rc = netsetup_ready(c, &ep, err, errlen)) < 0)
 			return rc;
@@ -213,4 +214,63 @@ runner_probe(const struct config *c, const char *mode, bool warm,
 	o.runtime_is_runsc = runtime_is_runsc(c, o.proxy_url != NULL ?
 	    c->runtime_egress : c->runtime_offline);
 	return probe_run(c, &o, &ops, (void *)c, rep, json, err, errlen);
+}
+
+int
+runner_probe(const struct config *c, const char *mode, bool warm,
+    struct probe_report *rep, cJSON **json, char *err, size_t errlen)
+{
+	int fd, rc;
+
+	*json = NULL;
+	memset(rep, 0, sizeof(*rep));
+	if ((fd = probe_lock(c, time_mono_ms() + probe_lock_wait_ms(c), NULL,
+	    err, errlen)) < 0)
+		return fd;
+	rc = probe_locked(c, mode, warm, rep, json, err, errlen);
+	probe_unlock(fd);
+	return rc;
+}
+
+struct auto_ctx {
+	const struct config *c;
+	void (*note)(void *, const char *);
+	void *note_arg;
+};
+
+/* probe_auto.probe: a cold probe, its report only recorded. */
+static int
+auto_probe(void *data, const char *mode, char *err, size_t errlen)
+{
+	struct auto_ctx *x = data;
+	struct probe_report rep;
+	cJSON *json = NULL;
+	int rc;
+
+	rc = probe_locked(x->c, mode, false, &rep, &json, err, errlen);
+	cJSON_Delete(json);
+	/* A report that could not be recorded cannot let the run go on:
+	 * the caller reads the record again. */
+	return rc;
+}
+
+static void
+auto_note(void *data, const char *msg)
+{
+	struct auto_ctx *x = data;
+
+	if (x->note != NULL)
+		x->note(x->note_arg, msg);
+}
+
+int
+runner_probe_ensure(const struct config *c, const char *mode,
+    const char *image, void (*note)(void *, const char *), void *note_arg,
+    const atomic_int *cancel, char *err, size_t errlen)
+{
+	struct auto_ctx x = { .c = c, .note = note, .note_arg = note_arg };
+	struct probe_auto a = { .probe = auto_probe, .note = auto_note,
+	    .data = &x, .cancel = cancel };
+
+	return probe_state_ensure(c, mode, image, &a, err, errlen);
 }

@@ -7,6 +7,7 @@
 #ifndef CORDON_RUNNER_PROBE_OPS_H
 #define CORDON_RUNNER_PROBE_OPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,11 +17,23 @@
 #include "probe/probe.h"
 
 /* Probes mode ("none" or "proxy"; proxy needs the egress set-up, checked
- * with netsetup_ready), in a one-container warm pool when warm. Fills
- * *rep and *json as probe_run does and returns its result: 0 when a
+ * with netsetup_ready), in a one-container warm pool when warm, holding
+ * the host-wide probe lock (probe_lock: waits for a probe in progress).
+ * Fills *rep and *json as probe_run does and returns its result: 0 when a
  * report was produced (err: "" or a warning), else a negative errno with
  * a one-line reason in err. */
 int runner_probe(const struct config *c, const char *mode, bool warm,
     struct probe_report *rep, cJSON **json, char *err, size_t errlen);
+
+/* The runner's check before a job in image (probe_state_ensure): 0 when
+ * the probe record for mode lets it run, probing first (cold, recorded)
+ * when the record passed but went stale (too old, or made in another
+ * image) and probe_auto is on. note (may be NULL)
+ * gets the lines a person should see (that a probe runs, its outcome);
+ * cancel (may be NULL) ends a wait for another probe. Otherwise a
+ * negative errno with a one-line reason in err, as probe_state_ensure. */
+int runner_probe_ensure(const struct config *c, const char *mode,
+    const char *image, void (*note)(void *, const char *), void *note_arg,
+    const atomic_int *cancel, char *err, size_t errlen);
 
 #endif

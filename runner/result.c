@@ -194,9 +194,12 @@ runner_result_to_json(const struct runner_result *res)
 	    res->err_truncated);
 	ok = ok && cJSON_AddNumberToObject(o, "duration_ms",
 	    (double)res->duration_ms);
+	ok = ok && cJSON_AddNumberToObject(o, "queue_ms",
+	    (double)res->queue_ms);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
+	ok = ok && cJSON_AddStringToObject(o, "image", res->image);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
 	if (ok && res->net == RUNNER_NET_PROXY)
 		ok = egress_to_json(o, res);
@@ -242,6 +245,7 @@ audit_json(const char *session, const struct runner_result *res)
 	ok = ok && cJSON_AddStringToObject(o, "session",
 	    session != NULL ? session : "");
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
+	ok = ok && cJSON_AddStringToObject(o, "image", res->image);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
 	ok = ok && cJSON_AddStringToObject(o, "status",
 	    runner_status_name(res->status));

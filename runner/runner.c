@@ -19,7 +19,6 @@
 #include "common/sha256.h"
 #include "common/util.h"
 #include "netsetup/netsetup.h"
-#include "probe/probe.h"
 #include "proxy/cred.h"
 #include "runner/container.h"
 #include "runner/docker.h"
@@ -30,6 +29,8 @@
 #include "runner/oomlog.h"
 #include "runner/outwrap.h"
 #include "runner/pool.h"
+#include "runner/probe_ops.h"
+#include "runner/slot.h"
 
 struct run {
 	const struct config *c;
@@ -56,6 +57,7 @@ struct run {
 	cJSON *egress;			/* the proxy's report, until moved */
 	char egress_error[128];
 	int64_t reg_ms, unreg_ms;
+	struct runner_slot slot;	/* host-wide; held until the end */
 };
 
 /* Seconds the proxy keeps a run's credential past the run's deadline: the
@@ -76,11 +78,6 @@ run_prepare(struct run *r, struct runner_result *res, char *err,
 		return -EIO;
 	}
 	snprintf(res->container, sizeof(res->container), "cordon-%s", hex);
-	if (image_pinned_id(r->c, r->image) < 0) {
-		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
-		    "image build`)");
-		return -ENOENT;
-	}
 	if (q->nin > 0 && (rc = files_stage_in(r->c, res->container, q->in,
 	    q->nin, r->in_dir, sizeof(r->in_dir), err, errlen)) < 0)
 		return rc;
@@ -423,36 +420,67 @@ run_cleanup(struct run *r)
 	if (r->warm)
 		runner_pool_run_done(r->req->pool);
 	r->warm = false;
+	/* Last: its container is gone by now, whichever way it ended. */
+	runner_slot_release(&r->slot);
+}
+
+/* Everything that may refuse or hold up a run before its container: the
+ * request, the probe record (an automatic probe: it takes, and gives
+ * back, a slot of its own, so a run never holds a slot while it waits for
+ * a probe), egress and the policy (proxy mode), then a host-wide slot. */
+static int
+run_admit(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	const struct runner_request *req = r->req;
+	int rc;
+
+	if ((rc = runner_request_check(req, err, errlen)) < 0)
+		return rc;
+	/* Once per run: a re-pin meanwhile (`cordon image build`) does not
+	 * change the image of a run already admitted, and its probe check
+	 * is for the image it runs in. */
+	if (image_pinned_id(r->c, r->image) < 0) {
+		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
+		    "image build`)");
+		return -ENOENT;
+	}
+	util_strlcpy(res->image, r->image, sizeof(res->image));
+	if (!req->skip_probe_check && (rc = runner_probe_ensure(r->c,
+	    runner_net_name(req->net), r->image, req->note, req->note_arg,
+	    req->cancel, err, errlen)) < 0)
+		return rc;
+	if (req->net == RUNNER_NET_PROXY) {
+		r->proxy = true;
+		if ((rc = netsetup_ready(r->c, &r->ep, err, errlen)) < 0)
+			return rc;
+		if ((rc = netsetup_run_args(r->c, &r->ep, &r->na)) < 0) {
+			snprintf(err, errlen, "cannot build the egress options");
+			return rc;
+		}
+		if ((rc = run_policy(r, res, err, errlen)) < 0)
+			return rc;
+	}
+	return runner_slot_acquire(r->c, req->cancel, &r->slot, err, errlen);
 }
 
 int
 runner_run(const struct config *c, const struct runner_request *req,
     struct runner_result *res, char *err, size_t errlen)
 {
-	struct run r = { .c = c, .req = req };
+	struct run r = { .c = c, .req = req, .slot = { .fd = -1 } };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->exit_code = -1;
 	res->net = req->net;
 	err[0] = '\0';
+	if ((rc = run_admit(&r, res, err, errlen)) < 0)
+		goto bad;
+	res->queue_ms = r.slot.waited_ms;
+	/* The deadline counts from here: neither an automatic probe nor the
+	 * wait for a slot is the job's time. */
 	r.start = time_mono_ms();
-	if ((rc = runner_request_check(req, err, errlen)) < 0)
-		return rc;
-	if (!req->skip_probe_check && (rc = probe_state_check(c,
-	    runner_net_name(req->net), time_wall_ms(), err, errlen)) < 0)
-		return rc;
-	if (req->net == RUNNER_NET_PROXY) {
-		r.proxy = true;
-		if ((rc = netsetup_ready(c, &r.ep, err, errlen)) < 0)
-			return rc;
-		if ((rc = netsetup_run_args(c, &r.ep, &r.na)) < 0) {
-			snprintf(err, errlen, "cannot build the egress options");
-			return rc;
-		}
-		if ((rc = run_policy(&r, res, err, errlen)) < 0)
-			goto bad;
-	}
 	runner_limits_resolve(c, req, &r.lim);
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)

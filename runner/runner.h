@@ -63,6 +63,11 @@ struct runner_request {
 	bool skip_probe_check;		/* only for `cordon probe` itself: no
 					 * CLI flag or API field of the service
 					 * sets it */
+	/* May be NULL: gets the lines a person should see while the run
+	 * is held up before it starts (an automatic probe), from the
+	 * calling thread. The runner itself never prints. */
+	void (*note)(void *note_arg, const char *msg);
+	void *note_arg;
 };
 
 /* A file brought back from /tmp/out (or refused). */
@@ -81,9 +86,11 @@ struct runner_result {
 	size_t err_len;
 	bool out_truncated, err_truncated;
 	int64_t duration_ms;
+	int64_t queue_ms;		/* waited for a host-wide run slot */
 	char container[RUNNER_NAME_MAX];
 	bool warm;			/* ran in a container from the pool */
 	char code_sha256[65];
+	char image[80];			/* the image ID it ran in */
 	enum runner_net net;
 	bool want_files;		/* --out was requested */
 	struct runner_file *files;
@@ -118,9 +125,13 @@ void runner_limits_resolve(const struct config *c,
 int runner_request_check(const struct runner_request *req, char *err,
     size_t errlen);
 
-/* Runs the request. Fails closed first: with require_probe on, refuses
+/* Runs the request, in one of the host's limits.max_concurrent_runs run
+ * slots (runner/slot.h: waits up to limits.queue_timeout_s, then -EBUSY
+ * and no container; -EINTR when cancelled meanwhile). Fails closed first: with require_probe on, refuses
  * (-EPERM/-ESTALE/-ENOENT, reason in err) unless the latest probe for the
- * request's net mode passed recently; --net proxy refuses (-ENETDOWN)
+ * request's net mode passed recently, or passed earlier and, with
+ * probe_auto on, passes again now (runner_probe_ensure: the run probes
+ * first, saying so through req->note); --net proxy refuses (-ENETDOWN)
  * unless the egress network, firewall and proxy are up, and its container
  * is sealed (netsetup_sandbox_seal) before the code is written to it.
  * Returns 0 when a result was produced (whatever the

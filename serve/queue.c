@@ -19,6 +19,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "runner/runner.h"
 #include "runner/stage.h"
@@ -160,6 +161,13 @@ job_on_close(struct evhttp_connection *evcon, void *arg)
 	job_gone(arg);
 }
 
+/* The runner's notes (an automatic probe before a run) in the log. */
+static void
+job_note(void *arg, const char *msg)
+{
+	log_warnx("tenant %s: %s", (const char *)arg, msg);
+}
+
 static void *
 job_thread(void *arg)
 {
@@ -186,6 +194,8 @@ job_thread(void *arg)
 		/* The tenant's name (checked by the config) tags the run's
 		 * container and its audit line. */
 		rq.session = q->tenants->t[j->tenant].name;
+		rq.note = job_note;
+		rq.note_arg = (void *)rq.session;
 		j->res.exit_code = -1;
 		j->rc = runner_run(q->c, &rq, &j->res, j->err, sizeof(j->err));
 	}

@@ -77,6 +77,7 @@ serve_reply_status(int rc, const char **reason)
 		return 400;
 	case -EPERM: case -ESTALE: case -ENOENT: case -ENETDOWN:
 	case -EHOSTUNREACH: case -ECONNREFUSED:
+	case -EBUSY:	/* no host-wide run slot in limits.queue_timeout_s */
 		*reason = "Service Unavailable";
 		return 503;
 	}

@@ -21,6 +21,11 @@ test_defaults_are_closed(void **state)
 	assert_string_equal(c.user, "65534:65534");
 	assert_string_equal(c.runtime_offline, "cordon-offline");
 	assert_true(c.require_probe);
+	assert_true(c.probe_auto);
+	assert_int_equal(c.limits.max_concurrent_runs,
+	    2 * sysconf(_SC_NPROCESSORS_ONLN));
+	assert_int_equal(c.limits.queue_timeout_s, 30);
+	assert_int_equal(c.image.max_age_days, 30);
 	assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
 	assert_true(c.limits.pids_limit >= 2 * c.limits.nproc);
 	assert_true(c.limits.timeout_s <= c.limits.max_timeout_s);
@@ -30,20 +35,27 @@ static void
 test_parse_overrides(void **state)
 {
 	const char *j = "{\"docker\":\"/usr/bin/docker\",\"require_probe\":false,"
+	    "\"probe_auto\":false,"
 	    "\"limits\":{\"memory\":\"512m\",\"cpus\":0.5,\"nproc\":32,"
-	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"]}}";
+	    "\"max_concurrent_runs\":3,\"queue_timeout_s\":0,"
+	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"],"
+	    "\"max_age_days\":7}}";
 	struct config c;
 	char err[256] = "";
 	(void)state;
 	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err, sizeof(err)), 0);
 	assert_string_equal(c.docker, "/usr/bin/docker");
 	assert_false(c.require_probe);
+	assert_false(c.probe_auto);
+	assert_int_equal(c.limits.max_concurrent_runs, 3);
+	assert_int_equal(c.limits.queue_timeout_s, 0);
 	assert_int_equal(c.limits.memory_bytes, 512ULL << 20);
 	assert_true(c.limits.cpus == 0.5);
 	assert_int_equal(c.limits.nproc, 32);
 	assert_int_equal(c.limits.fsize_bytes, 1048576);
 	assert_int_equal(c.image.npackages, 2);
 	assert_string_equal(c.image.packages[1], "python3-numpy");
+	assert_int_equal(c.image.max_age_days, 7);
 	assert_string_equal(c.path, "t.json");
 	/* Untouched keys keep their defaults. */
 	assert_string_equal(c.user, "65534:65534");
@@ -60,11 +72,15 @@ test_parse_errors(void **state)
 		{ "{\"limits\":{\"nproc\":2.5}}", "t.json: limits.nproc: expected a whole number in [8, 4096]" },
 		{ "{\"limits\":{\"cpus\":0}}", "t.json: limits.cpus: expected a number in (0, 64]" },
 		{ "{\"require_probe\":\"no\"}", "t.json: require_probe: expected true or false" },
+		{ "{\"probe_auto\":1}", "t.json: probe_auto: expected true or false" },
+		{ "{\"limits\":{\"max_concurrent_runs\":0}}", "t.json: limits.max_concurrent_runs: expected a whole number in [1, 1024]" },
+		{ "{\"limits\":{\"queue_timeout_s\":-1}}", "t.json: limits.queue_timeout_s: expected a whole number in [0, 3600]" },
 		{ "{\"user\":\"0:0\"}", "t.json: user: must not be root" },
 		{ "{\"user\":\"root\"}", "t.json: user: must not be root" },
 		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },
 		{ "{\"limits\":{\"nproc\":1000}}", "t.json: limits.pids_limit must be at least twice limits.nproc (the host-side limit also counts gVisor's own processes)" },
 		{ "{\"image\":{\"packages\":[\"rm -rf\"]}}", "t.json: image.packages: each entry must be a Debian package name" },
+		{ "{\"image\":{\"max_age_days\":-1}}", "t.json: image.max_age_days: expected a whole number in [0, 3650]" },
 		{ "{\"limits\":[]}", "t.json: limits: expected an object" },
 		{ "[1]", "t.json: expected a JSON object" },
 		{ "{", "t.json: invalid JSON" },

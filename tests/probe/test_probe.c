@@ -255,10 +255,14 @@ test_garbage_fails_closed(void **state)
 		assert_false(rep.controls[i].pass);
 }
 
+#define IMG_A "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define IMG_B "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+
 static void
 test_state_fail_closed(void **state)
 {
 	char dir[] = "/tmp/cordon-probe-state-XXXXXX", err[512];
+	char img[PROBE_IMAGE_MAX];
 	struct probe_expect e = expect();
 	struct probe_report rep;
 	int64_t now = time_wall_ms();
@@ -266,23 +270,47 @@ test_state_fail_closed(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(c.state_dir, sizeof(c.state_dir), "%s", dir);
-	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), -ENOENT);
+	assert_int_equal(probe_state_check(&c, "none", NULL, now, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "cordon probe --net none"));
 	probe_evaluate(&e, inside_good, strlen(inside_good), inspect_good,
 	    strlen(inspect_good), &rep);
 	rep.at_ms = now;
 	assert_int_equal(probe_state_write(&c, &rep), 0);
-	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), 0);
-	assert_int_equal(probe_state_check(&c, "proxy", now, err, sizeof(err)), -ENOENT);
-	assert_int_equal(probe_state_check(&c, "none",
+	assert_int_equal(probe_state_check(&c, "none", NULL, now, err, sizeof(err)), 0);
+	assert_int_equal(probe_state_check(&c, "proxy", NULL, now, err, sizeof(err)), -ENOENT);
+	assert_int_equal(probe_state_check(&c, "none", NULL,
 	    now + (c.probe_max_age_s + 1) * 1000, err, sizeof(err)), -ESTALE);
+	/* A record with no image (older Cordon) proves no pinned image. */
+	assert_int_equal(probe_state_check(&c, "none", IMG_A, now, err,
+	    sizeof(err)), -ESTALE);
+	assert_string_equal(err, "the latest probe for --net none ran in "
+	    "image (none recorded), not the pinned sha256:aaaaaaaaaaaa: run "
+	    "'cordon probe --net none'");
+	/* Made in A: fine for A (and for a caller that does not compare),
+	 * stale for the new B. */
+	strcpy(rep.image, IMG_A);
+	assert_int_equal(probe_state_write(&c, &rep), 0);
+	assert_int_equal(probe_state_image(&c, "none", img), 0);
+	assert_string_equal(img, IMG_A);
+	assert_int_equal(probe_state_check(&c, "none", IMG_A, now, err,
+	    sizeof(err)), 0);
+	assert_int_equal(probe_state_check(&c, "none", "", now, err,
+	    sizeof(err)), 0);
+	assert_int_equal(probe_state_check(&c, "none", IMG_B, now, err,
+	    sizeof(err)), -ESTALE);
+	assert_string_equal(err, "the latest probe for --net none ran in "
+	    "image sha256:aaaaaaaaaaaa, not the pinned sha256:bbbbbbbbbbbb: "
+	    "run 'cordon probe --net none'");
 	rep.controls[3].pass = false;
 	rep.pass = false;
 	assert_int_equal(probe_state_write(&c, &rep), 0);
-	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), -EPERM);
+	assert_int_equal(probe_state_check(&c, "none", NULL, now, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, rep.controls[3].name));
+	/* Failed stays failed, whichever image is pinned now. */
+	assert_int_equal(probe_state_check(&c, "none", IMG_B, now, err,
+	    sizeof(err)), -EPERM);
 	c.require_probe = false;
-	assert_int_equal(probe_state_check(&c, "none", now, err, sizeof(err)), 0);
+	assert_int_equal(probe_state_check(&c, "none", NULL, now, err, sizeof(err)), 0);
 	assert_int_equal(util_rm_rf(dir), 0);
 }
 

@@ -20,6 +20,9 @@ static char *inside_good, *inspect_good;
 static struct config cfg;
 static char dir[] = "/tmp/cordon-probe-run-XXXXXX";
 
+#define FAKE_IMAGE "sha256:" \
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 /* What the fake run returns, and what it saw. */
 struct fake {
 	int rc;				/* < 0: fail with this */
@@ -66,6 +69,7 @@ fake_run(void *data, const struct probe_job *job, struct probe_outcome *out,
 	out->inspect = dup_or_null(f->inspect);
 	out->inspect_len = f->inspect != NULL ? strlen(f->inspect) : 0;
 	snprintf(out->container, sizeof(out->container), "cordon-fake");
+	snprintf(out->image, sizeof(out->image), "%s", FAKE_IMAGE);
 	out->warm = job->warm;
 	out->run_status = f->out != NULL ? "ok" : "sandbox_error";
 	return 0;
@@ -134,7 +138,7 @@ test_good_run_passes_and_is_recorded(void **state)
 	char err[256], failed[256];
 	int64_t at = 0;
 	bool pass = false;
-	cJSON *j;
+	cJSON *j, *j2;
 
 	(void)state;
 	o.warm = true;
@@ -169,8 +173,18 @@ test_good_run_passes_and_is_recorded(void **state)
 	    sizeof(failed)), 0);
 	assert_true(pass);
 	assert_int_equal(at, rep.at_ms);
-	assert_int_equal(probe_state_check(&cfg, "none", time_wall_ms(), err,
+	assert_int_equal(probe_state_check(&cfg, "none", NULL, time_wall_ms(), err,
 	    sizeof(err)), 0);
+	/* The record names the image the probe ran in: good for that one
+	 * only. */
+	assert_string_equal(rep.image, FAKE_IMAGE);
+	assert_string_equal(cJSON_GetObjectItem(j2 = probe_report_to_json(&rep),
+	    "image")->valuestring, FAKE_IMAGE);
+	cJSON_Delete(j2);
+	assert_int_equal(probe_state_check(&cfg, "none", FAKE_IMAGE,
+	    time_wall_ms(), err, sizeof(err)), 0);
+	assert_int_equal(probe_state_check(&cfg, "none", "sha256:other",
+	    time_wall_ms(), err, sizeof(err)), -ESTALE);
 }
 
 static void
@@ -201,7 +215,7 @@ test_failing_run_fails_and_is_recorded(void **state)
 	    sizeof(failed)), 0);
 	assert_false(pass);
 	assert_non_null(strstr(failed, "user"));
-	assert_int_equal(probe_state_check(&cfg, "none", time_wall_ms(), err,
+	assert_int_equal(probe_state_check(&cfg, "none", NULL, time_wall_ms(), err,
 	    sizeof(err)), -EPERM);
 	cfg.require_probe = false;
 }

@@ -37,8 +37,10 @@ fill(struct runner_result *r, const char *out, size_t olen)
 	r->err_len = 5;
 	r->out_truncated = true;
 	r->duration_ms = 812;
+	r->queue_ms = 1500;
 	strcpy(r->container, "cordon-00ff");
 	strcpy(r->code_sha256, "ab");
+	strcpy(r->image, "sha256:1234");
 }
 
 static void
@@ -49,6 +51,7 @@ test_json_any_bytes(void **state)
 	cJSON *o, *back;
 	char *line;
 	const char *s;
+	int64_t n;
 	bool b;
 
 	(void)state;
@@ -71,6 +74,10 @@ test_json_any_bytes(void **state)
 	assert_true(b);
 	assert_int_equal(json_get_string(back, "net", &s), 0);
 	assert_string_equal(s, "none");
+	assert_int_equal(json_get_int(back, "queue_ms", 0, 10000, &n), 0);
+	assert_int_equal(n, 1500);
+	assert_int_equal(json_get_string(back, "image", &s), 0);
+	assert_string_equal(s, "sha256:1234");
 	assert_int_equal(json_get_string(back, "container", &s), 0);
 	assert_int_equal(json_get_string(back, "code_sha256", &s), 0);
 	assert_null(cJSON_GetObjectItem(back, "files"));
@@ -190,7 +197,7 @@ test_status_names(void **state)
 static void
 test_audit_line(void **state)
 {
-	char dir[] = "/tmp/cordon-audit.XXXXXX", *text;
+	char dir[] = "/tmp/cordon-audit.XXXXXX", *text, rotated[320];
 	struct runner_result r;
 	struct config c;
 	cJSON *o;
@@ -216,7 +223,7 @@ test_audit_line(void **state)
 	assert_int_equal(json_get_int(o, "duration_ms", 0, 10000, &n), 0);
 	assert_int_equal(n, 812);
 	for (const char *k = "time\0session\0code_sha256\0net\0status\0"
-	    "container\0"; *k; k += strlen(k) + 1)
+	    "container\0image\0"; *k; k += strlen(k) + 1)
 		assert_non_null(cJSON_GetObjectItem(o, k));
 	assert_null(cJSON_GetObjectItem(o, "stdout"));
 	/* Offline: no egress fields. */
@@ -253,6 +260,17 @@ test_audit_line(void **state)
 	assert_int_equal(json_get_int(o, "egress_denied", -1, 100, &n), 0);
 	assert_int_equal(n, -1);
 	cJSON_Delete(o);
+	free(text);
+	/* Rotation (logrotate renames it, no signal): each run opens the
+	 * file anew, so the next line goes to a new file. */
+	snprintf(rotated, sizeof(rotated), "%s.1", c.audit_log);
+	assert_int_equal(rename(c.audit_log, rotated), 0);
+	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
+	assert_int_equal(util_read_file(c.audit_log, 1 << 16, &text, &len), 0);
+	assert_ptr_equal(strchr(text, '\n'), text + len - 1);	/* one line */
+	free(text);
+	assert_int_equal(util_read_file(rotated, 1 << 16, &text, &len), 0);
+	assert_non_null(strchr(strchr(text, '\n') + 1, '\n'));	/* two */
 	free(text);
 	runner_result_cleanup(&r);
 	assert_int_equal(util_rm_rf(dir), 0);

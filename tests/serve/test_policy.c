@@ -196,6 +196,7 @@ test_reply_status(void **state)
 		{ -EINVAL, 400, "Bad Request" },
 		{ -ENETDOWN, 503, "Service Unavailable" },
 		{ -ESTALE, 503, "Service Unavailable" },
+		{ -EBUSY, 503, "Service Unavailable" },
 		{ -ENOSYS, 500, "Internal Server Error" },
 		{ -ENOMEM, 500, "Internal Server Error" },
 	};
