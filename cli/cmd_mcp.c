@@ -2,8 +2,9 @@
  * `cordon mcp`: the MCP stdio transport. Reads newline-delimited JSON-RPC
  * messages from stdin (at most MCP_MAX_MESSAGE bytes each: a longer one is
  * answered with an error and skipped) and answers on stdout; logs only to
- * stderr. run_code calls run one at a time on a worker thread, so ping and
- * notifications/cancelled are served while a sandbox runs. At EOF the
+ * stderr. run_code calls run one at a time on a worker thread, each with
+ * its own cancel flag, so ping and notifications/cancelled are served while
+ * a sandbox runs. At EOF the
  * queued calls finish, then it exits 0; SIGINT/SIGTERM/SIGHUP cancel the
  * running call (its container is removed), drop the rest and end.
  */
@@ -24,27 +25,31 @@
 #include "runner/runner.h"
 
 #define MAX_PENDING 8		/* run_code calls waiting behind the running one */
-#define ID_MAX 128		/* printed request id */
+#define MAX_CALLS (MAX_PENDING + 1)	/* waiting or running */
 
-/* Set by signals (then kept), or by a cancellation of the running call
- * (then reset before the next call); the runner polls it. */
-static atomic_int run_cancel;
+/* One cancel flag per call slot. A call holds its slot from queueing to its
+ * end, so cancelling one call never stops another; the runner polls the
+ * flag. A signal sets every flag (a handler may not take the lock). */
+static atomic_int call_cancel[MAX_CALLS];
 static atomic_int mcp_signal;
 
-struct pending {
+/* A tools/call request waiting or running. */
+struct call {
 	char *msg;
 	size_t len;
-	char id[ID_MAX];
+	char *id;		/* its id printed as JSON, any length */
+	int slot;		/* its flag in call_cancel */
+	bool cancelled;		/* notifications/cancelled named it */
 };
 
 struct transport {
 	struct mcp_server *s;
 	pthread_mutex_t lock;		/* guards the fields below */
 	pthread_cond_t wake;
-	struct pending q[MAX_PENDING];
+	struct call *q[MAX_PENDING];
 	size_t qhead, qlen;
-	char running[ID_MAX];		/* id of the call running, "" if none */
-	bool running_cancelled;
+	struct call *running;		/* NULL if none */
+	bool slot_used[MAX_CALLS];
 	bool closing;			/* no more input will come */
 	pthread_mutex_t out;		/* one reply line at a time */
 	int write_error;
@@ -54,7 +59,8 @@ static void
 on_signal(int sig)
 {
 	mcp_signal = sig;
-	run_cancel = 1;
+	for (size_t i = 0; i < MAX_CALLS; i++)
+		call_cancel[i] = 1;
 }
 
 static const int handled_signals[] = { SIGINT, SIGTERM, SIGHUP };
@@ -139,15 +145,25 @@ handle_now(struct transport *t, const char *msg, size_t len)
 	}
 }
 
+/* Releases a call and its slot; t->lock held. */
+static void
+call_free(struct transport *t, struct call *c)
+{
+	t->slot_used[c->slot] = false;
+	free(c->msg);
+	free(c->id);
+	free(c);
+}
+
 /* The worker: runs queued calls in order until closing and empty. A call
  * cancelled while running gets no reply (as the protocol asks). */
 static void *
 worker_main(void *arg)
 {
 	struct transport *t = arg;
-	struct pending p;
+	struct call *c;
 	char *reply;
-	bool cancelled;
+	bool send;
 	int rc;
 
 	pthread_mutex_lock(&t->lock);
@@ -156,54 +172,66 @@ worker_main(void *arg)
 			pthread_cond_wait(&t->wake, &t->lock);
 		if (t->qlen == 0 || mcp_signal != 0)
 			break;
-		p = t->q[t->qhead];
+		c = t->q[t->qhead];
 		t->qhead = (t->qhead + 1) % MAX_PENDING;
 		t->qlen--;
-		memcpy(t->running, p.id, sizeof(t->running));
-		t->running_cancelled = false;
-		run_cancel = 0;
-		if (mcp_signal != 0)	/* a signal may have come in between */
-			run_cancel = 1;
+		t->running = c;
 		pthread_mutex_unlock(&t->lock);
 
 		reply = NULL;
-		rc = mcp_handle(t->s, p.msg, p.len, &reply);
-		free(p.msg);
+		rc = mcp_handle_cancellable(t->s, c->msg, c->len,
+		    &call_cancel[c->slot], &reply);
+		if (rc < 0)
+			reply = mcp_error_reply(c->id, MCP_INTERNAL_ERROR,
+			    "Internal error: out of memory");
 
 		pthread_mutex_lock(&t->lock);
-		cancelled = t->running_cancelled;
-		t->running[0] = '\0';
+		t->running = NULL;
+		send = !c->cancelled && (reply != NULL || rc < 0);
+		call_free(t, c);
 		pthread_mutex_unlock(&t->lock);
-		if (cancelled)
-			free(reply);
+		if (send)
+			emit(t, reply);
 		else
-			emit(t, rc < 0 ? NULL : reply);
+			free(reply);
 		pthread_mutex_lock(&t->lock);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
 }
 
+/* Queues a tools/call; takes id. Refused as busy when MAX_PENDING calls
+ * wait already. */
 static void
-queue_call(struct transport *t, const char *msg, size_t len, const char *id)
+queue_call(struct transport *t, const char *msg, size_t len, char *id)
 {
-	struct pending *p;
+	struct call *c = calloc(1, sizeof(*c));
 	char *copy = malloc(len);
+	int slot = -1;
 
 	pthread_mutex_lock(&t->lock);
-	if (copy == NULL || t->qlen == MAX_PENDING) {
+	for (int i = 0; i < MAX_CALLS && t->qlen < MAX_PENDING; i++)
+		if (!t->slot_used[i]) {
+			slot = i;
+			break;
+		}
+	if (c == NULL || copy == NULL || slot < 0) {
 		pthread_mutex_unlock(&t->lock);
+		emit(t, mcp_error_reply(id, slot < 0 ? -32000 :
+		    MCP_INTERNAL_ERROR, slot < 0 ? "Server busy: too many "
+		    "run_code calls waiting" : "Internal error: out of memory"));
 		free(copy);
-		emit(t, mcp_error_reply(id, copy == NULL ? MCP_INTERNAL_ERROR :
-		    -32000, copy == NULL ? "Internal error: out of memory" :
-		    "Server busy: too many run_code calls waiting"));
+		free(c);
+		free(id);
 		return;
 	}
 	memcpy(copy, msg, len);
-	p = &t->q[(t->qhead + t->qlen) % MAX_PENDING];
-	p->msg = copy;
-	p->len = len;
-	memcpy(p->id, id, sizeof(p->id));
+	*c = (struct call){ .msg = copy, .len = len, .id = id, .slot = slot };
+	t->slot_used[slot] = true;
+	call_cancel[slot] = 0;
+	if (mcp_signal != 0)	/* a signal may have come in between */
+		call_cancel[slot] = 1;
+	t->q[(t->qhead + t->qlen) % MAX_PENDING] = c;
 	t->qlen++;
 	pthread_cond_signal(&t->wake);
 	pthread_mutex_unlock(&t->lock);
@@ -215,46 +243,52 @@ static void
 cancel_call(struct transport *t, const char *id)
 {
 	size_t kept = 0;
-	struct pending p;
+	struct call *c;
 
 	pthread_mutex_lock(&t->lock);
-	if (t->running[0] != '\0' && strcmp(t->running, id) == 0) {
-		t->running_cancelled = true;
-		run_cancel = 1;
+	if (t->running != NULL && strcmp(t->running->id, id) == 0) {
+		t->running->cancelled = true;
+		call_cancel[t->running->slot] = 1;
 	}
 	for (size_t i = 0, n = t->qlen; i < n; i++) {
-		p = t->q[(t->qhead + i) % MAX_PENDING];
-		if (strcmp(p.id, id) == 0) {
-			free(p.msg);
+		c = t->q[(t->qhead + i) % MAX_PENDING];
+		if (strcmp(c->id, id) == 0) {
+			call_free(t, c);
 			t->qlen--;
 			continue;
 		}
-		t->q[(t->qhead + kept++) % MAX_PENDING] = p;
+		t->q[(t->qhead + kept++) % MAX_PENDING] = c;
 	}
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* One complete message from the read loop. */
+/* One complete message from the read loop. Every tools/call with a valid
+ * id, whatever its length, goes through the queue once initialize was
+ * answered; before, mcp_handle refuses it at once (nothing runs). */
 static void
 serve_line(struct transport *t, const char *line, size_t len)
 {
-	char id[ID_MAX];
+	enum mcp_kind kind;
+	char *id = NULL;
 
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
 	if (len == 0)
 		return;
-	switch (mcp_classify(line, len, id, sizeof(id))) {
-	case MCP_KIND_CALL:
-		queue_call(t, line, len, id);
-		break;
-	case MCP_KIND_CANCEL:
-		cancel_call(t, id);
-		break;
-	case MCP_KIND_OTHER:
-		handle_now(t, line, len);
-		break;
+	if (mcp_classify(line, len, &kind, &id) < 0) {
+		log_warnx("out of memory classifying a message");
+		emit(t, NULL);
+		return;
 	}
+	if (kind == MCP_KIND_CALL && mcp_server_initialized(t->s)) {
+		queue_call(t, line, len, id);
+		return;
+	}
+	if (kind == MCP_KIND_CANCEL)
+		cancel_call(t, id);
+	else
+		handle_now(t, line, len);
+	free(id);
 }
 
 static int
@@ -348,7 +382,7 @@ stop_worker(struct transport *t, pthread_t th)
 	t->closing = true;
 	if (mcp_signal != 0) {
 		while (t->qlen > 0) {
-			free(t->q[t->qhead].msg);
+			call_free(t, t->q[t->qhead]);
 			t->qhead = (t->qhead + 1) % MAX_PENDING;
 			t->qlen--;
 		}
@@ -376,7 +410,7 @@ cmd_mcp(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct mcp_server_opts o = { .run = run_with_runner,
-	    .policies = policies_with_runner, .cancel = &run_cancel };
+	    .policies = policies_with_runner };
 	struct mcp_server *s = NULL;
 	struct transport t;
 	pthread_t th;

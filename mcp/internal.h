@@ -20,8 +20,7 @@ struct mcp_server {
 	void *policies_arg;
 	char session[RUNNER_SESSION_MAX + 1];	/* "" for none */
 	char tmp_dir[PATH_MAX];
-	const atomic_int *cancel;
-	bool initialized;
+	bool initialized;		/* written once, before any call runs */
 	char protocol[32];
 };
 
@@ -34,7 +33,9 @@ cJSON *mcp_run_code_tool(const struct mcp_server *s);
 
 /* Runs the tool with the call's arguments (may be NULL when absent) and
  * returns the CallToolResult (caller frees): bad arguments and failed runs
- * are results with isError, as the protocol asks. NULL on ENOMEM. */
-cJSON *mcp_run_code_call(struct mcp_server *s, const cJSON *arguments);
+ * are results with isError, as the protocol asks. The run watches cancel
+ * (may be NULL). NULL on ENOMEM. */
+cJSON *mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
+    const atomic_int *cancel);
 
 #endif

@@ -35,8 +35,10 @@ struct rpc_error {
 	char message[256];
 };
 
+/* A method: the server, params (may be NULL), the call's cancel flag (may
+ * be NULL), where a failure goes. */
 typedef cJSON *(*method_fn)(struct mcp_server *, const cJSON *,
-    struct rpc_error *);
+    const atomic_int *, struct rpc_error *);
 
 static cJSON *rpc_fail(struct rpc_error *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -90,18 +92,43 @@ id_valid(const cJSON *id)
 	return false;
 }
 
+/* A valid id printed as JSON, exactly: cJSON prints a number of more than
+ * 15 digits rounded (%1.15g, when that compares equal within DBL_EPSILON),
+ * which would answer 9007199254740991 as 9.00719925474099e+15 and make
+ * two ids one. Caller frees; NULL on ENOMEM. */
+static char *
+id_print(const cJSON *id)
+{
+	char buf[32], *text, *copy;
+
+	if (cJSON_IsNumber(id)) {
+		snprintf(buf, sizeof(buf), "%.0f", id->valuedouble);
+		return strdup(buf);
+	}
+	if ((text = cJSON_PrintUnformatted(id)) == NULL)
+		return NULL;
+	copy = strdup(text);
+	cJSON_free(text);
+	return copy;
+}
+
 /* One reply line; takes ownership of payload (the result or error object).
  * id may be NULL (null id). NULL on ENOMEM. */
 static char *
 reply_line(const cJSON *id, const char *key, cJSON *payload)
 {
-	cJSON *o = cJSON_CreateObject(), *idc;
+	cJSON *o = cJSON_CreateObject(), *idc = NULL;
 	char *text = NULL, *line = NULL;
 	size_t n;
 
 	if (o == NULL || payload == NULL)
 		goto done;
-	idc = id != NULL ? cJSON_Duplicate(id, true) : cJSON_CreateNull();
+	if (id == NULL)
+		idc = cJSON_CreateNull();
+	else if ((text = id_print(id)) != NULL)
+		idc = cJSON_CreateRaw(text);
+	free(text);
+	text = NULL;
 	if (cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL ||
 	    !cJSON_AddItemToObject(o, "id", idc)) {
 		cJSON_Delete(idc);
@@ -140,7 +167,7 @@ error_line(const cJSON *id, int code, const char *message)
 
 static cJSON *
 method_initialize(struct mcp_server *s, const cJSON *params,
-    struct rpc_error *e)
+    const atomic_int *cancel, struct rpc_error *e)
 {
 	const char *asked = NULL, *agreed = MCP_PROTOCOL_LATEST;
 	const cJSON *obj;
@@ -189,7 +216,8 @@ method_initialize(struct mcp_server *s, const cJSON *params,
 }
 
 static cJSON *
-method_ping(struct mcp_server *s, const cJSON *params, struct rpc_error *e)
+method_ping(struct mcp_server *s, const cJSON *params,
+    const atomic_int *cancel, struct rpc_error *e)
 {
 	cJSON *r;
 
@@ -203,7 +231,7 @@ method_ping(struct mcp_server *s, const cJSON *params, struct rpc_error *e)
 
 static cJSON *
 method_tools_list(struct mcp_server *s, const cJSON *params,
-    struct rpc_error *e)
+    const atomic_int *cancel, struct rpc_error *e)
 {
 	const char *cursor;
 	cJSON *r, *tools, *tool;
@@ -230,7 +258,7 @@ method_tools_list(struct mcp_server *s, const cJSON *params,
 
 static cJSON *
 method_tools_call(struct mcp_server *s, const cJSON *params,
-    struct rpc_error *e)
+    const atomic_int *cancel, struct rpc_error *e)
 {
 	const cJSON *args = NULL;
 	const char *name;
@@ -253,25 +281,29 @@ method_tools_call(struct mcp_server *s, const cJSON *params,
 	if (rc == -EINVAL)
 		return rpc_fail(e, MCP_INVALID_PARAMS, "Invalid params: "
 		    "params.arguments must be an object");
-	if ((r = mcp_run_code_call(s, args)) == NULL)
+	if ((r = mcp_run_code_call(s, args, cancel)) == NULL)
 		e->code = 0;
 	return r;
 }
 
+/* before_init: served before initialize. The lifecycle says a client
+ * sends nothing but ping before the initialize response; a tool call
+ * before it skipped version negotiation, so it is refused, not run. */
 static const struct {
 	const char *name;
 	method_fn fn;
+	bool before_init;
 } methods[] = {
-	{ "initialize", method_initialize },
-	{ "ping", method_ping },
-	{ "tools/list", method_tools_list },
-	{ "tools/call", method_tools_call },
+	{ "initialize", method_initialize, true },
+	{ "ping", method_ping, true },
+	{ "tools/list", method_tools_list, false },
+	{ "tools/call", method_tools_call, false },
 };
 
 /* Answers a request (method is a string, id valid). */
 static char *
 dispatch(struct mcp_server *s, const char *method, const cJSON *id,
-    const cJSON *params)
+    const cJSON *params, const atomic_int *cancel)
 {
 	struct rpc_error e = { .code = 0 };
 	char quoted[80], msg[160];
@@ -280,7 +312,11 @@ dispatch(struct mcp_server *s, const char *method, const cJSON *id,
 	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		if (strcmp(method, methods[i].name) != 0)
 			continue;
-		result = methods[i].fn(s, params, &e);
+		if (!s->initialized && !methods[i].before_init)
+			return error_line(id, MCP_INVALID_REQUEST, "Invalid "
+			    "Request: not initialized (send initialize "
+			    "first)");
+		result = methods[i].fn(s, params, cancel, &e);
 		if (result != NULL)
 			return reply_line(id, "result", result);
 		if (e.code == 0)
@@ -322,6 +358,13 @@ parse_whole(const char *msg, size_t len)
 
 int
 mcp_handle(struct mcp_server *s, const char *msg, size_t len, char **reply)
+{
+	return mcp_handle_cancellable(s, msg, len, NULL, reply);
+}
+
+int
+mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
+    const atomic_int *cancel, char **reply)
 {
 	const cJSON *id = NULL, *method, *version, *params;
 	cJSON *root;
@@ -377,7 +420,7 @@ mcp_handle(struct mcp_server *s, const char *msg, size_t len, char **reply)
 		answer = false;
 		goto done;
 	}
-	line = dispatch(s, method->valuestring, id, params);
+	line = dispatch(s, method->valuestring, id, params, cancel);
 done:
 	cJSON_Delete(root);
 	if (answer && line == NULL)
@@ -446,27 +489,26 @@ mcp_oversized_reply(const char *prefix, size_t len)
 	return line;
 }
 
-/* Prints a valid id into id[0..idlen); false when it does not fit. */
-static bool
-print_id(const cJSON *v, char *id, size_t idlen)
+/* The valid id v printed as JSON into *id (caller frees); -EINVAL when v is
+ * absent or not a valid id, -ENOMEM. */
+static int
+print_id(const cJSON *v, char **id)
 {
-	char *text;
-	bool ok;
-
-	if (!id_valid(v) || (text = cJSON_PrintUnformatted(v)) == NULL)
-		return false;
-	ok = util_strlcpy(id, text, idlen);
-	cJSON_free(text);
-	return ok;
+	if (v == NULL || !id_valid(v))
+		return -EINVAL;
+	*id = id_print(v);
+	return *id != NULL ? 0 : -ENOMEM;
 }
 
-enum mcp_kind
-mcp_classify(const char *msg, size_t len, char *id, size_t idlen)
+int
+mcp_classify(const char *msg, size_t len, enum mcp_kind *kind, char **id)
 {
 	const cJSON *method, *params, *v;
-	enum mcp_kind kind = MCP_KIND_OTHER;
 	cJSON *root = parse_whole(msg, len);
+	int rc = -EINVAL;
 
+	*kind = MCP_KIND_OTHER;
+	*id = NULL;
 	if (!cJSON_IsObject(root))
 		goto done;
 	method = cJSON_GetObjectItemCaseSensitive(root, "method");
@@ -474,16 +516,19 @@ mcp_classify(const char *msg, size_t len, char *id, size_t idlen)
 	v = cJSON_GetObjectItemCaseSensitive(root, "id");
 	if (!cJSON_IsString(method))
 		goto done;
-	if (strcmp(method->valuestring, "tools/call") == 0 && v != NULL &&
-	    print_id(v, id, idlen))
-		kind = MCP_KIND_CALL;
-	else if (strcmp(method->valuestring, "notifications/cancelled") == 0 &&
-	    v == NULL && cJSON_IsObject(params) && print_id(
-	    cJSON_GetObjectItemCaseSensitive(params, "requestId"), id, idlen))
-		kind = MCP_KIND_CANCEL;
+	if (strcmp(method->valuestring, "tools/call") == 0) {
+		if ((rc = print_id(v, id)) == 0)
+			*kind = MCP_KIND_CALL;
+	} else if (strcmp(method->valuestring, "notifications/cancelled") == 0 &&
+	    v == NULL && cJSON_IsObject(params)) {
+		rc = print_id(cJSON_GetObjectItemCaseSensitive(params,
+		    "requestId"), id);
+		if (rc == 0)
+			*kind = MCP_KIND_CANCEL;
+	}
 done:
 	cJSON_Delete(root);
-	return kind;
+	return rc == -ENOMEM ? rc : 0;
 }
 
 char *
@@ -531,7 +576,6 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 	s->run_arg = opts->run_arg;
 	s->policies = opts->policies;
 	s->policies_arg = opts->policies_arg;
-	s->cancel = opts->cancel;
 	if (opts->session != NULL)
 		util_strlcpy(s->session, opts->session, sizeof(s->session));
 	*out = s;

@@ -8,6 +8,7 @@
 #define CORDON_MCP_MCP_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -56,7 +57,6 @@ struct mcp_server_opts {
 	const char *session;		/* NULL or a runner session id; copied */
 	const char *tmp_dir;		/* for staged `files`; NULL: $TMPDIR
 					 * or /tmp; copied */
-	const atomic_int *cancel;	/* passed to every run; may be NULL */
 };
 
 struct mcp_server;
@@ -77,9 +77,18 @@ const char *mcp_server_protocol(const struct mcp_server *s);
  * or NULL when the message needs no reply (notifications, responses).
  * Returns -ENOMEM when no reply could be built (*reply NULL); the caller
  * may then send mcp_static_internal_error. Never blocks except inside the
- * run function. */
+ * run function. Requests other than initialize and ping before initialize
+ * get -32600. A run started here cannot be cancelled. */
 int mcp_handle(struct mcp_server *s, const char *msg, size_t len,
     char **reply);
+
+/* mcp_handle, with the run of a tools/call watching cancel (the runner's
+ * contract: non-zero stops it; may be NULL). One flag per call, so that
+ * cancelling one call never stops another. Two threads may call these at
+ * once (one answering calls, one the rest) once initialize was answered:
+ * only initialize changes the server. */
+int mcp_handle_cancellable(struct mcp_server *s, const char *msg,
+    size_t len, const atomic_int *cancel, char **reply);
 
 /* What the transport must know about a message before handling it. */
 enum mcp_kind {
@@ -88,12 +97,14 @@ enum mcp_kind {
 	MCP_KIND_CANCEL,	/* notifications/cancelled naming a request */
 };
 
-/* Classifies msg[0..len) without side effects. For MCP_KIND_CALL, id gets
- * the request's id printed as JSON (e.g. 7 or "a"); for MCP_KIND_CANCEL,
- * the id of the request to cancel, printed the same way. An id that does
- * not fit idlen makes the message MCP_KIND_OTHER. */
-enum mcp_kind mcp_classify(const char *msg, size_t len, char *id,
-    size_t idlen);
+/* Classifies msg[0..len) without side effects into *kind. For
+ * MCP_KIND_CALL, *id gets the request's id printed as JSON (e.g. 7 or
+ * "a"); for MCP_KIND_CANCEL, the id of the request to cancel, printed the
+ * same way; else NULL. Ids of any length are kept (a message is at most
+ * MCP_MAX_MESSAGE bytes), so every tools/call with a valid id is a call.
+ * 0, or -ENOMEM (*kind MCP_KIND_OTHER, *id NULL). Caller frees *id. */
+int mcp_classify(const char *msg, size_t len, enum mcp_kind *kind,
+    char **id);
 
 /* The error line for a message longer than MCP_MAX_MESSAGE, given its first
  * bytes: answers with the message's id when the prefix shows one (so the

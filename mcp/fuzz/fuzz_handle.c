@@ -2,7 +2,8 @@
  * libFuzzer target for the MCP handler: any bytes as one message must give
  * no reply or exactly one line of valid JSON-RPC, never a crash; the same
  * bytes through mcp_classify and as the prefix of an oversized message.
- * The runner is a fake, so tools/call with valid arguments is exercised too;
+ * The runner is a fake, so tools/call with valid arguments is exercised too
+ * (on a server initialized first, for three inputs in four);
  * so is the policy source: by the input's length, tools/list gets a list
  * (with names that must be left out) or a failure.
  */
@@ -79,8 +80,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	struct mcp_server_opts o = { .config = &c, .run = fake_run,
 	    .policies = fake_policies, .policies_arg = &size, .tmp_dir = tmp };
+	static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":"
+	    "\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}";
 	struct mcp_server *s;
-	char *reply = NULL, id[64];
+	enum mcp_kind kind;
+	char *reply = NULL, *id = NULL;
 
 	if (!ready) {
 		config_defaults(&c);
@@ -91,10 +95,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (mcp_server_new(&o, &s) != 0)
 		return 0;
+	/* Most inputs meet an initialized server (so tools/call runs); the
+	 * rest test the refusal before initialize. */
+	if (size % 4 != 0 && mcp_handle(s, init, sizeof(init) - 1,
+	    &reply) == 0)
+		free(reply);
+	reply = NULL;
 	if (mcp_handle(s, (const char *)data, size, &reply) == 0 &&
 	    reply != NULL)
 		check_line(reply);
-	(void)mcp_classify((const char *)data, size, id, sizeof(id));
+	if (mcp_classify((const char *)data, size, &kind, &id) == 0 &&
+	    (kind == MCP_KIND_OTHER) != (id == NULL))
+		abort();
+	free(id);
 	check_line(mcp_oversized_reply((const char *)data, size));
 	mcp_server_free(s);
 	return 0;

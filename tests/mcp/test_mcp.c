@@ -124,6 +124,18 @@ setup(void **state)
 	return 0;
 }
 
+static void send_init(void);
+
+/* The usual fixture: a server that answered initialize (before it, only
+ * initialize and ping are served: test_calls.c). */
+static int
+setup_init(void **state)
+{
+	setup(state);
+	send_init();
+	return 0;
+}
+
 static int
 teardown(void **state)
 {
@@ -242,13 +254,8 @@ static const struct {
 	    0 },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":"
 	    "{\"cursor\":\"x\"}}", true, "3", MCP_INVALID_PARAMS },
-	{ "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\"}", true, "4",
-	    MCP_INVALID_PARAMS },
-	{ "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":"
-	    "{\"protocolVersion\":1}}", true, "4", MCP_INVALID_PARAMS },
-	{ "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":"
-	    "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":[]}}", true,
-	    "4", MCP_INVALID_PARAMS },
+	/* A second initialize (bad params before the first: test_calls.c). */
+	{ INIT, true, "0", MCP_INVALID_REQUEST },
 	/* tools/call that does not fit CallToolRequest: protocol errors. */
 	{ "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\"}", true, "5",
 	    MCP_INVALID_PARAMS },
@@ -272,6 +279,15 @@ static const struct {
 	{ "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":1,\"message\":"
 	    "\"x\"}}", false, NULL, 0 },
 };
+
+static void
+send_init(void)
+{
+	cJSON *r = send_msg(INIT);
+
+	assert_int_equal(error_code(r), 0);
+	cJSON_Delete(r);
+}
 
 static void
 test_message_table(void **state)
@@ -478,6 +494,9 @@ test_run_ok_is_labelled_data(void **state)
 	assert_int_equal(cJSON_GetObjectItem(data, "exit_code")->valuedouble, 0);
 	assert_string_equal(cJSON_GetObjectItem(data, "stdout")->valuestring,
 	    fx->f.out);
+	/* The same JSON as structuredContent (its schema: test_calls.c). */
+	assert_true(cJSON_Compare(data, cJSON_GetObjectItem(res,
+	    "structuredContent"), true));
 	cJSON_Delete(data);
 	cJSON_Delete(root);
 }
@@ -512,6 +531,7 @@ test_run_failures_are_errors(void **state)
 	    "content")), 1);
 	assert_non_null(strstr(block_text(res, 0), "could not run"));
 	assert_non_null(strstr(block_text(res, 0), "docker is not answering"));
+	assert_null(cJSON_GetObjectItem(res, "structuredContent"));
 	cJSON_Delete(root);
 	assert_int_equal(fx->f.calls, 3);
 }
@@ -588,6 +608,8 @@ test_arguments(void **state)
 			    "Invalid arguments for run_code"));
 			assert_int_equal(cJSON_GetArraySize(
 			    cJSON_GetObjectItem(res, "content")), 1);
+			assert_null(cJSON_GetObjectItem(res,
+			    "structuredContent"));
 		}
 		cJSON_Delete(root);
 	}
@@ -738,68 +760,6 @@ test_oversized_reply(void **state)
 	}
 }
 
-static void
-test_classify(void **state)
-{
-	static const struct {
-		const char *msg;
-		enum mcp_kind kind;
-		const char *id;
-	} c[] = {
-		{ CALL("{}"), MCP_KIND_CALL, "9" },
-		{ "{\"jsonrpc\":\"2.0\",\"id\":\"x y\",\"method\":\"tools/call\"}",
-		    MCP_KIND_CALL, "\"x y\"" },
-		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
-		    "\"params\":{\"requestId\":4,\"reason\":\"timeout\"}}",
-		    MCP_KIND_CANCEL, "4" },
-		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
-		    "\"params\":{\"requestId\":\"4\"}}", MCP_KIND_CANCEL,
-		    "\"4\"" },
-		/* Everything else is answered at once by mcp_handle. */
-		{ "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\"}",
-		    MCP_KIND_OTHER, NULL },	/* a notification */
-		{ "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"tools/call\"}",
-		    MCP_KIND_OTHER, NULL },
-		{ "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"tools/call\"}",
-		    MCP_KIND_OTHER, NULL },
-		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}",
-		    MCP_KIND_OTHER, NULL },
-		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
-		    "\"params\":{\"requestId\":[1]}}", MCP_KIND_OTHER, NULL },
-		{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
-		    MCP_KIND_OTHER, NULL },
-		{ "[" CALL("{}") "]", MCP_KIND_OTHER, NULL },
-		{ "garbage", MCP_KIND_OTHER, NULL },
-		{ "{\"jsonrpc\":\"2.0\",\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"method\":\"tools/call\"}",
-		    MCP_KIND_OTHER, NULL },	/* id longer than idlen */
-	};
-	char id[64];
-	char *line;
-	cJSON *r;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		print_message("classify %zu: %s\n", i, c[i].msg);
-		assert_int_equal(mcp_classify(c[i].msg, strlen(c[i].msg), id,
-		    sizeof(id)), c[i].kind);
-		if (c[i].id != NULL)
-			assert_string_equal(id, c[i].id);
-	}
-	line = mcp_error_reply("\"q\"", -32000, "busy");
-	assert_non_null(r = cJSON_Parse(line));
-	assert_string_equal(cJSON_GetObjectItem(r, "id")->valuestring, "q");
-	assert_int_equal(error_code(r), -32000);
-	cJSON_Delete(r);
-	free(line);
-	line = mcp_error_reply(NULL, MCP_INTERNAL_ERROR, "x");
-	assert_non_null(strstr(line, "\"id\":null"));
-	free(line);
-	assert_non_null(r = cJSON_Parse(mcp_static_internal_error));
-	assert_int_equal(error_code(r), MCP_INTERNAL_ERROR);
-	cJSON_Delete(r);
-}
-
 /* Arbitrary bytes never crash the handler, and every reply is one line of
  * valid JSON. */
 static void
@@ -851,27 +811,27 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_message_table, setup,
+		cmocka_unit_test_setup_teardown(test_message_table, setup_init,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_initialize, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_version_negotiation, setup,
 		    teardown),
-		cmocka_unit_test_setup_teardown(test_tools_list_schema, setup,
-		    teardown),
+		cmocka_unit_test_setup_teardown(test_tools_list_schema,
+		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_run_ok_is_labelled_data,
-		    setup, teardown),
+		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_run_failures_are_errors,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_arguments, setup,
+		    setup_init, teardown),
+		cmocka_unit_test_setup_teardown(test_arguments, setup_init,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_files_staged_and_removed,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_files_limits, setup,
+		    setup_init, teardown),
+		cmocka_unit_test_setup_teardown(test_files_limits, setup_init,
 		    teardown),
 		cmocka_unit_test(test_oversized_reply),
-		cmocka_unit_test(test_classify),
-		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_garbage, setup_init,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_server_new_checks, setup,
 		    teardown),
 	};

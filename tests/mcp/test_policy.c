@@ -80,6 +80,21 @@ fake_run(const struct config *c, const struct runner_request *req,
 	return 0;
 }
 
+/* A new server in srv that answered initialize (only then are tools
+ * listed and called). */
+static void
+server_start(const struct mcp_server_opts *o)
+{
+	static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":"
+	    "\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\"}}";
+	char *reply = NULL;
+
+	assert_int_equal(mcp_server_new(o, &srv), 0);
+	assert_int_equal(mcp_handle(srv, init, sizeof(init) - 1, &reply), 0);
+	assert_non_null(strstr(reply, "\"result\""));
+	free(reply);
+}
+
 static int
 setup(void **state)
 {
@@ -93,7 +108,7 @@ setup(void **state)
 	    sizeof(cfg.egress_default_policy));
 	memset(&f, 0, sizeof(f));
 	f.list_json = "[\"std\",\"pypi\"]";
-	assert_int_equal(mcp_server_new(&o, &srv), 0);
+	server_start(&o);
 	return 0;
 }
 
@@ -240,7 +255,7 @@ test_schema_no_source(void **state)
 
 	(void)state;
 	mcp_server_free(srv);
-	assert_int_equal(mcp_server_new(&o, &srv), 0);
+	server_start(&o);
 	p = policy_prop(&root);
 	assert_null(cJSON_GetObjectItem(p, "enum"));
 	assert_non_null(strstr(desc(p), "unavailable now (this server cannot "

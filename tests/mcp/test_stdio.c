@@ -1,8 +1,9 @@
 /*
  * Unit tests for the stdio transport of `cordon mcp` (cli/cmd_mcp.c): the
  * built binary gets byte streams on stdin (CRLF, blank lines, a last line
- * without newline, NUL bytes, a message over the 4 MiB cap) and must answer
- * each message on its own line and exit 0 at EOF. No tool runs here.
+ * without newline, NUL bytes, a message over the 4 MiB cap, a call before
+ * initialize) and must answer each message on its own line and exit 0 at
+ * EOF. No tool runs here.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +158,32 @@ test_oversized_message(void **state)
 	free(in);
 }
 
+/* Before initialize a tools/call is refused at once with its id, however
+ * long (nothing runs: no Docker is needed here), and ping is served. */
+static void
+test_call_before_initialize(void **state)
+{
+	char id[203], in[1024], *out;
+	size_t n;
+
+	(void)state;
+	id[0] = '"';
+	memset(id + 1, 'i', 200);
+	id[201] = '"';
+	id[202] = '\0';
+	n = (size_t)snprintf(in, sizeof(in), "{\"jsonrpc\":\"2.0\",\"id\":%s,"
+	    "\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\","
+	    "\"arguments\":{\"code\":\"print(1)\"}}}\n"
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+	    "\"params\":{\"requestId\":%s}}\n" PING("3") "\n", id, id);
+	assert_int_equal(run_mcp(NULL, in, n, &out), 0);
+	assert_int_equal(count_lines(out), 2);
+	check_line(out, 0, id, MCP_INVALID_REQUEST);
+	assert_non_null(strstr(out, "not initialized"));
+	check_line(out, 1, "3", 0);
+	free(out);
+}
+
 static void
 test_empty_input_and_options(void **state)
 {
@@ -182,6 +209,7 @@ main(void)
 		cmocka_unit_test(test_framing),
 		cmocka_unit_test(test_nul_bytes),
 		cmocka_unit_test(test_oversized_message),
+		cmocka_unit_test(test_call_before_initialize),
 		cmocka_unit_test(test_empty_input_and_options),
 	};
 	return cmocka_run_group_tests(tests, find_cordon, NULL);

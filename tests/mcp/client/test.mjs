@@ -10,12 +10,12 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-let serverPid;
+const serverPids = [];
 function fail(msg) {
   console.error(`FAIL: ${msg}`);
   // SIGTERM makes the server cancel a running call (removing its container).
-  if (serverPid !== undefined) {
-    try { process.kill(serverPid, 'SIGTERM'); } catch { /* gone */ }
+  for (const pid of serverPids) {
+    try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ }
   }
   process.exit(1);
 }
@@ -66,6 +66,7 @@ if (!/"id":"sha256:[0-9a-f]+"/.test(sh(cordon, ['image', 'show']) ?? ''))
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
 const { McpError, ErrorCode } = await import('@modelcontextprotocol/sdk/types.js');
+const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv');
 
 let checks = 0;
 const started = Date.now();
@@ -76,7 +77,9 @@ function check(cond, msg, detail) {
   console.log(`ok ${checks} - ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 }
 
-// Splits a run_code result into the label and the runner's JSON.
+// Splits a run_code result into the label and the runner's JSON, which is
+// also the structuredContent (the client validated it against the tool's
+// outputSchema before callTool returned).
 function runData(result) {
   check(Array.isArray(result.content) && result.content.length === 2,
     'a run result has two content blocks', result);
@@ -84,8 +87,22 @@ function runData(result) {
   check(label.type === 'text' && /^Untrusted program output/.test(label.text),
     'the first block labels the output as untrusted data', label);
   check(data.type === 'text', 'the second block is text', data);
-  return JSON.parse(data.text);
+  const parsed = JSON.parse(data.text);
+  check(JSON.stringify(result.structuredContent) === JSON.stringify(parsed),
+    'structuredContent is the JSON of the text block', result.structuredContent);
+  return parsed;
 }
+
+// The SDK's own validator (Ajv, the Client's default), counting what the
+// Client hands it: proof that callTool checked structuredContent.
+const ajv = new AjvJsonSchemaValidator();
+let validated = 0;
+const countingValidator = {
+  getValidator(schema) {
+    const v = ajv.getValidator(schema);
+    return (input) => { const r = v(input); if (r.valid) validated++; return r; };
+  },
+};
 
 const transport = new StdioClientTransport({
   command: cordon,
@@ -96,9 +113,10 @@ const transport = new StdioClientTransport({
 let stderr = '';
 transport.stderr.on('data', (b) => { stderr += b.toString(); });
 
-const client = new Client({ name: 'cordon-e2e', version: '1.0.0' });
+const client = new Client({ name: 'cordon-e2e', version: '1.0.0' },
+  { jsonSchemaValidator: countingValidator });
 await client.connect(transport);
-serverPid = transport.pid;
+serverPids.push(transport.pid);
 
 check(client.getServerVersion()?.name === 'cordon', 'serverInfo.name is cordon',
   client.getServerVersion());
@@ -126,6 +144,14 @@ check(pol.type === 'string' && pol.default === undefined &&
     pol.enum.every((n) => /^[A-Za-z0-9_-]{1,64}$/.test(n)) :
     pol.description.includes('unavailable now (')),
   'policy is an enum of policy names or says why they are unavailable', pol);
+// outputSchema (MCP 2025-06-18 and later): the runner's result JSON.
+const out = tools[0].outputSchema;
+check(out?.type === 'object' && ['status', 'exit_code', 'stdout', 'stderr', 'net']
+  .every((k) => out.required.includes(k)) &&
+  JSON.stringify(out.properties.status.enum) ===
+  '["ok","timeout","oom","output_truncated","closed_early","sandbox_error"]',
+  'run_code declares an outputSchema for its result', out);
+const outCheck = ajv.getValidator(out);
 r0 = await client.callTool({ name: 'run_code',
   arguments: { code: 'print(1)', network: 'none', policy: 'pypi' } });
 check(r0.isError === true && r0.content[0].text.includes('needs network "proxy"'),
@@ -138,6 +164,15 @@ let d = runData(r);
 check(d.status === 'ok' && d.exit_code === 0, 'status ok, exit 0', d);
 check(d.stdout.includes('42'), 'stdout holds 42', d);
 check(d.net === 'none', 'offline by default', d);
+check(validated === 1, 'the client validated structuredContent against the outputSchema',
+  validated);
+for (const [k, v] of [['status', 'bogus'], ['exit_code', '0'], ['stdout', null],
+  ['net', 'host'], ['duration_ms', -1]]) {
+  check(!outCheck({ ...r.structuredContent, [k]: v }).valid,
+    `the outputSchema rejects ${k}=${JSON.stringify(v)}`);
+}
+const { stdout: _dropped, ...noStdout } = r.structuredContent;
+check(!outCheck(noStdout).valid, 'the outputSchema rejects a result without stdout');
 
 // Files land under /in; the code cannot reach the network.
 r = await client.callTool({
@@ -226,6 +261,25 @@ d = runData(r);
 check(d.status === 'ok' && d.stdout === 'after\n', 'a call after cancelled ones runs normally', d);
 check(Date.now() - t1 < 20000, 'the cancelled queued calls did not run first', Date.now() - t1);
 
+// Two calls in flight, the waiting one cancelled: the running one still
+// completes with its output (each call has its own cancel flag).
+{
+  const aAc = new AbortController();
+  const bAc = new AbortController();
+  const a = call({ code: 'import time\ntime.sleep(3)\nprint("A")', timeout_s: 60 }, aAc);
+  let up = false;
+  for (let i = 0; i < 100 && !up; i++, await sleep(100))
+    up = containers().length > 0;
+  check(up, 'the first of two calls in flight runs');
+  const b = call({ code: 'print("B")' }, bAc);
+  bAc.abort('the test cancels the waiting call');
+  let bRejected = false;
+  try { await b; } catch { bRejected = true; }
+  check(bRejected, 'the cancelled waiting call is rejected on the client side');
+  d = runData(await a);
+  check(d.status === 'ok' && d.stdout === 'A\n', 'the other call in flight completes', d);
+}
+
 // Bad arguments: a tool result with isError (MCP 2025-11-25), no run.
 for (const args of [
   { code: 'print(1)', network: 'host' },
@@ -253,4 +307,93 @@ try {
 await client.close();
 check(!/AddressSanitizer|runtime error|LeakSanitizer/.test(stderr),
   'the server logged no sanitizer report', stderr);
+
+// What the Client never sends, as raw JSON-RPC over the SDK's stdio
+// transport: a call before initialize, and ids of 200 characters (which
+// once ran on the reading thread, past the queue, sharing one cancel flag).
+const rawSession = `e2e-raw-${process.pid}`;
+const raw = new StdioClientTransport({
+  command: cordon,
+  args: ['mcp', '--session', rawSession],
+  env: { ...process.env },
+  stderr: 'pipe',
+});
+let rawStderr = '';
+raw.stderr.on('data', (b) => { rawStderr += b.toString(); });
+const got = [];
+raw.onmessage = (m) => got.push(m);
+const rawContainers = () => (sh(docker, ['ps', '-a', '-q', '--filter',
+  `label=cordon.session=${rawSession}`]) ?? '').split('\n').filter(Boolean);
+async function reply(id, ms) {
+  for (let t = 0; t < ms; t += 50, await sleep(50)) {
+    const m = got.find((x) => x.id === id);
+    if (m !== undefined)
+      return m;
+  }
+  fail(`no reply for id ${String(id).slice(0, 16)}... within ${ms} ms`);
+}
+const send = (m) => raw.send({ jsonrpc: '2.0', ...m });
+const runCall = (id, code) => send({ id, method: 'tools/call',
+  params: { name: 'run_code', arguments: { code, timeout_s: 200 } } });
+await raw.start();
+serverPids.push(raw.pid);
+
+await runCall(1, 'print(1)');
+let m = await reply(1, 10000);
+check(m.error?.code === -32600 && /not initialized/.test(m.error.message),
+  'tools/call before initialize is refused with -32600', m);
+await send({ id: 2, method: 'ping' });
+m = await reply(2, 10000);
+check(m.result !== undefined, 'ping before initialize is answered', m);
+check(rawContainers().length === 0, 'nothing ran for the refused call', rawContainers());
+await send({ id: 3, method: 'initialize', params: { protocolVersion: '2025-06-18',
+  capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+m = await reply(3, 10000);
+check(m.result?.protocolVersion === '2025-06-18', 'initialize answers', m);
+await send({ method: 'notifications/initialized' });
+
+// A 200-character id runs through the queue: ping is answered while it
+// runs; cancelling it stops it, and the call waiting behind it completes.
+const longL = 'L'.repeat(200);
+await runCall(longL, 'import time\ntime.sleep(120)');
+let upL = false;
+for (let i = 0; i < 100 && !upL; i++, await sleep(200))
+  upL = rawContainers().length > 0;
+check(upL, 'the call with a 200-character id runs in a sandbox');
+const tp = Date.now();
+await send({ id: 4, method: 'ping' });
+await reply(4, 2000);
+check(Date.now() - tp < 2000, 'ping is answered while the 200-character-id call runs',
+  Date.now() - tp);
+await runCall(5, 'print("after L")');
+await sleep(300);
+check(got.find((x) => x.id === 5) === undefined,
+  'a second call waits while the 200-character-id call runs (one at a time)');
+await send({ method: 'notifications/cancelled', params: { requestId: longL,
+  reason: 'the test cancels it' } });
+m = await reply(5, 60000);
+check(m.result?.isError === false && m.result.structuredContent?.stdout === 'after L\n',
+  'cancelling the 200-character-id call leaves the other call to complete', m);
+check(got.find((x) => x.id === longL) === undefined,
+  'the cancelled 200-character-id call gets no reply', got.map((x) => x.id));
+
+// The other way round: a 200-character-id call runs, the call queued behind
+// it is cancelled; the long one completes and its reply carries its id.
+const longM = 'M'.repeat(200);
+await runCall(longM, 'import time\ntime.sleep(2)\nprint("long id")');
+await runCall(6, 'print("never")');
+await send({ method: 'notifications/cancelled', params: { requestId: 6 } });
+m = await reply(longM, 60000);
+check(m.id === longM && m.result?.structuredContent?.stdout === 'long id\n',
+  'a 200-character-id call completes under its own id while another is cancelled', m);
+await sleep(1500);
+check(got.find((x) => x.id === 6) === undefined, 'the cancelled waiting call never ran',
+  got.map((x) => x.id));
+let goneRaw = false;
+for (let i = 0; i < 100 && !goneRaw; i++, await sleep(200))
+  goneRaw = rawContainers().length === 0;
+check(goneRaw, 'no container is left by the raw session', rawContainers());
+await raw.close();
+check(!/AddressSanitizer|runtime error|LeakSanitizer/.test(rawStderr),
+  'the raw session logged no sanitizer report', rawStderr);
 console.log(`PASS: ${checks} checks`);
