@@ -24,7 +24,7 @@ enum {
 	OPT_HEADER_TIMEOUT, OPT_GRACE, OPT_MAX_HEADER, OPT_USER, OPT_CHECK,
 	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE, OPT_CONTROL, OPT_RUN_MAX_CONNS,
 	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN,
-	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP,
+	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP, OPT_SELF_REFRESH,
 };
 
 static const struct option config_options[] = {
@@ -41,6 +41,7 @@ static const struct option config_options[] = {
 	{ "dns-timeout", required_argument, NULL, OPT_DNS_TIMEOUT },
 	{ "header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT },
 	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "self-refresh", required_argument, NULL, OPT_SELF_REFRESH },
 	{ "max-header", required_argument, NULL, OPT_MAX_HEADER },
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "check", no_argument, NULL, OPT_CHECK },
@@ -66,6 +67,7 @@ proxy_config_usage(void)
 	    "    [--metrics ADDR:PORT] [--max-connections N]\n"
 	    "    [--connect-timeout S] [--idle-timeout S] [--dns-timeout S]\n"
 	    "    [--header-timeout S] [--grace S] [--max-header SIZE]\n"
+	    "    [--self-refresh S]\n"
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
 	    "    [--control PATH [--run-max-conns N] [--run-bytes-up SIZE]\n"
 	    "    [--run-bytes-down SIZE]] [--check]\n"
@@ -77,7 +79,10 @@ proxy_config_usage(void)
 	    "--access-log-max SIZE: rotate the access log FILE to FILE.1 (up to\n"
 	    "FILE.N, --access-log-keep, default 5) when it reaches SIZE.\n"
 	    "SIGUSR1 (and SIGHUP) reopen the access log after an outside\n"
-	    "rotation (logrotate).\n";
+	    "rotation (logrotate).\n"
+	    "Every local interface address is refused as the proxy's own\n"
+	    "(address-self) unless --allow-address opens it; they are reread\n"
+	    "on SIGHUP and every --self-refresh seconds (default 30).\n";
 }
 
 void
@@ -91,6 +96,7 @@ proxy_config_init(struct proxy_config *c)
 	c->dns_timeout_ms = 5000;
 	c->header_timeout_ms = 10000;
 	c->grace_ms = 30000;
+	c->self_refresh_ms = 30000;
 	c->max_header = 32 * 1024;
 	c->log_level = LOG_LEVEL_INFO;
 	c->run_max_conns = 32;
@@ -403,6 +409,7 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	case OPT_DNS_TIMEOUT: ms = &c->dns_timeout_ms; break;
 	case OPT_HEADER_TIMEOUT: ms = &c->header_timeout_ms; break;
 	case OPT_GRACE: ms = &c->grace_ms; break;
+	case OPT_SELF_REFRESH: ms = &c->self_refresh_ms; break;
 	default:
 		return config_fail(err, errlen, "unknown option (see --help)");
 	}

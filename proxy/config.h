@@ -49,6 +49,7 @@ struct proxy_config {
 	int dns_timeout_ms;
 	int header_timeout_ms;
 	int grace_ms;			/* SIGTERM drain period */
+	int self_refresh_ms;		/* rereading the local addresses */
 	size_t max_header;		/* request/response head bytes */
 	const char *user;		/* --user, or NULL */
 	bool check;

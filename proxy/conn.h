@@ -31,6 +31,7 @@ struct evconnlistener;
 struct proxy_metrics;
 struct proxy_run;
 struct proxy_runs;
+struct proxy_selfaddr;
 struct zerocopy;
 
 /* Relay limits: bytes queued towards one side before reading from the
@@ -138,8 +139,8 @@ struct proxy_server {
 	struct evconnlistener *lev[CONFIG_MAX_LISTEN];
 	struct proxy_config_addr bound[CONFIG_MAX_LISTEN];
 	size_t nlisten;
-	struct sockaddr_storage *self;
-	size_t nself;
+	struct proxy_selfaddr *self;	/* its own addresses (selfaddr.h) */
+	struct event *self_tick;	/* refreshes the local ones */
 	struct conn *conns;
 	size_t nconns;
 	struct event *accept_retry;

@@ -1,9 +1,9 @@
 /*
  * cordon-proxy: the allowlisting egress proxy daemon. Parses and checks the
  * configuration, binds, drops privileges, then runs the libevent loop with
- * SIGHUP (reload the allowlist atomically, reopen the access log), SIGUSR1
- * (reopen the access log only: logrotate) and SIGTERM/SIGINT (stop
- * accepting, drain, exit) handled on the loop.
+ * SIGHUP (reload the allowlist atomically, reopen the access log, reread
+ * the local addresses), SIGUSR1 (reopen the access log only: logrotate)
+ * and SIGTERM/SIGINT (stop accepting, drain, exit) handled on the loop.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -133,6 +133,9 @@ sighup_cb(evutil_socket_t sig, short what, void *arg)
 		log_info("reload ok: %s", text);
 	}
 	access_log_reopen();
+	/* Addresses come and go (DHCP, docker networks): reread them now
+	 * rather than at the next --self-refresh tick. */
+	(void)proxy_server_refresh_self(srv);
 }
 
 static void

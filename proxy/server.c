@@ -1,13 +1,13 @@
 /*
  * The listeners: bind (before privileges are dropped), accept with the
  * connection limit (503 answers for a few beyond it), pause after EMFILE,
- * allowlist swaps on reload and the drain on SIGTERM. A new connection goes
+ * allowlist swaps on reload, the proxy's own addresses (selfaddr.c: read
+ * at start, on SIGHUP and every --self-refresh) and the drain on SIGTERM. A new connection goes
  * to conn.c and its first request head to request.c.
  */
 #include "proxy/server.h"
 
 #include <errno.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@
 #include "proxy/conn.h"
 #include "proxy/metrics.h"
 #include "proxy/runs.h"
+#include "proxy/selfaddr.h"
 
 #define SERVER_OVERFLOW_SLOTS	64	/* 503 answers beyond the limit */
 #define SERVER_ACCEPT_RETRY_MS	100	/* after EMFILE */
@@ -91,35 +92,33 @@ server_accept_error_cb(struct evconnlistener *l, void *arg)
 int
 proxy_server_add_self(struct proxy_server *s, const struct sockaddr *sa)
 {
-	struct sockaddr_storage *n;
+	return proxy_selfaddr_add_listener(s->self, sa);
+}
 
-	n = realloc(s->self, (s->nself + 1) * sizeof(*n));
-	if (n == NULL)
-		return -ENOMEM;
-	s->self = n;
-	memset(&n[s->nself], 0, sizeof(*n));
-	memcpy(&n[s->nself], sa, sa->sa_family == AF_INET ?
-	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-	s->nself++;
+int
+proxy_server_refresh_self(struct proxy_server *s)
+{
+	size_t before = proxy_selfaddr_local_count(s->self), after;
+	int rc = proxy_selfaddr_refresh(s->self);
+
+	if (rc != 0) {
+		errno = -rc;
+		log_warn("reading the local addresses (keeping the %zu known)",
+		    before);
+		return rc;
+	}
+	after = proxy_selfaddr_local_count(s->self);
+	if (after != before)
+		log_info("local addresses: %zu (were %zu)", after, before);
 	return 0;
 }
 
-/* A wildcard listener is reachable on every local address. */
-static int
-server_add_self_wildcard(struct proxy_server *s, int family)
+static void
+server_self_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct ifaddrs *ifa, *i;
-	int rc = 0;
-
-	if (getifaddrs(&ifa) != 0)
-		return -errno;
-	for (i = ifa; i != NULL && rc == 0; i = i->ifa_next)
-		if (i->ifa_addr != NULL && (i->ifa_addr->sa_family == AF_INET ||
-		    i->ifa_addr->sa_family == AF_INET6) &&
-		    (family == AF_INET6 || i->ifa_addr->sa_family == family))
-			rc = proxy_server_add_self(s, i->ifa_addr);
-	freeifaddrs(ifa);
-	return rc;
+	(void)fd;
+	(void)what;
+	(void)proxy_server_refresh_self(arg);
 }
 
 static int
@@ -150,15 +149,8 @@ server_bind(struct proxy_server *s, size_t i)
 		goto bad;
 	}
 	evconnlistener_set_error_cb(s->lev[i], server_accept_error_cb);
-	if (a->ss.ss_family == AF_INET &&
-	    ((struct sockaddr_in *)&a->ss)->sin_addr.s_addr == INADDR_ANY)
-		rc = server_add_self_wildcard(s, AF_INET);
-	else if (a->ss.ss_family == AF_INET6 && IN6_IS_ADDR_UNSPECIFIED(
-	    &((struct sockaddr_in6 *)&a->ss)->sin6_addr))
-		rc = server_add_self_wildcard(s, AF_INET6);
-	else
-		rc = proxy_server_add_self(s, (struct sockaddr *)&a->ss);
-	return rc;
+	/* A wildcard listener makes every local address a listener's. */
+	return proxy_server_add_self(s, (struct sockaddr *)&a->ss);
 bad:
 	rc = -errno;
 	log_warn("listen on %s", text);
@@ -186,8 +178,13 @@ proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 	s->m = m;
 	s->request_wait = proxy_request_wait;
 	s->accept_retry = evtimer_new(base, server_accept_retry_cb, s);
-	if (s->accept_retry == NULL)
+	s->self_tick = event_new(base, -1, EV_PERSIST, server_self_tick_cb, s);
+	if (s->accept_retry == NULL || s->self_tick == NULL ||
+	    proxy_selfaddr_new(&s->self) != 0)
 		rc = -ENOMEM;
+	/* Before any request: every local address is the proxy's own. */
+	if (rc == 0)
+		rc = proxy_server_refresh_self(s);
 	if (rc == 0 && cfg->control != NULL)
 		rc = proxy_runs_new(PROXY_RUNS_MAX, &s->runs);
 	for (size_t i = 0; i < cfg->nlisten && rc == 0; i++) {
@@ -215,12 +212,14 @@ proxy_server_free(struct proxy_server *s)
 			evconnlistener_free(s->lev[i]);
 	if (s->accept_retry != NULL)
 		event_free(s->accept_retry);
+	if (s->self_tick != NULL)
+		event_free(s->self_tick);
 	if (s->runs_tick != NULL)
 		event_free(s->runs_tick);
 	/* After the connections: they were counted in their runs. */
 	proxy_runs_free(s->runs);
 	allowlist_set_free(s->set);
-	free(s->self);
+	proxy_selfaddr_free(s->self);
 	free(s);
 }
 
@@ -249,9 +248,14 @@ proxy_server_set_allowlist(struct proxy_server *s, struct allowlist_set *set)
 int
 proxy_server_start(struct proxy_server *s)
 {
+	struct timeval tv = { .tv_sec = s->cfg->self_refresh_ms / 1000,
+	    .tv_usec = (s->cfg->self_refresh_ms % 1000) * 1000 };
+
 	for (size_t i = 0; i < s->nlisten; i++)
 		if (evconnlistener_enable(s->lev[i]) != 0)
 			return -EIO;
+	if (s->cfg->self_refresh_ms > 0 && event_add(s->self_tick, &tv) != 0)
+		return -EIO;
 	if (s->runs != NULL && s->runs_tick == NULL)
 		return proxy_run_tick_start(s);
 	return 0;

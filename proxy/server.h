@@ -32,9 +32,15 @@ void proxy_server_free(struct proxy_server *s);
 /* The bound address of listener i (port 0 resolved). */
 int proxy_server_listen_addr(const struct proxy_server *s, size_t i,
     struct sockaddr_storage *ss, socklen_t *len);
-/* Adds an address the proxy must never connect to (e.g. the metrics
- * listener). The listeners are added by proxy_server_new. */
+/* Adds an address the proxy must never connect to, whatever
+ * --allow-address says (e.g. the metrics listener: a request there would
+ * loop). The listeners are added by proxy_server_new. */
 int proxy_server_add_self(struct proxy_server *s, const struct sockaddr *sa);
+/* Rereads the addresses of the local interfaces (refused as address-self
+ * unless --allow-address opens them); done by proxy_server_new, every
+ * --self-refresh once started, and by the daemon on SIGHUP. On failure the
+ * previous set stays, the error is logged and returned. */
+int proxy_server_refresh_self(struct proxy_server *s);
 
 /* Installs a new allowlist set (takes ownership; the old one is freed
  * after the swap; requests in flight already decided). */

@@ -1,7 +1,8 @@
 /*
  * The upstream side of a request: host checks, the allowlist, one DNS
  * lookup, classification of every answer (only public or excepted
- * addresses, never the proxy's own), then connecting to the permitted
+ * addresses, never the proxy's listeners, no local interface address
+ * unless excepted), then connecting to the permitted
  * addresses in order with a deadline each. Hands over to tunnel/forward.
  */
 #include <arpa/inet.h>
@@ -24,6 +25,7 @@
 #include "proxy/dns.h"
 #include "proxy/host.h"
 #include "proxy/metrics.h"
+#include "proxy/selfaddr.h"
 
 static void upstream_connect_next(struct conn *c);
 
@@ -33,38 +35,6 @@ sockaddr_len(const struct sockaddr *sa)
 {
 	return sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
 	    sizeof(struct sockaddr_in6);
-}
-
-/* IPv4 address of sa, unwrapping ::ffff:a.b.c.d; false for real IPv6. */
-static bool
-sockaddr_v4(const struct sockaddr *sa, struct in_addr *out)
-{
-	if (sa->sa_family == AF_INET) {
-		*out = ((const struct sockaddr_in *)sa)->sin_addr;
-		return true;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a =
-		    &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(a)) {
-			memcpy(out, &a->s6_addr[12], 4);
-			return true;
-		}
-	}
-	return false;
-}
-
-static bool
-sockaddr_same_ip(const struct sockaddr *a, const struct sockaddr *b)
-{
-	struct in_addr a4 = { 0 }, b4 = { 0 };
-	bool av4 = sockaddr_v4(a, &a4), bv4 = sockaddr_v4(b, &b4);
-
-	if (av4 || bv4)
-		return av4 && bv4 && a4.s_addr == b4.s_addr;
-	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-	    &((const struct sockaddr_in6 *)b)->sin6_addr,
-	    sizeof(struct in6_addr)) == 0;
 }
 
 static void
@@ -77,27 +47,35 @@ sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
 }
 
 /* NULL when the proxy may connect to sa:port, else the reason
- * ("address-<class>", "address-self") written into buf. */
+ * ("address-self", "address-<class>") written into buf. In order: the
+ * proxy's listeners are refused whatever --allow-address says (a request
+ * there would loop); an address --allow-address opens is reachable, even a
+ * local one (labs and tests reach services on the host that way); any
+ * other local interface address is refused as the proxy's own (public or
+ * not: the host's services bound to 0.0.0.0 answer there); the rest must
+ * be public. */
 static const char *
 upstream_blocked(const struct proxy_server *s, const struct sockaddr *sa,
     uint16_t port, char *buf, size_t len)
 {
+	enum proxy_self self = proxy_selfaddr_match(s->self, sa);
 	enum addr_class cls;
 
-	cls = proxy_addr_classify(sa);
-	if (cls != ADDR_PUBLIC && !proxy_addr_exception_match(
-	    s->cfg->exceptions, s->cfg->nexceptions, sa, port)) {
+	if (self == PROXY_SELF_LISTENER)
+		goto self;
+	if (proxy_addr_exception_match(s->cfg->exceptions,
+	    s->cfg->nexceptions, sa, port))
+		return NULL;
+	if (self == PROXY_SELF_LOCAL)
+		goto self;
+	if ((cls = proxy_addr_classify(sa)) != ADDR_PUBLIC) {
 		snprintf(buf, len, "address-%s", proxy_addr_class_name(cls));
 		return buf;
 	}
-	/* Even a public or excepted address is refused when it is the proxy
-	 * itself (request loops). */
-	for (size_t i = 0; i < s->nself; i++)
-		if (sockaddr_same_ip(sa, (const struct sockaddr *)&s->self[i])) {
-			snprintf(buf, len, "address-self");
-			return buf;
-		}
 	return NULL;
+self:
+	snprintf(buf, len, "address-self");
+	return buf;
 }
 
 static void

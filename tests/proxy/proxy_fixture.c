@@ -59,6 +59,15 @@ static const struct fx_dns_row {
 	{ "slow.cordon-test.net", { NULL }, NULL, 2 },
 	{ "rebind.cordon-test.net", { NULL }, NULL, 3 },
 	{ "x.other-test.net", { "127.0.0.2" }, NULL, 0 },
+	{ "loop9.cordon-test.net", { "127.0.0.9" }, NULL, 0 },
+	/* Addresses test_self.c puts on an interface of its own: a public
+	 * one of each family and loopback aliases (no traffic goes there:
+	 * they are refused as the proxy's own, or as loopback before). */
+	{ "hostpub.cordon-test.net", { "192.175.48.77" }, NULL, 0 },
+	{ "hostpub6.cordon-test.net", { NULL }, "2001:4:112::77", 0 },
+	{ "hostlo.cordon-test.net", { "127.0.0.3" }, NULL, 0 },
+	{ "hostlate.cordon-test.net", { "127.0.0.4" }, NULL, 0 },
+	{ "hosttick.cordon-test.net", { "127.0.0.5" }, NULL, 0 },
 };
 
 static struct {

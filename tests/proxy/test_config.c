@@ -49,7 +49,7 @@ test_full(void **state)
 		"1", "--max-header", "16k", "--user", "nobody", "--log-level",
 		"debug", "--control", "/run/cordon/proxy.sock",
 		"--run-max-conns", "8", "--run-bytes-up", "1m",
-		"--run-bytes-down", "1g", NULL,
+		"--run-bytes-down", "1g", "--self-refresh", "2.5", NULL,
 	};
 	struct proxy_config c;
 
@@ -74,6 +74,7 @@ test_full(void **state)
 	assert_int_equal(c.dns_timeout_ms, 250);
 	assert_int_equal(c.header_timeout_ms, 3000);
 	assert_int_equal(c.grace_ms, 1000);
+	assert_int_equal(c.self_refresh_ms, 2500);
 	assert_int_equal(c.max_header, 16384);
 	assert_string_equal(c.user, "nobody");
 	assert_int_equal(c.log_level, 3);
@@ -99,6 +100,7 @@ test_defaults(void **state)
 	assert_false(c.has_metrics);
 	assert_true(c.max_connections > 0);
 	assert_true(c.dns_timeout_ms > 0 && c.connect_timeout_ms > 0);
+	assert_int_equal(c.self_refresh_ms, 30000);
 	/* Standalone mode; run limits: 32 connections, bytes unlimited. */
 	assert_null(c.control);
 	assert_int_equal(c.run_max_conns, 32);
@@ -139,6 +141,8 @@ test_errors(void **state)
 		{ "--run-max-conns", "65536", NULL },
 		{ "--run-bytes-up", "-1", NULL },
 		{ "--run-bytes-down", "lots", NULL },
+		{ "--self-refresh", "0", NULL },
+		{ "--self-refresh", "never", NULL },
 		{ "--bogus", NULL },
 		{ "--listen", NULL },
 	};
