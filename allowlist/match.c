@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "allowlist/internal.h"
+#include "common/util.h"
 
 static void
 decision_set(struct allowlist_decision *d, bool allowed, const char *reason,
@@ -149,22 +150,14 @@ allowlist_match(const struct allowlist *al, const char *host, long port,
 	return match_name(al, &h, (unsigned)port, d);
 }
 
-/* "443" -> 443; no sign, no leading zero, 1-65535; else -1. */
+/* "443" -> 443, else -1: util_port_parse, the proxy's parser too, so
+ * explain and the proxy agree on every spelling ("0443" is no port). */
 static long
 authority_port(const char *s)
 {
-	long v = 0;
+	uint16_t v;
 
-	if (*s == '\0' || *s == '0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (*s - '0');
-		if (v > 65535)
-			return -1;
-	}
-	return v;
+	return util_port_parse(s, strlen(s), &v) == 0 ? (long)v : -1;
 }
 
 bool

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include "allowlist/internal.h"
+#include "common/util.h"
 
 /* Most entries (and string bytes) reserved before parsing. */
 #define PARSE_RESERVE_MAX	(256u * 1024)
@@ -96,7 +97,8 @@ parse_ports(struct parse *p, const char *s, size_t len, struct parse_ports *pp)
 	}
 	while (i <= len) {
 		size_t j = i;
-		long v = 0;
+		uint16_t v = 0;
+		int rc;
 		while (j < len && s[j] != ',')
 			j++;
 		if (j == i) {
@@ -104,30 +106,23 @@ parse_ports(struct parse *p, const char *s, size_t len, struct parse_ports *pp)
 			    parse_quote(s, len, q, sizeof(q)));
 			return false;
 		}
-		for (size_t k = i; k < j; k++) {
-			if (s[k] < '0' || s[k] > '9') {
-				parse_error(p, "malformed port '%s' (ports are "
-				    "numbers from 1 to 65535)",
-				    parse_quote(s + i, j - i, q, sizeof(q)));
-				return false;
-			}
-			if (v <= 65535)
-				v = v * 10 + (s[k] - '0');
-		}
-		if (v == 0 || v > 65535) {
+		/* The proxy's parser: a port has one spelling everywhere. */
+		rc = util_port_parse(s + i, j - i, &v);
+		if (rc == -ERANGE) {
 			parse_error(p, "port %s is out of range (1-65535)",
 			    parse_quote(s + i, j - i, q, sizeof(q)));
 			return false;
-		}
-		if (s[i] == '0') {
-			parse_error(p, "malformed port '%s' (no leading zeros)",
-			    parse_quote(s + i, j - i, q, sizeof(q)));
+		} else if (rc != 0) {
+			parse_error(p, "malformed port '%s' (%s)",
+			    parse_quote(s + i, j - i, q, sizeof(q)),
+			    rc == -EDOM ? "no leading zeros" : "ports are "
+			    "numbers from 1 to 65535");
 			return false;
 		}
 		for (size_t k = 0; k < pp->n; k++) {
 			if (pp->port[k] == v) {
-				parse_warning(p, p->line, "port %ld is listed "
-				    "twice", v);
+				parse_warning(p, p->line, "port %u is listed "
+				    "twice", (unsigned)v);
 				goto next;
 			}
 		}

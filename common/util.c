@@ -71,6 +71,29 @@ util_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 }
 
 int
+util_port_parse(const char *s, size_t len, uint16_t *port)
+{
+	uint32_t v = 0;
+
+	if (len == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+	if (s[0] == '0' && len > 1)
+		return -EDOM;
+	for (size_t i = 0; i < len; i++) {
+		v = v * 10 + (uint32_t)(s[i] - '0');
+		if (v > 65535)
+			return -ERANGE;
+	}
+	if (v == 0)
+		return -ERANGE;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int
 util_parse_size(const char *s, uint64_t *out)
 {
 	unsigned long long v, mult = 1;

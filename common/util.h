@@ -22,6 +22,18 @@ int util_parse_size(const char *s, uint64_t *out);
 /* Whole decimal number within [min, max]; 0 or -EINVAL / -ERANGE. */
 int util_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 
+/*
+ * A TCP port as written after ':' in an authority, s[0..len) (need not be
+ * NUL-terminated): canonical decimal, 1-65535, so one port has one
+ * spelling everywhere (the proxy's CONNECT and absolute URIs, the
+ * allowlist's entries and `explain`). Returns 0 and *port, or, with *port
+ * untouched:
+ *   -EINVAL  empty, or a byte other than 0-9 (sign, space, "0x", ...);
+ *   -EDOM    a leading zero before other digits ("0443", "00");
+ *   -ERANGE  0, or above 65535 (however many digits).
+ */
+int util_port_parse(const char *s, size_t len, uint16_t *port);
+
 /* n random bytes as 2n lowercase hex digits plus NUL (out must hold 2n+1).
  * 0 or a negative errno. */
 int util_random_hex(char *out, size_t nbytes);

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/util.h"
+
 static bool
 host_is_digit(char c)
 {
@@ -236,8 +238,8 @@ proxy_host_port_split(const char *authority, size_t len, const char **host,
     size_t *hostlen, uint16_t *port, bool port_required)
 {
 	const char *a = authority, *end, *colon;
-	size_t hl, plen;
-	uint32_t v = 0;
+	size_t hl;
+	uint16_t v = 0;
 
 	*host = NULL;
 	*hostlen = 0;
@@ -264,19 +266,12 @@ proxy_host_port_split(const char *authority, size_t len, const char **host,
 	} else {
 		if (a[hl] != ':')
 			return -EINVAL;
-		plen = len - hl - 1;
-		if (plen == 0 || plen > 5)
-			return -EINVAL;
-		for (size_t i = hl + 1; i < len; i++) {
-			if (!host_is_digit(a[i]))
-				return -EINVAL;
-			v = v * 10 + (uint32_t)(a[i] - '0');
-		}
-		if (v == 0 || v > 65535)
-			return -EINVAL;
+		/* The allowlist's parser too: one spelling per port. */
+		if (util_port_parse(a + hl + 1, len - hl - 1, &v) != 0)
+			return -ERANGE;
 	}
 	*host = a;
 	*hostlen = hl;
-	*port = (uint16_t)v;
+	*port = v;
 	return 0;
 }

@@ -76,11 +76,12 @@ bool proxy_host_name_internal(const char *normalised_name);
  * Splits an authority "host:port" or "[v6]:port" (no userinfo; authority
  * need not be NUL-terminated). *host and *hostlen point into authority; for
  * IPv6 the brackets are included so the result can go to proxy_host_parse
- * as is. The port is 1 to 5 decimal digits (leading zeros allowed), value
- * 1-65535, no sign or space. When the port is absent ("host" or "[v6]")
- * the call fails if port_required, else *port is 0. An empty port
- * ("host:") is invalid, and so is an empty host or more than one ':'
- * outside brackets. Returns 0 or -EINVAL; on failure *host is NULL and
+ * as is. The port is what util_port_parse takes, as the allowlist does:
+ * canonical decimal 1-65535, no leading zero, sign or space. When the port
+ * is absent ("host" or "[v6]") the call fails (-EINVAL) if port_required,
+ * else *port is 0. An empty host or more than one ':' outside brackets is
+ * -EINVAL; a port that is there but not a port (empty as in "host:",
+ * "00443", "0", "65536", "x") is -ERANGE. On failure *host is NULL and
  * *hostlen and *port are 0.
  */
 int proxy_host_port_split(const char *authority, size_t len, const char **host,

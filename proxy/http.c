@@ -221,12 +221,16 @@ static int
 http_authority(struct http_request *req, const char *a, size_t len,
     bool port_required)
 {
+	int rc;
+
 	for (size_t i = 0; i < len; i++)
 		if (strchr("/?#@\\", a[i]) != NULL)
 			return -EINVAL;
-	if (proxy_host_port_split(a, len, &req->host, &req->host_len,
-	    &req->port, port_required) < 0)
-		return -EINVAL;
+	/* -ERANGE (a bad port) is passed on: 400 bad-port, not malformed. */
+	rc = proxy_host_port_split(a, len, &req->host, &req->host_len,
+	    &req->port, port_required);
+	if (rc < 0)
+		return rc;
 	req->port_explicit = req->port != 0;
 	return 0;
 }
@@ -236,6 +240,7 @@ static int
 http_absolute(struct http_request *req, const char *t, size_t len)
 {
 	size_t i = 0, a;
+	int r;
 
 	if (memchr(t, '#', len) != NULL)
 		return -EINVAL;
@@ -254,8 +259,8 @@ http_absolute(struct http_request *req, const char *t, size_t len)
 	i = a;
 	while (i < len && t[i] != '/' && t[i] != '?')
 		i++;
-	if (http_authority(req, t + a, i - a, false) < 0)
-		return -EINVAL;
+	if ((r = http_authority(req, t + a, i - a, false)) < 0)
+		return r;
 	if (!req->port_explicit)
 		req->port = http_default_port(req->scheme, req->scheme_len);
 	if (i == len) {

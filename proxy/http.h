@@ -100,7 +100,10 @@ struct http_request {
  * Returns the head length (> 0, through the final CRLFCRLF; the body, if
  * any, starts there), -EAGAIN when more bytes are needed, -EMSGSIZE when
  * there is no complete head within max_head bytes or more than
- * HTTP_MAX_HEADERS header lines (-> 431), -EINVAL when malformed (-> 400).
+ * HTTP_MAX_HEADERS header lines (-> 431), -EINVAL when malformed (-> 400),
+ * -ERANGE when the request line is complete and the target's port is not a
+ * port (proxy_host_port_split: "h:00443", "h:0", "h:" -> 400 bad-port;
+ * the rest of the head is then not looked at).
  * Never -ENOSYS: method policy (405) is left to the caller. On any failure
  * *req is zeroed. Cheap enough to call again from the start whenever more
  * bytes arrive.

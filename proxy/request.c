@@ -174,6 +174,8 @@ request_head_process(struct conn *c)
 		proxy_conn_fail(c, 431, "error", "headers-too-large");
 	} else if (rc == -ENOMEM) {
 		proxy_conn_fail(c, 503, "error", "no-memory");
+	} else if (rc == -ERANGE) {
+		proxy_conn_fail(c, 400, "error", "bad-port");
 	} else if (rc < 0) {
 		proxy_conn_fail(c, 400, "error", "malformed-request");
 	} else if (request_setup(c, hr, &hp) && proxy_run_admit(c, hr)) {

@@ -1,5 +1,6 @@
 /*
- * libFuzzer target for host parsing: proxy_host_parse, proxy_host_port_split,
+ * libFuzzer target for host parsing: proxy_host_parse, proxy_host_port_split
+ * (its port by util_port_parse: printed back, it is the text it came from),
  * classification of the results, --allow-address round trips, and a
  * differential check of the IPv4 literal parser against inet_aton.
  */
@@ -7,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +146,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (host < s || host + hostlen > s + size || hostlen == 0 ||
 		    (size & 1 && port == 0))
 			abort();
+		/* A port has one spelling: the text after ':' is exactly
+		 * the number printed back (what the allowlist accepts). */
+		if (hostlen < size) {
+			char back[8];
+			int n = snprintf(back, sizeof(back), "%u", port);
+			if (port == 0 || (size_t)n != size - hostlen - 1 ||
+			    memcmp(back, s + hostlen + 1, (size_t)n) != 0)
+				abort();
+		}
 		if (proxy_host_parse(host, hostlen, &hp) == 0)
 			check_parsed(&hp);
 	}

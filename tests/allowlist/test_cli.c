@@ -82,6 +82,11 @@ static const struct crow {
 	  "deny no entry matched (invalid-port)\n", "", false },
 	{ { "explain", "good.list", "example.com:abc" }, 1,
 	  "deny no entry matched (invalid-port)\n", "", false },
+	/* The proxy answers CONNECT example.com:00443 with 400 bad-port. */
+	{ { "explain", "good.list", "example.com:00443" }, 1,
+	  "deny no entry matched (invalid-port)\n", "", false },
+	{ { "explain", "good.list", "example.com:0443" }, 1,
+	  "deny no entry matched (invalid-port)\n", "", false },
 	{ { "explain", "broken.list", "example.com" }, 2, "",
 	  "broken.list:3: '*' alone would match every host; write "
 	  "'*.example.com' for the subdomains of one domain\n"

@@ -436,6 +436,12 @@ static const struct arow {
 	{ "example.com:abc", D, "invalid-port", 0 },
 	{ "example.com:0", D, "invalid-port", 0 },
 	{ "example.com:0443", D, "invalid-port", 0 },
+	/* The proxy refuses these with 400 bad-port: the same parser. */
+	{ "example.com:00443", D, "invalid-port", 0 },
+	{ "example.com:00", D, "invalid-port", 0 },
+	{ "example.com:080", D, "invalid-port", 0 },
+	{ "[2001:db8::2]:08443", D, "invalid-port", 0 },
+	{ "example.com:0x1bb", D, "invalid-port", 0 },
 	{ "example.com:+443", D, "invalid-port", 0 },
 	{ "example.com:-1", D, "invalid-port", 0 },
 	{ "example.com:65536", D, "invalid-port", 0 },

@@ -52,6 +52,47 @@ test_parse_i64(void **state)
 	assert_int_equal(util_parse_i64("", 0, 100, &v), -EINVAL);
 }
 
+/* The one port parser of the proxy and the allowlist (issue 20): each
+ * port has one spelling. */
+static void
+test_port_parse(void **state)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint16_t port;
+	} rows[] = {
+		{ "443", 0, 443 }, { "1", 0, 1 }, { "80", 0, 80 },
+		{ "65535", 0, 65535 }, { "8080", 0, 8080 }, { "10", 0, 10 },
+		{ "0443", -EDOM, 0 }, { "00443", -EDOM, 0 },
+		{ "000443", -EDOM, 0 }, { "00", -EDOM, 0 }, { "01", -EDOM, 0 },
+		{ "065536", -EDOM, 0 },
+		{ "0", -ERANGE, 0 }, { "65536", -ERANGE, 0 },
+		{ "99999", -ERANGE, 0 }, { "4294967297", -ERANGE, 0 },
+		{ "99999999999999999999999999", -ERANGE, 0 },
+		{ "", -EINVAL, 0 }, { "+443", -EINVAL, 0 }, { "-1", -EINVAL, 0 },
+		{ " 443", -EINVAL, 0 }, { "443 ", -EINVAL, 0 },
+		{ "0x1bb", -EINVAL, 0 }, { "44 3", -EINVAL, 0 },
+		{ "443a", -EINVAL, 0 },
+		{ "\xd9\xa3", -EINVAL, 0 },	/* an Arabic-Indic digit */
+	};
+	uint16_t port;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		port = 7;
+		if (util_port_parse(rows[i].s, strlen(rows[i].s), &port) !=
+		    rows[i].rc)
+			fail_msg("'%s': want %d", rows[i].s, rows[i].rc);
+		assert_int_equal(port, rows[i].rc == 0 ? rows[i].port : 7);
+	}
+	/* The length bounds it: "4431" read as its first three bytes; a NUL
+	 * inside is a byte like any other. */
+	assert_int_equal(util_port_parse("4431", 3, &port), 0);
+	assert_int_equal(port, 443);
+	assert_int_equal(util_port_parse("4\0" "43", 4, &port), -EINVAL);
+}
+
 static void
 test_random_hex(void **state)
 {
@@ -117,6 +158,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_parse_i64),
+		cmocka_unit_test(test_port_parse),
 		cmocka_unit_test(test_random_hex),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_strlcpy_and_time),

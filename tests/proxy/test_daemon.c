@@ -288,6 +288,41 @@ test_ip_literals(void **state)
 	stop_ok(&p);
 }
 
+/* A port with leading zeros is no port (as `cordon allowlist explain`
+ * says invalid-port): 400 bad-port, for CONNECT and absolute URIs, before
+ * any lookup; the same port written plainly still works. */
+static void
+test_bad_ports(void **state)
+{
+	char auth[128], req[256];
+	unsigned before;
+	struct px p;
+	int st, fd;
+
+	(void)state;
+	assert_int_equal(px_start(&p, NULL, NULL), 0);
+	before = fx_queries(NULL);
+	snprintf(auth, sizeof(auth), "echo.cordon-test.net:0%u",
+	    fx_echo_port());
+	expect_connect_refused(&p, auth, 400, "bad-port");
+	snprintf(auth, sizeof(auth), "echo.cordon-test.net:00%u",
+	    fx_echo_port());
+	expect_connect_refused(&p, auth, 400, "bad-port");
+	expect_connect_refused(&p, "echo.cordon-test.net:0", 400, "bad-port");
+	expect_connect_refused(&p, "echo.cordon-test.net:", 400, "bad-port");
+	snprintf(req, sizeof(req), "GET http://web.cordon-test.net:0%u/ "
+	    "HTTP/1.1\r\nHost: web.cordon-test.net:0%u\r\n\r\n",
+	    fx_http_port(), fx_http_port());
+	assert_int_equal(raw_request(&p, req), 400);
+	assert_true(head_has(head, "X-Cordon-Error", "bad-port"));
+	assert_int_equal(fx_queries(NULL), before);
+	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	    &st, head, sizeof(head));
+	assert_int_equal(st, 200);
+	close(fd);
+	stop_ok(&p);
+}
+
 static void
 test_internal_names(void **state)
 {
@@ -1053,6 +1088,7 @@ main(void)
 		cmocka_unit_test_teardown(test_not_allowlisted, test_teardown),
 		cmocka_unit_test_teardown(test_internal_answers, test_teardown),
 		cmocka_unit_test_teardown(test_ip_literals, test_teardown),
+		cmocka_unit_test_teardown(test_bad_ports, test_teardown),
 		cmocka_unit_test_teardown(test_internal_names, test_teardown),
 		cmocka_unit_test_teardown(test_rebinding, test_teardown),
 		cmocka_unit_test_teardown(test_mixed_answers, test_teardown),

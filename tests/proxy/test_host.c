@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "allowlist/allowlist.h"
 #include "proxy/host.h"
 
 static const struct {
@@ -265,25 +266,31 @@ test_port_split(void **state)
 		{ "[::1]", true, -EINVAL, NULL, 0 },
 		{ "1.2.3.4:1", true, 0, "1.2.3.4", 1 },
 		{ "example.com:65535", true, 0, "example.com", 65535 },
-		{ "example.com:00443", true, 0, "example.com", 443 },
-		{ "example.com:000443", true, -EINVAL, NULL, 0 },
-		{ "example.com:65536", true, -EINVAL, NULL, 0 },
-		{ "example.com:99999", true, -EINVAL, NULL, 0 },
-		{ "example.com:0", true, -EINVAL, NULL, 0 },
-		{ "example.com:00000", true, -EINVAL, NULL, 0 },
-		{ "example.com:", true, -EINVAL, NULL, 0 },
-		{ "example.com:", false, -EINVAL, NULL, 0 },
-		{ "example.com:+443", true, -EINVAL, NULL, 0 },
-		{ "example.com:-1", true, -EINVAL, NULL, 0 },
-		{ "example.com: 443", true, -EINVAL, NULL, 0 },
-		{ "example.com:443 ", true, -EINVAL, NULL, 0 },
-		{ "example.com:443x", true, -EINVAL, NULL, 0 },
-		{ "example.com:0x1bb", true, -EINVAL, NULL, 0 },
+		/* A port is there but is no port: -ERANGE (400 bad-port), the
+		 * same spellings `cordon allowlist explain` calls
+		 * invalid-port (util_port_parse for both). */
+		{ "example.com:0443", true, -ERANGE, NULL, 0 },
+		{ "example.com:00443", true, -ERANGE, NULL, 0 },
+		{ "example.com:000443", true, -ERANGE, NULL, 0 },
+		{ "[::1]:0443", true, -ERANGE, NULL, 0 },
+		{ "example.com:65536", true, -ERANGE, NULL, 0 },
+		{ "example.com:99999", true, -ERANGE, NULL, 0 },
+		{ "example.com:0", true, -ERANGE, NULL, 0 },
+		{ "example.com:00000", true, -ERANGE, NULL, 0 },
+		{ "example.com:", true, -ERANGE, NULL, 0 },
+		{ "example.com:", false, -ERANGE, NULL, 0 },
+		{ "example.com:+443", true, -ERANGE, NULL, 0 },
+		{ "example.com:-1", true, -ERANGE, NULL, 0 },
+		{ "example.com: 443", true, -ERANGE, NULL, 0 },
+		{ "example.com:443 ", true, -ERANGE, NULL, 0 },
+		{ "example.com:443x", true, -ERANGE, NULL, 0 },
+		{ "example.com:0x1bb", true, -ERANGE, NULL, 0 },
+		{ "[::1]:", true, -ERANGE, NULL, 0 },
+		/* No host, or no structure: -EINVAL. */
 		{ ":443", true, -EINVAL, NULL, 0 },
 		{ "", false, -EINVAL, NULL, 0 },
 		{ "[]:80", true, -EINVAL, NULL, 0 },
 		{ "[::1]443", true, -EINVAL, NULL, 0 },
-		{ "[::1]:", true, -EINVAL, NULL, 0 },
 		{ "[::1", true, -EINVAL, NULL, 0 },
 		{ "::1:443", true, -EINVAL, NULL, 0 },
 		{ "a:b:c", false, -EINVAL, NULL, 0 },
@@ -309,6 +316,48 @@ test_port_split(void **state)
 	}
 }
 
+/* The proxy's authority and `cordon allowlist explain` read every port
+ * spelling the same way (one parser, util_port_parse): what the proxy
+ * takes as port N the allowlist matches as N, and what it refuses as
+ * bad-port the allowlist calls invalid-port. */
+static void
+test_port_agrees_with_allowlist(void **state)
+{
+	static const char *const ports[] = {
+		"443", "80", "1", "65535", "8443", "0443", "00443", "000443",
+		"00", "0", "65536", "99999", "", "+443", "-1", " 443", "443 ",
+		"0x1bb", "4 43", "443a", "\xef\xbc\x91",	/* fullwidth 1 */
+	};
+	static const char list[] = "*.example.com:1,80,443,8443,65535\n";
+	struct allowlist_decision d;
+	struct allowlist_set *set = NULL;
+	char auth[64];
+	const char *host;
+	size_t hostlen;
+	uint16_t port;
+	bool allowed;
+	int rc;
+
+	(void)state;
+	assert_int_equal(allowlist_set_parse("t.list", list, strlen(list),
+	    &set, NULL), 0);
+	for (size_t i = 0; i < sizeof(ports) / sizeof(ports[0]); i++) {
+		snprintf(auth, sizeof(auth), "a.example.com:%s", ports[i]);
+		rc = proxy_host_port_split(auth, strlen(auth), &host, &hostlen,
+		    &port, true);
+		allowed = allowlist_match_authority(allowlist_set_policy(set,
+		    NULL), auth, 443, &d);
+		if (rc == 0 && !allowed)
+			fail_msg("'%s': the proxy reads port %u, the allowlist "
+			    "says %s", auth, port, d.reason);
+		if (rc != 0 && (rc != -ERANGE || allowed ||
+		    strcmp(d.reason, "invalid-port") != 0))
+			fail_msg("'%s': the proxy says %d, the allowlist %s",
+			    auth, rc, d.reason);
+	}
+	allowlist_set_free(set);
+}
+
 int
 main(void)
 {
@@ -318,6 +367,7 @@ main(void)
 		cmocka_unit_test(test_parse_lengths),
 		cmocka_unit_test(test_name_internal),
 		cmocka_unit_test(test_port_split),
+		cmocka_unit_test(test_port_agrees_with_allowlist),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,7 +93,9 @@ test_tenant_check(void **state)
 	    "{\"name\":\"prx\",\"token\":\"cccccccccccccccc\",\"net\":"
 	    "\"proxy\"},"
 	    "{\"name\":\"nopol\",\"token\":\"dddddddddddddddd\",\"nets\":"
-	    "[\"proxy\"],\"net\":\"proxy\",\"policies\":[]}]}}";
+	    "[\"proxy\"],\"net\":\"proxy\",\"policies\":[]},"
+	    "{\"name\":\"legacy\",\"token\":\"eeeeeeeeeeeeeeee\",\"net\":"
+	    "\"none\"}]}}";
 	static const struct {
 		int tenant;		/* index in serve.tenants; -1: local */
 		enum runner_net net;
@@ -138,6 +140,13 @@ test_tenant_check(void **state)
 		  "egress policy 'std' (its policies: none at all)" },
 		{ 3, RUNNER_NET_PROXY, "std", -EPERM, "tenant 'nopol' may not use "
 		  "egress policy 'std' (its policies: none at all)" },
+		/* Issue 20: "net": "none" written out (no "nets") is a
+		 * restriction too, not only a default. */
+		{ 4, RUNNER_NET_NONE, NULL, 0, "" },
+		{ 4, RUNNER_NET_PROXY, NULL, -EPERM, "tenant 'legacy' may not "
+		  "use net \"proxy\" (its nets: \"none\")" },
+		{ 4, RUNNER_NET_PROXY, "std", -EPERM, "tenant 'legacy' may not "
+		  "use net \"proxy\" (its nets: \"none\")" },
 	};
 	struct serve_tenants ts;
 	struct config c;
