@@ -46,13 +46,13 @@ struct runner_pool {
 	uint64_t hits, misses, started, failed, retired, aborted, rm_failed;
 	char last_error[160];
 	int64_t next_try_ms[2], backoff_ms[2];
+	bool filled[2];			/* FULL was noted since the last
+					 * failure or pause */
 	/* Thread-only: the egress network as last checked. */
 	bool net_ok;
 	int64_t net_checked_ms;
 	struct netsetup_endpoint net_ep;
-	bool filled[2];			/* FULL was noted since the last
-					 * failure or pause */
-	struct pool_victim victims[2 * POOL_MAX_SIZE];
+	struct pool_victim victims[2 * POOL_MAX_SIZE];	/* idle ones */
 };
 
 /* Under mu: waits on cv for at most ms. */

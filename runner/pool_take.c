@@ -12,7 +12,8 @@
 #include "common/util.h"
 
 bool
-runner_pool_ep_equal(const struct netsetup_endpoint *a, const struct netsetup_endpoint *b)
+runner_pool_ep_equal(const struct netsetup_endpoint *a,
+    const struct netsetup_endpoint *b)
 {
 	return strcmp(a->gateway, b->gateway) == 0 && a->port == b->port;
 }
