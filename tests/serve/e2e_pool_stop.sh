@@ -78,6 +78,10 @@ check_log() {
 	return 0
 }
 
+# A failing cycle exits through lib.sh's cleanup: stop the listener too.
+evpid=
+trap '[ -n "$evpid" ] && kill "$evpid" 2>/dev/null; cleanup' EXIT
+
 moments=(fill refill run refill idle)
 gaveup=0
 bad=0 left_total=0 proc_total=0 served=0 sum_cycle=0 max_stop=0 sum_stop=0
@@ -127,7 +131,7 @@ for i in $(seq "$cycles"); do
 	left=$(containers)
 	sleep 3
 	late=$(containers | grep -vxF -e "${left:-none}" || true)
-	kill "$evpid" 2>/dev/null; wait "$evpid" 2>/dev/null
+	kill "$evpid" 2>/dev/null; wait "$evpid" 2>/dev/null; evpid=
 	ids=$(awk -v p="$pid" '$2 == p { print $1 }' "$tmp/events")
 	made=$(grep -c . <<<"$ids")
 	pr=$( [ -n "$ids" ] && procs $ids )
