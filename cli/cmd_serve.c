@@ -2,7 +2,8 @@
  * `cordon serve`: loads the config, sweeps Cordon containers left by a
  * previous instance, and runs the HTTP/JSON service until SIGTERM, with
  * this same executable as the scheduled probe, and a warm pool of
- * --pool (or serve.pool) containers per net mode.
+ * --pool (or serve.pool) containers per net mode. It says what it does
+ * on stderr, at info unless --log-level says otherwise.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,12 +24,15 @@ static int
 usage(FILE *f, int code)
 {
 	fprintf(f, "usage: cordon serve [--socket PATH] [--listen ADDR:PORT] "
-	    "[--pool N] [--config FILE] [--verbose]\n"
+	    "[--pool N] [--config FILE]\n"
+	    "    [--log-level error|warn|info|debug] [--verbose]\n"
 	    "  --socket PATH      unix socket (default: serve.socket, "
 	    "/run/cordon/serve.sock)\n"
 	    "  --listen ADDR:PORT also listen on TCP; bearer tokens required\n"
 	    "  --pool N           warm containers per net mode, 0-64 "
-	    "(default: serve.pool, 0: none)\n");
+	    "(default: serve.pool, 0: none)\n"
+	    "  --log-level LEVEL  what to say on stderr (default: info)\n"
+	    "  --verbose          same as --log-level debug\n");
 	return code;
 }
 
@@ -41,6 +45,7 @@ cmd_serve(int argc, char **argv)
 		{ "pool", required_argument, NULL, 'p' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "log-level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -51,6 +56,7 @@ cmd_serve(int argc, char **argv)
 	char err[512] = "", exe[PATH_MAX];
 	ssize_t n;
 	int64_t pool = -1;
+	enum log_level level = LOG_LEVEL_INFO;
 	int opt, rc, removed = 0;
 
 	optind = 1;
@@ -74,7 +80,14 @@ cmd_serve(int argc, char **argv)
 			cfgpath = optarg;
 			break;
 		case 'v':
-			log_set_level(LOG_LEVEL_INFO);
+			level = LOG_LEVEL_DEBUG;
+			break;
+		case 'L':
+			if (log_level_parse(optarg, &level) < 0) {
+				fprintf(stderr, "cordon serve: --log-level %s: "
+				    "want error|warn|info|debug\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			return usage(stdout, 0);
@@ -84,6 +97,7 @@ cmd_serve(int argc, char **argv)
 	}
 	if (optind != argc)
 		return usage(stderr, 2);
+	log_set_level(level);
 	if (config_load(&c, cfgpath, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon serve: %s\n", err);
 		return 1;
@@ -106,7 +120,6 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "cordon serve: %s\n", err);
 		return 1;
 	}
-	log_info("serving on %s", o.socket != NULL ? o.socket : c.serve.socket);
 	rc = serve_server_run(s);
 	serve_server_free(s);
 	if (rc < 0) {

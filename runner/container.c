@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,6 +74,29 @@ container_remove(const struct config *c, const char *name)
 			return rc;
 	}
 	return docker_rm_force(c, names, 1);
+}
+
+int
+container_abort(const struct config *c, const char *name, struct proc *cli,
+    int64_t deadline_ms)
+{
+	bool gone;
+	int rc;
+
+	for (;;) {
+		/* Sampled first: a CLI gone before the removal had its
+		 * create answered, so a -ENOENT then is final. */
+		gone = proc_gone(cli);
+		rc = container_remove(c, name);
+		if (rc != -ENOENT || gone || time_mono_ms() >= deadline_ms)
+			break;
+		(void)poll(NULL, 0, 20);
+	}
+	proc_kill(cli, SIGKILL);
+	(void)proc_reap(cli, time_mono_ms() + 5000);
+	if (rc == -ENOENT && !gone)
+		rc = container_remove(c, name);
+	return rc;
 }
 
 int

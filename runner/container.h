@@ -18,6 +18,8 @@
 #include "runner/runner.h"
 
 #define CONTAINER_GC_GRACE_S 30	/* label deadline = run deadline + this */
+#define CONTAINER_ABORT_MS 10000	/* container_abort: how long a
+					 * `docker run` may take to create */
 
 /* What varies between the containers the runner starts. */
 struct container_start {
@@ -46,6 +48,18 @@ int container_spawn(const struct config *c, const struct container_start *s,
 /* `docker rm -f NAME`: through the API socket when that is the configured
  * daemon (saves a CLI start), else the CLI. 0, -ENOENT or an errno. */
 int container_remove(const struct config *c, const char *name);
+
+/* Removes the container NAME that cli (its `docker run`, not yet reaped)
+ * may still be creating, then kills and reaps cli. Killing `docker run`
+ * does not cancel its create request: the daemon creates the container
+ * anyway, after a removal that found nothing (issue 22). So while the
+ * removal finds nothing and cli still runs, it is retried (every 20 ms,
+ * until deadline_ms on the monotonic clock); only then is cli killed, and
+ * the removal tried once more. 0 (removed), -ENOENT (never created: cli
+ * exited first, or was still hung in its create at the deadline), or the
+ * removal's errno. */
+int container_abort(const struct config *c, const char *name,
+    struct proc *cli, int64_t deadline_ms);
 
 /* Polls until the container runs: 0; -ETIMEDOUT at deadline_ms (monotonic
  * clock); stop(arg)'s negative errno as soon as it returns one (stop may

@@ -122,9 +122,28 @@ gc_staging(const struct config *c, struct gc_item *items, size_t n,
 	closedir(d);
 }
 
+/* Which listed containers go: all, one owner's, or (neither) the
+ * expired and orphaned ones. */
+struct gc_pick {
+	bool all;
+	const char *owner;		/* decimal pid or NULL */
+};
+
+static bool
+gc_pick_match(const struct gc_pick *pk, const char *owner,
+    const char *deadline, int64_t now)
+{
+	if (pk->all)
+		return true;
+	if (pk->owner != NULL)
+		return strcmp(owner, pk->owner) == 0;
+	return docker_gc_match(owner, deadline, now, pid_alive);
+}
+
 /* Splits the listing into items, deciding which to remove. */
 static int
-gc_parse(char *text, bool all, int64_t now, struct gc_item **out, size_t *n)
+gc_parse(char *text, const struct gc_pick *pk, int64_t now,
+    struct gc_item **out, size_t *n)
 {
 	struct gc_item *items = NULL, *ni;
 	char *line, *save = NULL;
@@ -146,17 +165,29 @@ gc_parse(char *text, bool all, int64_t now, struct gc_item **out, size_t *n)
 		}
 		items = ni;
 		items[*n].name = f[0];
-		items[*n].remove = all || docker_gc_match(f[1] != NULL ? f[1] :
-		    "", f[2] != NULL ? f[2] : "", now, pid_alive);
+		items[*n].remove = gc_pick_match(pk, f[1] != NULL ? f[1] : "",
+		    f[2] != NULL ? f[2] : "", now);
 		(*n)++;
 	}
 	*out = items;
 	return 0;
 }
 
-int
-runner_gc(const struct config *c, bool all, int *removed, char *err,
-    size_t errlen)
+static void
+gc_name(char *names, size_t len, const char *name)
+{
+	size_t n;
+
+	if (names == NULL || len == 0)
+		return;
+	n = strlen(names);
+	if (n + 1 < len)
+		snprintf(names + n, len - n, "%s%s", n > 0 ? " " : "", name);
+}
+
+static int
+gc_sweep(const struct config *c, const struct gc_pick *pk, int *removed,
+    char *names, size_t nameslen, char *err, size_t errlen)
 {
 	const char *batch[GC_BATCH];
 	struct gc_item *items = NULL;
@@ -168,7 +199,7 @@ runner_gc(const struct config *c, bool all, int *removed, char *err,
 	*removed = 0;
 	if ((rc = list_containers(c, &list, err, errlen)) < 0)
 		return rc;
-	if ((rc = gc_parse((char *)cbuf_data(list), all, now, &items,
+	if ((rc = gc_parse((char *)cbuf_data(list), pk, now, &items,
 	    &nitems)) < 0) {
 		snprintf(err, errlen, "out of memory");
 		goto done;
@@ -176,6 +207,7 @@ runner_gc(const struct config *c, bool all, int *removed, char *err,
 	for (size_t i = 0; rc == 0 && i < nitems; i++) {
 		if (!items[i].remove)
 			continue;
+		gc_name(names, nameslen, items[i].name);
 		batch[n++] = items[i].name;
 		if (n == GC_BATCH)
 			rc = flush(c, batch, &n, removed);
@@ -190,4 +222,26 @@ runner_gc(const struct config *c, bool all, int *removed, char *err,
 done:
 	cbuf_free(list);
 	return rc;
+}
+
+int
+runner_gc(const struct config *c, bool all, int *removed, char *err,
+    size_t errlen)
+{
+	struct gc_pick pk = { .all = all };
+
+	return gc_sweep(c, &pk, removed, NULL, 0, err, errlen);
+}
+
+int
+runner_gc_owner(const struct config *c, long owner, int *removed,
+    char *names, size_t nameslen, char *err, size_t errlen)
+{
+	char pid[24];
+	struct gc_pick pk = { .owner = pid };
+
+	if (names != NULL && nameslen > 0)
+		names[0] = '\0';
+	snprintf(pid, sizeof(pid), "%ld", owner);
+	return gc_sweep(c, &pk, removed, names, nameslen, err, errlen);
 }

@@ -1,10 +1,11 @@
 /*
- * The warm pool (pool.h). One mutex guards the idle lists and counters;
- * a single background thread does every slow step (docker calls, seals,
- * removals) outside it. runner_pool_take only moves an entry out of a
- * list, so a run never waits on the pool.
+ * The warm pool's thread (pool.h): a single background thread does every
+ * slow step (docker calls, seals, removals) outside the lock, and tells
+ * the owner what it did (on_note). pool_take.c holds the side runs call;
+ * runner_pool_take only moves an entry out of a list, so a run never
+ * waits on the pool.
  */
-#include "runner/pool.h"
+#include "runner/pool_internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,53 +18,45 @@
 #include "probe/probe.h"
 #include "runner/container.h"
 
-#define POOL_START_MS 60000	/* a start that takes longer failed */
-#define POOL_TICK_MS 1000	/* re-check ages and liveness this often */
-#define POOL_NET_CHECK_MS 10000	/* re-check the egress network */
-#define POOL_DEFER_MS 1000	/* a refill waits this long at most for
-				 * warm runs in flight to finish */
-#define POOL_BACKOFF_MIN_MS 1000
-#define POOL_BACKOFF_MAX_MS 30000
-
-struct runner_pool {
-	const struct config *c;
-	struct runner_pool_opts o;
-	char session[RUNNER_SESSION_MAX + 1];
-	struct runner_limits lim;	/* the defaults: what a pooled
-					 * container is started with */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;		/* thread wake-up; state changes */
-	pthread_t thread;
-	bool thread_up, stop, paused;
-	struct pool_entry idle[2][POOL_MAX_SIZE];	/* oldest first */
-	size_t nidle[2];
-	int64_t starting;
-	int64_t inflight;		/* warm runs not finished yet */
-	int64_t last_take_ms;
-	uint64_t hits, misses, started, failed, retired;
-	char last_error[160];
-	int64_t next_try_ms[2], backoff_ms[2];
-	/* Thread-only: the egress network as last checked. */
-	bool net_ok;
-	int64_t net_checked_ms;
-	struct netsetup_endpoint net_ep;
-	struct pool_entry victims[2 * POOL_MAX_SIZE + 1];
-};
-
 static void
-entry_destroy(const struct config *c, struct pool_entry *e)
+note(struct runner_pool *p, enum runner_pool_event ev, int m,
+    const char *name, const char *why, int64_t ms)
 {
-	(void)container_remove(c, e->name);
-	proc_kill(e->p, SIGKILL);
-	(void)proc_reap(e->p, time_mono_ms() + 5000);
-	proc_free(e->p);
-	e->p = NULL;
+	struct runner_pool_note n = { .ev = ev, .net = (enum runner_net)m,
+	    .name = name, .why = why != NULL ? why : "", .ms = ms,
+	    .size = p->o.size };
+
+	if (p->o.on_note == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	n.idle = (int64_t)p->nidle[m];
+	pthread_mutex_unlock(&p->mu);
+	p->o.on_note(p->o.note_arg, &n);
 }
 
-static bool
-ep_equal(const struct netsetup_endpoint *a, const struct netsetup_endpoint *b)
+/* Removes e's container by name, even while its `docker run` may still be
+ * creating it (container_abort), and frees its CLI. Notes a removal that
+ * failed. The removal's result. */
+static int
+entry_destroy(struct runner_pool *p, int m, struct pool_entry *e)
 {
-	return strcmp(a->gateway, b->gateway) == 0 && a->port == b->port;
+	char why[160];
+	int rc;
+
+	if (e->p == NULL)		/* nothing was spawned */
+		return -ENOENT;
+	rc = container_abort(p->c, e->name, e->p, time_mono_ms() +
+	    CONTAINER_ABORT_MS);
+	proc_free(e->p);
+	e->p = NULL;
+	if (rc < 0 && rc != -ENOENT) {
+		snprintf(why, sizeof(why), "docker rm -f: %s", strerror(-rc));
+		pthread_mutex_lock(&p->mu);
+		p->rm_failed++;
+		pthread_mutex_unlock(&p->mu);
+		note(p, RUNNER_POOL_RM_FAILED, m, e->name, why, 0);
+	}
+	return rc;
 }
 
 /* After a failed start: the first line docker printed, if it exited. */
@@ -115,7 +108,8 @@ start_stop(void *arg)
 
 /* Starts one container for mode m and waits until it runs (and, egress,
  * is sealed). Runs on the pool's thread, without the lock. -ECANCELED
- * when the pool was stopped or paused meanwhile. */
+ * when the pool was stopped or paused meanwhile. On failure e->p (NULL
+ * when nothing was spawned) is left to the caller to destroy. */
 static int
 start_one(struct runner_pool *p, int m, const char *image,
     struct pool_entry *e, char *err, size_t errlen)
@@ -156,6 +150,7 @@ start_one(struct runner_pool *p, int m, const char *image,
 	if ((rc = container_spawn(c, &cs, &e->p)) < 0) {
 		snprintf(err, errlen, "cannot run %.100s: %s", c->docker,
 		    strerror(-rc));
+		e->p = NULL;
 		return rc;
 	}
 	/* Not container_seal's wait: a stop or a pause cuts a slow start
@@ -170,7 +165,6 @@ start_one(struct runner_pool *p, int m, const char *image,
 	if (rc < 0) {
 		start_failure(e, "a pool container did not start", err,
 		    errlen);
-		entry_destroy(c, e);
 		return rc;
 	}
 	util_strlcpy(e->image, image, sizeof(e->image));
@@ -204,16 +198,24 @@ modes_ok(struct runner_pool *p, const char *image, bool ok[2])
 	ok[RUNNER_NET_PROXY] = p->net_ok;
 }
 
-/* Under the lock: whether an idle entry must go. */
-static bool
+/* Under the lock: why an idle entry must go, or NULL to keep it. */
+static const char *
 entry_stale(struct runner_pool *p, int m, struct pool_entry *e,
     const bool ok[2], const char *image)
 {
-	return p->paused || !ok[m] || image[0] == '\0' ||
-	    strcmp(image, e->image) != 0 ||
-	    time_mono_ms() - e->born_ms > p->o.max_age_s * 1000 ||
-	    (m == RUNNER_NET_PROXY && !ep_equal(&e->ep, &p->net_ep)) ||
-	    proc_gone(e->p);
+	if (p->stop || p->paused)
+		return p->stop ? "stopping" : "paused";
+	if (!ok[m])
+		return "mode unavailable (probe or egress network)";
+	if (image[0] == '\0' || strcmp(image, e->image) != 0)
+		return "pinned image changed";
+	if (time_mono_ms() - e->born_ms > p->o.max_age_s * 1000)
+		return "max age";
+	if (m == RUNNER_NET_PROXY && !runner_pool_ep_equal(&e->ep, &p->net_ep))
+		return "egress endpoint changed";
+	if (proc_gone(e->p))
+		return "exited";
+	return NULL;
 }
 
 /* Under the lock: the mode to start a container for, or -1. */
@@ -240,56 +242,124 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 	return best;
 }
 
-static void
-timed_wait(struct runner_pool *p, int64_t ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	(void)pthread_cond_timedwait(&p->cv, &p->mu, &ts);
-}
-
-static void
+/* Under the lock: counts a start's outcome, keeps its container or (the
+ * pool paused, stopped or full meanwhile) gives it back to destroy
+ * (*give_up). The event to note. */
+static enum runner_pool_event
 record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
-    const char *err, struct pool_entry *victims, size_t *nv)
+    const char *err, bool *give_up)
 {
+	*give_up = rc < 0;
 	p->starting--;
-	if (rc == -ECANCELED)		/* stopped or paused: not a failure */
-		return;
+	if (rc < 0 && (rc == -ECANCELED || p->stop || p->paused)) {
+		p->aborted++;		/* not a failure */
+		p->filled[m] = false;
+		return RUNNER_POOL_ABORTED;
+	}
 	if (rc < 0) {
 		p->failed++;
+		p->filled[m] = false;
 		util_strlcpy(p->last_error, err, sizeof(p->last_error));
 		p->backoff_ms[m] = p->backoff_ms[m] == 0 ? POOL_BACKOFF_MIN_MS :
 		    p->backoff_ms[m] * 2 > POOL_BACKOFF_MAX_MS ?
 		    POOL_BACKOFF_MAX_MS : p->backoff_ms[m] * 2;
 		p->next_try_ms[m] = time_mono_ms() + p->backoff_ms[m];
-		return;
+		return RUNNER_POOL_FAILED;
 	}
 	p->started++;
 	p->backoff_ms[m] = 0;
-	if (p->paused || p->stop || (int64_t)p->nidle[m] >= p->o.size)
-		victims[(*nv)++] = *e;
-	else
-		p->idle[m][p->nidle[m]++] = *e;
 	pthread_cond_broadcast(&p->cv);
+	if (p->paused || p->stop || (int64_t)p->nidle[m] >= p->o.size) {
+		*give_up = true;
+		p->aborted++;
+		return RUNNER_POOL_ABORTED;
+	}
+	p->idle[m][p->nidle[m]++] = *e;
+	if ((int64_t)p->nidle[m] < p->o.size || p->filled[m])
+		return RUNNER_POOL_READY;
+	p->filled[m] = true;
+	return RUNNER_POOL_FULL;
+}
+
+/* One start for mode m, on the pool's thread without the lock: start,
+ * count, note; a start given up is removed by name before this returns. */
+static void
+pool_start(struct runner_pool *p, int m, const char *image)
+{
+	struct pool_entry e;
+	enum runner_pool_event ev;
+	char err[256], why[64];
+	int64_t t0 = time_mono_ms();
+	bool give_up;
+	int rc;
+
+	rc = start_one(p, m, image, &e, err, sizeof(err));
+	pthread_mutex_lock(&p->mu);
+	ev = record_start(p, m, rc, &e, err, &give_up);
+	pthread_mutex_unlock(&p->mu);
+	if (give_up) {
+		rc = entry_destroy(p, m, &e);
+		if (ev == RUNNER_POOL_ABORTED) {
+			snprintf(why, sizeof(why), "%s", rc == 0 ?
+			    "removed by name" : rc == -ENOENT ?
+			    "never created" : "removal failed");
+			util_strlcpy(err, why, sizeof(err));
+		}
+	}
+	note(p, ev, m, e.name, err, time_mono_ms() - t0);
+}
+
+/* Under the lock: moves the idle entries that must go (all, when
+ * stopping) to p->victims; their number. */
+static size_t
+collect_victims(struct runner_pool *p, const bool ok[2], const char *image)
+{
+	size_t nv = 0;
+
+	for (int m = 0; m < 2; m++) {
+		size_t keep = 0;
+
+		for (size_t i = 0; i < p->nidle[m]; i++) {
+			const char *why = entry_stale(p, m, &p->idle[m][i], ok,
+			    image);
+
+			if (why == NULL) {
+				p->idle[m][keep++] = p->idle[m][i];
+				continue;
+			}
+			p->victims[nv] = (struct pool_victim){
+			    .e = p->idle[m][i], .m = m, .why = why };
+			nv++;
+		}
+		p->nidle[m] = keep;
+		if (p->paused || p->stop)
+			p->filled[m] = false;
+	}
+	p->retired += nv;
+	if (nv > 0)
+		pthread_cond_broadcast(&p->cv);
+	return nv;
+}
+
+static void
+destroy_victims(struct runner_pool *p, size_t nv)
+{
+	for (size_t i = 0; i < nv; i++) {
+		struct pool_victim *v = &p->victims[i];
+
+		(void)entry_destroy(p, v->m, &v->e);
+		note(p, RUNNER_POOL_RETIRED, v->m, v->e.name, v->why, 0);
+	}
 }
 
 static void *
 pool_main(void *arg)
 {
 	struct runner_pool *p = arg;
-	struct pool_entry *victims = p->victims;
-	struct pool_entry e;
-	char image[IMAGE_ID_MAX], err[256];
-	bool ok[2];
+	char image[IMAGE_ID_MAX];
+	bool ok[2] = { false, false };
 	size_t nv;
-	int m, rc;
+	int m;
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
@@ -298,52 +368,21 @@ pool_main(void *arg)
 			image[0] = '\0';
 		modes_ok(p, image, ok);
 		pthread_mutex_lock(&p->mu);
-		nv = 0;
-		for (m = 0; m < 2; m++) {
-			size_t keep = 0;
-
-			for (size_t i = 0; i < p->nidle[m]; i++) {
-				if (entry_stale(p, m, &p->idle[m][i], ok, image))
-					victims[nv++] = p->idle[m][i];
-				else
-					p->idle[m][keep++] = p->idle[m][i];
-			}
-			p->nidle[m] = keep;
-		}
-		p->retired += nv;
-		if (nv > 0)
-			pthread_cond_broadcast(&p->cv);
+		nv = collect_victims(p, ok, image);
 		if ((m = pick_mode(p, ok, image)) >= 0)
 			p->starting++;
 		pthread_mutex_unlock(&p->mu);
-
-		for (size_t i = 0; i < nv; i++)
-			entry_destroy(p->c, &victims[i]);
-		if (m >= 0) {
-			rc = start_one(p, m, image, &e, err, sizeof(err));
-			nv = 0;
-			pthread_mutex_lock(&p->mu);
-			record_start(p, m, rc, &e, err, victims, &nv);
-			pthread_mutex_unlock(&p->mu);
-			if (nv > 0)
-				entry_destroy(p->c, &victims[0]);
-			pthread_mutex_lock(&p->mu);
-			continue;
-		}
+		destroy_victims(p, nv);
+		if (m >= 0)
+			pool_start(p, m, image);
 		pthread_mutex_lock(&p->mu);
-		if (!p->stop)
-			timed_wait(p, p->inflight > 0 ? 100 : POOL_TICK_MS);
+		if (m < 0 && !p->stop)
+			runner_pool_cond_wait(p, p->inflight > 0 ? 100 : POOL_TICK_MS);
 	}
 	/* Stopping: nothing idle survives the pool. */
-	nv = 0;
-	for (m = 0; m < 2; m++) {
-		for (size_t i = 0; i < p->nidle[m]; i++)
-			victims[nv++] = p->idle[m][i];
-		p->nidle[m] = 0;
-	}
+	nv = collect_victims(p, ok, "");
 	pthread_mutex_unlock(&p->mu);
-	for (size_t i = 0; i < nv; i++)
-		entry_destroy(p->c, &victims[i]);
+	destroy_victims(p, nv);
 	return NULL;
 }
 
@@ -397,47 +436,19 @@ runner_pool_pause(struct runner_pool *p, bool paused)
 	pthread_mutex_unlock(&p->mu);
 }
 
-static bool
-pool_full(const struct runner_pool *p)
-{
-	for (int m = 0; m < 2; m++)
-		if (p->o.modes[m] && (int64_t)p->nidle[m] < p->o.size)
-			return false;
-	return true;
-}
-
-int
-runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms)
-{
-	int64_t end = time_mono_ms() + timeout_ms, left;
-	int rc = 0;
-
-	pthread_mutex_lock(&p->mu);
-	while (!pool_full(p)) {
-		if ((left = end - time_mono_ms()) <= 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		timed_wait(p, left < 200 ? left : 200);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return rc;
-}
-
 void
-runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
+runner_pool_stop(struct runner_pool *p)
 {
+	if (!p->thread_up || p->joined)
+		return;
 	pthread_mutex_lock(&p->mu);
-	s->idle[0] = (int64_t)p->nidle[0];
-	s->idle[1] = (int64_t)p->nidle[1];
-	s->starting = p->starting;
-	s->hits = p->hits;
-	s->misses = p->misses;
-	s->started = p->started;
-	s->failed = p->failed;
-	s->retired = p->retired;
-	util_strlcpy(s->last_error, p->last_error, sizeof(s->last_error));
+	p->stop = true;
+	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+	/* The thread gives up its start in flight (start_stop), waits for
+	 * `docker run` to create it, removes it and the idle ones. */
+	pthread_join(p->thread, NULL);
+	p->joined = true;
 }
 
 void
@@ -445,64 +456,8 @@ runner_pool_free(struct runner_pool *p)
 {
 	if (p == NULL)
 		return;
-	if (p->thread_up) {
-		pthread_mutex_lock(&p->mu);
-		p->stop = true;
-		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
-		pthread_join(p->thread, NULL);
-	}
+	runner_pool_stop(p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
-}
-
-int
-runner_pool_take(struct runner_pool *p, enum runner_net net,
-    const char *image, const struct runner_limits *lim,
-    const struct netsetup_endpoint *ep, struct pool_entry *out)
-{
-	int m = net == RUNNER_NET_PROXY ? RUNNER_NET_PROXY : RUNNER_NET_NONE;
-	int64_t now = time_mono_ms();
-	int rc = -ENOENT;
-
-	pthread_mutex_lock(&p->mu);
-	for (size_t i = 0; !p->paused && !p->stop && i < p->nidle[m]; i++) {
-		struct pool_entry *e = &p->idle[m][i];
-
-		if (strcmp(e->image, image) != 0 || e->memory != lim->memory ||
-		    e->cpus != lim->cpus || now - e->born_ms >
-		    p->o.max_age_s * 1000 || (ep != NULL && !ep_equal(ep,
-		    &e->ep)) || proc_gone(e->p))
-			continue;
-		*out = *e;
-		memmove(e, e + 1, (p->nidle[m] - i - 1) * sizeof(*e));
-		p->nidle[m]--;
-		p->hits++;
-		p->inflight++;
-		p->last_take_ms = now;
-		rc = 0;
-		pthread_cond_broadcast(&p->cv);
-		break;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return rc;
-}
-
-void
-runner_pool_run_done(struct runner_pool *p)
-{
-	pthread_mutex_lock(&p->mu);
-	if (p->inflight > 0)
-		p->inflight--;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-}
-
-void
-runner_pool_count_miss(struct runner_pool *p)
-{
-	pthread_mutex_lock(&p->mu);
-	p->misses++;
-	pthread_mutex_unlock(&p->mu);
 }

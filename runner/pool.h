@@ -27,6 +27,28 @@
 
 #define POOL_MAX_SIZE 64	/* idle containers per mode */
 
+/* What the pool tells its owner (runner_pool_opts.on_note), so that the
+ * service can log it: the pool itself never prints. */
+enum runner_pool_event {
+	RUNNER_POOL_READY,	/* a container is idle */
+	RUNNER_POOL_FULL,	/* ... and the mode is full again, the first
+				 * time since start-up, a failure or a pause */
+	RUNNER_POOL_FAILED,	/* a start failed (why); retried later */
+	RUNNER_POOL_ABORTED,	/* a start given up (pause, stop) and its
+				 * container removed by name (why: outcome) */
+	RUNNER_POOL_RETIRED,	/* an idle one removed unused (why) */
+	RUNNER_POOL_RM_FAILED,	/* a removal failed (why): it may be left */
+};
+
+struct runner_pool_note {
+	enum runner_pool_event ev;
+	enum runner_net net;
+	const char *name;	/* the container */
+	const char *why;	/* "" or a reason (docker's words) */
+	int64_t ms;		/* READY, FULL, FAILED: the start's duration */
+	int64_t idle, size;	/* idle containers of net now, and the goal */
+};
+
 struct runner_pool_opts {
 	int64_t size;		/* idle containers per net mode, 1..64 */
 	int64_t max_age_s;	/* replace an idle one older than this */
@@ -34,6 +56,10 @@ struct runner_pool_opts {
 	const char *session;	/* container label; NULL: "pool" */
 	bool skip_probe_check;	/* only `cordon probe --warm`: keep the
 				 * pool even while no probe passes */
+	/* NULL, or called on the pool's thread, without its lock, for each
+	 * event; n is valid during the call only. */
+	void (*on_note)(void *arg, const struct runner_pool_note *n);
+	void *note_arg;
 };
 
 struct runner_pool_stats {
@@ -45,6 +71,9 @@ struct runner_pool_stats {
 	uint64_t failed;	/* starts that failed */
 	uint64_t retired;	/* idle ones removed unused (age, death,
 				 * image change, probe, pause) */
+	uint64_t aborted;	/* starts given up (pause, stop), their
+				 * containers removed by name */
+	uint64_t rm_failed;	/* removals that failed */
 	char last_error[160];	/* "" or the latest start failure */
 };
 
@@ -77,7 +106,13 @@ int runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms);
 
 void runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s);
 
-/* Stops the thread and removes every idle container. Accepts NULL. */
+/* Stops the thread: a start in flight is given up (its container removed
+ * by name once `docker run` created it, container_abort), every idle
+ * container is removed, and then the thread is joined. Returns when no
+ * container of the pool is left; the stats stay readable. Idempotent. */
+void runner_pool_stop(struct runner_pool *p);
+
+/* runner_pool_stop, then frees. Accepts NULL. */
 void runner_pool_free(struct runner_pool *p);
 
 /* For runner_run: hands out the oldest idle container of the mode that

@@ -244,18 +244,14 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 }
 
 /* Stops a run that did not finish by itself: remove the container by
- * name, kill the CLI's group, reap; then remove once more in case the
- * daemon created the container after the first attempt. */
+ * name, and only then kill the CLI's group and reap. A start cut short
+ * (cancel) may still be inside `docker run`'s create: container_abort
+ * keeps removing until the container was there or the CLI is gone. */
 static void
 run_stop(struct run *r, const char *name)
 {
-	int rc;
-
-	rc = container_remove(r->c, name);
-	proc_kill(r->p, SIGKILL);
-	(void)proc_reap(r->p, 0);
-	if (rc != 0)
-		(void)container_remove(r->c, name);
+	(void)container_abort(r->c, name, r->p, time_mono_ms() +
+	    CONTAINER_ABORT_MS);
 }
 
 /* After the CLI exited by itself: learn the end state, then remove. */

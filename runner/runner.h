@@ -175,4 +175,11 @@ int runner_audit_append(const struct config *c, const char *session,
 int runner_gc(const struct config *c, bool all, int *removed, char *err,
     size_t errlen);
 
+/* The same sweep over the containers labelled with owner pid `owner` only
+ * (a service's own, once it has stopped everything: what is found then
+ * was left behind). names (may be NULL) receives their names, space
+ * separated, cut at nameslen. 0 or a negative errno with a reason. */
+int runner_gc_owner(const struct config *c, long owner, int *removed,
+    char *names, size_t nameslen, char *err, size_t errlen);
+
 #endif

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/config.h"
+#include "runner/pool.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 #include "serve/tenant.h"
@@ -28,7 +29,6 @@ struct event_base;
 struct evhttp;
 struct evhttp_bound_socket;
 struct evhttp_request;
-struct runner_pool;
 struct serve_prober;
 
 /* reply.c: answers with a body (may be NULL) of the given content type;
@@ -99,6 +99,7 @@ struct serve_server {
 	struct runner_pool *pool;	/* NULL: every run starts cold */
 	char tmp_dir[PATH_MAX];
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char listen[64];		/* "" or the TCP address, for the log */
 	struct event_base *base;
 	struct serve_listener lis[2];
 	size_t nlis;
@@ -107,7 +108,19 @@ struct serve_server {
 	struct serve_metrics metrics;
 	struct serve_queue queue;
 	bool paused, draining;
+	struct runner_pool_stats pool_at_signal;	/* for the summary */
 };
+
+/* notes.c: the service's log lines (common/log.h, on stderr). */
+void serve_note_startup(const struct serve_server *s, int64_t pool);
+/* runner_pool_opts.on_note: fills, failures, given-up starts. */
+void serve_note_pool(void *arg, const struct runner_pool_note *n);
+/* On SIGTERM/SIGINT, before the drain starts (or cancels, if already
+ * draining). */
+void serve_note_signal(struct serve_server *s, int sig);
+/* After the loop: stops the pool (joining its thread), removes what still
+ * carries this process's pid, and logs the summary. */
+void serve_note_shutdown(struct serve_server *s);
 
 /* routes.c: evhttp's callback for every request on a listener (arg). */
 void serve_routes_handle(struct evhttp_request *req, void *arg);

@@ -183,6 +183,8 @@ probe_done(evutil_socket_t fd, short what, void *arg)
 			log_warnx("scheduled probe --net %s: %s (runs in this "
 			    "mode are refused until a probe passes)", mode[i],
 			    p->err[i]);
+		else
+			log_info("scheduled probe --net %s: %s", mode[i], note);
 	}
 	if (!p->stopped)
 		probe_arm(p);

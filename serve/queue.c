@@ -387,6 +387,12 @@ kill_done(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	/* Runs that were still starting during the sweep. */
 	serve_queue_cancel(q);
+	if (k->rc < 0)
+		log_warnx("kill-all: the sweep failed after removing %d "
+		    "container(s): %s", k->removed, k->err);
+	else
+		log_info("kill-all: removed %d container(s); paused until "
+		    "resume", k->removed);
 	if (k->rc < 0) {
 		serve_reply_error(k->req, 500, "Internal Server Error", k->err);
 	} else {

@@ -15,6 +15,7 @@
 #include <event2/http.h>
 
 #include "common/json.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "runner/pool.h"
 #include "runner/runner.h"
@@ -193,6 +194,9 @@ route_kill_all(struct serve_server *s, struct evhttp_request *req,
     size_t tenant)
 {
 	(void)tenant;
+	log_info("kill-all: cancelling %lld running run(s), refusing %lld "
+	    "queued, pool paused", (long long)s->metrics.active,
+	    (long long)s->metrics.queue_depth);
 	s->paused = true;
 	/* Before the sweep, so that no new warm container appears. */
 	if (s->pool != NULL)
@@ -205,6 +209,8 @@ route_resume(struct serve_server *s, struct evhttp_request *req,
     size_t tenant)
 {
 	(void)tenant;
+	log_info("resume: accepting runs again%s", s->pool != NULL ?
+	    ", pool refilling" : "");
 	s->paused = false;
 	if (s->pool != NULL)
 		runner_pool_pause(s->pool, false);

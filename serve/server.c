@@ -49,7 +49,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	struct serve_server *s = arg;
 
 	(void)what;
-	(void)sig;
+	serve_note_signal(s, (int)sig);
 	if (s->draining) {
 		/* A second signal: do not wait for the deadlines. */
 		serve_queue_cancel(&s->queue);
@@ -130,6 +130,7 @@ server_pool_start(struct serve_server *s,
 		.size = opts->pool >= 0 ? opts->pool : s->c->serve.pool,
 		.max_age_s = s->c->serve.pool_max_age_s,
 		.modes = { true, true },
+		.on_note = serve_note_pool, .note_arg = s,
 	};
 
 	if (po.size == 0)
@@ -158,6 +159,7 @@ server_listen(struct serve_server *s, const char *sock, const char *tcp,
 	}
 	if (tcp[0] == '\0')
 		return 0;
+	util_strlcpy(s->listen, tcp, sizeof(s->listen));
 	if ((rc = listener_init(s, &s->lis[1], true, err, errlen)) < 0)
 		return rc;
 	s->nlis = 2;
@@ -223,6 +225,8 @@ serve_server_new(const struct serve_server_opts *opts,
 	s->queue.pool = s->pool;
 	/* Probe the path pooled runs take. */
 	serve_prober_set_warm(s->prober, s->pool != NULL);
+	serve_note_startup(s, s->pool != NULL ? (opts->pool >= 0 ? opts->pool :
+	    c->serve.pool) : 0);
 	*out = s;
 	return 0;
 bad:
@@ -233,7 +237,12 @@ bad:
 int
 serve_server_run(struct serve_server *s)
 {
-	return event_base_dispatch(s->base) < 0 ? -EIO : 0;
+	int rc = event_base_dispatch(s->base) < 0 ? -EIO : 0;
+
+	/* Only then exit: the pool is stopped and everything of ours gone
+	 * (or reported). */
+	serve_note_shutdown(s);
+	return rc;
 }
 
 void

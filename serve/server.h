@@ -3,7 +3,9 @@
  * (and optionally TCP, where a bearer token is required), runs executed on
  * worker threads with per-tenant and global limits, a kill switch, and a
  * graceful stop on SIGTERM/SIGINT, and a scheduled probe per net mode.
- * The library never prints or exits (failed probes are logged).
+ * The library never exits; it says what it does through common/log.h
+ * (serve/notes.c): start-up, pool fills and failures, probes, kill-all,
+ * resume, and a shutdown summary.
  */
 #ifndef CORDON_SERVE_SERVER_H
 #define CORDON_SERVE_SERVER_H
@@ -31,8 +33,11 @@ int serve_server_new(const struct serve_server_opts *opts,
     struct serve_server **out, char *err, size_t errlen);
 
 /* Serves until SIGTERM or SIGINT; then stops accepting, refuses queued
- * runs, lets running ones finish (a second signal cancels them) and
- * returns 0 once none is left. A negative errno if the loop failed. */
+ * runs, stops refilling the pool, lets running ones finish (a second
+ * signal cancels them); once none is left, stops the pool (its start in
+ * flight removed by name, then its idle containers), removes whatever
+ * still carries this process's owner label (a leftover, logged) and logs
+ * the summary. 0, or a negative errno if the loop failed. */
 int serve_server_run(struct serve_server *s);
 
 /* Unlinks the socket and frees; accepts NULL. Call only after

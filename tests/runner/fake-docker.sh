@@ -5,13 +5,23 @@
 # (removed by `rm`), so that `inspect --format={{.State.Status}}` says
 # "running" for a started container, or "created" while the marker is
 # younger than $FAKE_START_DELAY seconds (a slow start), else "No such".
+# With $FAKE_CREATE_DELAY (seconds) the marker appears only that long after
+# `run`, from a detached process that outlives the CLI (dockerd goes on
+# creating after its client is killed: issue 22), and until then `rm` says
+# "No such".
 printf '%s\n' "$*" >> "$FAKE_LOG"
 cmd=$1
 case "$cmd" in
 run)
 	prev=
 	for a in "$@"; do
-		[ "$prev" = "--name" ] && : > "$FAKE_LOG.$a"
+		if [ "$prev" = "--name" ] && [ -n "${FAKE_CREATE_DELAY:-}" ]; then
+			setsid sh -c 'sleep "$1"; : > "$2"' _ \
+			    "$FAKE_CREATE_DELAY" "$FAKE_LOG.$a" </dev/null \
+			    >/dev/null 2>&1 &
+		elif [ "$prev" = "--name" ]; then
+			: > "$FAKE_LOG.$a"
+		fi
 		prev=$a
 	done
 	case "$FAKE_MODE" in
@@ -60,7 +70,13 @@ inspect)
 rm)
 	shift
 	for a in "$@"; do
-		case "$a" in -*) ;; *) rm -f "$FAKE_LOG.$a" ;; esac
+		case "$a" in
+		-*) ;;
+		*)	if [ -n "${FAKE_CREATE_DELAY:-}" ] && [ ! -e "$FAKE_LOG.$a" ]; then
+				echo "Error: No such container: $a" >&2; exit 1
+			fi
+			rm -f "$FAKE_LOG.$a" ;;
+		esac
 	done
 	exit 0 ;;
 info)

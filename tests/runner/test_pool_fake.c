@@ -53,6 +53,7 @@ teardown(void **state)
 	runner_pool_free(live);
 	live = NULL;
 	unsetenv("FAKE_START_DELAY");
+	unsetenv("FAKE_CREATE_DELAY");
 	return fake_docker_teardown(&fk);
 }
 
@@ -555,6 +556,41 @@ test_slow_start_cut_by_pause_and_free(void **state)
 	free(n);
 }
 
+/* Issue 22: a start given up while its `docker run` is still inside the
+ * create (the fake's "daemon" creates the container 0.5 s after `run`,
+ * even if the CLI is killed meanwhile, and `rm` finds nothing before) is
+ * removed once it exists: nothing appears after runner_pool_stop. */
+static void
+test_stop_during_create_leaves_nothing(void **state)
+{
+	struct runner_pool *pool;
+	struct names *n = malloc(sizeof(*n));
+	char marker[256];
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_CREATE_DELAY", "0.5", 1);
+	pool = pool_new(1, 60);
+	assert_true(starting_within(pool, 5000));
+	usleep(100000);			/* `run` spawned; no container yet */
+	t0 = time_mono_ms();
+	runner_pool_pause(pool, true);	/* what SIGTERM does first */
+	runner_pool_stop(pool);
+	assert_true(time_mono_ms() - t0 < 5000);
+	assert_int_equal(stats(pool).aborted, 1);
+	assert_int_equal(stats(pool).failed, 0);
+	usleep(800000);			/* past any late create */
+	logged_run_names(n);
+	assert_int_equal(n->n, 1);
+	snprintf(marker, sizeof(marker), "%s.%s", fk.log, n->v[0]);
+	assert_int_equal(access(marker, F_OK), -1);	/* not left */
+	assert_true(all_removed_within(n, 0));
+	unsetenv("FAKE_CREATE_DELAY");
+	pool_free(pool);
+	free(n);
+}
+
 /* Idle containers older than the max age are removed and replaced. */
 static void
 test_max_age_replaces(void **state)
@@ -778,6 +814,7 @@ main(void)
 		T(test_files_run_cold),
 		T(test_empty_pool_does_not_wait),
 		T(test_slow_start_cut_by_pause_and_free),
+		T(test_stop_during_create_leaves_nothing),
 		T(test_max_age_replaces),
 		T(test_pause_empties_and_stops),
 		T(test_dead_container_replaced),

@@ -1,0 +1,64 @@
+/*
+ * Private to the warm pool's two files: pool.c (its thread: starts,
+ * retirements, stop) and pool_take.c (what runs and the service call:
+ * take, stats, waits). One mutex, mu, guards everything below but the
+ * fields marked thread-only.
+ */
+#ifndef CORDON_RUNNER_POOL_INTERNAL_H
+#define CORDON_RUNNER_POOL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runner/pool.h"
+
+#define POOL_START_MS 60000	/* a start that takes longer failed */
+#define POOL_TICK_MS 1000	/* re-check ages and liveness this often */
+#define POOL_NET_CHECK_MS 10000	/* re-check the egress network */
+#define POOL_DEFER_MS 1000	/* a refill waits this long at most for
+				 * warm runs in flight to finish */
+#define POOL_BACKOFF_MIN_MS 1000
+#define POOL_BACKOFF_MAX_MS 30000
+
+/* An idle container on its way out, with why. */
+struct pool_victim {
+	struct pool_entry e;
+	int m;
+	const char *why;
+};
+
+struct runner_pool {
+	const struct config *c;
+	struct runner_pool_opts o;
+	char session[RUNNER_SESSION_MAX + 1];
+	struct runner_limits lim;	/* the defaults: what a pooled
+					 * container is started with */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;		/* thread wake-up; state changes */
+	pthread_t thread;
+	bool thread_up, stop, paused, joined;
+	struct pool_entry idle[2][POOL_MAX_SIZE];	/* oldest first */
+	size_t nidle[2];
+	int64_t starting;
+	int64_t inflight;		/* warm runs not finished yet */
+	int64_t last_take_ms;
+	uint64_t hits, misses, started, failed, retired, aborted, rm_failed;
+	char last_error[160];
+	int64_t next_try_ms[2], backoff_ms[2];
+	bool filled[2];			/* FULL was noted since the last
+					 * failure or pause */
+	/* Thread-only: the egress network as last checked. */
+	bool net_ok;
+	int64_t net_checked_ms;
+	struct netsetup_endpoint net_ep;
+	struct pool_victim victims[2 * POOL_MAX_SIZE];	/* idle ones */
+};
+
+/* Under mu: waits on cv for at most ms. */
+void runner_pool_cond_wait(struct runner_pool *p, int64_t ms);
+
+bool runner_pool_ep_equal(const struct netsetup_endpoint *a,
+    const struct netsetup_endpoint *b);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * The warm pool's side that runs and the service call (pool.h): take an
+ * idle container, count, read stats, wait until full. Only list moves
+ * under the lock: nothing here waits on a start.
+ */
+#include "runner/pool_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/util.h"
+
+bool
+runner_pool_ep_equal(const struct netsetup_endpoint *a,
+    const struct netsetup_endpoint *b)
+{
+	return strcmp(a->gateway, b->gateway) == 0 && a->port == b->port;
+}
+
+void
+runner_pool_cond_wait(struct runner_pool *p, int64_t ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	(void)pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+}
+
+static bool
+pool_full(const struct runner_pool *p)
+{
+	for (int m = 0; m < 2; m++)
+		if (p->o.modes[m] && (int64_t)p->nidle[m] < p->o.size)
+			return false;
+	return true;
+}
+
+int
+runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms)
+{
+	int64_t end = time_mono_ms() + timeout_ms, left;
+	int rc = 0;
+
+	pthread_mutex_lock(&p->mu);
+	while (!pool_full(p)) {
+		if ((left = end - time_mono_ms()) <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		runner_pool_cond_wait(p, left < 200 ? left : 200);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+void
+runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
+{
+	pthread_mutex_lock(&p->mu);
+	s->idle[0] = (int64_t)p->nidle[0];
+	s->idle[1] = (int64_t)p->nidle[1];
+	s->starting = p->starting;
+	s->hits = p->hits;
+	s->misses = p->misses;
+	s->started = p->started;
+	s->failed = p->failed;
+	s->retired = p->retired;
+	s->aborted = p->aborted;
+	s->rm_failed = p->rm_failed;
+	util_strlcpy(s->last_error, p->last_error, sizeof(s->last_error));
+	pthread_mutex_unlock(&p->mu);
+}
+
+int
+runner_pool_take(struct runner_pool *p, enum runner_net net,
+    const char *image, const struct runner_limits *lim,
+    const struct netsetup_endpoint *ep, struct pool_entry *out)
+{
+	int m = net == RUNNER_NET_PROXY ? RUNNER_NET_PROXY : RUNNER_NET_NONE;
+	int64_t now = time_mono_ms();
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; !p->paused && !p->stop && i < p->nidle[m]; i++) {
+		struct pool_entry *e = &p->idle[m][i];
+
+		if (strcmp(e->image, image) != 0 || e->memory != lim->memory ||
+		    e->cpus != lim->cpus || now - e->born_ms >
+		    p->o.max_age_s * 1000 || (ep != NULL && !runner_pool_ep_equal(ep,
+		    &e->ep)) || proc_gone(e->p))
+			continue;
+		*out = *e;
+		memmove(e, e + 1, (p->nidle[m] - i - 1) * sizeof(*e));
+		p->nidle[m]--;
+		p->hits++;
+		p->inflight++;
+		p->last_take_ms = now;
+		rc = 0;
+		pthread_cond_broadcast(&p->cv);
+		break;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+void
+runner_pool_run_done(struct runner_pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->inflight > 0)
+		p->inflight--;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+runner_pool_count_miss(struct runner_pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->misses++;
+	pthread_mutex_unlock(&p->mu);
+}

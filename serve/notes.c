@@ -1,0 +1,124 @@
+/*
+ * What the service says on stderr (common/log.h, the proxy's format: one
+ * line per event, "cordon: LEVEL: ..."): the start-up line, the warm
+ * pool's fills and failures (its on_note, on the pool's thread), and the
+ * shutdown summary. Never code, output, credentials or tokens: only
+ * counts, container names, modes, and docker's or the prober's reasons.
+ */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "runner/image.h"
+#include "runner/pool.h"
+#include "runner/runner.h"
+
+void
+serve_note_startup(const struct serve_server *s, int64_t pool)
+{
+	char image[IMAGE_ID_MAX], names[160] = "";
+	size_t n = 0;
+
+	if (image_pinned_id(s->c, image) < 0)
+		snprintf(image, sizeof(image), "none pinned");
+	/* Tenant 0 is the unix socket's own caller. */
+	for (size_t i = 1; i < s->tenants.n && n < sizeof(names); i++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s",
+		    i > 1 ? "," : "", s->tenants.t[i].name);
+	log_info("cordon serve %s: socket %s, listen %s, pool %lld per net "
+	    "mode, tenants %zu%s%s%s, image %s", CORDON_VERSION,
+	    s->socket_path, s->listen[0] != '\0' ? s->listen : "none",
+	    (long long)pool, s->tenants.n - 1, n > 0 ? " (" : "", names,
+	    n > 0 ? ")" : "", image);
+}
+
+void
+serve_note_pool(void *arg, const struct runner_pool_note *n)
+{
+	const char *net = runner_net_name(n->net);
+
+	(void)arg;
+	switch (n->ev) {
+	case RUNNER_POOL_READY:
+		log_debug("pool --net %s: %s ready in %lld ms, %lld of %lld "
+		    "idle", net, n->name, (long long)n->ms, (long long)n->idle,
+		    (long long)n->size);
+		break;
+	case RUNNER_POOL_FULL:
+		log_info("pool --net %s: filled, %lld of %lld idle (last "
+		    "start %lld ms)", net, (long long)n->idle,
+		    (long long)n->size, (long long)n->ms);
+		break;
+	case RUNNER_POOL_FAILED:
+		log_warnx("pool --net %s: start of %s failed after %lld ms: %s "
+		    "(retried with back-off)", net, n->name, (long long)n->ms,
+		    n->why);
+		break;
+	case RUNNER_POOL_ABORTED:
+		log_info("pool --net %s: start of %s given up (paused or "
+		    "stopping): %s", net, n->name, n->why);
+		break;
+	case RUNNER_POOL_RETIRED:
+		log_debug("pool --net %s: idle %s removed (%s)", net, n->name,
+		    n->why);
+		break;
+	case RUNNER_POOL_RM_FAILED:
+		log_warnx("pool --net %s: cannot remove %s: %s", net, n->name,
+		    n->why);
+		break;
+	}
+}
+
+void
+serve_note_signal(struct serve_server *s, int sig)
+{
+	if (s->draining) {
+		log_info("signal %d again: cancelling %lld running run(s)", sig,
+		    (long long)s->metrics.active);
+		return;
+	}
+	if (s->pool != NULL)
+		runner_pool_stats(s->pool, &s->pool_at_signal);
+	log_info("signal %d: draining: %lld run(s) to finish, %lld queued "
+	    "refused; no new runs; pool stopping", sig,
+	    (long long)s->metrics.active, (long long)s->metrics.queue_depth);
+}
+
+void
+serve_note_shutdown(struct serve_server *s)
+{
+	struct runner_pool_stats st = { 0 };
+	const struct runner_pool_stats *a = &s->pool_at_signal;
+	char names[256], err[256];
+	uint64_t idle = 0, starts = 0;
+	int left = 0, rc;
+
+	/* Joins the pool's thread: its start in flight is removed by name
+	 * (container_abort), then every idle one. */
+	if (s->pool != NULL) {
+		runner_pool_stop(s->pool);
+		runner_pool_stats(s->pool, &st);
+		idle = st.retired - a->retired;
+		starts = st.aborted - a->aborted;
+	}
+	/* Nothing of ours may run now: what still carries our pid was left
+	 * behind. Remove it, and say so. */
+	rc = runner_gc_owner(s->c, (long)getpid(), &left, names,
+	    sizeof(names), err, sizeof(err));
+	if (rc < 0)
+		log_warnx("shutdown: cannot look for leftover containers: %s",
+		    err);
+	else if (left > 0)
+		log_warnx("shutdown: %d leftover container(s) of this service "
+		    "found and removed: %s", left, names);
+	log_info("shutdown: served %llu run(s) (%llu warm), removed %llu "
+	    "pool container(s) (%llu idle, %llu start(s) in flight), "
+	    "leftovers found %d%s", (unsigned long long)s->metrics.count,
+	    (unsigned long long)s->metrics.pool_hits,
+	    (unsigned long long)(idle + starts), (unsigned long long)idle,
+	    (unsigned long long)starts, rc < 0 ? -1 : left,
+	    st.rm_failed > 0 ? " (some removals failed: see above)" : "");
+}
