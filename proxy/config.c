@@ -22,7 +22,7 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_DNS_TIMEOUT,
 	OPT_HEADER_TIMEOUT, OPT_GRACE, OPT_MAX_HEADER, OPT_USER, OPT_CHECK,
 	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE, OPT_CONTROL, OPT_RUN_MAX_CONNS,
-	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN,
+	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN, OPT_SNI_TIMEOUT, OPT_NO_SNI_CHECK,
 };
 
 static const struct option config_options[] = {
@@ -49,6 +49,8 @@ static const struct option config_options[] = {
 	{ "run-max-conns", required_argument, NULL, OPT_RUN_MAX_CONNS },
 	{ "run-bytes-up", required_argument, NULL, OPT_RUN_BYTES_UP },
 	{ "run-bytes-down", required_argument, NULL, OPT_RUN_BYTES_DOWN },
+	{ "sni-timeout", required_argument, NULL, OPT_SNI_TIMEOUT },
+	{ "insecure-no-sni-check", no_argument, NULL, OPT_NO_SNI_CHECK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -64,11 +66,14 @@ proxy_config_usage(void)
 	    "    [--header-timeout S] [--grace S] [--max-header SIZE]\n"
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
 	    "    [--control PATH [--run-max-conns N] [--run-bytes-up SIZE]\n"
-	    "    [--run-bytes-down SIZE]] [--check]\n"
+	    "    [--run-bytes-down SIZE]] [--sni-timeout S]\n"
+	    "    [--insecure-no-sni-check] [--check]\n"
 	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
 	    "The bound address is logged as \"listening on ADDR:PORT\".\n"
 	    "--control PATH: run mode (per-run credentials and policies,\n"
-	    "registered over a root-only unix socket at PATH).\n";
+	    "registered over a root-only unix socket at PATH).\n"
+	    "--insecure-no-sni-check: WEAKENS egress: tunnels no longer\n"
+	    "check that the TLS server_name matches the CONNECT host.\n";
 }
 
 void
@@ -85,6 +90,7 @@ proxy_config_init(struct proxy_config *c)
 	c->max_header = 32 * 1024;
 	c->log_level = LOG_LEVEL_INFO;
 	c->run_max_conns = 32;
+	c->sni_timeout_ms = 5000;
 }
 
 static int
@@ -323,6 +329,9 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	case OPT_NO_SPLICE:
 		c->no_splice = true;
 		return 0;
+	case OPT_NO_SNI_CHECK:
+		c->no_sni_check = true;
+		return 0;
 	case OPT_CONTROL:
 		if (arg[0] == '\0' || strlen(arg) >= 108)
 			return config_fail(err, errlen,
@@ -357,6 +366,7 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	case OPT_DNS_TIMEOUT: ms = &c->dns_timeout_ms; break;
 	case OPT_HEADER_TIMEOUT: ms = &c->header_timeout_ms; break;
 	case OPT_GRACE: ms = &c->grace_ms; break;
+	case OPT_SNI_TIMEOUT: ms = &c->sni_timeout_ms; break;
 	default:
 		return config_fail(err, errlen, "unknown option (see --help)");
 	}

@@ -375,6 +375,29 @@ proxy_tlshello_finish(struct proxy_tlshello *h)
 	return h->status;
 }
 
+static char
+hello_lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+bool
+proxy_tlshello_name_match(const char *name, size_t namelen, const char *host)
+{
+	size_t hostlen = strlen(host);
+
+	if (namelen > 0 && name[namelen - 1] == '.')
+		namelen--;
+	if (hostlen > 0 && host[hostlen - 1] == '.')
+		hostlen--;
+	if (namelen == 0 || namelen != hostlen)
+		return false;
+	for (size_t i = 0; i < namelen; i++)
+		if (hello_lower(name[i]) != hello_lower(host[i]))
+			return false;
+	return true;
+}
+
 const char *
 proxy_tlshello_status_name(enum proxy_tlshello_status s)
 {

@@ -90,6 +90,16 @@ size_t proxy_tlshello_room(const struct proxy_tlshello *h);
  */
 enum proxy_tlshello_status proxy_tlshello_finish(struct proxy_tlshello *h);
 
+/*
+ * The SNI check's comparison: true when name (namelen bytes, as sent in
+ * server_name) and host (NUL-terminated, e.g. the normalised CONNECT host)
+ * name the same host: ASCII letters compared case-insensitively, one
+ * trailing dot on either side ignored, nothing else folded (no IDNA, no
+ * wildcard). An empty name, or one that is only ".", matches nothing.
+ */
+bool proxy_tlshello_name_match(const char *name, size_t namelen,
+    const char *host);
+
 /* A short static name for status ("need-more", "sni", "ech", ...). */
 const char *proxy_tlshello_status_name(enum proxy_tlshello_status s);
 

@@ -517,6 +517,47 @@ test_record_sequences(void **state)
 	assert_string_equal(h.why, "legacy_version");
 }
 
+/* --- the SNI check's name comparison ------------------------------------ */
+
+static void
+test_name_match(void **state)
+{
+	static const struct {
+		const char *name, *host;
+		bool match;
+	} rows[] = {
+		{ "pypi.org", "pypi.org", true },
+		{ "PyPI.ORG", "pypi.org", true },
+		{ "pypi.org.", "pypi.org", true },
+		{ "pypi.org", "pypi.org.", true },
+		{ "PYPI.ORG.", "pypi.org.", true },
+		{ "pypi.org..", "pypi.org", false },	/* one dot only */
+		{ "pypi.org", "pypi.org..", false },
+		{ "files.pypi.org", "pypi.org", false },
+		{ "pypi.org", "files.pypi.org", false },
+		{ "pypi.or", "pypi.org", false },
+		{ "pypi.orgx", "pypi.org", false },
+		{ "xpypi.org", "pypi.org", false },
+		{ "*.pypi.org", "a.pypi.org", false },	/* no wildcard */
+		{ "", "pypi.org", false },
+		{ ".", "", false },
+		{ "", "", false },
+		{ "pypi-org", "pypi.org", false },
+		{ "p\xc3\xbfpi.org", "p\xc3\x9fpi.org", false },	/* no folding */
+		{ "xn--bcher-kva.example", "XN--BCHER-KVA.example", true },
+		{ "127.0.0.1", "127.0.0.1", true },	/* text only */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (proxy_tlshello_name_match(rows[i].name,
+		    strlen(rows[i].name), rows[i].host) != rows[i].match)
+			fail_msg("'%s' vs '%s': want %d", rows[i].name,
+			    rows[i].host, rows[i].match);
+	/* Only namelen bytes count. */
+	assert_true(proxy_tlshello_name_match("pypi.orgXYZ", 8, "pypi.org"));
+}
+
 int
 main(void)
 {
@@ -531,6 +572,7 @@ main(void)
 		cmocka_unit_test(test_malformed_body),
 		cmocka_unit_test(test_record_layer),
 		cmocka_unit_test(test_record_sequences),
+		cmocka_unit_test(test_name_match),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
