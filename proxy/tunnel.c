@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -176,6 +177,33 @@ tunnel_event_cb(struct bufferevent *bev, short what, void *arg)
 
 /* --- the SNI check ------------------------------------------------------ */
 
+/* Writes what bev has queued, without waiting; true when all of it went.
+ * A socket bufferevent's output is frozen at its front (only libevent
+ * drains it, and copyout refuses), so its chains are peeked and sent;
+ * bev is about to be freed. */
+static bool
+tunnel_flush_now(struct bufferevent *bev, int fd)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	size_t n = evbuffer_get_length(out);
+	struct evbuffer_iovec v[8];
+	struct iovec iov[8];
+	struct msghdr mh = { .msg_iov = iov };
+	int k;
+
+	if (n == 0)
+		return true;
+	k = evbuffer_peek(out, -1, NULL, v, 8);
+	if (k < 1 || k > 8)
+		return false;
+	for (int i = 0; i < k; i++) {
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+	}
+	mh.msg_iovlen = (size_t)k;
+	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n;
+}
+
 /* Refuses the tunnel: nothing has gone upstream and nothing will. A client
  * that spoke TLS reads an access_denied alert; what it still sends is
  * drained so the close does not turn into a reset that loses the alert.
@@ -184,14 +212,19 @@ static void
 tunnel_refuse(struct conn *c, int fd, const char *why)
 {
 	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
+	bool flushed = true;
 	char junk[4096];
 
+	/* Buffered relay: what is queued for the client (the 200 itself,
+	 * when it came pipelined) goes before the alert, or no alert. */
+	if (c->cli != NULL)
+		flushed = tunnel_flush_now(c->cli, fd);
 	c->req->decision = "deny";
 	snprintf(c->req->reason, sizeof(c->req->reason), "%s", why);
 	/* Not the name itself: it is the client's, any bytes but NUL. */
 	log_debug("%s: tunnel to %s:%u refused: %s", c->client, c->req->host,
 	    c->req->port, why);
-	if (h != NULL && h->len > 0 && h->buf[0] == 0x16)
+	if (flushed && h != NULL && h->len > 0 && h->buf[0] == 0x16)
 		(void)send(fd, TUNNEL_ALERT, sizeof(TUNNEL_ALERT) - 1,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(fd, SHUT_WR);
