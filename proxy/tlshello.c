@@ -213,14 +213,21 @@ hello_parse(struct proxy_tlshello *h, const uint8_t *msg, size_t n)
 	return h->status;
 }
 
-/* The whole message is held: put its body back together from the record
- * payloads (the walk already checked every header) and parse it once. */
+/* The whole message is held: parse it once, in place when one record
+ * holds it all (the usual case), else put its body back together from
+ * the record payloads (the walk already checked every header). */
 static enum proxy_tlshello_status
 hello_complete(struct proxy_tlshello *h)
 {
 	uint8_t msg[PROXY_TLSHELLO_MAX];
 	size_t off = 0, got = 0, rec, take;
 
+	rec = (size_t)h->buf[3] << 8 | h->buf[4];
+	if (rec >= h->hs_need)
+		return hello_parse(h, h->buf + TLS_RECORD_HEADER +
+		    TLS_HS_HEADER, h->hs_need - TLS_HS_HEADER);
+	/* The copy below fills what is parsed; the compiler cannot tell. */
+	memset(msg, 0, sizeof(msg));
 	while (got < h->hs_need) {
 		rec = (size_t)h->buf[off + 3] << 8 | h->buf[off + 4];
 		off += TLS_RECORD_HEADER;
