@@ -1,14 +1,17 @@
 /*
  * Reading a tunnel client's first bytes for the SNI check (helloread.h).
- * The 16.5 KiB parser is allocated on the first byte, so the many tunnels
- * whose client is silent (or waits for the server to speak) pin only this
- * small struct and two events.
+ * The 16.5 KiB parser is allocated only for a hello that takes more than
+ * one read, so the many tunnels whose client is silent (or waits for the
+ * server to speak) pin only this small struct and two events, and the
+ * usual hello (one read) costs no allocation at all.
  */
 #include "proxy/helloread.h"
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include <event2/event.h>
@@ -23,73 +26,89 @@ struct helloread {
 	struct helloread_sink sink;
 };
 
-/* The first byte arrived: the parser, and the deadline from now. */
+/* Keeps h (a parser on the stack after its first read) for more reads:
+ * on the heap, with the deadline from now. */
 static int
-helloread_begin(struct helloread *hr)
+helloread_keep(struct helloread *hr, const struct proxy_tlshello *h)
 {
 	struct timeval tv = { .tv_sec = hr->sink.timeout_ms / 1000,
 	    .tv_usec = (hr->sink.timeout_ms % 1000) * 1000 };
 
-	if (hr->h != NULL)
-		return 0;
 	hr->h = malloc(sizeof(*hr->h));
 	if (hr->h == NULL)
 		return -ENOMEM;
-	proxy_tlshello_init(hr->h);
+	memcpy(hr->h, h, offsetof(struct proxy_tlshello, buf) + h->len);
 	evtimer_add(&hr->timer, &tv);
 	return 0;
 }
 
 static void
-helloread_end(struct helloread *hr, enum helloread_end end)
+helloread_end(struct helloread *hr, enum helloread_end end,
+    const struct proxy_tlshello *h)
 {
 	if (hr->rd_on) {
 		event_del(&hr->rd);
 		hr->rd_on = false;
 	}
 	event_del(&hr->timer);
-	hr->sink.done(hr->sink.arg, end);	/* may free hr */
+	hr->sink.done(hr->sink.arg, end, h);	/* may free hr */
 }
 
 static void
 helloread_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
+	struct helloread *hr = arg;
+
 	(void)fd;
 	(void)what;
-	helloread_end(arg, HELLOREAD_TIMEOUT);
+	helloread_end(hr, HELLOREAD_TIMEOUT, hr->h);
 }
 
 /* Socket mode: reads at most the parser's room, so nothing past the cap
- * leaves the socket before the verdict. */
+ * leaves the socket before the verdict. The first read parses on the
+ * stack. */
 static void
 helloread_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct helloread *hr = arg;
+	struct proxy_tlshello first, *h = hr->h;
 	uint8_t buf[PROXY_TLSHELLO_MAX];
-	size_t room;
 	ssize_t n;
 
 	(void)what;
-	if (helloread_begin(hr) != 0) {
-		helloread_end(hr, HELLOREAD_ERROR);
-		return;
+	if (h == NULL) {
+		proxy_tlshello_init(&first);
+		h = &first;
 	}
-	room = proxy_tlshello_room(hr->h);
-	n = recv(fd, buf, room, MSG_DONTWAIT);
+	n = recv(fd, buf, proxy_tlshello_room(h), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n < 0) {
-		helloread_end(hr, HELLOREAD_ERROR);
+		helloread_end(hr, HELLOREAD_ERROR, NULL);
 		return;
 	}
 	if (n == 0) {
-		(void)proxy_tlshello_finish(hr->h);
-		helloread_end(hr, HELLOREAD_EOF);
+		(void)proxy_tlshello_finish(h);
+		helloread_end(hr, HELLOREAD_EOF, h->len > 0 ? h : NULL);
 		return;
 	}
-	if (proxy_tlshello_feed(hr->h, buf, (size_t)n, NULL) !=
-	    TLSHELLO_NEED_MORE)
-		helloread_end(hr, HELLOREAD_PARSED);
+	if (proxy_tlshello_feed(h, buf, (size_t)n, NULL) != TLSHELLO_NEED_MORE)
+		helloread_end(hr, HELLOREAD_PARSED, h);
+	else if (h == &first && helloread_keep(hr, h) != 0)
+		helloread_end(hr, HELLOREAD_ERROR, NULL);
+}
+
+/* Push mode: the parser on the heap from the first byte, and the
+ * deadline. */
+static int
+helloread_begin(struct helloread *hr)
+{
+	struct proxy_tlshello empty;
+
+	if (hr->h != NULL)
+		return 0;
+	proxy_tlshello_init(&empty);
+	return helloread_keep(hr, &empty);
 }
 
 int

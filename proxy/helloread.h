@@ -4,6 +4,8 @@
  * socket itself (the splice relay holds that direction meanwhile), or the
  * caller pushes what its bufferevent read. Knows nothing about
  * connections: in socket mode it calls done once, as its last action.
+ * A ClientHello that arrives in one read is parsed on the stack: the
+ * 16.5 KiB parser is allocated only when one has to wait for more.
  */
 #ifndef CORDON_PROXY_HELLOREAD_H
 #define CORDON_PROXY_HELLOREAD_H
@@ -22,9 +24,11 @@ enum helloread_end {
 	HELLOREAD_TIMEOUT,	/* deadline passed, status not final */
 };
 
-/* done(arg, end): the parser is in proxy_helloread_hello. */
+/* done(arg, end, h): h is the parser, or NULL when nothing arrived; it is
+ * valid during the call only (it may live on the reader's stack). */
 struct helloread_sink {
-	void (*done)(void *arg, enum helloread_end end);
+	void (*done)(void *arg, enum helloread_end end,
+	    const struct proxy_tlshello *h);
 	void *arg;
 	int timeout_ms;		/* from the first byte */
 };
@@ -52,7 +56,8 @@ enum proxy_tlshello_status proxy_helloread_finish(struct helloread *hr);
 /* Bytes a push may still take. */
 size_t proxy_helloread_room(const struct helloread *hr);
 
-/* The parser, or NULL while nothing has arrived. */
+/* The parser, or NULL while nothing has arrived (push mode, and socket
+ * mode between reads). */
 const struct proxy_tlshello *proxy_helloread_hello(const struct helloread *hr);
 
 #endif

@@ -209,9 +209,9 @@ tunnel_flush_now(struct bufferevent *bev, int fd)
  * drained so the close does not turn into a reset that loses the alert.
  * Logged as deny with the reason; the status stays 200 (what it got). */
 static void
-tunnel_refuse(struct conn *c, int fd, const char *why)
+tunnel_refuse(struct conn *c, int fd, const struct proxy_tlshello *h,
+    const char *why)
 {
-	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
 	bool flushed = true;
 	char junk[4096];
 
@@ -238,11 +238,9 @@ tunnel_refuse(struct conn *c, int fd, const char *why)
  * tunnel has the client's whole ClientHello and has sent nothing
  * upstream: TLS inspection (issue 15, part 2) would branch here. */
 static const char *
-tunnel_hello_verdict(struct conn *c, enum helloread_end end, char *buf,
-    size_t len)
+tunnel_hello_verdict(struct conn *c, enum helloread_end end,
+    const struct proxy_tlshello *h, char *buf, size_t len)
 {
-	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
-
 	if (end == HELLOREAD_TIMEOUT)
 		return "sni-timeout";
 	if (h == NULL)
@@ -254,10 +252,10 @@ tunnel_hello_verdict(struct conn *c, enum helloread_end end, char *buf,
 
 /* Splice relay: the reader is done; on a pass, what it read goes first. */
 static void
-tunnel_splice_hello_cb(void *arg, enum helloread_end end)
+tunnel_splice_hello_cb(void *arg, enum helloread_end end,
+    const struct proxy_tlshello *h)
 {
 	struct conn *c = arg;
-	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
 	const char *why;
 	char buf[128];
 
@@ -265,9 +263,9 @@ tunnel_splice_hello_cb(void *arg, enum helloread_end end)
 		proxy_conn_free(c);
 		return;
 	}
-	why = tunnel_hello_verdict(c, end, buf, sizeof(buf));
+	why = tunnel_hello_verdict(c, end, h, buf, sizeof(buf));
 	if (why != NULL) {
-		tunnel_refuse(c, proxy_zerocopy_fd(c->zc, 0), why);
+		tunnel_refuse(c, proxy_zerocopy_fd(c->zc, 0), h, why);
 		return;
 	}
 	if (proxy_zerocopy_release(c->zc, h != NULL ? h->buf : NULL,
@@ -285,12 +283,13 @@ tunnel_splice_hello_cb(void *arg, enum helloread_end end)
 static void
 tunnel_hello_done(struct conn *c, enum helloread_end end, bool eof)
 {
+	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
 	const char *why;
 	char buf[128];
 
-	why = tunnel_hello_verdict(c, end, buf, sizeof(buf));
+	why = tunnel_hello_verdict(c, end, h, buf, sizeof(buf));
 	if (why != NULL) {
-		tunnel_refuse(c, bufferevent_getfd(c->cli), why);
+		tunnel_refuse(c, bufferevent_getfd(c->cli), h, why);
 		return;
 	}
 	proxy_helloread_free(c->hr);
@@ -331,8 +330,10 @@ tunnel_hello_push(struct conn *c, bool eof)
 }
 
 static void
-tunnel_hello_timeout_cb(void *arg, enum helloread_end end)
+tunnel_hello_timeout_cb(void *arg, enum helloread_end end,
+    const struct proxy_tlshello *h)
 {
+	(void)h;	/* the same as proxy_helloread_hello's */
 	tunnel_hello_done(arg, end, false);
 }
 

@@ -253,12 +253,29 @@ int
 proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n)
 {
 	struct zerocopy_dir *z = &zc->dir[0];
+	const char *p = data;
+	ssize_t w;
 
+	/* Usually all of it fits in b's socket buffer right away. */
+	while (n > 0) {
+		w = send(z->to, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			*z->count += (uint64_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		return w < 0 ? -errno : -EIO;
+	}
 	if (n > 0) {
 		z->pre = malloc(n);
 		if (z->pre == NULL)
 			return -ENOMEM;
-		memcpy(z->pre, data, n);
+		memcpy(z->pre, p, n);
 		z->prelen = n;
 		z->preoff = 0;
 	}
