@@ -6,11 +6,20 @@
  * stime from /proc), and RSS per idle tunnel. Not a test: run it by hand.
  *
  *   bench_proxy [--cordon PATH] [--mib N] [--handshakes N] [--idle N]
- *               [--threads N] [--runs N] [--skip tinyproxy,squid]
+ *               [--threads N] [--runs N] [--skip tinyproxy,squid,runmode,sni]
  *
  * Throughput, handshakes/s and CPU per handshake are medians of --runs
  * (default 3) runs. Run mode also reports the control socket's
  * register+unregister round trip (median of 20).
+ *
+ * The SNI check: two more cordon-proxy rows whose clients send a real
+ * ClientHello (tests/proxy/data, its server_name rewritten) as their first
+ * bytes, one with the check (the default) and one with
+ * --insecure-no-sni-check (today's tunnels), their runs interleaved. A
+ * handshake there is CONNECT, 200, the ClientHello and one byte back from
+ * the upstream, so the check is inside what is timed. CONNECT goes to the
+ * upstream's IP literal, so the check also matches the name against the
+ * policy (its longer path).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,9 +43,11 @@
 
 #include "bench_proxy_ctl.h"
 #include "common/util.h"
+#include "tests/proxy/hello_util.h"
 
 #define BUFSZ (256 * 1024)
-#define NTARGETS 5
+#define NTARGETS 7
+#define SNI_NAME "bench.cordon-bench.net"
 #define BENCH_TOKEN \
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -49,15 +60,57 @@ static int opt_runs = 3;
 
 /* --- upstream: one thread per connection, blocking I/O ------------------ */
 
+static bool
+recv_all(int fd, void *p, size_t n)
+{
+	char *b = p;
+
+	while (n > 0) {
+		ssize_t r = recv(fd, b, n, 0);
+		if (r <= 0)
+			return false;
+		b += r;
+		n -= (size_t)r;
+	}
+	return true;
+}
+
+/* The command byte; a TLS record first (the SNI rows' ClientHello) is
+ * read and skipped. */
+static bool
+up_command(int fd, char *cmd)
+{
+	unsigned char hdr[4];
+	char rec[16384];
+	size_t n;
+
+	if (recv(fd, cmd, 1, 0) != 1)
+		return false;
+	if (*cmd != 0x16)
+		return true;
+	if (!recv_all(fd, hdr, 4))
+		return false;
+	n = (size_t)hdr[2] << 8 | hdr[3];
+	if (n > sizeof(rec) || !recv_all(fd, rec, n))
+		return false;
+	return recv(fd, cmd, 1, 0) == 1;
+}
+
 static void *
 up_conn(void *arg)
 {
 	static char buf[BUFSZ];
 	int fd = (int)(intptr_t)arg;
-	char cmd;
+	char cmd = 0;
 	long long left = opt_bytes;
 
-	if (recv(fd, &cmd, 1, 0) == 1 && cmd == 'T') {
+	if (!up_command(fd, &cmd)) {
+		close(fd);
+		return NULL;
+	}
+	if (cmd == 'H') {
+		(void)send(fd, "h", 1, MSG_NOSIGNAL);
+	} else if (cmd == 'T') {
 		while (left > 0) {
 			ssize_t w = send(fd, buf, left < BUFSZ ? (size_t)left :
 			    BUFSZ, MSG_NOSIGNAL);
@@ -133,7 +186,11 @@ struct target {
 	pid_t pid;		/* the proxy (whose CPU and RSS we read) */
 	bool skip;
 	const char *auth;	/* header line sent with CONNECT, or "" */
+	const uint8_t *hello;	/* sent first in every tunnel, or NULL */
+	size_t hello_len;
+	const char *extra;	/* one more cordon-proxy option, or NULL */
 	double mbps, hps, cpu_us, rss_kib;
+	double run_mbps[16], run_hps[16], run_cpu[16];	/* each run's */
 	char note[128];
 };
 
@@ -240,6 +297,22 @@ proc_rss_kib(pid_t pid)
 	return kb;
 }
 
+/* The ClientHello and the command byte in one write, as a TLS client
+ * sends its hello (two writes would meet Nagle's algorithm and the
+ * peer's delayed ACK: 40 ms that measure TCP, not the proxy). */
+static bool
+send_hello(int fd, const struct target *t, char cmd)
+{
+	uint8_t buf[HELLO_CAP + 1];
+
+	if (t->hello_len >= sizeof(buf))
+		return false;
+	memcpy(buf, t->hello, t->hello_len);
+	buf[t->hello_len] = (uint8_t)cmd;
+	return send(fd, buf, t->hello_len + 1, MSG_NOSIGNAL) ==
+	    (ssize_t)t->hello_len + 1;
+}
+
 static void
 bench_throughput(struct target *t)
 {
@@ -248,7 +321,15 @@ bench_throughput(struct target *t)
 	double t0;
 	int fd = open_tunnel(t);
 
-	if (fd < 0 || send(fd, "T", 1, MSG_NOSIGNAL) != 1) {
+	if (fd >= 0 && t->hello != NULL && !send_hello(fd, t, 'T')) {
+		close(fd);
+		fd = -1;
+	} else if (fd >= 0 && t->hello == NULL &&
+	    send(fd, "T", 1, MSG_NOSIGNAL) != 1) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
 		snprintf(t->note, sizeof(t->note), "tunnel failed");
 		if (fd >= 0)
 			close(fd);
@@ -257,6 +338,10 @@ bench_throughput(struct target *t)
 	t0 = now_s();
 	for (;;) {
 		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		if (r == 7 && got == 0 && buf[0] == 0x15) {
+			snprintf(t->note, sizeof(t->note), "refused (alert)");
+			break;
+		}
 		if (r <= 0)
 			break;
 		got += r;
@@ -279,6 +364,14 @@ hs_thread(void *arg)
 
 	for (int i = 0; i < a->n; i++) {
 		int fd = open_tunnel(a->t);
+		char c;
+
+		if (fd >= 0 && a->t->hello != NULL &&
+		    (!send_hello(fd, a->t, 'H') || recv(fd, &c, 1, 0) != 1 ||
+		    c != 'h')) {
+			close(fd);
+			fd = -1;
+		}
 		if (fd < 0)
 			a->failed++;
 		else
@@ -415,18 +508,19 @@ write_file(const char *path, const char *text)
 static bool
 start_cordon(struct target *t, const char *bin)
 {
-	char list[300], alog[300], listen[64], allow[64], text[128];
+	char list[300], alog[300], listen[64], allow[64], text[256];
 
 	snprintf(list, sizeof(list), "%s/cordon.list", tmpdir);
 	snprintf(alog, sizeof(alog), "%s/cordon-access.log", tmpdir);
-	snprintf(text, sizeof(text), "127.0.0.2:%u\n", up_port);
+	snprintf(text, sizeof(text), "127.0.0.2:%u\n" SNI_NAME ":%u\n",
+	    up_port, up_port);
 	write_file(list, text);
 	t->port = free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", t->port);
 	snprintf(allow, sizeof(allow), "127.0.0.2:%u", up_port);
 	const char *argv[] = { bin, "--listen", listen, "--allowlist", list,
 	    "--allow-address", allow, "--access-log", alog, "--log-level",
-	    "warn", "--max-connections", "10000", NULL };
+	    "warn", "--max-connections", "10000", t->extra, NULL };
 	t->pid = spawn(argv);
 	return wait_port(t->port, t->pid);
 }
@@ -554,6 +648,47 @@ run(struct target *t)
 	bench_idle(t);
 }
 
+/* The SNI rows: a and b run in turn (a, b, a, b, ...) so that a noisy
+ * moment of the shared machine falls on both alike; then medians. */
+static void
+run_pair(struct target *a, struct target *b)
+{
+	struct target *t;
+	double v[3][16];
+
+	for (int i = 0; i < 2 * opt_runs; i++) {
+		t = i % 2 == 0 ? a : b;
+		fprintf(stderr, "bench_proxy: %s, run %d/%d...\n", t->name,
+		    i / 2 + 1, opt_runs);
+		bench_throughput(t);
+		bench_handshakes(t);
+		t->run_mbps[i / 2] = t->mbps;
+		t->run_hps[i / 2] = t->hps;
+		t->run_cpu[i / 2] = t->cpu_us;
+	}
+	for (int k = 0; k < 2; k++) {
+		t = k == 0 ? a : b;
+		memcpy(v[0], t->run_mbps, sizeof(v[0]));
+		memcpy(v[1], t->run_hps, sizeof(v[1]));
+		memcpy(v[2], t->run_cpu, sizeof(v[2]));
+		t->mbps = median(v[0], opt_runs);
+		t->hps = median(v[1], opt_runs);
+		t->cpu_us = median(v[2], opt_runs);
+	}
+}
+
+/* A ClientHello naming SNI_NAME: the Python ssl capture with its
+ * server_name rewritten (tests/proxy/hello_util.c). */
+static size_t
+sni_hello(uint8_t *out, size_t cap)
+{
+	static const char *const name[] = { SNI_NAME };
+
+	if (getenv("CORDON_SOURCE_ROOT") == NULL)
+		setenv("CORDON_SOURCE_ROOT", CORDON_SOURCE_ROOT, 1);
+	return hello_with_names("hello-python-pypi.bin", name, 1, out, cap);
+}
+
 /* --cordon PATH --mib N --handshakes N --idle N --threads N --skip LIST
  * --runs N; unknown options are ignored. */
 static void
@@ -577,6 +712,29 @@ parse_args(int argc, char **argv, const char **cordon, const char **skip)
 			opt_runs = atoi(argv[i + 1]) < 1 ? 1 :
 			    atoi(argv[i + 1]) > 15 ? 15 : atoi(argv[i + 1]);
 	}
+}
+
+static void
+report_sni(const struct target tg[NTARGETS])
+{
+	const struct target *on = &tg[5], *off = &tg[6];
+
+	if (on->skip || off->skip || off->mbps <= 0 || off->hps <= 0)
+		return;
+	printf("\nSNI check, each run (ClientHello of %zu bytes first; "
+	    "CONNECT to an IP literal, the name judged by the policy):\n",
+	    on->hello_len);
+	for (int i = 0; i < opt_runs; i++)
+		printf("  run %d: on %6.0f MB/s %6.0f hs/s %5.1f us/hs | off "
+		    "%6.0f MB/s %6.0f hs/s %5.1f us/hs | on/off %.3f %.3f\n",
+		    i + 1, on->run_mbps[i], on->run_hps[i], on->run_cpu[i],
+		    off->run_mbps[i], off->run_hps[i], off->run_cpu[i],
+		    on->run_mbps[i] / off->run_mbps[i],
+		    on->run_hps[i] / off->run_hps[i]);
+	printf("SNI check on vs off (medians): throughput %.3fx, handshakes/s "
+	    "%.3fx (target >= 0.95 each), CPU/handshake %.3fx\n",
+	    on->mbps / off->mbps, on->hps / off->hps,
+	    off->cpu_us > 0 ? on->cpu_us / off->cpu_us : 0);
 }
 
 /* The table of figures, then the ratios against cordon-proxy (tg[3]). */
@@ -626,6 +784,7 @@ report(const struct target tg[NTARGETS], double rt_us)
 	if (!tg[4].skip)
 		printf("control socket: register+unregister round trip %.0f us "
 		    "(median of 20)\n", rt_us);
+	report_sni(tg);
 }
 
 int
@@ -636,7 +795,10 @@ main(int argc, char **argv)
 		{ .name = "direct (no proxy)" }, { .name = "tinyproxy 1.11" },
 		{ .name = "squid 5.7" }, { .name = "cordon-proxy" },
 		{ .name = "cordon-proxy run mode" },
+		{ .name = "cordon SNI check on" },
+		{ .name = "cordon SNI check off" },
 	};
+	static uint8_t hello[HELLO_CAP];
 	double rt_us = -1;
 	struct rlimit rl;
 	pid_t up;
@@ -683,12 +845,35 @@ main(int argc, char **argv)
 	else
 		run(&tg[3]);
 	stop(&tg[3]);
-	if (!start_cordon_run(&tg[4], cordon, &rt_us))
+	if (strstr(skip, "runmode") != NULL)
+		tg[4].skip = true;
+	else if (!start_cordon_run(&tg[4], cordon, &rt_us))
 		snprintf(tg[4].note, sizeof(tg[4].note), "did not start"),
 		    tg[4].skip = true;
 	else
 		run(&tg[4]);
 	stop(&tg[4]);
+	/* The SNI check, on and off, the same ClientHello; both daemons
+	 * up at once, their runs interleaved. */
+	tg[5].hello = tg[6].hello = hello;
+	tg[5].hello_len = tg[6].hello_len = sni_hello(hello, sizeof(hello));
+	tg[6].extra = "--insecure-no-sni-check";
+	if (strstr(skip, "sni") != NULL || tg[5].hello_len == 0) {
+		tg[5].skip = tg[6].skip = true;
+		if (tg[5].hello_len == 0)
+			snprintf(tg[5].note, sizeof(tg[5].note),
+			    "no ClientHello fixture");
+	} else if (!start_cordon(&tg[5], cordon) ||
+	    !start_cordon(&tg[6], cordon)) {
+		snprintf(tg[5].note, sizeof(tg[5].note), "did not start");
+		tg[5].skip = tg[6].skip = true;
+	} else {
+		run_pair(&tg[5], &tg[6]);
+		snprintf(tg[5].note, sizeof(tg[5].note), "idle not measured");
+		snprintf(tg[6].note, sizeof(tg[6].note), "idle not measured");
+	}
+	stop(&tg[5]);
+	stop(&tg[6]);
 	kill(up, SIGKILL);
 	waitpid(up, NULL, 0);
 

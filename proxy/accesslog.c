@@ -259,6 +259,7 @@ proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 	out_num(&o, "duration_ms", e->duration_ms);
 	out_num(&o, "dns_ms", e->dns_ms);
 	out_num(&o, "connect_ms", e->connect_ms);
+	out_str(&o, "sni", e->sni);
 	out_raw(&o, "}\n", 2);
 	if (o.overflow)
 		return -ENOSPC;
@@ -269,7 +270,8 @@ proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 int
 proxy_accesslog_write(struct accesslog *al, const struct accesslog_entry *e)
 {
-	char line[2048];
+	/* A 255-byte server_name escaped byte by byte takes 1530. */
+	char line[4096];
 	int n;
 	ssize_t w;
 

@@ -32,6 +32,7 @@ struct accesslog_entry {
 	int64_t duration_ms;
 	int64_t dns_ms;
 	int64_t connect_ms;
+	const char *sni;	/* CONNECT: the ClientHello's server_name */
 };
 
 /* path "-" is stdout. Returns 0 and *out (caller frees), or a negative

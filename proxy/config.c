@@ -23,7 +23,7 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_IDLE_TIMEOUT, OPT_DNS_TIMEOUT,
 	OPT_HEADER_TIMEOUT, OPT_GRACE, OPT_MAX_HEADER, OPT_USER, OPT_CHECK,
 	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE, OPT_CONTROL, OPT_RUN_MAX_CONNS,
-	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN,
+	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN, OPT_SNI_TIMEOUT, OPT_NO_SNI_CHECK,
 	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP, OPT_SELF_REFRESH,
 };
 
@@ -54,6 +54,8 @@ static const struct option config_options[] = {
 	{ "run-bytes-down", required_argument, NULL, OPT_RUN_BYTES_DOWN },
 	{ "access-log-max", required_argument, NULL, OPT_ACCESS_LOG_MAX },
 	{ "access-log-keep", required_argument, NULL, OPT_ACCESS_LOG_KEEP },
+	{ "sni-timeout", required_argument, NULL, OPT_SNI_TIMEOUT },
+	{ "insecure-no-sni-check", no_argument, NULL, OPT_NO_SNI_CHECK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -70,7 +72,8 @@ proxy_config_usage(void)
 	    "    [--self-refresh S]\n"
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
 	    "    [--control PATH [--run-max-conns N] [--run-bytes-up SIZE]\n"
-	    "    [--run-bytes-down SIZE]] [--check]\n"
+	    "    [--run-bytes-down SIZE]] [--sni-timeout S]\n"
+	    "    [--insecure-no-sni-check] [--check]\n"
 	    "    [--access-log-max SIZE [--access-log-keep N]]\n"
 	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
 	    "The bound address is logged as \"listening on ADDR:PORT\".\n"
@@ -82,7 +85,9 @@ proxy_config_usage(void)
 	    "rotation (logrotate).\n"
 	    "Every local interface address is refused as the proxy's own\n"
 	    "(address-self) unless --allow-address opens it; they are reread\n"
-	    "on SIGHUP and every --self-refresh seconds (default 30).\n";
+	    "on SIGHUP and every --self-refresh seconds (default 30).\n"
+	    "--insecure-no-sni-check: WEAKENS egress: tunnels no longer\n"
+	    "check that the TLS server_name matches the CONNECT host.\n";
 }
 
 void
@@ -101,6 +106,7 @@ proxy_config_init(struct proxy_config *c)
 	c->log_level = LOG_LEVEL_INFO;
 	c->run_max_conns = 32;
 	c->access_log_keep = 5;
+	c->sni_timeout_ms = 5000;
 }
 
 static int
@@ -375,6 +381,9 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	case OPT_NO_SPLICE:
 		c->no_splice = true;
 		return 0;
+	case OPT_NO_SNI_CHECK:
+		c->no_sni_check = true;
+		return 0;
 	case OPT_CONTROL:
 		if (arg[0] == '\0' || strlen(arg) >= 108)
 			return config_fail(err, errlen,
@@ -410,6 +419,7 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	case OPT_HEADER_TIMEOUT: ms = &c->header_timeout_ms; break;
 	case OPT_GRACE: ms = &c->grace_ms; break;
 	case OPT_SELF_REFRESH: ms = &c->self_refresh_ms; break;
+	case OPT_SNI_TIMEOUT: ms = &c->sni_timeout_ms; break;
 	default:
 		return config_fail(err, errlen, "unknown option (see --help)");
 	}

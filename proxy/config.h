@@ -54,6 +54,11 @@ struct proxy_config {
 	const char *user;		/* --user, or NULL */
 	bool check;
 	bool no_splice;			/* relay tunnels through user space */
+	/* The SNI check of CONNECT tunnels: on unless
+	 * --insecure-no-sni-check; the time a client has to finish its
+	 * ClientHello once it started sending. */
+	bool no_sni_check;
+	int sni_timeout_ms;
 	bool help;
 	int log_level;			/* enum log_level */
 };

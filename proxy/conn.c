@@ -25,6 +25,7 @@
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/dns.h"
+#include "proxy/helloread.h"
 #include "proxy/metrics.h"
 #include "proxy/runs.h"
 #include "proxy/zerocopy.h"
@@ -176,6 +177,7 @@ proxy_conn_request_done(struct conn *c)
 		e.duration_ms = time_mono_ms() - r->start_mono_ms;
 		e.dns_ms = r->dns_ms;
 		e.connect_ms = r->connect_ms;
+		e.sni = r->sni[0] != '\0' ? r->sni : NULL;
 		rc = proxy_accesslog_write(s->alog, &e);
 		if (rc != 0) {
 			errno = -rc;
@@ -199,6 +201,8 @@ proxy_conn_free(struct conn *c)
 	event_del(&c->timer);
 	if (c->state == CONN_TUNNEL)
 		proxy_metrics_tunnels_add(s->m, -1);
+	proxy_helloread_free(c->hr);
+	c->hr = NULL;
 	if (c->zc != NULL) {
 		proxy_zerocopy_free(c->zc);
 		c->zc = NULL;

@@ -19,6 +19,7 @@
 #include "proxy/config.h"
 #include "proxy/host.h"
 #include "proxy/http.h"
+#include "proxy/tlshello.h"
 
 struct accesslog;
 struct allowlist_set;
@@ -28,6 +29,7 @@ struct dns;
 struct dns_query;
 struct event;
 struct evconnlistener;
+struct helloread;
 struct proxy_metrics;
 struct proxy_run;
 struct proxy_runs;
@@ -59,6 +61,7 @@ struct conn_req {
 	int64_t start_mono_ms;
 	char method[24];
 	char host[HOST_NAME_MAXLEN + 1];	/* normalised */
+	enum host_kind host_kind;	/* a name or an IP literal */
 	uint16_t port;
 	bool is_connect;
 	bool is_head;		/* HEAD: response has no body */
@@ -73,6 +76,9 @@ struct conn_req {
 	int status;
 	int64_t dns_ms, connect_ms;
 	char address[INET6_ADDRSTRLEN + 8];	/* connected to */
+	/* CONNECT: the server_name of the client's ClientHello, as sent
+	 * (for the log), or "". */
+	char sni[PROXY_TLSHELLO_NAME_MAX + 1];
 
 	/* Candidate addresses (permitted only), tried in order. */
 	struct sockaddr_storage *addrs;
@@ -109,6 +115,9 @@ struct conn {
 	struct dns_query *dq;
 	struct conn_req *req;
 	struct zerocopy *zc;	/* spliced tunnel (cli/up are then NULL) */
+	/* A tunnel whose client's first bytes the SNI check is reading:
+	 * nothing goes upstream until its verdict. NULL otherwise. */
+	struct helloread *hr;
 	/* CONN_CONNECTING: what the timer calls (upstream.c sets it). */
 	void (*connect_timeout)(struct conn *c);
 	int64_t last_active_ms;	/* tunnel idle timeout */
@@ -210,6 +219,20 @@ void proxy_run_close_conns(struct proxy_server *s, struct proxy_run *run,
 bool proxy_run_splice_ok(const struct conn *c);
 /* Starts the 1 s expiry timer of s->runs. 0 or -ENOMEM. */
 int proxy_run_tick_start(struct proxy_server *s);
+
+/* policy.c: policy decisions (the request's host and the SNI check). */
+
+/* Whether host:port passes c's policy (its run's in run mode, --policy in
+ * standalone mode). why gets the allowlist's reason either way; a refusal
+ * by no entry is "not-on-policy NAME", and a run whose policy a reload
+ * removed gets "policy-removed". */
+bool proxy_policy_check(struct conn *c, const char *host, uint16_t port,
+    char *why, size_t len);
+/* The SNI check's verdict on h, a final parse of what c's tunnel client
+ * sent first: NULL to let the tunnel go on, else the refusal reason
+ * (static, or written into buf). See proxy/README.md for the rules. */
+const char *proxy_sni_verdict(struct conn *c, const struct proxy_tlshello *h,
+    char *buf, size_t len);
 
 /* request.c: waits for a request head on c, checks it and hands it on. */
 void proxy_request_wait(struct conn *c);

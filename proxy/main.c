@@ -268,6 +268,10 @@ startup(int argc, char **argv, struct allowlist_set **set)
 		return 0;
 	}
 	log_set_level((enum log_level)cfg.log_level);
+	if (cfg.no_sni_check)
+		log_warnx("--insecure-no-sni-check: SNI check is off: tunnels "
+		    "no longer compare the TLS server_name with the CONNECT "
+		    "host (domain fronting passes)");
 	if (load_allowlist(set) != 0)
 		return 1;
 	if (cfg.user != NULL && lookup_user(cfg.user, &uid, &gid) != 0) {

@@ -61,6 +61,7 @@ request_setup(struct conn *c, const struct http_request *hr,
 		return false;
 	}
 	snprintf(r->host, sizeof(r->host), "%s", hp->name);
+	r->host_kind = hp->kind;
 	r->port = hr->port;
 	if (r->port == 0) {
 		proxy_conn_fail(c, 400, "error", "bad-port");

@@ -5,24 +5,38 @@
  * libevent le-proxy pattern): when one side's output passes CONN_OUT_MAX,
  * reading from the other side stops until it drains, so a peer that never
  * reads pins at most a few buffers.
+ *
+ * The SNI check runs first in both relays: after the 200, the client's
+ * first bytes are read (and parsed as a ClientHello) before anything goes
+ * upstream; upstream's bytes already flow down meanwhile. The verdict lets
+ * the tunnel go on with those bytes sent first, or closes it.
  */
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "proxy/conn.h"
+#include "proxy/helloread.h"
 #include "proxy/metrics.h"
 #include "proxy/zerocopy.h"
 
 #define TUNNEL_OK	"HTTP/1.1 200 Connection established\r\n\r\n"
+/* A fatal access_denied alert (RFC 8446 section 6): what a TLS client
+ * refused by the SNI check reads instead of a bare close. */
+#define TUNNEL_ALERT	"\x15\x03\x03\x00\x02\x02\x31"
 
 static void tunnel_read_cb(struct bufferevent *src, void *arg);
 static void tunnel_event_cb(struct bufferevent *bev, short what, void *arg);
+static void tunnel_hello_push(struct conn *c, bool eof);
 
 static struct bufferevent *
 tunnel_other(struct conn *c, struct bufferevent *bev)
@@ -133,7 +147,12 @@ tunnel_relay(struct conn *c, struct bufferevent *src)
 static void
 tunnel_read_cb(struct bufferevent *src, void *arg)
 {
-	(void)tunnel_relay(arg, src);
+	struct conn *c = arg;
+
+	if (src == c->cli && c->hr != NULL)
+		tunnel_hello_push(c, false);	/* the SNI check reads */
+	else
+		(void)tunnel_relay(c, src);
 }
 
 static void
@@ -142,6 +161,10 @@ tunnel_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
+		if (bev == c->cli && c->hr != NULL) {
+			tunnel_hello_push(c, true);
+			return;
+		}
 		/* Relay whatever arrived with the FIN first. */
 		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0 &&
 		    !tunnel_relay(c, bev))
@@ -150,6 +173,168 @@ tunnel_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	proxy_conn_free(c);
+}
+
+/* --- the SNI check ------------------------------------------------------ */
+
+/* Writes what bev has queued, without waiting; true when all of it went.
+ * A socket bufferevent's output is frozen at its front (only libevent
+ * drains it, and copyout refuses), so its chains are peeked and sent;
+ * bev is about to be freed. */
+static bool
+tunnel_flush_now(struct bufferevent *bev, int fd)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	size_t n = evbuffer_get_length(out);
+	struct evbuffer_iovec v[8];
+	struct iovec iov[8];
+	struct msghdr mh = { .msg_iov = iov };
+	int k;
+
+	if (n == 0)
+		return true;
+	k = evbuffer_peek(out, -1, NULL, v, 8);
+	if (k < 1 || k > 8)
+		return false;
+	for (int i = 0; i < k; i++) {
+		iov[i].iov_base = v[i].iov_base;
+		iov[i].iov_len = v[i].iov_len;
+	}
+	mh.msg_iovlen = (size_t)k;
+	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n;
+}
+
+/* Refuses the tunnel: nothing has gone upstream and nothing will. A client
+ * that spoke TLS reads an access_denied alert; what it still sends is
+ * drained so the close does not turn into a reset that loses the alert.
+ * Logged as deny with the reason; the status stays 200 (what it got). */
+static void
+tunnel_refuse(struct conn *c, int fd, const struct proxy_tlshello *h,
+    const char *why)
+{
+	bool flushed = true;
+	char junk[4096];
+
+	/* Buffered relay: what is queued for the client (the 200 itself,
+	 * when it came pipelined) goes before the alert, or no alert. */
+	if (c->cli != NULL)
+		flushed = tunnel_flush_now(c->cli, fd);
+	c->req->decision = "deny";
+	snprintf(c->req->reason, sizeof(c->req->reason), "%s", why);
+	/* Not the name itself: it is the client's, any bytes but NUL. */
+	log_debug("%s: tunnel to %s:%u refused: %s", c->client, c->req->host,
+	    c->req->port, why);
+	if (flushed && h != NULL && h->len > 0 && h->buf[0] == 0x16)
+		(void)send(fd, TUNNEL_ALERT, sizeof(TUNNEL_ALERT) - 1,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 16; i++)
+		if (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
+			break;
+	proxy_conn_free(c);
+}
+
+/* The check's verdict: NULL to go on, else the reason. This is where a
+ * tunnel has the client's whole ClientHello and has sent nothing
+ * upstream: TLS inspection (issue 15, part 2) would branch here. */
+static const char *
+tunnel_hello_verdict(struct conn *c, enum helloread_end end,
+    const struct proxy_tlshello *h, char *buf, size_t len)
+{
+	if (end == HELLOREAD_TIMEOUT)
+		return "sni-timeout";
+	if (h == NULL)
+		return NULL;	/* closed before sending anything */
+	if (h->status == TLSHELLO_SNI)
+		snprintf(c->req->sni, sizeof(c->req->sni), "%s", h->name);
+	return proxy_sni_verdict(c, h, buf, len);
+}
+
+/* Splice relay: the reader is done; on a pass, what it read goes first. */
+static void
+tunnel_splice_hello_cb(void *arg, enum helloread_end end,
+    const struct proxy_tlshello *h)
+{
+	struct conn *c = arg;
+	const char *why;
+	char buf[128];
+
+	if (end == HELLOREAD_ERROR) {
+		proxy_conn_free(c);
+		return;
+	}
+	why = tunnel_hello_verdict(c, end, h, buf, sizeof(buf));
+	if (why != NULL) {
+		tunnel_refuse(c, proxy_zerocopy_fd(c->zc, 0), h, why);
+		return;
+	}
+	if (proxy_zerocopy_release(c->zc, h != NULL ? h->buf : NULL,
+	    h != NULL ? h->len : 0) != 0) {
+		proxy_conn_free(c);
+		return;
+	}
+	proxy_helloread_free(c->hr);
+	c->hr = NULL;
+}
+
+/* Buffered relay, the verdict is in (eof: the client has closed). On a
+ * pass, the bytes still in the client's input (all of them, the checked
+ * ones first) are relayed as usual. */
+static void
+tunnel_hello_done(struct conn *c, enum helloread_end end, bool eof)
+{
+	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
+	const char *why;
+	char buf[128];
+
+	why = tunnel_hello_verdict(c, end, h, buf, sizeof(buf));
+	if (why != NULL) {
+		tunnel_refuse(c, bufferevent_getfd(c->cli), h, why);
+		return;
+	}
+	proxy_helloread_free(c->hr);
+	c->hr = NULL;
+	bufferevent_setwatermark(c->cli, EV_READ, 0, 0);
+	if (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 &&
+	    !tunnel_relay(c, c->cli))
+		return;
+	if (eof)
+		tunnel_half_close(c, c->cli);
+}
+
+/* Buffered relay: feeds the reader what arrived past what it holds; the
+ * bytes stay in the client's input until the verdict. */
+static void
+tunnel_hello_push(struct conn *c, bool eof)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+	const struct proxy_tlshello *h = proxy_helloread_hello(c->hr);
+	size_t held = h != NULL ? h->len : 0, n = evbuffer_get_length(in);
+	enum proxy_tlshello_status st = h != NULL ? h->status :
+	    TLSHELLO_NEED_MORE;
+	uint8_t buf[PROXY_TLSHELLO_MAX];
+	struct evbuffer_ptr pos;
+
+	n = n > held ? n - held : 0;
+	if (n > proxy_helloread_room(c->hr))
+		n = proxy_helloread_room(c->hr);
+	if (n > 0 && evbuffer_ptr_set(in, &pos, held,
+	    EVBUFFER_PTR_SET) == 0 && evbuffer_copyout_from(in, &pos, buf,
+	    n) == (ev_ssize_t)n)
+		st = proxy_helloread_push(c->hr, buf, n, NULL);
+	if (st == TLSHELLO_NEED_MORE && !eof)
+		return;
+	if (st == TLSHELLO_NEED_MORE)
+		(void)proxy_helloread_finish(c->hr);
+	tunnel_hello_done(c, eof ? HELLOREAD_EOF : HELLOREAD_PARSED, eof);
+}
+
+static void
+tunnel_hello_timeout_cb(void *arg, enum helloread_end end,
+    const struct proxy_tlshello *h)
+{
+	(void)h;	/* the same as proxy_helloread_hello's */
+	tunnel_hello_done(arg, end, false);
 }
 
 /* The buffered relay (the client has its 200 or has it queued). */
@@ -168,9 +353,23 @@ tunnel_relay_start(struct conn *c)
 	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	event_del(&c->timer);
 	proxy_conn_timer_arm(c, proxy_conn_idle_timeout_ms(c));
+	if (!c->srv->cfg->no_sni_check) {
+		struct helloread_sink sink = {
+			.done = tunnel_hello_timeout_cb, .arg = c,
+			.timeout_ms = c->srv->cfg->sni_timeout_ms,
+		};
+		if (proxy_helloread_new(proxy_conn_base(c), -1, &sink,
+		    &c->hr) != 0) {
+			proxy_conn_free(c);
+			return;
+		}
+		/* The input holds what the check reads: at most its cap. */
+		bufferevent_setwatermark(c->cli, EV_READ, 0,
+		    PROXY_TLSHELLO_MAX);
+	}
 	/* Bytes the client sent right after its CONNECT head. */
 	if (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0)
-		(void)tunnel_relay(c, c->cli);
+		tunnel_read_cb(c->cli, c);
 }
 
 /* Takes the socket out of its bufferevent and frees the bufferevent. */
@@ -205,6 +404,12 @@ tunnel_splice(struct conn *c)
 		.done = tunnel_splice_done,
 		.arg = c,
 	};
+	struct helloread_sink check = {
+		.done = tunnel_splice_hello_cb,
+		.arg = c,
+		.timeout_ms = c->srv->cfg->sni_timeout_ms,
+	};
+	struct helloread *hr = NULL;
 	ssize_t n;
 	int a, b;
 
@@ -213,9 +418,18 @@ tunnel_splice(struct conn *c)
 		return false;	/* pipelined bytes: the buffered relay */
 	if (proxy_zerocopy_new(&zc) != 0)
 		return false;
+	/* The check reads the client's socket while the relay holds the
+	 * client's direction (the socket stays the same after detach). */
+	if (!c->srv->cfg->no_sni_check && proxy_helloread_new(
+	    proxy_conn_base(c), (int)bufferevent_getfd(c->cli), &check,
+	    &hr) != 0) {
+		proxy_zerocopy_free(zc);
+		return false;	/* ENOMEM: the buffered relay (checks too) */
+	}
 	n = send(bufferevent_getfd(c->cli), ok, sizeof(ok) - 1,
 	    MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n != (ssize_t)sizeof(ok) - 1) {
+		proxy_helloread_free(hr);
 		proxy_zerocopy_free(zc);
 		if (n > 0)	/* the rest through the bufferevent */
 			evbuffer_add(bufferevent_get_output(c->cli), ok + n,
@@ -229,8 +443,11 @@ tunnel_splice(struct conn *c)
 	c->req->status = 200;
 	a = tunnel_detach(&c->cli);
 	b = tunnel_detach(&c->up);
+	if (hr != NULL)
+		proxy_zerocopy_hold(zc);
 	proxy_zerocopy_start(zc, proxy_conn_base(c), a, b, &sink);
 	c->zc = zc;
+	c->hr = hr;
 	c->state = CONN_TUNNEL;
 	proxy_metrics_tunnels_add(proxy_conn_metrics(c), 1);
 	c->last_active_ms = time_mono_ms();

@@ -16,7 +16,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "allowlist/allowlist.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/addr.h"
@@ -232,10 +231,7 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 {
 	struct proxy_server *s = c->srv;
 	struct conn_req *r = c->req;
-	struct allowlist_decision d;
-	const struct allowlist *pol;
 	struct sockaddr_storage lit;
-	const char *name;
 	char why[96];
 
 	memset(&lit, 0, sizeof(lit));
@@ -260,26 +256,11 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 			return;
 		}
 	}
-	name = proxy_run_policy(c);
-	pol = allowlist_set_policy(s->set, name);
-	if (pol == NULL && s->runs != NULL) {
-		/* The run's policy went away with a reload. */
-		proxy_conn_fail(c, 403, "deny", "policy-removed");
+	if (!proxy_policy_check(c, r->host, r->port, why, sizeof(why))) {
+		proxy_conn_fail(c, 403, "deny", why);
 		return;
 	}
-	if (!allowlist_match(pol, r->host, r->port, &d)) {
-		if (d.reason != NULL && strcmp(d.reason, "no-match") == 0) {
-			snprintf(why, sizeof(why), "not-on-policy %s",
-			    name != NULL ? name : "default");
-			proxy_conn_fail(c, 403, "deny", why);
-		} else {
-			proxy_conn_fail(c, 403, "deny",
-			    d.reason != NULL ? d.reason : "denied");
-		}
-		return;
-	}
-	snprintf(r->reason, sizeof(r->reason), "%s",
-	    d.reason != NULL ? d.reason : "allowed");
+	snprintf(r->reason, sizeof(r->reason), "%s", why);
 	if (hp->kind != HOST_NAME) {
 		upstream_plan(c, &lit, 1);
 		return;

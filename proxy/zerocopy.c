@@ -5,6 +5,8 @@
  * pipe has been written out completely, so a peer that never reads pins
  * one pipe (kernel memory) and no user-space buffer at all. tunnel.c uses
  * it when the tunnel starts clean; otherwise its bufferevent relay runs.
+ * The client's direction can start held, then released with the bytes the
+ * caller read meanwhile (the SNI check), which are sent before splicing.
  */
 #include "proxy/zerocopy.h"
 
@@ -12,6 +14,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +36,9 @@ struct zerocopy_dir {
 	int from, to;
 	int pipe[2];		/* -1 until the first byte */
 	size_t inpipe;
+	bool held;		/* reads nothing until released */
+	char *pre;		/* bytes to send before splicing, or NULL */
+	size_t prelen, preoff;
 	uint64_t *count;
 	struct event rd, wr;
 	bool rd_on, wr_on;
@@ -51,7 +57,9 @@ struct zerocopy {
 static void
 zerocopy_events(struct zerocopy_dir *z)
 {
-	bool want_rd = !z->eof && z->inpipe == 0, want_wr = z->inpipe > 0;
+	bool want_rd = !z->held && !z->eof && z->inpipe == 0 &&
+	    z->pre == NULL;
+	bool want_wr = z->inpipe > 0 || z->pre != NULL;
 
 	if (want_rd != z->rd_on) {
 		if (want_rd)
@@ -69,13 +77,42 @@ zerocopy_events(struct zerocopy_dir *z)
 	}
 }
 
+/* Sends the bytes given at release; 1 once all are sent, 0 to wait until
+ * writable, -1 on a fatal error. */
+static int
+zerocopy_send_pre(struct zerocopy_dir *z)
+{
+	ssize_t n;
+
+	while (z->preoff < z->prelen) {
+		n = send(z->to, z->pre + z->preoff, z->prelen - z->preoff,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			z->preoff += (size_t)n;
+			*z->count += (uint64_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno == EAGAIN ? 0 : -1;
+	}
+	free(z->pre);
+	z->pre = NULL;
+	return 1;
+}
+
 /* Moves what it can in direction z. Returns -1 on a fatal error. */
 static int
 zerocopy_move(struct zerocopy_dir *z)
 {
 	ssize_t n;
 	char b;
+	int rc;
 
+	if (z->pre != NULL && (rc = zerocopy_send_pre(z)) <= 0)
+		return rc;
+	if (z->held)
+		return 0;
 	for (int i = 0; i < ZEROCOPY_ROUNDS; i++) {
 		while (z->inpipe > 0) {
 			n = splice(z->pipe[0], NULL, z->to, NULL, z->inpipe,
@@ -207,6 +244,53 @@ proxy_zerocopy_start(struct zerocopy *zc, struct event_base *base, int a,
 }
 
 void
+proxy_zerocopy_hold(struct zerocopy *zc)
+{
+	zc->dir[0].held = true;
+}
+
+int
+proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n)
+{
+	struct zerocopy_dir *z = &zc->dir[0];
+	const char *p = data;
+	ssize_t w;
+
+	/* Usually all of it fits in b's socket buffer right away. */
+	while (n > 0) {
+		w = send(z->to, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			*z->count += (uint64_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			break;
+		return w < 0 ? -errno : -EIO;
+	}
+	if (n > 0) {
+		z->pre = malloc(n);
+		if (z->pre == NULL)
+			return -ENOMEM;
+		memcpy(z->pre, p, n);
+		z->prelen = n;
+		z->preoff = 0;
+	}
+	z->held = false;
+	zerocopy_events(z);
+	return 0;
+}
+
+int
+proxy_zerocopy_fd(const struct zerocopy *zc, int side)
+{
+	return zc->fd[side != 0];
+}
+
+void
 proxy_zerocopy_free(struct zerocopy *zc)
 {
 	if (zc == NULL)
@@ -220,6 +304,7 @@ proxy_zerocopy_free(struct zerocopy *zc)
 			close(z->pipe[1]);
 		}
 	}
+	free(zc->dir[0].pre);
 	if (zc->fd[0] >= 0)
 		close(zc->fd[0]);
 	if (zc->fd[1] >= 0)

@@ -6,6 +6,7 @@
 #ifndef CORDON_PROXY_ZEROCOPY_H
 #define CORDON_PROXY_ZEROCOPY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct event_base;
@@ -27,6 +28,18 @@ int proxy_zerocopy_new(struct zerocopy **out);
  * starts relaying on base. */
 void proxy_zerocopy_start(struct zerocopy *zc, struct event_base *base,
     int a, int b, const struct zerocopy_sink *sink);
+/* Before proxy_zerocopy_start: direction a -> b starts held. Nothing is
+ * read from a until proxy_zerocopy_release (b -> a runs as usual), so the
+ * caller may read a's first bytes itself and decide on them. */
+void proxy_zerocopy_hold(struct zerocopy *zc);
+/* Lifts the hold: the n bytes at data (what the caller read from a) are
+ * sent to b first, at once as far as b takes them (the rest is copied and
+ * sent when b is writable), counted as a -> b; then a is spliced as usual.
+ * Returns 0, or a negative errno (-ENOMEM, or b's send error): the caller
+ * then frees the relay. */
+int proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n);
+/* Socket a (side 0) or b (side 1); -1 before start. Still the relay's. */
+int proxy_zerocopy_fd(const struct zerocopy *zc, int side);
 /* Stops, closes the sockets and pipes, frees; accepts NULL. */
 void proxy_zerocopy_free(struct zerocopy *zc);
 

@@ -1,5 +1,5 @@
 /*
- * The integration fixture: stub DNS, echo, HTTP and flood servers on one
+ * The integration fixture: stub DNS, echo, HTTP, flood and sink servers on one
  * libevent loop in a thread (state shared with the test thread under a
  * mutex), and the helpers that start cordon-proxy and speak to it.
  */
@@ -47,6 +47,7 @@ static const struct fx_dns_row {
 	{ "web.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
 	{ "denied.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
 	{ "flood.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
+	{ "sink.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
 	{ "refused.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
 	{ "loop1.cordon-test.net", { "127.0.0.1" }, NULL, 0 },
 	{ "meta.cordon-test.net", { "169.254.169.254" }, NULL, 0 },
@@ -77,8 +78,9 @@ static struct {
 	struct event *stop_ev;
 	struct evdns_server_port *dns;
 	evutil_socket_t dns_fd;
-	struct evconnlistener *echo, *http, *flood;
-	uint16_t dns_port, echo_port, http_port, flood_port, closed_port;
+	struct evconnlistener *echo, *http, *flood, *sink;
+	uint16_t dns_port, echo_port, http_port, flood_port, closed_port,
+	    sink_port;
 	pthread_mutex_t mu;
 	unsigned total;
 	struct { char name[128]; unsigned a, all; } q[FX_MAX_NAMES];
@@ -86,6 +88,8 @@ static struct {
 	char last_head[8192];
 	long flood_conns;
 	long long flood_bytes;
+	long sink_conns;
+	long long sink_bytes;
 	bool started;
 } fx = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -320,6 +324,39 @@ fx_flood_accept(struct evconnlistener *l, evutil_socket_t fd,
 	fx_flood_write_cb(bev, NULL);
 }
 
+/* The sink: counts every byte it receives and never answers, so a test
+ * can tell that nothing at all reached an upstream. */
+static void
+fx_sink_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t n = evbuffer_get_length(in);
+
+	(void)arg;
+	evbuffer_drain(in, n);
+	pthread_mutex_lock(&fx.mu);
+	fx.sink_bytes += (long long)n;
+	pthread_mutex_unlock(&fx.mu);
+}
+
+static void
+fx_sink_accept(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int len, void *arg)
+{
+	struct bufferevent *bev;
+
+	(void)l;
+	(void)sa;
+	(void)len;
+	(void)arg;
+	bev = bufferevent_socket_new(fx.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(bev, fx_sink_read_cb, NULL, fx_close_cb, NULL);
+	bufferevent_enable(bev, EV_READ);
+	pthread_mutex_lock(&fx.mu);
+	fx.sink_conns++;
+	pthread_mutex_unlock(&fx.mu);
+}
+
 static struct evconnlistener *
 fx_listen(evconnlistener_cb cb, uint16_t *port)
 {
@@ -385,8 +422,9 @@ fx_start(void)
 	fx.echo = fx_listen(fx_echo_accept, &fx.echo_port);
 	fx.http = fx_listen(fx_http_accept, &fx.http_port);
 	fx.flood = fx_listen(fx_flood_accept, &fx.flood_port);
+	fx.sink = fx_listen(fx_sink_accept, &fx.sink_port);
 	if (fx.dns == NULL || fx.echo == NULL || fx.http == NULL ||
-	    fx.flood == NULL)
+	    fx.flood == NULL || fx.sink == NULL)
 		return -EIO;
 
 	/* A port on 127.0.0.2 with nothing behind it. */
@@ -402,9 +440,9 @@ fx_start(void)
 
 	snprintf(fx_allowlist_text, sizeof(fx_allowlist_text),
 	    "# cordon-proxy integration test policy\n"
-	    "*.cordon-test.net:%u,%u,%u,%u\n"
+	    "*.cordon-test.net:%u,%u,%u,%u,%u\n"
 	    "!denied.cordon-test.net\n", fx.echo_port, fx.http_port,
-	    fx.flood_port, fx.closed_port);
+	    fx.flood_port, fx.closed_port, fx.sink_port);
 	if (pthread_create(&fx.thread, NULL, fx_thread, NULL) != 0)
 		return -EAGAIN;
 	fx.started = true;
@@ -421,6 +459,7 @@ fx_stop(void)
 	evconnlistener_free(fx.echo);
 	evconnlistener_free(fx.http);
 	evconnlistener_free(fx.flood);
+	evconnlistener_free(fx.sink);
 	evdns_close_server_port(fx.dns);
 	close(fx.dns_fd);
 	event_free(fx.stop_ev);
@@ -435,6 +474,7 @@ uint16_t fx_echo_port(void) { return fx.echo_port; }
 uint16_t fx_http_port(void) { return fx.http_port; }
 uint16_t fx_flood_port(void) { return fx.flood_port; }
 uint16_t fx_closed_port(void) { return fx.closed_port; }
+uint16_t fx_sink_port(void) { return fx.sink_port; }
 const char *px_default_allowlist(void) { return fx_allowlist_text; }
 
 static unsigned
@@ -472,6 +512,28 @@ fx_flood_conns(void)
 
 	pthread_mutex_lock(&fx.mu);
 	n = fx.flood_conns;
+	pthread_mutex_unlock(&fx.mu);
+	return n;
+}
+
+long
+fx_sink_conns(void)
+{
+	long n;
+
+	pthread_mutex_lock(&fx.mu);
+	n = fx.sink_conns;
+	pthread_mutex_unlock(&fx.mu);
+	return n;
+}
+
+long long
+fx_sink_bytes(void)
+{
+	long long n;
+
+	pthread_mutex_lock(&fx.mu);
+	n = fx.sink_bytes;
 	pthread_mutex_unlock(&fx.mu);
 	return n;
 }

@@ -1,7 +1,8 @@
 /*
  * Loopback fixture for the cordon-proxy integration tests: a stub DNS
  * server (evdns server API) that counts every query, an echo server, a tiny
- * HTTP server and a flooding server on 127.0.0.2, all on one libevent loop
+ * HTTP server, a flooding server and a sink (counts what it receives, sends
+ * nothing) on 127.0.0.2, all on one libevent loop
  * in a background thread; plus helpers to run the built daemon and talk to
  * it with blocking sockets. Test traffic never leaves 127.0.0.0/8.
  */
@@ -22,6 +23,7 @@ uint16_t fx_echo_port(void);
 uint16_t fx_http_port(void);
 uint16_t fx_flood_port(void);
 uint16_t fx_closed_port(void);	/* nothing listens on 127.0.0.2 here */
+uint16_t fx_sink_port(void);
 
 /* DNS queries (A + AAAA) seen for name (NULL: all names) so far. */
 unsigned fx_queries(const char *name);
@@ -29,6 +31,9 @@ unsigned fx_queries_a(const char *name);
 /* Copy of the last request head the HTTP server received. */
 void fx_last_http_head(char *buf, size_t len);
 long fx_flood_conns(void);
+/* Connections the sink accepted, and bytes it received, so far. */
+long fx_sink_conns(void);
+long long fx_sink_bytes(void);
 long long fx_flood_bytes(void);
 
 /* A running cordon-proxy. */

@@ -49,7 +49,8 @@ test_full(void **state)
 		"1", "--max-header", "16k", "--user", "nobody", "--log-level",
 		"debug", "--control", "/run/cordon/proxy.sock",
 		"--run-max-conns", "8", "--run-bytes-up", "1m",
-		"--run-bytes-down", "1g", "--self-refresh", "2.5", NULL,
+		"--run-bytes-down", "1g", "--self-refresh", "2.5",
+		"--sni-timeout", "0.75", "--insecure-no-sni-check", NULL,
 	};
 	struct proxy_config c;
 
@@ -82,6 +83,8 @@ test_full(void **state)
 	assert_int_equal(c.run_max_conns, 8);
 	assert_int_equal(c.run_bytes_up, 1024 * 1024);
 	assert_int_equal(c.run_bytes_down, 1024 * 1024 * 1024);
+	assert_int_equal(c.sni_timeout_ms, 750);
+	assert_true(c.no_sni_check);
 }
 
 static void
@@ -106,6 +109,9 @@ test_defaults(void **state)
 	assert_int_equal(c.run_max_conns, 32);
 	assert_int_equal(c.run_bytes_up, 0);
 	assert_int_equal(c.run_bytes_down, 0);
+	/* The SNI check is on, 5 s for a started ClientHello. */
+	assert_false(c.no_sni_check);
+	assert_int_equal(c.sni_timeout_ms, 5000);
 }
 
 static void
@@ -143,6 +149,10 @@ test_errors(void **state)
 		{ "--run-bytes-down", "lots", NULL },
 		{ "--self-refresh", "0", NULL },
 		{ "--self-refresh", "never", NULL },
+		{ "--sni-timeout", "0", NULL },
+		{ "--sni-timeout", "forever", NULL },
+		{ "--no-sni-check", NULL },	/* only the insecure- name */
+		{ "--insecure-no-sni-check", "yes", NULL },
 		{ "--bogus", NULL },
 		{ "--listen", NULL },
 	};
@@ -197,6 +207,7 @@ test_accesslog_format(void **state)
 		.decision = "deny", .reason = "no-match", .policy = "default",
 		.address = NULL, .status = 403, .bytes_up = 1, .bytes_down = 2,
 		.duration_ms = 3, .dns_ms = -1, .connect_ms = -1,
+		.sni = "Evil.example\x01",
 	};
 	char buf[1024], tiny[32];
 	int n;
@@ -209,10 +220,14 @@ test_accesslog_format(void **state)
 	assert_non_null(strstr(buf, "\"address\":null"));
 	assert_non_null(strstr(buf, "\"status\":403,\"bytes_up\":1,"
 	    "\"bytes_down\":2,\"duration_ms\":3,\"dns_ms\":null,"
-	    "\"connect_ms\":null}\n"));
+	    "\"connect_ms\":null,\"sni\":\"Evil.example\\u0001\"}\n"));
 	assert_int_equal(strncmp(buf, "{\"time\":\"", 9), 0);
 	assert_int_equal(proxy_accesslog_format(&e, tiny, sizeof(tiny)),
 	    -ENOSPC);
+	/* No ClientHello name: null. */
+	e.sni = NULL;
+	assert_true(proxy_accesslog_format(&e, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"sni\":null}\n"));
 }
 
 static void

@@ -2,8 +2,8 @@
  * Integration tests for cordon-proxy's run mode (--control): the built
  * daemon with a real control socket in a temp dir and a directory of
  * policies, driven through real sockets (see proxy_fixture.c): per-run
- * policies, every 407/429/403 reason, limits, the egress report, reload
- * and the control protocol itself. Clients come from 127.0.0.1, or from
+ * policies, every 407/429/403 reason, limits, the egress report, reload,
+ * the SNI check's refusals in the report, and the control protocol itself. Clients come from 127.0.0.1, or from
  * 127.0.0.2 (bound) as a second source address.
  */
 #include <stdarg.h>
@@ -31,6 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/util.h"
+#include "hello_util.h"
 #include "proxy_fixture.h"
 
 #define TOK_A	"aaaaaaaaaaaaaaaa0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -684,6 +685,76 @@ test_run_report(void **state)
 	free(rm_finish(r));
 }
 
+/* The SNI check in a run: a ClientHello naming another host than the
+ * CONNECT host closes the tunnel, and the run's report shows it as denied
+ * with sni-mismatch (status 200: the client had its 200), beside the
+ * tunnel that passed. The same through the buffered relay (a run with a
+ * byte limit is never spliced). */
+static void
+test_run_sni(void **state)
+{
+	static const char *const names[][1] = { { "pypi.org" },
+	    { "echo.cordon-test.net" } };
+	static uint8_t hello[HELLO_CAP], back[HELLO_CAP];
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B);
+	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	struct rm *r = &R;
+	char want[2048], *got;
+	size_t bad, good;
+	cJSON *j;
+	int fd = -1;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.1", "pypi", TOK_B,
+	    ",\"bytes_up\":1000000");
+	for (int run = 0; run < 2; run++) {
+		const char *hdr = run == 0 ? A : B;
+
+		bad = hello_with_names("hello-python-pypi.bin", names[0], 1,
+		    hello, sizeof(hello));
+		assert_int_equal(rconnect(r, "127.0.0.1", hdr, echo, &fd), 200);
+		assert_int_equal(cli_send_n(fd, hello, bad), 0);
+		/* The alert, then the close; nothing echoed. */
+		assert_int_equal(cli_read_n(fd, back, 7), 0);
+		assert_memory_equal(back, "\x15\x03\x03\x00\x02\x02\x31", 7);
+		assert_true(closed_within(fd, 3000));
+		close(fd);
+		good = hello_with_names("hello-python-pypi.bin", names[1], 1,
+		    hello, sizeof(hello));
+		assert_int_equal(rconnect(r, "127.0.0.1", hdr, echo, &fd), 200);
+		assert_int_equal(cli_send_n(fd, hello, good), 0);
+		assert_int_equal(cli_read_n(fd, back, good), 0);
+		assert_memory_equal(back, hello, good);
+		close(fd);
+	}
+	sleep_ms(200);	/* the passed tunnels' lines */
+	for (int run = 0; run < 2; run++) {
+		j = ctl_report(r, "unregister", run == 0 ? "run-a" : "run-b");
+		got = cJSON_PrintUnformatted(j);
+		snprintf(want, sizeof(want), "{\"ok\":true,\"egress\":["
+		    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,"
+		    "\"decision\":\"denied\",\"reason\":\"sni-mismatch\","
+		    "\"status\":200,\"count\":1,\"bytes_up\":0,"
+		    "\"bytes_down\":0},"
+		    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,"
+		    "\"decision\":\"allowed\",\"reason\":"
+		    "\"allowed-by-entry\",\"status\":200,\"count\":1,"
+		    "\"bytes_up\":%zu,\"bytes_down\":%zu}],"
+		    "\"allowed\":1,\"denied\":1}", fx_echo_port(),
+		    fx_echo_port(), good, good);
+		assert_string_equal(got, want);
+		free(got);
+		cJSON_Delete(j);
+	}
+	got = rm_finish(r);
+	assert_non_null(strstr(got, "\"reason\":\"sni-mismatch\""));
+	assert_non_null(strstr(got, "\"sni\":\"pypi.org\""));
+	free(got);
+}
+
 /* SIGHUP: a broken policy keeps the old set; a removed policy gives
  * policy-removed to its runs while the others go on. */
 static void
@@ -838,6 +909,7 @@ main(void)
 		cmocka_unit_test_teardown(test_run_credentials, test_teardown),
 		cmocka_unit_test_teardown(test_run_limits, test_teardown),
 		cmocka_unit_test_teardown(test_run_report, test_teardown),
+		cmocka_unit_test_teardown(test_run_sni, test_teardown),
 		cmocka_unit_test_teardown(test_run_reload, test_teardown),
 		cmocka_unit_test_teardown(test_run_control, test_teardown),
 		cmocka_unit_test_teardown(test_run_control_path,
