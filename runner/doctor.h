@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/stat.h>
+
 #include "common/config.h"
+#include "runner/docker.h"
 
 enum doctor_verdict { DOCTOR_OK, DOCTOR_FAIL, DOCTOR_INFO, DOCTOR_WARN };
 
@@ -42,6 +45,16 @@ long doctor_tar_count_setid(const unsigned char *tar, size_t len,
     char *first, size_t firstlen);
 
 const char *doctor_verdict_name(enum doctor_verdict v);
+
+/* The line of debug runtime name: rc is docker_runtime_parse's for it
+ * (< 0: not registered: INFO, only --debug needs it), rt its entry, dir
+ * the stat of its log directory (the --debug-log pattern up to %ID%;
+ * NULL: missing). OK when the arguments carry runsc's debug flags and a
+ * %ID% pattern and the directory is root's, mode 0700 or less; else WARN.
+ * Pure. */
+void doctor_debug_line(const char *name, int rc,
+    const struct docker_runtime *rt, const struct stat *dir,
+    struct doctor_line *l);
 
 /* The image-age line for an image whose packages were fetched at made_ms
  * (wall clock; < 0: unknown): OK within image.max_age_days, WARN past it
