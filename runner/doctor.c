@@ -356,6 +356,33 @@ image_made_ms(const struct config *c)
 	return ms;
 }
 
+/* The daemon's mode from docker info, and the size of the remapped range
+ * from /etc/subuid (read here: a daemon elsewhere has its own). */
+static void
+check_daemon(const struct config *c, struct doctor_line *l)
+{
+	const char *info[] = { c->docker, "info", "--format", "{{json .}}",
+	    NULL };
+	struct doctor_daemon d;
+	struct cbuf *out = NULL;
+	char *subuid = NULL;
+	long count = -1;
+
+	if (run(info, 20000, 1 << 20, &out) < 0 ||
+	    doctor_daemon_parse(cbuf_data(out), cbuf_len(out), &d) < 0) {
+		cbuf_free(out);
+		line_set(l, DOCTOR_WARN, "daemon", "check `docker info`",
+		    "cannot tell its mode");
+		return;
+	}
+	cbuf_free(out);
+	if (d.mode == DOCTOR_DAEMON_USERNS && d.remap_uid >= 0 &&
+	    util_read_file("/etc/subuid", 1 << 20, &subuid, NULL) == 0)
+		count = doctor_subid_count(subuid, d.remap_uid);
+	free(subuid);
+	doctor_daemon_line(&d, count, l);
+}
+
 size_t
 doctor_run(const struct config *c, doctor_egress_fn egress,
     struct doctor_line *lines, size_t max)
@@ -375,6 +402,8 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 	line_set(&lines[n++], DOCTOR_OK, "docker", NULL, "dockerd %.*s",
 	    (int)strcspn(cbuf_data(out), "\n"), cbuf_data(out));
 	cbuf_free(out);
+	if (n < max)
+		check_daemon(c, &lines[n++]);
 	check_runtimes(c, lines, &n, max);
 	if (n < max)
 		check_image(c, &lines[n++]);

@@ -5,6 +5,9 @@ CORDON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DAEMON_JSON=${CORDON_DAEMON_JSON:-/etc/docker/daemon.json}
 STATE_DIR=${CORDON_STATE_DIR:-/var/lib/cordon}
 DOCKERD_LOG=/var/log/cordon-dockerd.log
+# The host's daemon: the one set-up reloads. Other dockerds (a test's own,
+# with its own --pidfile) are never signalled.
+DOCKERD_PIDFILE=${CORDON_DOCKERD_PIDFILE:-/var/run/docker.pid}
 # The runsc debug runtimes (cordon-debug, cordon-debug-egress): their logs
 # (strace shows what jobs read and write) go under a root-only directory,
 # one subdirectory per container, through the %ID% wrapper.
@@ -68,10 +71,22 @@ reload_dockerd() {
 	if have_systemd && systemctl is-active --quiet docker; then
 		systemctl reload docker
 	else
-		pkill -HUP -x dockerd || die "could not signal dockerd"
+		signal_dockerd HUP
 	fi
 	sleep 1
 	wait_dockerd 30
+}
+
+# Sends a signal to the host's dockerd, the process named in its pidfile,
+# never to every process called dockerd.
+signal_dockerd() {
+	local pid
+	pid=$(cat "$DOCKERD_PIDFILE" 2>/dev/null) ||
+		die "no $DOCKERD_PIDFILE: cannot tell which dockerd to signal"
+	case $pid in '' | *[!0-9]*) die "$DOCKERD_PIDFILE does not hold a pid: '$pid'" ;; esac
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] ||
+		die "process $pid from $DOCKERD_PIDFILE is not dockerd"
+	kill -"$1" "$pid" || die "could not signal dockerd ($pid)"
 }
 
 # Writes daemon.json from a jq filter over it, atomically: on any failure

@@ -180,5 +180,36 @@ mkdir -p "$dbg/u" && (cd "$dbg/u" && umask 022 &&
 	printf '#!/bin/sh\numask\n' >"$bin/runsc" && "$w" --log "$logp" >"$dbg/u/mask")
 check "the wrapper runs runsc with umask 077" grep -qx 0077 "$dbg/u/mask"
 
+# --- signal_dockerd: the pidfile's dockerd only ---------------------------
+fake="$work/sig"
+mkdir -p "$fake"
+cat >"$fake/dockerd" <<'SH'
+#!/bin/bash
+trap 'echo hup >>"$0.got"' HUP
+while :; do sleep 0.05; done
+SH
+chmod +x "$fake/dockerd"
+"$fake/dockerd" & d1=$!
+"$fake/dockerd" & d2=$!
+sleep 0.3
+sigd() { # sigd PIDFILE
+	CORDON_DOCKERD_PIDFILE=$1 bash -c 'set -euo pipefail; . "$0/scripts/lib.sh"; signal_dockerd HUP' \
+		"$src" 2>"$work/sig.err"
+}
+echo "$d1" >"$fake/pid"
+sigd "$fake/pid"; rc=$?
+sleep 0.3
+check "signal_dockerd signals the pidfile's dockerd (rc=$rc)" grep -q hup "$fake/dockerd.got"
+check "and only that one" test "$(grep -c hup "$fake/dockerd.got")" = 1
+sigd "$fake/none"; rc=$?
+check "no pidfile: refused (rc=$rc)" test "$rc" -ne 0
+check "no pidfile: said so" grep -q 'cannot tell which dockerd' "$work/sig.err"
+echo $$ >"$fake/pid"
+sigd "$fake/pid"; rc=$?
+check "a pidfile naming another program: refused (rc=$rc)" test "$rc" -ne 0
+check "and said so" grep -q 'is not dockerd' "$work/sig.err"
+kill "$d1" "$d2" 2>/dev/null
+wait "$d1" "$d2" 2>/dev/null
+
 echo "scripts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
