@@ -1,10 +1,11 @@
 /*
- * `cordon probe [--net none|proxy] [--warm]`: runs the probe program
+ * `cordon probe [--net none|proxy] [--warm | --debug]`: runs the probe program
  * through the real runner (the same path as a user's job), inspects the
  * probe's own container from the host while it runs, judges both views,
  * records the result for the runner's require_probe check, and prints
  * JSON (runner_probe does the work). Exit 0 only when every control
- * passes.
+ * passes. --debug (root only) probes the debug runtime instead and
+ * records nothing.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,10 +19,13 @@
 static int
 probe_usage(void)
 {
-	fprintf(stderr, "usage: cordon probe [--net none|proxy] [--warm]\n"
-	    "  --warm  probe a container of a warm pool (pre-started, its "
-	    "program\n          written later), the path `cordon serve --pool` "
-	    "runs take\n");
+	fprintf(stderr, "usage: cordon probe [--net none|proxy] [--warm | "
+	    "--debug]\n"
+	    "  --warm   probe a container of a warm pool (pre-started, its "
+	    "program\n           written later), the path `cordon serve "
+	    "--pool` runs take\n"
+	    "  --debug  root only: probe the debug runtime (`cordon run "
+	    "--debug`);\n           the result is not recorded\n");
 	return 2;
 }
 
@@ -32,7 +36,7 @@ cmd_probe(int argc, char **argv)
 	struct probe_report rep;
 	char err[512], *line;
 	const char *mode = "none";
-	bool warm = false;
+	bool warm = false, debug = false;
 	cJSON *j;
 
 	for (int i = 1; i < argc; i++) {
@@ -40,16 +44,20 @@ cmd_probe(int argc, char **argv)
 			mode = argv[++i];
 		else if (strcmp(argv[i], "--warm") == 0)
 			warm = true;
+		else if (strcmp(argv[i], "--debug") == 0)
+			debug = true;
 		else
 			return probe_usage();
 	}
-	if (strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0)
+	if ((strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0) ||
+	    (warm && debug))
 		return probe_usage();
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);
 		return 1;
 	}
-	if (runner_probe(&c, mode, warm, &rep, &j, err, sizeof(err)) < 0) {
+	if (runner_probe(&c, mode, warm, debug, &rep, &j, err,
+	    sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);
 		return 1;
 	}

@@ -51,7 +51,9 @@ usage_error(const char *msg, const char *arg)
 	fprintf(stderr, "usage: cordon run [--net none|proxy [--policy NAME]] "
 	    "[--timeout S] "
 	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
-	    "[--out DIR] [--session ID] [--lang python] < code\n");
+	    "[--out DIR] [--session ID] [--lang python] [--debug] < code\n"
+	    "  --debug  root only: runsc's debug runtime (--debug --strace); "
+	    "the result\n           names the log directory (debug_log)\n");
 	return 2;
 }
 
@@ -115,6 +117,10 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 	case 'p':
 		q->policy = arg;
 		return 0;
+	case 'D':
+		/* The runner refuses it unless we are root. */
+		q->debug = true;
+		return 0;
 	}
 	return usage_error("unknown option", NULL);
 }
@@ -133,6 +139,7 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		{ "session", required_argument, NULL, 's' },
 		{ "lang", required_argument, NULL, 'l' },
 		{ "policy", required_argument, NULL, 'p' },
+		{ "debug", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

@@ -37,6 +37,8 @@ static const struct field top_fields[] = {
 	STR("audit_log", audit_log),
 	STR("runtime_offline", runtime_offline),
 	STR("runtime_egress", runtime_egress),
+	STR("runtime_debug", runtime_debug),
+	STR("runtime_debug_egress", runtime_debug_egress),
 	STR("user", user),
 	STR("egress_network", egress_network),
 	STR("egress_bridge", egress_bridge),
@@ -141,6 +143,8 @@ config_defaults(struct config *c)
 	strcpy(c->audit_log, "/var/log/cordon/audit.log");
 	strcpy(c->runtime_offline, "cordon-offline");
 	strcpy(c->runtime_egress, "cordon-egress");
+	strcpy(c->runtime_debug, "cordon-debug");
+	strcpy(c->runtime_debug_egress, "cordon-debug-egress");
 	strcpy(c->user, "65534:65534");
 	strcpy(c->egress_network, "cordon-egress");
 	strcpy(c->egress_bridge, "cordon0");

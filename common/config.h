@@ -88,6 +88,9 @@ struct config {
 	char audit_log[256];
 	char runtime_offline[64];	/* registered runsc runtime names */
 	char runtime_egress[64];
+	/* Their debug twins (runsc --debug --strace): `cordon run --debug`. */
+	char runtime_debug[64];
+	char runtime_debug_egress[64];
 	char user[32];			/* uid:gid in the container */
 	char egress_network[64];	/* Docker network for --net proxy */
 	char egress_bridge[16];

@@ -81,6 +81,7 @@ struct probe_job {
 	size_t code_len;
 	const char *mode;		/* "none" or "proxy" */
 	bool warm;			/* in a warm (pooled) container */
+	bool debug;			/* in the mode's debug runtime */
 	const char *session;		/* its container's label: probe-HEX */
 };
 
@@ -97,6 +98,7 @@ struct probe_outcome {
 	bool warm;			/* it ran in a pooled container */
 	const char *run_status;		/* static: how the run ended */
 	char image[PROBE_IMAGE_MAX];	/* the image ID the run used */
+	char debug_log[320];		/* debug: its runsc logs, or "" */
 };
 
 /* How probe_run runs the program: the runner supplies these (through the
@@ -116,15 +118,22 @@ struct probe_run_opts {
 	const char *host_release;	/* uname -r of the host */
 	bool runtime_is_runsc;		/* dockerd registers the mode's runtime
 					 * (runtime_egress for proxy, else
-					 * runtime_offline) with runsc */
+					 * runtime_offline; with debug, their
+					 * runtime_debug* twins) with runsc */
+	bool debug;			/* probe the debug runtime (runsc
+					 * --debug --strace): the same controls
+					 * must hold. Such a report is never
+					 * recorded: it does not stand for the
+					 * runtime jobs use. */
 };
 
 /* Runs the probe: sets a random host marker variable that must not reach
  * the sandbox (unset again afterwards), builds the program, runs it
  * through ops->run(data, ...), judges both views into *rep, records the
- * result (probe_state_write) and builds the report JSON *json: the report
- * plus "container", "warm", "run_status" and, when it failed, the
- * program's "probe_stderr" (caller cJSON_Deletes; NULL only on ENOMEM).
+ * result (probe_state_write; not for o->debug) and builds the report JSON
+ * *json: the report plus "container", "warm", "run_status", "debug" and,
+ * when it failed, the program's "probe_stderr" (caller cJSON_Deletes;
+ * NULL only on ENOMEM).
  * Returns 0 when a report was produced, passed or not (rep->pass); err is
  * then "" or a warning (the result could not be recorded). Otherwise a
  * negative errno with a one-line reason in err: -EINVAL for bad options,

@@ -28,7 +28,8 @@ probe_outcome_cleanup(struct probe_outcome *out)
 
 /* The report JSON with the run's details added; NULL on ENOMEM. */
 static cJSON *
-report_json(const struct probe_report *rep, const struct probe_outcome *out)
+report_json(const struct probe_report *rep, const struct probe_outcome *out,
+    bool debug)
 {
 	cJSON *j = probe_report_to_json(rep);
 
@@ -36,6 +37,9 @@ report_json(const struct probe_report *rep, const struct probe_outcome *out)
 		return NULL;
 	cJSON_AddStringToObject(j, "container", out->container);
 	cJSON_AddBoolToObject(j, "warm", out->warm);
+	cJSON_AddBoolToObject(j, "debug", debug);
+	if (debug)
+		cJSON_AddStringToObject(j, "debug_log", out->debug_log);
 	cJSON_AddStringToObject(j, "run_status",
 	    out->run_status != NULL ? out->run_status : "");
 	if (!rep->pass && out->err_len > 0)
@@ -73,7 +77,8 @@ probe_run(const struct config *c, const struct probe_run_opts *o,
 	    .host_release = o->host_release,
 	    .runtime_is_runsc = o->runtime_is_runsc };
 	struct probe_outcome out = { 0 };
-	struct probe_job job = { .mode = o->mode, .warm = o->warm };
+	struct probe_job job = { .mode = o->mode, .warm = o->warm,
+	    .debug = o->debug };
 	char marker[64], session[40], hex[17], *code;
 	bool proxy;
 	int rc;
@@ -101,7 +106,10 @@ probe_run(const struct config *c, const struct probe_run_opts *o,
 	snprintf(session, sizeof(session), "probe-%s", hex);
 	e.marker_var = marker;
 	e.proxy_url = proxy ? o->proxy_url : NULL;
-	e.runtime = proxy ? c->runtime_egress : c->runtime_offline;
+	if (o->debug)
+		e.runtime = proxy ? c->runtime_debug_egress : c->runtime_debug;
+	else
+		e.runtime = proxy ? c->runtime_egress : c->runtime_offline;
 	if ((code = probe_program(&e)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -119,10 +127,12 @@ probe_run(const struct config *c, const struct probe_run_opts *o,
 	    rep);
 	rep->at_ms = time_wall_ms();
 	util_strlcpy(rep->image, out.image, sizeof(rep->image));
-	if ((rc = probe_state_write(c, rep)) < 0)
+	/* A debug probe proves the debug runtime; the record stands for the
+	 * runtime that jobs use, so it is left alone. */
+	if (!o->debug && (rc = probe_state_write(c, rep)) < 0)
 		snprintf(err, errlen, "cannot record the result in %s: %s",
 		    c->state_dir, strerror(-rc));
-	*json = report_json(rep, &out);
+	*json = report_json(rep, &out, o->debug);
 	probe_outcome_cleanup(&out);
 	return 0;
 }

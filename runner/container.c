@@ -40,6 +40,9 @@ container_spec(const struct config *c, const struct container_start *s,
 		out->extra = s->na->argv;
 		out->nextra = s->na->argc;
 	}
+	/* A debug run: the same argv, only the runtime differs. */
+	if (s->runtime != NULL)
+		out->runtime = s->runtime;
 }
 
 int

@@ -28,6 +28,8 @@ struct container_start {
 	const char *session;			/* label value; NULL: "" */
 	const struct runner_limits *lim;	/* memory, cpus */
 	const struct netsetup_run_args *na;	/* NULL: offline */
+	const char *runtime;			/* NULL: the mode's; else
+						 * its debug twin */
 	int64_t label_deadline_s;		/* epoch s, for `cordon gc` */
 	const char *in_dir;			/* NULL or mounted at /in */
 	bool out_wrapper;			/* --out: the wrapper program */

@@ -43,7 +43,7 @@ int docker_state_parse(const char *line, struct docker_state *st);
 /* One runtime as `docker info --format '{{json .Runtimes}}'` lists it. */
 struct docker_runtime {
 	char path[PATH_MAX];	/* "" when it has none (or not a string) */
-	char args[128];		/* its runtimeArgs strings, joined by
+	char args[320];		/* its runtimeArgs strings, joined by
 				 * spaces (cut at this size) */
 };
 

@@ -1,8 +1,8 @@
 /*
  * The doctor's checks (doctor.h): Docker reachable, Cordon's runtimes
- * registered with runsc and how, the pinned image present and free of
- * setuid/setgid files, egress (via the netsetup callback), and the age and
- * outcome of the latest probes.
+ * registered with runsc and how (the debug ones too), the pinned image
+ * present and free of setuid/setgid files, egress (via the netsetup
+ * callback), and the age and outcome of the latest probes.
  */
 #include "runner/doctor.h"
 
@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/proc.h"
 #include "common/util.h"
 #include "probe/probe.h"
+#include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/image.h"
 #include "runner/tar.h"
@@ -92,6 +94,60 @@ check_runtime(const struct cbuf *info, const char *name,
 	    "runsc netstack");
 }
 
+void
+doctor_debug_line(const char *name, int rc, const struct docker_runtime *rt,
+    const struct stat *dir, struct doctor_line *l)
+{
+	char what[96], pat[RUNNER_DEBUG_PAT_MAX];
+	const char *why = NULL;
+	char *cut;
+
+	snprintf(what, sizeof(what), "debug runtime %s", name);
+	if (rc < 0) {
+		line_set(l, DOCTOR_INFO, what, NULL, "not registered (only "
+		    "`cordon run --debug` needs it: scripts/setup registers "
+		    "it)");
+		return;
+	}
+	if (runner_debug_pattern(rt->args, pat, sizeof(pat), &why) < 0) {
+		line_set(l, DOCTOR_WARN, what, "rerun scripts/setup (and "
+		    "scripts/egress-runtime)", "%s %s: %s", rt->path, rt->args,
+		    why != NULL ? why : "bad arguments");
+		return;
+	}
+	if ((cut = strstr(pat, "%ID%")) != NULL)
+		*cut = '\0';
+	if (dir == NULL || dir->st_uid != 0 || (dir->st_mode & 077) != 0)
+		line_set(l, DOCTOR_WARN, what, "its logs hold an strace of "
+		    "each job: rerun scripts/setup (it makes the directory "
+		    "root's, mode 0700)", "log directory %s is %s", pat, dir == NULL ?
+		    "missing" : "readable by others than root");
+	else
+		line_set(l, DOCTOR_OK, what, NULL, "%s %s (logs in %s, root "
+		    "only)", rt->path, rt->args, pat);
+}
+
+/* The debug runtime's line: registered or not, and its log directory. */
+static void
+check_debug_runtime(const struct cbuf *info, const char *name,
+    struct doctor_line *l)
+{
+	struct docker_runtime rt;
+	char pat[RUNNER_DEBUG_PAT_MAX], *cut;
+	struct stat st;
+	bool have_dir = false;
+	int rc = docker_runtime_parse(cbuf_data(info), cbuf_len(info), name,
+	    &rt);
+
+	if (rc == 0 && runner_debug_pattern(rt.args, pat, sizeof(pat),
+	    NULL) == 0) {
+		if ((cut = strstr(pat, "%ID%")) != NULL)
+			*cut = '\0';
+		have_dir = stat(pat, &st) == 0 && S_ISDIR(st.st_mode);
+	}
+	doctor_debug_line(name, rc, &rt, have_dir ? &st : NULL, l);
+}
+
 static void
 check_runtimes(const struct config *c, struct doctor_line *l, size_t *n,
     size_t max)
@@ -120,6 +176,10 @@ check_runtimes(const struct config *c, struct doctor_line *l, size_t *n,
 		check_runtime(out, c->runtime_offline, version, &l[(*n)++]);
 	if (*n < max)
 		check_runtime(out, c->runtime_egress, version, &l[(*n)++]);
+	if (*n < max)
+		check_debug_runtime(out, c->runtime_debug, &l[(*n)++]);
+	if (*n < max)
+		check_debug_runtime(out, c->runtime_debug_egress, &l[(*n)++]);
 	cbuf_free(out);
 }
 
@@ -296,6 +356,33 @@ image_made_ms(const struct config *c)
 	return ms;
 }
 
+/* The daemon's mode from docker info, and the size of the remapped range
+ * from /etc/subuid (read here: a daemon elsewhere has its own). */
+static void
+check_daemon(const struct config *c, struct doctor_line *l)
+{
+	const char *info[] = { c->docker, "info", "--format", "{{json .}}",
+	    NULL };
+	struct doctor_daemon d;
+	struct cbuf *out = NULL;
+	char *subuid = NULL;
+	long count = -1;
+
+	if (run(info, 20000, 1 << 20, &out) < 0 ||
+	    doctor_daemon_parse(cbuf_data(out), cbuf_len(out), &d) < 0) {
+		cbuf_free(out);
+		line_set(l, DOCTOR_WARN, "daemon", "check `docker info`",
+		    "cannot tell its mode");
+		return;
+	}
+	cbuf_free(out);
+	if (d.mode == DOCTOR_DAEMON_USERNS && d.remap_uid >= 0 &&
+	    util_read_file("/etc/subuid", 1 << 20, &subuid, NULL) == 0)
+		count = doctor_subid_count(subuid, d.remap_uid);
+	free(subuid);
+	doctor_daemon_line(&d, count, l);
+}
+
 size_t
 doctor_run(const struct config *c, doctor_egress_fn egress,
     struct doctor_line *lines, size_t max)
@@ -315,6 +402,8 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 	line_set(&lines[n++], DOCTOR_OK, "docker", NULL, "dockerd %.*s",
 	    (int)strcspn(cbuf_data(out), "\n"), cbuf_data(out));
 	cbuf_free(out);
+	if (n < max)
+		check_daemon(c, &lines[n++]);
 	check_runtimes(c, lines, &n, max);
 	if (n < max)
 		check_image(c, &lines[n++]);

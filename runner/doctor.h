@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/stat.h>
+
 #include "common/config.h"
+#include "runner/docker.h"
 
 enum doctor_verdict { DOCTOR_OK, DOCTOR_FAIL, DOCTOR_INFO, DOCTOR_WARN };
 
@@ -42,6 +45,49 @@ long doctor_tar_count_setid(const unsigned char *tar, size_t len,
     char *first, size_t firstlen);
 
 const char *doctor_verdict_name(enum doctor_verdict v);
+
+/* The daemon's own hardening, from `docker info --format '{{json .}}'`. */
+enum doctor_daemon_mode {
+	DOCTOR_DAEMON_ROOT,		/* plain root */
+	DOCTOR_DAEMON_USERNS,		/* SecurityOptions name=userns */
+	DOCTOR_DAEMON_ROOTLESS,		/* ... name=rootless */
+};
+
+struct doctor_daemon {
+	enum doctor_daemon_mode mode;
+	long remap_uid, remap_gid;	/* userns: the host IDs container
+					 * root maps to (DockerRootDir's
+					 * UID.GID); -1 unknown */
+	char cgroup_driver[16];		/* cgroupfs, systemd, none */
+	int cgroup_version;		/* 1, 2; 0 unknown */
+};
+
+/* Parses docker info's JSON. 0, or -EBADMSG when it is not an object (*d
+ * then says plain root, nothing known). Pure. */
+int doctor_daemon_parse(const char *json, size_t len,
+    struct doctor_daemon *d);
+
+/* The COUNT of the /etc/subuid (or subgid) line NAME:START:COUNT whose
+ * START is start, in text; -1 when there is none. Pure. */
+long doctor_subid_count(const char *text, long start);
+
+/* The "daemon" line: INFO for plain root, OK for userns-remap (with the
+ * range: count ids from remap_uid; count <= 0: unknown), FAIL for
+ * rootless on cgroup v1 or without a cgroup driver (runsc needs
+ * --ignore-cgroups there, and no host limit holds), WARN for rootless on
+ * cgroup v2 (not proven). Pure. */
+void doctor_daemon_line(const struct doctor_daemon *d, long count,
+    struct doctor_line *l);
+
+/* The line of debug runtime name: rc is docker_runtime_parse's for it
+ * (< 0: not registered: INFO, only --debug needs it), rt its entry, dir
+ * the stat of its log directory (the --debug-log pattern up to %ID%;
+ * NULL: missing). OK when the arguments carry runsc's debug flags and a
+ * %ID% pattern and the directory is root's, mode 0700 or less; else WARN.
+ * Pure. */
+void doctor_debug_line(const char *name, int rc,
+    const struct docker_runtime *rt, const struct stat *dir,
+    struct doctor_line *l);
 
 /* The image-age line for an image whose packages were fetched at made_ms
  * (wall clock; < 0: unknown): OK within image.max_age_days, WARN past it

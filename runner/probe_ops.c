@@ -18,6 +18,7 @@
 #include "common/proc.h"
 #include "common/util.h"
 #include "netsetup/netsetup.h"
+#include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/pool.h"
 #include "runner/runner.h"
@@ -143,6 +144,7 @@ outcome_take(struct probe_outcome *out, struct runner_result *res,
 	out->warm = res->warm;
 	out->run_status = runner_status_name(res->status);
 	util_strlcpy(out->image, res->image, sizeof(out->image));
+	util_strlcpy(out->debug_log, res->debug_log, sizeof(out->debug_log));
 }
 
 /* probe_ops.run: the program through runner_run, inspected meanwhile. */
@@ -154,7 +156,8 @@ probe_job_run(void *data, const struct probe_job *job,
 	struct inspector in = { .c = c, .session = job->session };
 	struct runner_request req = { .code = job->code,
 	    .code_len = job->code_len, .timeout_s = PROBE_RUN_TIMEOUT_S,
-	    .session = job->session, .skip_probe_check = true };
+	    .session = job->session, .skip_probe_check = true,
+	    .debug = job->debug };
 	struct runner_result res = { 0 };
 	struct runner_pool *pool = NULL;
 	pthread_t th;
@@ -188,11 +191,13 @@ probe_job_run(void *data, const struct probe_job *job,
 
 /* One probe, the probe lock already held. */
 static int
-probe_locked(const struct config *c, const char *mode, bool warm,
+probe_locked(const struct config *c, const char *mode, bool warm, bool debug,
     struct probe_report *rep, cJSON **json, char *err, size_t errlen)
 {
 	static const struct probe_ops ops = { .run = probe_job_run };
-	struct probe_run_opts o = { .mode = mode, .warm = warm };
+	struct probe_run_opts o = { .mode = mode, .warm = warm,
+	    .debug = debug };
+	const char *runtime;
 	struct netsetup_endpoint ep;
 	struct utsname uts;
 	char proxy_url[64];
@@ -211,23 +216,35 @@ probe_locked(const struct config *c, const char *mode, bool warm,
 		return rc;
 	}
 	o.host_release = uts.release;
-	o.runtime_is_runsc = runtime_is_runsc(c, o.proxy_url != NULL ?
-	    c->runtime_egress : c->runtime_offline);
+	if (debug)
+		runtime = runner_debug_runtime(c, o.proxy_url != NULL ?
+		    RUNNER_NET_PROXY : RUNNER_NET_NONE);
+	else
+		runtime = o.proxy_url != NULL ? c->runtime_egress :
+		    c->runtime_offline;
+	o.runtime_is_runsc = runtime_is_runsc(c, runtime);
 	return probe_run(c, &o, &ops, (void *)c, rep, json, err, errlen);
 }
 
 int
 runner_probe(const struct config *c, const char *mode, bool warm,
-    struct probe_report *rep, cJSON **json, char *err, size_t errlen)
+    bool debug, struct probe_report *rep, cJSON **json, char *err, size_t errlen)
 {
 	int fd, rc;
 
 	*json = NULL;
 	memset(rep, 0, sizeof(*rep));
+	if (warm && debug) {
+		snprintf(err, errlen, "a debug probe runs cold (warm "
+		    "containers run in the mode's own runtime)");
+		return -EINVAL;
+	}
+	if (debug && (rc = runner_debug_allowed(err, errlen)) < 0)
+		return rc;
 	if ((fd = probe_lock(c, time_mono_ms() + probe_lock_wait_ms(c), NULL,
 	    err, errlen)) < 0)
 		return fd;
-	rc = probe_locked(c, mode, warm, rep, json, err, errlen);
+	rc = probe_locked(c, mode, warm, debug, rep, json, err, errlen);
 	probe_unlock(fd);
 	return rc;
 }
@@ -247,7 +264,7 @@ auto_probe(void *data, const char *mode, char *err, size_t errlen)
 	cJSON *json = NULL;
 	int rc;
 
-	rc = probe_locked(x->c, mode, false, &rep, &json, err, errlen);
+	rc = probe_locked(x->c, mode, false, false, &rep, &json, err, errlen);
 	cJSON_Delete(json);
 	/* A report that could not be recorded cannot let the run go on:
 	 * the caller reads the record again. */

@@ -17,13 +17,16 @@
 #include "probe/probe.h"
 
 /* Probes mode ("none" or "proxy"; proxy needs the egress set-up, checked
- * with netsetup_ready), in a one-container warm pool when warm, holding
+ * with netsetup_ready), in a one-container warm pool when warm, or in the
+ * mode's debug runtime when debug (root only; cold; not recorded, see
+ * probe_run_opts; -EINVAL with warm), holding
  * the host-wide probe lock (probe_lock: waits for a probe in progress).
  * Fills *rep and *json as probe_run does and returns its result: 0 when a
  * report was produced (err: "" or a warning), else a negative errno with
  * a one-line reason in err. */
 int runner_probe(const struct config *c, const char *mode, bool warm,
-    struct probe_report *rep, cJSON **json, char *err, size_t errlen);
+    bool debug, struct probe_report *rep, cJSON **json, char *err,
+    size_t errlen);
 
 /* The runner's check before a job in image (probe_state_ensure): 0 when
  * the probe record for mode lets it run, probing first (cold, recorded)

@@ -212,6 +212,12 @@ runner_result_to_json(const struct runner_result *res)
 			ok = cJSON_AddStringToObject(o, "files_error",
 			    res->files_error) != NULL;
 	}
+	/* A debug run: where its runsc logs are, or why there are none. */
+	if (ok && res->debug)
+		ok = res->debug_log[0] != '\0' ?
+		    cJSON_AddStringToObject(o, "debug_log", res->debug_log) !=
+		    NULL : cJSON_AddStringToObject(o, "debug_log_error",
+		    res->debug_log_error) != NULL;
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -262,6 +268,9 @@ audit_json(const char *session, const struct runner_result *res)
 	    res->err_truncated);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
+	if (ok && res->debug)
+		ok = cJSON_AddStringToObject(o, "debug_log", res->debug_log) !=
+		    NULL;
 	/* Proxy mode: the policy and how many connections the proxy let
 	 * through or refused (-1 each: no report came back). */
 	if (ok && res->net == RUNNER_NET_PROXY) {

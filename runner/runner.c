@@ -21,6 +21,7 @@
 #include "netsetup/netsetup.h"
 #include "proxy/cred.h"
 #include "runner/container.h"
+#include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
 #include "runner/egress.h"
@@ -58,6 +59,8 @@ struct run {
 	char egress_error[128];
 	int64_t reg_ms, unreg_ms;
 	struct runner_slot slot;	/* host-wide; held until the end */
+	char debug_pat[RUNNER_DEBUG_PAT_MAX];	/* debug: --debug-log */
+	char id[72];			/* debug: the container's full ID */
 };
 
 /* Seconds the proxy keeps a run's credential past the run's deadline: the
@@ -188,6 +191,8 @@ run_spawn(struct run *r, const char *name)
 	struct container_start cs = {
 		.name = name, .image = r->image, .session = r->req->session,
 		.lim = &r->lim, .na = r->proxy ? &r->na : NULL,
+		.runtime = r->req->debug ? runner_debug_runtime(r->c,
+		    r->req->net) : NULL,
 		.label_deadline_s = time_wall_ms() / 1000 + r->lim.timeout_s +
 		    CONTAINER_GC_GRACE_S,
 		.in_dir = r->in_dir[0] != '\0' ? r->in_dir : NULL,
@@ -213,7 +218,9 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	struct pool_entry e;
 	int rc;
 
-	if (q->pool == NULL)
+	/* A debug run always starts its own container, in the debug
+	 * runtime; pooled ones run in the mode's. */
+	if (q->pool == NULL || q->debug)
 		return 0;
 	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
 	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0) {
@@ -250,6 +257,11 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 static void
 run_stop(struct run *r, const char *name)
 {
+	struct docker_state st;
+
+	/* Its logs are named by its ID: learn it while it still exists. */
+	if (r->req->debug && docker_inspect_state(r->c, name, &st) == 0)
+		util_strlcpy(r->id, st.id, sizeof(r->id));
 	(void)container_abort(r->c, name, r->p, time_mono_ms() +
 	    CONTAINER_ABORT_MS);
 }
@@ -262,8 +274,11 @@ run_finish(struct run *r, const char *name)
 	int rc = -ENOENT;
 
 	r->cli_exit = proc_exit_code(r->p);
-	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0)
+	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0 ||
+	    r->req->debug)
 		rc = docker_inspect_state(r->c, name, &st);
+	if (rc == 0)
+		util_strlcpy(r->id, st.id, sizeof(r->id));
 	/* Docker misses some OOM kills under runsc (see oomlog.h); the
 	 * kernel's record of this container's memory cgroup is proof. */
 	if (r->cli_exit == 137 && rc == 0 && !st.oom_killed &&
@@ -433,6 +448,9 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 
 	if ((rc = runner_request_check(req, err, errlen)) < 0)
 		return rc;
+	if (req->debug && (rc = runner_debug_admit(r->c, req->net,
+	    r->debug_pat, sizeof(r->debug_pat), err, errlen)) < 0)
+		return rc;
 	/* Once per run: a re-pin meanwhile (`cordon image build`) does not
 	 * change the image of a run already admitted, and its probe check
 	 * is for the image it runs in. */
@@ -516,6 +534,8 @@ runner_run(const struct config *c, const struct runner_request *req,
 		goto bad;
 	res->status = run_status(&r, res);
 	res->duration_ms = time_mono_ms() - r.start;
+	if (req->debug)
+		runner_debug_result(r.debug_pat, r.id, res);
 	if (r.proxy) {
 		res->egress = r.egress;
 		r.egress = NULL;

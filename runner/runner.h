@@ -63,6 +63,12 @@ struct runner_request {
 	bool skip_probe_check;		/* only for `cordon probe` itself: no
 					 * CLI flag or API field of the service
 					 * sets it */
+	bool debug;			/* the mode's debug runtime (runsc
+					 * --debug --strace, runner/debug.h):
+					 * root only (-EPERM otherwise); only
+					 * `cordon run --debug` and `cordon
+					 * probe --debug` set it, never serve
+					 * or mcp. Never a warm container. */
 	/* May be NULL: gets the lines a person should see while the run
 	 * is held up before it starts (an automatic probe), from the
 	 * calling thread. The runner itself never prints. */
@@ -106,6 +112,9 @@ struct runner_result {
 	int64_t egress_register_ms;	/* proxy mode: the control calls' */
 	int64_t egress_unregister_ms;	/*   wall time (benchmarks) */
 	char audit_error[128];		/* "" or why the audit line failed */
+	bool debug;			/* ran with the debug runtime */
+	char debug_log[320];		/* debug: its runsc logs' dir */
+	char debug_log_error[256];	/* debug: "" or why there is none */
 };
 
 /* The effective values after clamping (exposed for tests and the CLI). */

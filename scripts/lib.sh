@@ -5,6 +5,14 @@ CORDON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DAEMON_JSON=${CORDON_DAEMON_JSON:-/etc/docker/daemon.json}
 STATE_DIR=${CORDON_STATE_DIR:-/var/lib/cordon}
 DOCKERD_LOG=/var/log/cordon-dockerd.log
+# The host's daemon: the one set-up reloads. Other dockerds (a test's own,
+# with its own --pidfile) are never signalled.
+DOCKERD_PIDFILE=${CORDON_DOCKERD_PIDFILE:-/var/run/docker.pid}
+# The runsc debug runtimes (cordon-debug, cordon-debug-egress): their logs
+# (strace shows what jobs read and write) go under a root-only directory,
+# one subdirectory per container, through the %ID% wrapper.
+DEBUG_LOG_DIR=${CORDON_DEBUG_LOG_DIR:-/var/log/cordon/runsc-debug}
+DEBUG_WRAPPER=${CORDON_DEBUG_WRAPPER:-/usr/local/libexec/cordon/runsc-debug}
 # Keep set -e inside $(...) too, so a failing step there is not ignored.
 shopt -s inherit_errexit
 
@@ -63,10 +71,22 @@ reload_dockerd() {
 	if have_systemd && systemctl is-active --quiet docker; then
 		systemctl reload docker
 	else
-		pkill -HUP -x dockerd || die "could not signal dockerd"
+		signal_dockerd HUP
 	fi
 	sleep 1
 	wait_dockerd 30
+}
+
+# Sends a signal to the host's dockerd, the process named in its pidfile,
+# never to every process called dockerd.
+signal_dockerd() {
+	local pid
+	pid=$(cat "$DOCKERD_PIDFILE" 2>/dev/null) ||
+		die "no $DOCKERD_PIDFILE: cannot tell which dockerd to signal"
+	case $pid in '' | *[!0-9]*) die "$DOCKERD_PIDFILE does not hold a pid: '$pid'" ;; esac
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] ||
+		die "process $pid from $DOCKERD_PIDFILE is not dockerd"
+	kill -"$1" "$pid" || die "could not signal dockerd ($pid)"
 }
 
 # Writes daemon.json from a jq filter over it, atomically: on any failure
@@ -85,12 +105,15 @@ daemon_json_edit() {
 	fi
 }
 
-# Merges one runtime into daemon.json, keeping every other key and runtime.
-# Prints "changed" when the file was modified; dies (non-zero, message on
-# stderr, file unchanged) when it cannot be.
+# Merges one runtime into daemon.json, keeping every other key and runtime:
+# merge_runtime NAME ARGS_JSON [PATH] (PATH: runsc by default). Prints
+# "changed" when the file was modified; dies (non-zero, message on stderr,
+# file unchanged) when it cannot be.
 merge_runtime() {
-	local name=$1 args_json=$2 runsc want cur err
-	runsc=$(command -v runsc) || die "runsc not installed"
+	local name=$1 args_json=$2 path=${3:-} want cur err
+	if [ -z "$path" ]; then
+		path=$(command -v runsc) || die "runsc not installed"
+	fi
 	mkdir -p "$(dirname "$DAEMON_JSON")" || die "cannot create $(dirname "$DAEMON_JSON")"
 	if [ ! -s "$DAEMON_JSON" ]; then
 		echo '{}' >"$DAEMON_JSON" || die "cannot write $DAEMON_JSON"
@@ -99,7 +122,7 @@ merge_runtime() {
 		die "$DAEMON_JSON is not a JSON object; fix it by hand first (jq: ${err:-not an object})"
 	cur=$(jq -c --arg n "$name" '.runtimes[$n] // null' "$DAEMON_JSON") ||
 		die "could not read $DAEMON_JSON"
-	want=$(jq -c -n --arg p "$runsc" --argjson a "$args_json" '{path: $p, runtimeArgs: $a}') ||
+	want=$(jq -c -n --arg p "$path" --argjson a "$args_json" '{path: $p, runtimeArgs: $a}') ||
 		die "bad runtime arguments for $name: $args_json"
 	if [ "$cur" = "$want" ]; then
 		return 0
@@ -107,6 +130,61 @@ merge_runtime() {
 	daemon_json_edit --arg n "$name" --argjson rt "$want" \
 		'.runtimes = ((.runtimes // {}) + {($n): $rt})'
 	echo changed
+}
+
+# The runtimeArgs of a registered runtime as compact JSON, or nothing.
+runtime_args() {
+	[ -s "$DAEMON_JSON" ] || return 0
+	jq -c --arg n "$1" '.runtimes[$n].runtimeArgs // empty' "$DAEMON_JSON" ||
+		die "could not read $DAEMON_JSON"
+}
+
+# Installs the %ID% wrapper (scripts/runsc-debug) with the runsc found on
+# PATH; prints "changed" when it wrote it.
+install_debug_wrapper() {
+	local runsc want
+	runsc=$(command -v runsc) || die "runsc not installed"
+	want=$(sed "s|@RUNSC@|$runsc|" "$CORDON_ROOT/scripts/runsc-debug") ||
+		die "cannot read $CORDON_ROOT/scripts/runsc-debug"
+	if [ -x "$DEBUG_WRAPPER" ] && [ "$(cat "$DEBUG_WRAPPER")" = "$want" ]; then
+		return 0
+	fi
+	mkdir -p "$(dirname "$DEBUG_WRAPPER")" || die "cannot create $(dirname "$DEBUG_WRAPPER")"
+	printf '%s\n' "$want" >"$DEBUG_WRAPPER.tmp" &&
+		chmod 0755 "$DEBUG_WRAPPER.tmp" &&
+		mv "$DEBUG_WRAPPER.tmp" "$DEBUG_WRAPPER" ||
+		die "cannot install $DEBUG_WRAPPER"
+	echo changed
+}
+
+# The debug log directory: root's only (0700), whatever was there before
+# (the tests of this file, not root, get their own user's).
+debug_log_dir_prepare() {
+	mkdir -p -m 0700 "$DEBUG_LOG_DIR" || die "cannot create $DEBUG_LOG_DIR"
+	if [ "$(id -u)" = 0 ]; then
+		chown root:root "$DEBUG_LOG_DIR" || die "cannot chown $DEBUG_LOG_DIR to root"
+	fi
+	chmod 0700 "$DEBUG_LOG_DIR" || die "cannot make $DEBUG_LOG_DIR mode 0700"
+}
+
+# Registers a debug runtime: the wrapper, with the base runtime's
+# arguments (its network mode) plus runsc's debug flags.
+# register_debug_runtime NAME BASE_ARGS_JSON; prints "changed" or nothing.
+register_debug_runtime() {
+	local name=$1 base=$2 args
+	case $DEBUG_LOG_DIR in
+	/*) ;;
+	*) die "the debug log directory must be an absolute path: $DEBUG_LOG_DIR" ;;
+	esac
+	case $DEBUG_LOG_DIR in
+	*[!A-Za-z0-9/_.-]*) die "the debug log directory may hold only [A-Za-z0-9/_.-]: $DEBUG_LOG_DIR" ;;
+	esac
+	debug_log_dir_prepare
+	install_debug_wrapper >/dev/null
+	args=$(jq -c -n --argjson b "$base" --arg d "$DEBUG_LOG_DIR" \
+		'$b + ["--debug", "--strace", ("--debug-log=" + $d + "/%ID%/")]') ||
+		die "bad base arguments for $name: $base"
+	merge_runtime "$name" "$args" "$DEBUG_WRAPPER"
 }
 
 # Removes one runtime from daemon.json (no-op when it is not there).

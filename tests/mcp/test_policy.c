@@ -323,6 +323,10 @@ test_arguments(void **state)
 		{ "{\"code\":\"1\",\"policies\":[\"a\"]}", NULL, "unknown "
 		  "argument (allowed: code, network, policy, timeout_s, "
 		  "files)" },
+		/* Debug runs are the root CLI's only (runner/debug.h). */
+		{ "{\"code\":\"1\",\"debug\":true}", NULL, "unknown "
+		  "argument (allowed: code, network, policy, timeout_s, "
+		  "files)" },
 	};
 	char text[640], want[640];
 	int runs;

@@ -106,6 +106,16 @@ echo "ok: probe --net proxy passed"
 	fail "probe --net proxy --warm: $(cat "$T/probe-warm.json")"
 grep -q '"warm":true' "$T/probe-warm.json" || fail "the warm probe was not warm: $(cat "$T/probe-warm.json")"
 echo "ok: probe --net proxy --warm passed"
+# The debug twin (cordon-debug-egress: runsc --debug --strace, same network
+# mode) holds the same controls; its report is not recorded.
+"$cordon" probe --net proxy --debug >"$T/probe-debug.json" 2>&1 ||
+	fail "probe --net proxy --debug: $(cat "$T/probe-debug.json")"
+grep -q '"debug":true' "$T/probe-debug.json" || fail "the debug probe was not a debug one: $(cat "$T/probe-debug.json")"
+grep -q 'runtime cordon-debug-egress (runsc)' "$T/probe-debug.json" ||
+	fail "the debug probe did not run in cordon-debug-egress: $(cat "$T/probe-debug.json")"
+dlog=$(jget "$T/probe-debug.json" 'd["debug_log"]')
+case $dlog in /*/[0-9a-f]*) rm -rf -- "$dlog" ;; esac
+echo "ok: probe --net proxy --debug passed"
 cat >"$T/fetch.py" <<PY
 import urllib.request, urllib.error
 for name in ("allowed.example.com", "denied.example.com"):

@@ -1,6 +1,7 @@
 /* Unit tests for probe_run with fake ops: a run that returns the good
  * observations passes and is recorded; a failing run fails, is recorded
- * and shows its stderr; an ops error is an error and records nothing. */
+ * and shows its stderr; an ops error is an error and records nothing; a
+ * debug probe judges the debug runtime and records nothing. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +72,8 @@ fake_run(void *data, const struct probe_job *job, struct probe_outcome *out,
 	snprintf(out->container, sizeof(out->container), "cordon-fake");
 	snprintf(out->image, sizeof(out->image), "%s", FAKE_IMAGE);
 	out->warm = job->warm;
+	if (job->debug)
+		snprintf(out->debug_log, sizeof(out->debug_log), "/d/abc");
 	out->run_status = f->out != NULL ? "ok" : "sandbox_error";
 	return 0;
 }
@@ -283,6 +286,84 @@ test_unrecordable_result_warns(void **state)
 	cJSON_Delete(j);
 }
 
+/* The inspect view of the good run, its runtime replaced by rt. */
+static char *
+inspect_with_runtime(const char *rt)
+{
+	const char *key = "\"Runtime\": \"cordon-offline\"";
+	const char *at = strstr(inspect_good, key);
+	char *s;
+
+	assert_non_null(at);
+	assert_true(asprintf(&s, "%.*s\"Runtime\": \"%s\"%s",
+	    (int)(at - inspect_good), inspect_good, rt,
+	    at + strlen(key)) > 0);
+	return s;
+}
+
+/* A debug probe: the same controls, against the debug runtime; the job
+ * asks the runner for it; its report names the logs and is never
+ * recorded (nor does it replace the record that is there). */
+static void
+test_debug_probe(void **state)
+{
+	struct fake f = { .out = inside_good, .err = "" };
+	struct probe_run_opts o = opts_none;
+	struct probe_report rep;
+	char err[256], failed[256];
+	char *insp = inspect_with_runtime("cordon-debug");
+	int64_t at = 0;
+	bool pass;
+	cJSON *j;
+
+	(void)state;
+	o.debug = true;
+	f.inspect = insp;
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), 0);
+	assert_true(f.job.debug);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		if (!rep.controls[i].pass)
+			fail_msg("%s: %s", rep.controls[i].name,
+			    rep.controls[i].observed);
+	assert_true(rep.pass);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "debug")));
+	assert_string_equal(cJSON_GetObjectItem(j, "debug_log")->valuestring,
+	    "/d/abc");
+	cJSON_Delete(j);
+	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
+	    sizeof(failed)), -ENOENT);
+
+	/* A container in the plain runtime does not pass as a debug one. */
+	f.inspect = inspect_good;
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), 0);
+	assert_false(rep.pass);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		if (strcmp(rep.controls[i].name, "gvisor_kernel") == 0)
+			assert_false(rep.controls[i].pass);
+	cJSON_Delete(j);
+	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
+	    sizeof(failed)), -ENOENT);
+
+	/* A plain probe's record stays what it was. */
+	o.debug = false;
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), 0);
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "debug")));
+	assert_null(cJSON_GetObjectItem(j, "debug_log"));
+	cJSON_Delete(j);
+	o.debug = true;
+	f.inspect = inspect_good;	/* would fail as a debug probe */
+	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
+	    sizeof(err)), 0);
+	cJSON_Delete(j);
+	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
+	    sizeof(failed)), 0);
+	assert_true(pass);
+	free(insp);
+}
+
 int
 main(void)
 {
@@ -295,6 +376,7 @@ main(void)
 		cmocka_unit_test_setup(test_bad_options, reset_state),
 		cmocka_unit_test_setup(test_unrecordable_result_warns,
 		    reset_state),
+		cmocka_unit_test_setup(test_debug_probe, reset_state),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -110,5 +110,106 @@ CORDON_DAEMON_JSON=$dj PATH="$bin:$PATH" bash -c '
 check "remove_runtime removes the runtime (rc=$rc)" \
 	"$real_jq" -e '.runtimes | has("cordon-egress-trial") | not' "$dj"
 
+# --- the debug runtimes: register_debug_runtime and the %ID% wrapper -------
+dbg="$work/dbg"
+printf '{"runtimes":{"other":{"path":"/x"}}}\n' >"$dj"
+mkdir -p "$dbg/logs"
+chmod 0755 "$dbg/logs"
+# A fake runsc that prints the arguments it got, one per line.
+printf '#!/bin/sh\nfor a in "$@"; do printf "%%s\\n" "$a"; done\n' >"$bin/runsc"
+regdebug() { # regdebug NAME BASE_ARGS [LOG_DIR] -> prints out=...
+	CORDON_DAEMON_JSON=$dj CORDON_DEBUG_LOG_DIR=${3:-$dbg/logs} \
+	CORDON_DEBUG_WRAPPER=$dbg/libexec/runsc-debug PATH="$bin:$PATH" bash -c '
+		set -euo pipefail
+		. "$0/scripts/lib.sh"
+		changed=$(register_debug_runtime "$1" "$2")
+		echo "out=$changed"
+	' "$src" "$1" "$2" 2>"$work/dbg.err"
+}
+res=$(regdebug cordon-debug '["--network=none"]'); rc=$?
+check "register_debug_runtime succeeds (rc=$rc)" test "$rc" -eq 0
+check "register_debug_runtime reports the change" test "$res" = "out=changed"
+check "the debug runtime is the wrapper with runsc's debug flags" \
+	"$real_jq" -e --arg w "$dbg/libexec/runsc-debug" --arg d "$dbg/logs" '
+		.runtimes["cordon-debug"] == {path: $w, runtimeArgs: ["--network=none",
+		"--debug", "--strace", ("--debug-log=" + $d + "/%ID%/")]} and
+		.runtimes.other.path == "/x"' "$dj"
+check "the log directory is made mode 0700" \
+	test "$(stat -c %a "$dbg/logs")" = 700
+check "the wrapper is installed, runsc's path filled in" \
+	grep -qx "RUNSC=$bin/runsc" "$dbg/libexec/runsc-debug"
+check "the wrapper is executable" test -x "$dbg/libexec/runsc-debug"
+res=$(regdebug cordon-debug '["--network=none"]'); rc=$?
+check "a second registration changes nothing (rc=$rc)" test "$rc" -eq 0 -a "$res" = "out="
+res=$(regdebug cordon-debug-egress '["--network=host"]')
+check "the egress twin keeps its own network argument" \
+	"$real_jq" -e '.runtimes["cordon-debug-egress"].runtimeArgs[0] == "--network=host"' "$dj"
+cp "$dj" "$work/before.json"
+res=$(regdebug cordon-debug '["--network=none"]' "logs/rel"); rc=$?
+check "a relative log directory is refused (rc=$rc)" test "$rc" -ne 0
+check "and said so" grep -q 'must be an absolute path' "$work/dbg.err"
+res=$(regdebug cordon-debug '["--network=none"]' "$dbg/a b"); rc=$?
+check "a log directory with a space is refused (rc=$rc)" test "$rc" -ne 0
+check "daemon.json is unchanged after the refusals" cmp -s "$dj" "$work/before.json"
+
+# The wrapper, called as containerd's shim calls a runtime.
+w="$dbg/libexec/runsc-debug"
+id=0123abcdef
+logp=/run/docker/containerd/daemon/io.containerd.runtime.v2.task/moby/$id/log.json
+out=$("$w" --network=none --debug-log=/L/%ID%/ --root /r --log "$logp" \
+	--log-format json create --bundle "/b/$id" --pid-file /p "$id")
+check "the wrapper puts the container's ID for %ID%" \
+	grep -qx -- "--debug-log=/L/$id/" <<<"$out"
+want=$(printf '%s\n' --network=none "--debug-log=/L/$id/" --root /r --log "$logp" \
+	--log-format json create --bundle "/b/$id" --pid-file /p "$id")
+check "the wrapper passes every other argument as it was, in order" \
+	test "$out" = "$want"
+out=$("$w" --debug-log=/L/%ID%/%ID% --log="$logp" "a b" state "$id")
+check "the --log=PATH form, every %ID% of an argument" \
+	grep -qx -- "--debug-log=/L/$id/$id" <<<"$out"
+check "an argument with a space stays one argument" grep -qx 'a b' <<<"$out"
+out=$("$w" --debug-log=/L/%ID%/ --version)
+check "no --log: the logs go to 'unknown'" grep -qx -- "--debug-log=/L/unknown/" <<<"$out"
+out=$("$w" --debug-log=/L/%ID%/ --log '/x/../log.json' kill "$id")
+check "a --log path whose directory is .. gives 'unknown'" \
+	grep -qx -- "--debug-log=/L/unknown/" <<<"$out"
+out=$("$w" --debug-log=/L/%ID%/ --log '/x/a%ID%b/log.json' kill "$id")
+check "an ID that is not a plain name gives 'unknown'" \
+	grep -qx -- "--debug-log=/L/unknown/" <<<"$out"
+mkdir -p "$dbg/u" && (cd "$dbg/u" && umask 022 &&
+	printf '#!/bin/sh\numask\n' >"$bin/runsc" && "$w" --log "$logp" >"$dbg/u/mask")
+check "the wrapper runs runsc with umask 077" grep -qx 0077 "$dbg/u/mask"
+
+# --- signal_dockerd: the pidfile's dockerd only ---------------------------
+fake="$work/sig"
+mkdir -p "$fake"
+cat >"$fake/dockerd" <<'SH'
+#!/bin/bash
+trap 'echo hup >>"$0.got"' HUP
+while :; do sleep 0.05; done
+SH
+chmod +x "$fake/dockerd"
+"$fake/dockerd" & d1=$!
+"$fake/dockerd" & d2=$!
+sleep 0.3
+sigd() { # sigd PIDFILE
+	CORDON_DOCKERD_PIDFILE=$1 bash -c 'set -euo pipefail; . "$0/scripts/lib.sh"; signal_dockerd HUP' \
+		"$src" 2>"$work/sig.err"
+}
+echo "$d1" >"$fake/pid"
+sigd "$fake/pid"; rc=$?
+sleep 0.3
+check "signal_dockerd signals the pidfile's dockerd (rc=$rc)" grep -q hup "$fake/dockerd.got"
+check "and only that one" test "$(grep -c hup "$fake/dockerd.got")" = 1
+sigd "$fake/none"; rc=$?
+check "no pidfile: refused (rc=$rc)" test "$rc" -ne 0
+check "no pidfile: said so" grep -q 'cannot tell which dockerd' "$work/sig.err"
+echo $$ >"$fake/pid"
+sigd "$fake/pid"; rc=$?
+check "a pidfile naming another program: refused (rc=$rc)" test "$rc" -ne 0
+check "and said so" grep -q 'is not dockerd' "$work/sig.err"
+kill "$d1" "$d2" 2>/dev/null
+wait "$d1" "$d2" 2>/dev/null
+
 echo "scripts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

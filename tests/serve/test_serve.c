@@ -91,6 +91,10 @@ test_req_bad(void **state)
 		{ "{\"code\":\"x\",\"skip_probe_check\":true}", -EINVAL,
 		  "unknown field 'skip_probe_check' (allowed: code, lang, net, "
 		  "policy, timeout_s, max_output, files)" },
+		/* Debug runs are the root CLI's only (runner/debug.h). */
+		{ "{\"code\":\"x\",\"debug\":true}", -EINVAL,
+		  "unknown field 'debug' (allowed: code, lang, net, "
+		  "policy, timeout_s, max_output, files)" },
 		{ "{\"code\":\"x\",\"lang\":\"js\"}", -EINVAL, "'lang' must be \"python\"" },
 		{ "{\"code\":\"x\",\"lang\":null}", -EINVAL, "'lang' must be \"python\"" },
 		{ "{\"code\":\"x\",\"net\":\"host\"}", -EINVAL,
