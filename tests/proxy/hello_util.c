@@ -150,7 +150,8 @@ hello_rebuild(const uint8_t *msg, size_t n, int drop, int add,
 			return 0;
 		put16(out + w, (size_t)add);
 		put16(out + w + 2, add_len);
-		memcpy(out + w + 4, add_data, add_len);
+		if (add_len > 0)
+			memcpy(out + w + 4, add_data, add_len);
 		w += 4 + add_len;
 	}
 	put16(out + p, w - p - 2);

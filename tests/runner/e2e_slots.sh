@@ -170,8 +170,11 @@ for i in 1 2; do
 		>"$tmp/cli$i.out" 2>"$tmp/cli$i.err" &
 	mixp+=($!)
 done
+printf '%s\n%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e-slots","version":"1"}}}' \
+	'{"jsonrpc":"2.0","method":"notifications/initialized"}' >"$tmp/mcp.in"
 printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"code":"%s","timeout_s":60}}}\n' \
-	"$code" | "$cordon" mcp --session "$mix-mcp" >"$tmp/mcp.out" 2>"$tmp/mcp.err" &
+	"$code" >>"$tmp/mcp.in"
+"$cordon" mcp --session "$mix-mcp" <"$tmp/mcp.in" >"$tmp/mcp.out" 2>"$tmp/mcp.err" &
 mixp+=($!)
 pids+=("${mixp[@]}")
 max=0
