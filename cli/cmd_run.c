@@ -51,7 +51,8 @@ usage_error(const char *msg, const char *arg)
 	fprintf(stderr, "usage: cordon run [--net none|proxy [--policy NAME]] "
 	    "[--timeout S] "
 	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
-	    "[--out DIR] [--session ID] [--lang python] < code\n");
+	    "[--out DIR] [--session ID] [--lang python] "
+	    "[--keep head|tail|both] < code\n");
 	return 2;
 }
 
@@ -115,6 +116,13 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 	case 'p':
 		q->policy = arg;
 		return 0;
+	case 'k':
+		if (strcmp(arg, "head") != 0 && strcmp(arg, "tail") != 0 &&
+		    strcmp(arg, "both") != 0)
+			return usage_error("--keep must be head, tail or both",
+			    arg);
+		q->keep = arg;
+		return 0;
 	}
 	return usage_error("unknown option", NULL);
 }
@@ -133,6 +141,7 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		{ "session", required_argument, NULL, 's' },
 		{ "lang", required_argument, NULL, 'l' },
 		{ "policy", required_argument, NULL, 'p' },
+		{ "keep", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cbuf.h"
 #include "common/json.h"
 #include "common/util.h"
 #include "mcp/internal.h"
@@ -68,6 +69,7 @@ struct call {
 	enum runner_net net;
 	const char *policy;		/* NULL: the operator's default */
 	int64_t timeout_s;		/* 0: the operator's default */
+	const char *keep;		/* NULL: both */
 	struct stage_file *files;	/* owned (stage_files_free) */
 	size_t nfiles;
 };
@@ -189,6 +191,12 @@ mcp_run_code_tool(const struct mcp_server *s)
 	    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
 	    "\"description\":\"Wall-clock limit in seconds (default %lld; "
 	    "larger values are lowered to %lld).\"},"
+	    "\"keep\":{\"type\":\"string\",\"enum\":[\"both\",\"head\","
+	    "\"tail\"],\"default\":\"both\",\"description\":\"Which part "
+	    "of a stream longer than the output cap is kept: both (the first "
+	    "half, a line '[cordon: N bytes dropped here]', then the end, "
+	    "where a traceback is), head (the beginning) or tail (that line, "
+	    "then the end).\"},"
 	    "\"files\":{\"type\":\"array\",\"maxItems\":%lld,"
 	    "\"description\":\"Text files placed read-only under /in (at most "
 	    "%llu bytes in total).\",\"items\":{\"type\":\"object\","
@@ -258,6 +266,23 @@ parse_network(const cJSON *args, struct call *k, char *err, size_t errlen)
 	return 0;
 }
 
+/* `keep`: a static name, or NULL when absent. */
+static int
+parse_keep(const cJSON *args, const char **out)
+{
+	enum cbuf_keep k;
+	const char *s;
+	int rc = json_get_string(args, "keep", &s);
+
+	*out = NULL;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0 || cbuf_keep_parse(s, &k) < 0)
+		return -EINVAL;
+	*out = cbuf_keep_name(k);
+	return 0;
+}
+
 /* Fills k from the arguments, strictly per the input schema; on success
  * the caller frees k->files. -EINVAL with the reason in err, or -ENOMEM. */
 static int
@@ -277,9 +302,10 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 		    strcmp(m->string, "network") != 0 &&
 		    strcmp(m->string, "policy") != 0 &&
 		    strcmp(m->string, "timeout_s") != 0 &&
+		    strcmp(m->string, "keep") != 0 &&
 		    strcmp(m->string, "files") != 0) {
 			snprintf(err, errlen, "unknown argument (allowed: code, "
-			    "network, policy, timeout_s, files)");
+			    "network, policy, timeout_s, keep, files)");
 			return -EINVAL;
 		}
 	}
@@ -299,6 +325,11 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 	}
 	if (k->timeout_s > c->limits.max_timeout_s)
 		k->timeout_s = c->limits.max_timeout_s;
+	if ((rc = parse_keep(args, &k->keep)) < 0) {
+		snprintf(err, errlen, "'keep' must be \"head\", \"tail\" or "
+		    "\"both\"");
+		return -EINVAL;
+	}
 	if ((m = cJSON_GetObjectItemCaseSensitive(args, "files")) != NULL)
 		return stage_files_parse(c, m, STAGE_CONTENT_TEXT, &k->files,
 		    &k->nfiles, err, errlen);
@@ -404,6 +435,7 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 	req.net = k.net;
 	req.policy = k.policy;
 	req.timeout_s = k.timeout_s;
+	req.keep = k.keep;
 	for (size_t i = 0; i < st.nin; i++)
 		req.in[i] = st.in[i];
 	req.nin = st.nin;

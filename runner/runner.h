@@ -48,6 +48,11 @@ struct runner_request {
 					 * with RUNNER_NET_PROXY. */
 	int64_t timeout_s;		/* 0: limits.timeout_s */
 	uint64_t max_output;		/* per stream; 0: limits.max_output */
+	const char *keep;		/* NULL or "both": past max_output, the
+					 * first half, a marker line and the
+					 * end; "head": the first max_output
+					 * bytes; "tail": a marker line and
+					 * the end (common/cbuf.h) */
 	uint64_t memory;		/* bytes; 0: limits.memory */
 	double cpus;			/* 0: limits.cpus */
 	const char *in[RUNNER_MAX_IN];	/* host paths, copied to /in */

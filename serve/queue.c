@@ -186,6 +186,7 @@ job_thread(void *arg)
 		    NULL;
 		rq.timeout_s = j->parsed.timeout_s;
 		rq.max_output = j->parsed.max_output;
+		rq.keep = j->parsed.keep;
 		for (size_t i = 0; i < st.nin; i++)
 			rq.in[i] = st.in[i];
 		rq.nin = st.nin;

@@ -32,6 +32,7 @@ struct fake {
 	char code[256];
 	enum runner_net net;
 	int64_t timeout_s;
+	char keep[8];			/* "" when NULL */
 	char session[80];
 	size_t nin;
 	char in_names[8][64];		/* base names of the --in paths */
@@ -75,6 +76,7 @@ fake_run(const struct config *c, const struct runner_request *req,
 	    (const char *)req->code);
 	f->net = req->net;
 	f->timeout_s = req->timeout_s;
+	util_strlcpy(f->keep, req->keep ? req->keep : "", sizeof(f->keep));
 	util_strlcpy(f->session, req->session ? req->session : "",
 	    sizeof(f->session));
 	assert_string_equal(req->lang, "python");
@@ -410,8 +412,12 @@ test_tools_list_schema(void **state)
 	assert_int_equal(cJSON_GetArraySize(req), 1);
 	assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "code");
 	props = cJSON_GetObjectItem(schema, "properties");
-	assert_int_equal(cJSON_GetArraySize(props), 5);
+	assert_int_equal(cJSON_GetArraySize(props), 6);
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
+	text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    props, "keep"), "enum"));
+	assert_string_equal(text, "[\"both\",\"head\",\"tail\"]");
+	free(text);
 	/* Its enum or its absence: tests/mcp/test_policy.c. */
 	assert_non_null(cJSON_GetObjectItem(props, "policy"));
 	assert_non_null(cJSON_GetObjectItem(props, "timeout_s"));
@@ -556,6 +562,9 @@ test_arguments(void **state)
 		{ "{\"code\":\"1\",\"timeout_s\":100000}", true,
 		    RUNNER_NET_NONE, 300 },
 		{ "{\"code\":\"1\",\"files\":[]}", true, RUNNER_NET_NONE, 0 },
+		{ "{\"code\":\"1\",\"keep\":\"end\"}", false, 0, 0 },
+		{ "{\"code\":\"1\",\"keep\":1}", false, 0, 0 },
+		{ "{\"code\":\"1\",\"keep\":null}", false, 0, 0 },
 		/* Bad: an isError result, the runner never called. */
 		{ "{}", false, 0, 0 },
 		{ "{\"network\":\"none\"}", false, 0, 0 },
@@ -602,6 +611,7 @@ test_arguments(void **state)
 			assert_int_equal(fx->f.calls, calls + 1);
 			assert_int_equal(fx->f.net, a[i].net);
 			assert_int_equal(fx->f.timeout_s, a[i].timeout_s);
+			assert_string_equal(fx->f.keep, "");
 		} else {
 			assert_int_equal(fx->f.calls, calls);
 			assert_non_null(strstr(block_text(res, 0),
@@ -611,6 +621,24 @@ test_arguments(void **state)
 			assert_null(cJSON_GetObjectItem(res,
 			    "structuredContent"));
 		}
+		cJSON_Delete(root);
+	}
+}
+
+/* `keep` reaches the runner as given. */
+static void
+test_keep_argument(void **state)
+{
+	static const char *const keeps[] = { "head", "tail", "both" };
+	char args[64];
+	cJSON *root;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(args, sizeof(args), "{\"code\":\"1\",\"keep\":\"%s\"}",
+		    keeps[i]);
+		assert_false(is_error(call(args, &root)));
+		assert_string_equal(fx->f.keep, keeps[i]);
 		cJSON_Delete(root);
 	}
 }
@@ -824,6 +852,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_run_failures_are_errors,
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_arguments, setup_init,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_keep_argument, setup_init,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_files_staged_and_removed,
 		    setup_init, teardown),

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -108,7 +109,9 @@ e2e_free(struct e2e *r)
 	cJSON_Delete(r->json);
 }
 
-static const char *
+/* Not inlined: gcc 12 at -O3 then takes the returned pointer for one to
+ * the local `s` (-Wdangling-pointer), though it points into r->json. */
+static __attribute__((noinline)) const char *
 jstr(const struct e2e *r, const char *key)
 {
 	const char *s = NULL;
@@ -476,16 +479,53 @@ test_sigkill_runner_then_gc(void **state)
 #define FLOOD_RSS_SLACK_KB (8 * 1024)
 #endif
 
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* s is what --keep both kept of a stream of `fill` bytes over cap: the
+ * first cap / 2 bytes, "\n[cordon: N bytes dropped here]\n", and the end,
+ * which starts with `tail` bytes; at most cap bytes in all. Returns N. */
+static unsigned long long
+expect_head_marker_tail(const char *s, size_t cap, char fill, char tail)
+{
+	size_t len = strlen(s);
+	const char *m = strstr(s, "\n[cordon: ");
+	unsigned long long n;
+	char *end = NULL;
+
+	if (len > cap || len + 2 < cap || m == NULL || (size_t)(m - s) !=
+	    cap / 2)
+		fail_msg("not head, marker, tail (%zu bytes, marker at %td)",
+		    len, m != NULL ? m - s : -1);
+	for (size_t i = 0; i < cap / 2; i++)
+		assert_int_equal(s[i], fill);
+	n = strtoull(m + 10, &end, 10);
+	assert_true(n > 0);
+	assert_int_equal(strncmp(end, " bytes dropped here]\n", 21), 0);
+	assert_int_equal(end[21], tail);
+	return n;
+}
+
 static void
 test_flood_both_streams(void **state)
 {
 	const char *args[] = { "run", "--timeout", "120", "--max-output",
 	    "65536", NULL };
 	const char *small[] = { "run", NULL };
+	/* Buffered writes: one os.write of 1 MiB may write only part of
+	 * it (under gVisor 64 KiB), which made an earlier version of this
+	 * test flood ~30 MiB, not 1 GiB, per stream. */
 	static const char code[] =
-	    "import os\nb = b'x' * (1 << 20)\n"
-	    "for i in range(1024):\n    os.write(1, b)\n    os.write(2, b)\n"
+	    "import sys\nb = b'x' * (1 << 20)\n"
+	    "for i in range(1024):\n    sys.stdout.buffer.write(b)\n"
+	    "    sys.stderr.buffer.write(b)\n"
 	    "print('not reached?')\n";
+	unsigned long long dropped;
 	struct e2e base, r;
 
 	(void)state;
@@ -496,8 +536,14 @@ test_flood_both_streams(void **state)
 	assert_string_equal(jstr(&r, "status"), "output_truncated");
 	assert_true(jbool(&r, "stdout_truncated"));
 	assert_true(jbool(&r, "stderr_truncated"));
-	assert_int_equal(strlen(jstr(&r, "stdout")), 65536);
-	assert_int_equal(strlen(jstr(&r, "stderr")), 65536);
+	/* --keep both: 32 KiB of the start, the marker, the end; the
+	 * marker's room is reserved for as many digits as the count of
+	 * bytes seen, one more than the count of dropped ones may need. */
+	dropped = expect_head_marker_tail(jstr(&r, "stdout"), 65536, 'x', 'x');
+	assert_true(dropped >= (1ULL << 30) - 65536);
+	dropped = expect_head_marker_tail(jstr(&r, "stderr"), 65536, 'x', 'x');
+	assert_true(dropped >= (1ULL << 30) - 65536);
+	assert_true(ends_with(jstr(&r, "stdout"), "not reached?\n"));
 	assert_int_equal(jint(&r, "exit_code"), 0);
 	/* 2 GiB went through; the runner's peak RSS stayed within a few
 	 * MiB of a trivial run's. */
@@ -508,6 +554,126 @@ test_flood_both_streams(void **state)
 	assert_container_gone(r.container);
 	e2e_free(&base);
 	e2e_free(&r);
+}
+
+/* A Python traceback ends stderr. After 64 MiB of noise before it, the
+ * default keep (both) still shows it; head does not; tail does, after the
+ * marker. The same run with --out relays through the wrapper inside the
+ * sandbox and must keep exactly the same bytes. */
+static const char traceback_code[] =
+"import sys\n"
+"print('first line', flush=True)\n"
+"sys.stdout.buffer.write(b'o' * (8 << 20))\n"
+"sys.stdout.buffer.write(b'\\nlast line\\n')\n"
+"sys.stdout.flush()\n"
+"b = b'e' * (1 << 20)\n"
+"for i in range(64):\n"
+"    sys.stderr.buffer.write(b)\n"
+"sys.stderr.buffer.write(b'\\n')\n"
+"def inner():\n"
+"    return 1 / 0\n"
+"inner()\n";
+
+static void
+run_keep(const char *keep, const char *out_dir, struct e2e *r)
+{
+	const char *args[] = { "run", "--timeout", "120", "--max-output",
+	    "16384", "--keep", keep, out_dir != NULL ? "--out" : NULL, out_dir,
+	    NULL };
+
+	run_cordon(traceback_code, args, 180000, NULL, NULL, r);
+	assert_int_equal(r->exit, 0);
+	assert_string_equal(jstr(r, "status"), "output_truncated");
+	assert_int_equal(jint(r, "exit_code"), 1);
+	assert_true(jbool(r, "stdout_truncated"));
+	assert_true(jbool(r, "stderr_truncated"));
+	assert_true(strlen(jstr(r, "stdout")) <= 16384);
+	assert_true(strlen(jstr(r, "stderr")) <= 16384);
+}
+
+static void
+test_keep_traceback(void **state)
+{
+	char dir[160];
+	const char *err, *out, *m;
+	struct e2e r, w;
+
+	(void)state;
+	run_keep("both", NULL, &r);
+	err = jstr(&r, "stderr");
+	out = jstr(&r, "stdout");
+	print_message("both: stderr ends: %s\n", err + strlen(err) - 120);
+	assert_int_equal(strncmp(err, "eeee", 4), 0);
+	assert_non_null(strstr(err, "\n[cordon: "));
+	assert_non_null(strstr(err, "Traceback (most recent call last):\n"));
+	assert_non_null(strstr(err, "in inner\n"));
+	assert_true(ends_with(err, "ZeroDivisionError: division by zero\n"));
+	assert_int_equal(strncmp(out, "first line\nooo", 14), 0);
+	assert_true(ends_with(out, "\nlast line\n"));
+	assert_int_equal(strlen(out), 16384);
+	m = strstr(out, "\n[cordon: ");
+	assert_non_null(m);
+	assert_int_equal((size_t)(m - out), 8192);
+	/* The same through the --out wrapper: identical bytes. */
+	snprintf(dir, sizeof(dir), "%s/keep-both", tmp);
+	run_keep("both", dir, &w);
+	assert_string_equal(jstr(&w, "stderr"), err);
+	assert_string_equal(jstr(&w, "stdout"), out);
+	assert_null(cJSON_GetObjectItem(w.json, "files_error"));
+	e2e_free(&w);
+	e2e_free(&r);
+
+	run_keep("head", NULL, &r);
+	err = jstr(&r, "stderr");
+	assert_int_equal(strlen(err), 16384);
+	assert_null(strstr(err, "Traceback"));
+	assert_null(strstr(err, "[cordon: "));
+	assert_int_equal(strncmp(jstr(&r, "stdout"), "first line\n", 11), 0);
+	snprintf(dir, sizeof(dir), "%s/keep-head", tmp);
+	run_keep("head", dir, &w);
+	assert_string_equal(jstr(&w, "stderr"), err);
+	assert_string_equal(jstr(&w, "stdout"), jstr(&r, "stdout"));
+	e2e_free(&w);
+	e2e_free(&r);
+
+	run_keep("tail", NULL, &r);
+	err = jstr(&r, "stderr");
+	assert_int_equal(strncmp(err, "[cordon: ", 9), 0);
+	assert_non_null(strstr(err, " bytes dropped here]\neee"));
+	assert_non_null(strstr(err, "Traceback (most recent call last):\n"));
+	assert_true(ends_with(err, "ZeroDivisionError: division by zero\n"));
+	assert_true(ends_with(jstr(&r, "stdout"), "\nlast line\n"));
+	snprintf(dir, sizeof(dir), "%s/keep-tail", tmp);
+	run_keep("tail", dir, &w);
+	assert_string_equal(jstr(&w, "stderr"), err);
+	assert_string_equal(jstr(&w, "stdout"), jstr(&r, "stdout"));
+	e2e_free(&w);
+	e2e_free(&r);
+}
+
+/* Output under the cap is not touched by any mode, --out or not. */
+static void
+test_keep_small_untouched(void **state)
+{
+	char dir[160];
+	const char *modes[] = { "head", "tail", "both" };
+	struct e2e r;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		const char *args[] = { "run", "--keep", modes[i], "--out", dir,
+		    NULL };
+		snprintf(dir, sizeof(dir), "%s/small-%s", tmp, modes[i]);
+		run_cordon("import sys\nprint('x' * 100)\n"
+		    "sys.stderr.write('\\u00e9' * 10)\n", args, 60000, NULL,
+		    NULL, &r);
+		assert_string_equal(jstr(&r, "status"), "ok");
+		assert_false(jbool(&r, "stdout_truncated"));
+		assert_int_equal(strlen(jstr(&r, "stdout")), 101);
+		assert_string_equal(jstr(&r, "stderr"), "\u00e9\u00e9\u00e9"
+		    "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9");
+		e2e_free(&r);
+	}
 }
 
 static void
@@ -888,6 +1054,8 @@ main(void)
 		cmocka_unit_test(test_sigkill_runner_then_gc),
 		cmocka_unit_test(test_removed_from_outside),
 		cmocka_unit_test(test_flood_both_streams),
+		cmocka_unit_test(test_keep_traceback),
+		cmocka_unit_test(test_keep_small_untouched),
 		cmocka_unit_test(test_fork_bomb_then_next_run),
 		cmocka_unit_test(test_memory_bomb_is_oom),
 		cmocka_unit_test(test_tmp_fill_enospc),
@@ -898,5 +1066,20 @@ main(void)
 		cmocka_unit_test(test_refuses_missing_runtime_and_image),
 		cmocka_unit_test(test_audit_log),
 	};
+	const char *filter = getenv("CORDON_TEST_FILTER");
+
+	/* One case or a few while working on them (fnmatch pattern). */
+	if (filter != NULL && filter[0] != '\0') {
+		size_t matched = 0;
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			if (fnmatch(filter, tests[i].name, 0) == 0)
+				matched++;
+		if (matched == 0) {
+			fprintf(stderr, "CORDON_TEST_FILTER=%s matches no test\n",
+			    filter);
+			return 1;
+		}
+		cmocka_set_test_filter(filter);
+	}
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
