@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "mcp/internal.h"
 #include "runner/stage.h"
+#include "runner/stream.h"
 
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
@@ -58,7 +59,10 @@ static const char output_schema[] =
     "\"egress_denied\":{\"type\":\"integer\"},"
     "\"egress_truncated\":{\"type\":\"boolean\"},"
     "\"egress_dropped\":{\"type\":\"integer\"},"
-    "\"egress_error\":{\"type\":\"string\"}},"
+    "\"egress_error\":{\"type\":\"string\"},"
+    "\"stream_dropped\":{\"type\":\"integer\",\"minimum\":0,"
+    "\"description\":\"bytes of output left out of the progress "
+    "notifications (the client read too slowly); the result has them\"}},"
     "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\","
     "\"stdout_truncated\",\"stderr_truncated\",\"duration_ms\",\"container\","
     "\"code_sha256\",\"net\"]}";
@@ -379,10 +383,18 @@ invalid_arguments(const char *why)
  * run is a failure when its status is not ok or the program exited
  * non-zero. */
 static cJSON *
-run_result(const struct runner_result *res)
+run_result(const struct runner_result *res, uint64_t stream_dropped)
 {
 	cJSON *o = runner_result_to_json(res), *r = NULL;
-	char *json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+	char *json;
+
+	/* As in the streamed results of `cordon run` and the service. */
+	if (o != NULL && stream_dropped > 0 && cJSON_AddNumberToObject(o,
+	    "stream_dropped", (double)stream_dropped) == NULL) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
 
 	if (json == NULL || (r = tool_result(res->status != RUNNER_OK ||
 	    res->exit_code != 0, MCP_UNTRUSTED_LABEL, json)) == NULL)
@@ -413,11 +425,13 @@ run_failed(const char *why)
 
 cJSON *
 mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
-    const atomic_int *cancel)
+    const atomic_int *cancel, const cJSON *progress_token)
 {
 	struct runner_request req = { .lang = "python" };
 	struct runner_result res;
 	struct stage_dir st = { .nin = 0 };
+	struct mcp_progress *prog = NULL;
+	uint64_t dropped = 0;
 	struct call k;
 	char err[512] = "";
 	cJSON *r;
@@ -445,12 +459,21 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 	memset(&res, 0, sizeof(res));
 	res.exit_code = -1;
 	err[0] = '\0';
+	/* Progress is a courtesy: without memory or a thread for it the
+	 * call still runs. */
+	if (progress_token != NULL && s->notify != NULL &&
+	    mcp_progress_start(s, progress_token, &prog) == 0) {
+		req.output = runner_stream_output;
+		req.output_arg = mcp_progress_stream(prog);
+	}
 	rc = s->run(s->config, &req, &res, err, sizeof(err), s->run_arg);
+	if (prog != NULL)
+		dropped = mcp_progress_finish(prog);
 	stage_dir_cleanup(&st);
 	if (rc < 0)
 		r = run_failed(err[0] != '\0' ? err : strerror(-rc));
 	else
-		r = run_result(&res);
+		r = run_result(&res, dropped);
 	runner_result_cleanup(&res);
 	return r;
 }

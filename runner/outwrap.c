@@ -116,22 +116,29 @@ find_last(const unsigned char *buf, size_t len, const char *pat, size_t plen)
 	return last;
 }
 
+void
+outwrap_marker(const char *nonce, char out[OUTWRAP_MARKER_LEN])
+{
+	out[0] = '\0';
+	memcpy(out + 1, "CORDON-OUT-", 11);
+	memcpy(out + 12, nonce, OUTWRAP_NONCE_LEN);
+	out[OUTWRAP_MARKER_LEN - 1] = '\0';
+}
+
 int
 outwrap_split(const void *buf, size_t len, const char *nonce,
     struct outwrap_split *out)
 {
-	char marker[16 + OUTWRAP_NONCE_LEN + 2];
+	char marker[OUTWRAP_MARKER_LEN];
 	const unsigned char *b = buf, *m, *nl, *counts;
 	char line[64], *sp;
-	size_t mlen, clen;
+	size_t mlen = sizeof(marker), clen;
 	int64_t o, e;
 
 	memset(out, 0, sizeof(*out));
 	if (strlen(nonce) != OUTWRAP_NONCE_LEN)
 		return -EINVAL;
-	mlen = (size_t)snprintf(marker, sizeof(marker), "%cCORDON-OUT-%s", 0,
-	    nonce);
-	marker[mlen++] = '\0';
+	outwrap_marker(nonce, marker);
 	if ((m = find_last(b, len, marker, mlen)) == NULL)
 		return -ENOENT;
 	counts = m + mlen;

@@ -42,6 +42,12 @@ struct outwrap_split {
 	uint64_t out_seen, err_seen;	/* bytes the job wrote per stream */
 };
 
+#define OUTWRAP_MARKER_LEN (1 + 11 + OUTWRAP_NONCE_LEN + 1)
+
+/* The marker "\0CORDON-OUT-<nonce>\0" into out (OUTWRAP_MARKER_LEN
+ * bytes, no NUL added); nonce is OUTWRAP_NONCE_LEN characters. */
+void outwrap_marker(const char *nonce, char out[OUTWRAP_MARKER_LEN]);
+
 /* Finds the last marker for nonce in the captured stdout and splits it.
  * 0, or -ENOENT when there is no (complete) marker: the wrapper never got
  * to write it (killed, timed out, flooded past the cap). Pure. */

@@ -31,6 +31,7 @@
 #include "runner/outwrap.h"
 #include "runner/pool.h"
 #include "runner/probe_ops.h"
+#include "runner/relay.h"
 #include "runner/slot.h"
 
 struct run {
@@ -60,6 +61,7 @@ struct run {
 	char egress_error[128];
 	int64_t reg_ms, unreg_ms;
 	struct runner_slot slot;	/* host-wide; held until the end */
+	struct runner_relay relay;	/* live output (req->output) */
 };
 
 /* Seconds the proxy keeps a run's credential past the run's deadline: the
@@ -302,10 +304,34 @@ run_finish(struct run *r, const char *name)
 	(void)container_remove(r->c, name);
 }
 
+/* Live output, if asked for: the relay between the read loop and the
+ * caller (runner/relay.h). */
+static void
+run_relay_start(struct run *r)
+{
+	char marker[OUTWRAP_MARKER_LEN];
+	bool out = r->req->out_dir != NULL;
+
+	if (r->req->output == NULL)
+		return;
+	if (out)
+		outwrap_marker(r->nonce, marker);
+	runner_relay_init(&r->relay, r->req->output, r->req->output_arg,
+	    r->lim.max_output, out ? marker : NULL, out ? sizeof(marker) : 0);
+	proc_set_output(r->p, runner_relay_chunk, &r->relay);
+}
+
 static int
 run_wait(struct run *r, const char *name)
 {
-	int rc = proc_communicate(r->p, r->deadline, r->req->cancel);
+	int rc;
+
+	run_relay_start(r);
+	rc = proc_communicate(r->p, r->deadline, r->req->cancel);
+	if (r->req->output != NULL) {
+		proc_set_output(r->p, NULL, NULL);
+		runner_relay_flush(&r->relay);
+	}
 
 	if (rc == 0) {
 		r->finished = true;

@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -38,7 +39,33 @@ struct fake {
 	char in_names[8][64];		/* base names of the --in paths */
 	char in_content[8][64];		/* for files: content; dirs: "dir" */
 	char in_nested[64];		/* content of data/sub/x.txt if any */
+	bool live;			/* the request had an output callback */
 };
+
+/* Notifications the server sent (from its progress thread). */
+static pthread_mutex_t notes_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *notes[16];
+static size_t nnotes;
+
+static void
+collect_note(void *arg, char *line)
+{
+	(void)arg;
+	pthread_mutex_lock(&notes_lock);
+	if (nnotes < 16)
+		notes[nnotes++] = line;
+	else
+		free(line);
+	pthread_mutex_unlock(&notes_lock);
+}
+
+static void
+notes_clear(void)
+{
+	for (size_t i = 0; i < nnotes; i++)
+		free(notes[i]);
+	nnotes = 0;
+}
 
 struct fixture {
 	struct config c;
@@ -82,6 +109,13 @@ fake_run(const struct config *c, const struct runner_request *req,
 	assert_string_equal(req->lang, "python");
 	f->nin = req->nin;
 	f->in_nested[0] = '\0';
+	f->live = req->output != NULL;
+	if (req->output != NULL) {
+		/* As the runner's read loop would. */
+		req->output(req->output_arg, 1, "4", 1);
+		req->output(req->output_arg, 2, "warn\xff\n", 6);
+		req->output(req->output_arg, 1, "2\n", 2);
+	}
 	for (size_t i = 0; i < req->nin && i < 8; i++) {
 		base = strrchr(req->in[i], '/') + 1;
 		util_strlcpy(f->in_names[i], base, sizeof(f->in_names[i]));
@@ -109,7 +143,7 @@ fake_run(const struct config *c, const struct runner_request *req,
 static int
 setup(void **state)
 {
-	struct mcp_server_opts o = { .run = fake_run };
+	struct mcp_server_opts o = { .run = fake_run, .notify = collect_note };
 
 	fx = calloc(1, sizeof(*fx));
 	assert_non_null(fx);
@@ -643,6 +677,60 @@ test_keep_argument(void **state)
 	}
 }
 
+/* With _meta.progressToken, the output comes as notifications/progress
+ * before the reply: the token as given, growing progress, the chunk in
+ * message, its stream in _meta. Without one, no callback and nothing. */
+static void
+test_progress_notifications(void **state)
+{
+	static const char *const want[][2] = {
+		{ "4", "stdout" }, { "warn\xef\xbf\xbd\n", "stderr" },
+		{ "2\n", "stdout" },
+	};
+	cJSON *r, *n, *p;
+
+	(void)state;
+	notes_clear();
+	r = send_msg("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+	    "\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":"
+	    "9007199254740991},\"name\":\"run_code\",\"arguments\":"
+	    "{\"code\":\"1\"}}}");
+	assert_non_null(cJSON_GetObjectItem(r, "result"));
+	cJSON_Delete(r);
+	assert_true(fx->f.live);
+	assert_int_equal(nnotes, 3);
+	for (size_t i = 0; i < 3; i++) {
+		/* Exactly, not rounded to 15 digits. */
+		assert_non_null(strstr(notes[i],
+		    "\"progressToken\":9007199254740991,"));
+		n = cJSON_Parse(notes[i]);
+		assert_non_null(n);
+		assert_string_equal(cJSON_GetObjectItem(n, "method")->valuestring,
+		    "notifications/progress");
+		assert_null(cJSON_GetObjectItem(n, "id"));
+		p = cJSON_GetObjectItem(n, "params");
+		assert_int_equal(cJSON_GetObjectItem(p, "progress")->valueint,
+		    i == 0 ? 1 : i == 1 ? 9 : 11);
+		assert_string_equal(cJSON_GetObjectItem(p, "message")->valuestring,
+		    want[i][0]);
+		assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p,
+		    "_meta"), "cordon/stream")->valuestring, want[i][1]);
+		cJSON_Delete(n);
+	}
+	notes_clear();
+	r = send_msg(CALL("{\"code\":\"1\"}"));
+	cJSON_Delete(r);
+	assert_false(fx->f.live);
+	assert_int_equal(nnotes, 0);
+	/* A token that is neither a string nor an integer: -32602. */
+	r = send_msg("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+	    "\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":"
+	    "[1]},\"name\":\"run_code\",\"arguments\":{\"code\":\"1\"}}}");
+	assert_int_equal(error_code(r), MCP_INVALID_PARAMS);
+	cJSON_Delete(r);
+	notes_clear();
+}
+
 static bool
 dir_empty(const char *path)
 {
@@ -855,6 +943,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_keep_argument, setup_init,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_progress_notifications,
+		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_files_staged_and_removed,
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_files_limits, setup_init,
