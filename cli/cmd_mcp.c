@@ -4,7 +4,8 @@
  * answered with an error and skipped) and answers on stdout; logs only to
  * stderr. run_code calls run one at a time on a worker thread, each with
  * its own cancel flag, so ping and notifications/cancelled are served while
- * a sandbox runs. At EOF the
+ * a sandbox runs. A call whose client asked for progress sends its output
+ * as notifications/progress while it runs (mcp/progress.c). At EOF the
  * queued calls finish, then it exits 0; SIGINT/SIGTERM/SIGHUP cancel the
  * running call (its container is removed), drop the rest and end.
  */
@@ -130,6 +131,14 @@ emit(struct transport *t, char *line)
 	}
 	pthread_mutex_unlock(&t->out);
 	free(line);
+}
+
+/* Progress notifications of a running call (mcp_notify_fn), written from
+ * that call's own thread like any reply line. */
+static void
+notify_line(void *arg, char *line)
+{
+	emit(arg, line);
 }
 
 static void
@@ -409,10 +418,11 @@ cmd_mcp(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct mcp_server_opts o = { .run = run_with_runner,
-	    .policies = policies_with_runner };
-	struct mcp_server *s = NULL;
 	struct transport t;
+	struct mcp_server_opts o = { .run = run_with_runner,
+	    .policies = policies_with_runner, .notify = notify_line,
+	    .notify_arg = &t };
+	struct mcp_server *s = NULL;
 	pthread_t th;
 	struct config c;
 	char err[512], session[RUNNER_SESSION_MAX + 1];

@@ -3,9 +3,13 @@
  * prints ONE JSON object. Exit 0 when a result was produced; otherwise a
  * one-line message on stderr and a non-zero exit. SIGINT/SIGTERM/SIGHUP
  * cancel the run (the container is removed) and exit 128+signal.
+ * --stream prints NDJSON events instead (runner/stream.h): output as it
+ * arrives, written by a thread of its own from a bounded queue, so a
+ * reader that stops reading never holds up the run; the result last.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,9 +22,11 @@
 #include "common/util.h"
 #include "cli/cmd.h"
 #include "runner/runner.h"
+#include "runner/stream.h"
 
 static atomic_int run_cancel;
 static atomic_int run_signal;
+static bool run_stream;		/* --stream */
 
 static void
 on_signal(int sig)
@@ -51,7 +57,8 @@ usage_error(const char *msg, const char *arg)
 	fprintf(stderr, "usage: cordon run [--net none|proxy [--policy NAME]] "
 	    "[--timeout S] "
 	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
-	    "[--out DIR] [--session ID] [--lang python] [--debug] < code\n"
+	    "[--out DIR] [--session ID] [--lang python] "
+	    "[--keep head|tail|both] [--stream] [--debug] < code\n"
 	    "  --debug  root only: runsc's debug runtime (--debug --strace); "
 	    "the result\n           names the log directory (debug_log)\n");
 	return 2;
@@ -121,6 +128,13 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 		/* The runner refuses it unless we are root. */
 		q->debug = true;
 		return 0;
+	case 'k':
+		if (strcmp(arg, "head") != 0 && strcmp(arg, "tail") != 0 &&
+		    strcmp(arg, "both") != 0)
+			return usage_error("--keep must be head, tail or both",
+			    arg);
+		q->keep = arg;
+		return 0;
 	}
 	return usage_error("unknown option", NULL);
 }
@@ -140,6 +154,8 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		{ "lang", required_argument, NULL, 'l' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "debug", no_argument, NULL, 'D' },
+		{ "keep", required_argument, NULL, 'k' },
+		{ "stream", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -154,6 +170,10 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		}
 		if (opt == '?' || opt == ':')
 			return usage_error("bad option", argv[optind - 1]);
+		if (opt == 'S') {
+			run_stream = true;
+			continue;
+		}
 		if ((rc = parse_flag(opt, optarg, q)) != 0)
 			return rc;
 	}
@@ -214,6 +234,100 @@ print_result(const struct runner_result *res)
 	return rc;
 }
 
+/* Writes all of line to stdout; -errno on failure. */
+static int
+write_line(const char *line)
+{
+	size_t n = strlen(line);
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(STDOUT_FILENO, line, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		line += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* --stream: the writer thread. Blocking writes happen here, never in the
+ * runner's read loop; once stdout fails, events are only taken off the
+ * queue (and the run goes on). */
+struct writer {
+	struct runner_stream *s;
+	pthread_t th;
+	int error;
+};
+
+static void *
+writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct runner_stream_event *ev;
+	char *line;
+
+	while (runner_stream_pop(w->s, true, &ev) == 1) {
+		line = w->error == 0 ? runner_stream_event_line(ev) : NULL;
+		if (line != NULL)
+			w->error = write_line(line);
+		else if (w->error == 0)
+			w->error = -ENOMEM;
+		free(line);
+		runner_stream_event_free(ev);
+	}
+	return NULL;
+}
+
+/* Starts the writer with the handled signals blocked: they stay the
+ * main thread's, whose run they cancel. */
+static int
+writer_start(struct writer *w)
+{
+	sigset_t set, old;
+	int rc;
+
+	if ((w->s = runner_stream_new(0, NULL, NULL)) == NULL)
+		return -ENOMEM;
+	/* A reader that went away is a write error, not the end of us: the
+	 * container must still be removed. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	rc = pthread_create(&w->th, NULL, writer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		runner_stream_free(w->s);
+		w->s = NULL;
+		return -rc;
+	}
+	return 0;
+}
+
+/* After the run: the rest of the queue, then the result (or the error)
+ * as the last event. */
+static int
+writer_finish(struct writer *w, const struct runner_result *res,
+    const char *err)
+{
+	char *line;
+	int rc;
+
+	runner_stream_close(w->s);
+	pthread_join(w->th, NULL);
+	line = res != NULL ? runner_stream_result_line(res,
+	    runner_stream_dropped(w->s)) : runner_stream_error_line(err);
+	rc = line == NULL ? -ENOMEM : write_line(line);
+	free(line);
+	runner_stream_free(w->s);
+	return rc;
+}
+
 /* The runner's notes (an automatic probe before the run) go to stderr;
  * stdout carries only the result. */
 static void
@@ -228,6 +342,7 @@ cmd_run(int argc, char **argv)
 {
 	struct runner_request q = { .cancel = &run_cancel, .note = run_note };
 	struct runner_result res;
+	struct writer w = { .s = NULL };
 	struct config c;
 	char err[512], *code = NULL;
 	size_t len = 0;
@@ -247,15 +362,27 @@ cmd_run(int argc, char **argv)
 	}
 	q.code = code;
 	q.code_len = len;
+	if (run_stream && (rc = writer_start(&w)) < 0) {
+		fprintf(stderr, "cordon run: cannot start the output writer: "
+		    "%s\n", strerror(-rc));
+		free(code);
+		return 1;
+	}
+	if (w.s != NULL) {
+		q.output = runner_stream_output;
+		q.output_arg = w.s;
+	}
 	rc = runner_run(&c, &q, &res, err, sizeof(err));
 	free(code);
 	if (rc < 0) {
 		fprintf(stderr, "cordon run: %s\n", err);
+		if (w.s != NULL)
+			(void)writer_finish(&w, NULL, err);
 		return 1;
 	}
 	if (res.audit_error[0] != '\0')
 		fprintf(stderr, "cordon run: warning: %s\n", res.audit_error);
-	rc = print_result(&res);
+	rc = w.s != NULL ? writer_finish(&w, &res, NULL) : print_result(&res);
 	runner_result_cleanup(&res);
 	if (rc < 0) {
 		fprintf(stderr, "cordon run: cannot write the result\n");

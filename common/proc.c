@@ -29,6 +29,8 @@ struct proc {
 	const unsigned char *in_data;
 	size_t in_left;
 	struct cbuf *out, *err;
+	proc_output_fn on_output;
+	void *on_output_arg;
 	bool reaped;
 	bool held;		/* stdin_hold, not fed yet */
 	int status;
@@ -92,8 +94,8 @@ proc_spawn(const struct proc_opts *opts, struct proc **out)
 		return -ENOMEM;
 	p->pid = -1;
 	p->in_fd = p->out_fd = p->err_fd = -1;
-	p->out = cbuf_new(opts->stdout_max);
-	p->err = cbuf_new(opts->stderr_max);
+	p->out = cbuf_new_keep(opts->stdout_max, opts->stdout_keep);
+	p->err = cbuf_new_keep(opts->stderr_max, opts->stderr_keep);
 	if (p->out == NULL || p->err == NULL) {
 		rc = -ENOMEM;
 		goto bad;
@@ -153,16 +155,20 @@ bad:
 	return rc;
 }
 
-/* Reads what is available into b (up to its cap; the rest is discarded).
- * Closes *fd at EOF or on error. */
+/* Reads what is available into b (up to its cap; the rest is discarded),
+ * showing each chunk to the output callback. Closes *fd at EOF or on
+ * error. */
 static void
-drain_fd(int *fd, struct cbuf *b)
+drain_fd(struct proc *p, int *fd, int stream, struct cbuf *b)
 {
 	char buf[65536];
 
 	for (int i = 0; i < 16; i++) {
 		ssize_t n = read(*fd, buf, sizeof(buf));
 		if (n > 0) {
+			if (p->on_output != NULL)
+				p->on_output(p->on_output_arg, stream, buf,
+				    (size_t)n);
 			(void)cbuf_append(b, buf, (size_t)n);
 			continue;
 		}
@@ -272,9 +278,9 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 				else
 					feed_stdin(p);
 			} else if (fds[i].fd == p->out_fd) {
-				drain_fd(&p->out_fd, p->out);
+				drain_fd(p, &p->out_fd, 1, p->out);
 			} else if (fds[i].fd == p->err_fd) {
-				drain_fd(&p->err_fd, p->err);
+				drain_fd(p, &p->err_fd, 2, p->err);
 			}
 		}
 	}
@@ -282,14 +288,14 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 
 int
 proc_feed(struct proc *p, const void *data, size_t len, size_t stdout_max,
-    size_t stderr_max)
+    size_t stderr_max, enum cbuf_keep keep)
 {
 	struct cbuf *o, *e;
 
 	if (!p->held || cbuf_seen(p->out) != 0 || cbuf_seen(p->err) != 0)
 		return -EBUSY;
-	if ((o = cbuf_new(stdout_max)) == NULL ||
-	    (e = cbuf_new(stderr_max)) == NULL) {
+	if ((o = cbuf_new_keep(stdout_max, keep)) == NULL ||
+	    (e = cbuf_new_keep(stderr_max, keep)) == NULL) {
 		cbuf_free(o);
 		return -ENOMEM;
 	}
@@ -303,6 +309,13 @@ proc_feed(struct proc *p, const void *data, size_t len, size_t stdout_max,
 	if (p->in_left == 0)
 		close_fd(&p->in_fd);
 	return 0;
+}
+
+void
+proc_set_output(struct proc *p, proc_output_fn fn, void *arg)
+{
+	p->on_output = fn;
+	p->on_output_arg = arg;
 }
 
 bool

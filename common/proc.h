@@ -18,6 +18,13 @@
 
 struct proc;
 
+/* Gets each chunk read from the child's stdout (stream 1) or stderr
+ * (stream 2) as it is read, before the stream's cap applies, on the thread
+ * that runs proc_communicate. It must not block: the deadline and the
+ * cancel flag are only looked at between chunks. */
+typedef void (*proc_output_fn)(void *arg, int stream, const void *data,
+    size_t len);
+
 struct proc_opts {
 	const char *const *argv;	/* argv[0] is looked up in PATH */
 	const char *const *envp;	/* NULL: inherit the environment */
@@ -26,6 +33,8 @@ struct proc_opts {
 	size_t stdin_len;		/*   is then closed (may be empty) */
 	size_t stdout_max;		/* bytes kept per stream; the rest is */
 	size_t stderr_max;		/*   read and discarded (never blocks) */
+	enum cbuf_keep stdout_keep;	/* which part the caps keep (cbuf.h); */
+	enum cbuf_keep stderr_keep;	/*   zero: the head */
 	bool stdin_hold;		/* keep stdin open with nothing to write
 					 * until proc_feed (stdin_data unused) */
 };
@@ -46,11 +55,15 @@ int proc_communicate(struct proc *p, int64_t deadline_ms,
     const atomic_int *cancel);
 
 /* For a child spawned with stdin_hold that nothing has read from yet:
- * sets the per-stream caps and what to write to its stdin (then closed);
- * the next proc_communicate writes it. 0, or -EBUSY when the child was not
- * held or output was already read, -ENOMEM. */
+ * sets the per-stream caps (both keeping as keep says) and what to write
+ * to its stdin (then closed); the next proc_communicate writes it. 0, or
+ * -EBUSY when the child was not held or output was already read,
+ * -ENOMEM. */
 int proc_feed(struct proc *p, const void *data, size_t len,
-    size_t stdout_max, size_t stderr_max);
+    size_t stdout_max, size_t stderr_max, enum cbuf_keep keep);
+
+/* Sets (fn non-NULL) or clears the chunk callback; arg is fn's. */
+void proc_set_output(struct proc *p, proc_output_fn fn, void *arg);
 
 /* Without blocking: true when the child has exited or has closed its
  * stdout. For a held child that should still be waiting. An exited child is

@@ -303,3 +303,27 @@ util_strlcpy(char *dst, const char *src, size_t dstlen)
 	memcpy(dst, src, n + 1);
 	return true;
 }
+
+size_t
+util_utf8_partial_end(const void *p, size_t len)
+{
+	const unsigned char *s = p;
+
+	for (size_t k = 1; k <= 3 && k <= len; k++) {
+		unsigned c = s[len - k];
+		size_t want;
+
+		if ((c & 0xC0) == 0x80)
+			continue;	/* a continuation byte: look further */
+		if (c >= 0xC2 && c <= 0xDF)
+			want = 2;
+		else if (c >= 0xE0 && c <= 0xEF)
+			want = 3;
+		else if (c >= 0xF0 && c <= 0xF4)
+			want = 4;
+		else
+			return 0;
+		return k < want ? k : 0;
+	}
+	return 0;
+}

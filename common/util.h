@@ -49,6 +49,12 @@ int util_mkdir_p(const char *path, unsigned mode);
 /* rm -rf that never follows symlinks; 0 or a negative errno. */
 int util_rm_rf(const char *path);
 
+/* How many bytes at the end of p[0..len) (0-3) are the start of a UTF-8
+ * multibyte sequence that the end cuts short: a lead byte (C2-F4) and
+ * fewer continuation bytes than it announces. Cutting them off leaves the
+ * text ending on a character boundary. Pure. */
+size_t util_utf8_partial_end(const void *p, size_t len);
+
 /* Copies at most dstlen-1 bytes and NUL-terminates; true if it all fit. */
 bool util_strlcpy(char *dst, const char *src, size_t dstlen);
 

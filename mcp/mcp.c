@@ -80,8 +80,8 @@ quote_name(const char *name, char *out, size_t outlen)
 }
 
 /* MCP ids are strings or integers (never null). */
-static bool
-id_valid(const cJSON *id)
+bool
+mcp_id_valid(const cJSON *id)
 {
 	if (cJSON_IsString(id))
 		return utf8_valid(id->valuestring, strlen(id->valuestring));
@@ -96,8 +96,8 @@ id_valid(const cJSON *id)
  * 15 digits rounded (%1.15g, when that compares equal within DBL_EPSILON),
  * which would answer 9007199254740991 as 9.00719925474099e+15 and make
  * two ids one. Caller frees; NULL on ENOMEM. */
-static char *
-id_print(const cJSON *id)
+char *
+mcp_id_print(const cJSON *id)
 {
 	char buf[32], *text, *copy;
 
@@ -125,7 +125,7 @@ reply_line(const cJSON *id, const char *key, cJSON *payload)
 		goto done;
 	if (id == NULL)
 		idc = cJSON_CreateNull();
-	else if ((text = id_print(id)) != NULL)
+	else if ((text = mcp_id_print(id)) != NULL)
 		idc = cJSON_CreateRaw(text);
 	free(text);
 	text = NULL;
@@ -260,7 +260,7 @@ static cJSON *
 method_tools_call(struct mcp_server *s, const cJSON *params,
     const atomic_int *cancel, struct rpc_error *e)
 {
-	const cJSON *args = NULL;
+	const cJSON *args = NULL, *meta, *token = NULL;
 	const char *name;
 	char quoted[80];
 	cJSON *r;
@@ -281,7 +281,14 @@ method_tools_call(struct mcp_server *s, const cJSON *params,
 	if (rc == -EINVAL)
 		return rpc_fail(e, MCP_INVALID_PARAMS, "Invalid params: "
 		    "params.arguments must be an object");
-	if ((r = mcp_run_code_call(s, args, cancel)) == NULL)
+	/* A client that wants progress names a token (a string or an
+	 * integer, like an id); output chunks then come as notifications. */
+	if (json_get_object(params, "_meta", &meta) == 0)
+		token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+	if (token != NULL && !mcp_id_valid(token))
+		return rpc_fail(e, MCP_INVALID_PARAMS, "Invalid params: "
+		    "_meta.progressToken must be a string or an integer");
+	if ((r = mcp_run_code_call(s, args, cancel, token)) == NULL)
 		e->code = 0;
 	return r;
 }
@@ -392,7 +399,7 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 	method = cJSON_GetObjectItemCaseSensitive(root, "method");
 	version = cJSON_GetObjectItemCaseSensitive(root, "jsonrpc");
 	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	if (id != NULL && !id_valid(id)) {
+	if (id != NULL && !mcp_id_valid(id)) {
 		line = error_line(NULL, MCP_INVALID_REQUEST, "Invalid Request: "
 		    "id must be a string or an integer");
 		goto done;
@@ -464,7 +471,7 @@ peek_id(const char *p, size_t len)
 			return NULL;
 		}
 		if (is_id) {
-			if (id_valid(val))
+			if (mcp_id_valid(val))
 				return val;
 			cJSON_Delete(val);
 			return NULL;
@@ -494,9 +501,9 @@ mcp_oversized_reply(const char *prefix, size_t len)
 static int
 print_id(const cJSON *v, char **id)
 {
-	if (v == NULL || !id_valid(v))
+	if (v == NULL || !mcp_id_valid(v))
 		return -EINVAL;
-	*id = id_print(v);
+	*id = mcp_id_print(v);
 	return *id != NULL ? 0 : -ENOMEM;
 }
 
@@ -576,6 +583,8 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 	s->run_arg = opts->run_arg;
 	s->policies = opts->policies;
 	s->policies_arg = opts->policies_arg;
+	s->notify = opts->notify;
+	s->notify_arg = opts->notify_arg;
 	if (opts->session != NULL)
 		util_strlcpy(s->session, opts->session, sizeof(s->session));
 	*out = s;

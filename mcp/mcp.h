@@ -48,6 +48,11 @@ typedef int (*mcp_run_fn)(const struct config *c,
 typedef int (*mcp_policies_fn)(const struct config *c, cJSON **out,
     char *err, size_t errlen, void *arg);
 
+/* Sends one notification line (malloc'd, ending in '\n'; the function
+ * frees it). Called from a thread of the tools/call that produces it,
+ * while that call runs, never after its reply was returned. */
+typedef void (*mcp_notify_fn)(void *arg, char *line);
+
 struct mcp_server_opts {
 	const struct config *config;	/* borrowed; must outlive the server */
 	mcp_run_fn run;
@@ -57,6 +62,10 @@ struct mcp_server_opts {
 	const char *session;		/* NULL or a runner session id; copied */
 	const char *tmp_dir;		/* for staged `files`; NULL: $TMPDIR
 					 * or /tmp; copied */
+	/* Progress notifications (a call's output while it runs, when the
+	 * client gave _meta.progressToken; mcp/progress.c). */
+	mcp_notify_fn notify;		/* NULL: no progress notifications */
+	void *notify_arg;
 };
 
 struct mcp_server;
@@ -77,8 +86,10 @@ const char *mcp_server_protocol(const struct mcp_server *s);
  * or NULL when the message needs no reply (notifications, responses).
  * Returns -ENOMEM when no reply could be built (*reply NULL); the caller
  * may then send mcp_static_internal_error. Never blocks except inside the
- * run function. Requests other than initialize and ping before initialize
- * get -32600. A run started here cannot be cancelled. */
+ * run function and, for a call with a progress token, until its queued
+ * notifications were handed to notify. Requests other than initialize and
+ * ping before initialize get -32600. A run started here cannot be
+ * cancelled. */
 int mcp_handle(struct mcp_server *s, const char *msg, size_t len,
     char **reply);
 

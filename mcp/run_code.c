@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cbuf.h"
 #include "common/json.h"
 #include "common/util.h"
 #include "mcp/internal.h"
 #include "runner/stage.h"
+#include "runner/stream.h"
 
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
@@ -57,7 +59,10 @@ static const char output_schema[] =
     "\"egress_denied\":{\"type\":\"integer\"},"
     "\"egress_truncated\":{\"type\":\"boolean\"},"
     "\"egress_dropped\":{\"type\":\"integer\"},"
-    "\"egress_error\":{\"type\":\"string\"}},"
+    "\"egress_error\":{\"type\":\"string\"},"
+    "\"stream_dropped\":{\"type\":\"integer\",\"minimum\":0,"
+    "\"description\":\"bytes of output left out of the progress "
+    "notifications (the client read too slowly); the result has them\"}},"
     "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\","
     "\"stdout_truncated\",\"stderr_truncated\",\"duration_ms\",\"container\","
     "\"code_sha256\",\"net\"]}";
@@ -68,6 +73,7 @@ struct call {
 	enum runner_net net;
 	const char *policy;		/* NULL: the operator's default */
 	int64_t timeout_s;		/* 0: the operator's default */
+	const char *keep;		/* NULL: both */
 	struct stage_file *files;	/* owned (stage_files_free) */
 	size_t nfiles;
 };
@@ -189,6 +195,12 @@ mcp_run_code_tool(const struct mcp_server *s)
 	    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
 	    "\"description\":\"Wall-clock limit in seconds (default %lld; "
 	    "larger values are lowered to %lld).\"},"
+	    "\"keep\":{\"type\":\"string\",\"enum\":[\"both\",\"head\","
+	    "\"tail\"],\"default\":\"both\",\"description\":\"Which part "
+	    "of a stream longer than the output cap is kept: both (the first "
+	    "half, a line '[cordon: N bytes dropped here]', then the end, "
+	    "where a traceback is), head (the beginning) or tail (that line, "
+	    "then the end).\"},"
 	    "\"files\":{\"type\":\"array\",\"maxItems\":%lld,"
 	    "\"description\":\"Text files placed read-only under /in (at most "
 	    "%llu bytes in total).\",\"items\":{\"type\":\"object\","
@@ -258,6 +270,23 @@ parse_network(const cJSON *args, struct call *k, char *err, size_t errlen)
 	return 0;
 }
 
+/* `keep`: a static name, or NULL when absent. */
+static int
+parse_keep(const cJSON *args, const char **out)
+{
+	enum cbuf_keep k;
+	const char *s;
+	int rc = json_get_string(args, "keep", &s);
+
+	*out = NULL;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0 || cbuf_keep_parse(s, &k) < 0)
+		return -EINVAL;
+	*out = cbuf_keep_name(k);
+	return 0;
+}
+
 /* Fills k from the arguments, strictly per the input schema; on success
  * the caller frees k->files. -EINVAL with the reason in err, or -ENOMEM. */
 static int
@@ -277,9 +306,10 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 		    strcmp(m->string, "network") != 0 &&
 		    strcmp(m->string, "policy") != 0 &&
 		    strcmp(m->string, "timeout_s") != 0 &&
+		    strcmp(m->string, "keep") != 0 &&
 		    strcmp(m->string, "files") != 0) {
 			snprintf(err, errlen, "unknown argument (allowed: code, "
-			    "network, policy, timeout_s, files)");
+			    "network, policy, timeout_s, keep, files)");
 			return -EINVAL;
 		}
 	}
@@ -299,6 +329,11 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 	}
 	if (k->timeout_s > c->limits.max_timeout_s)
 		k->timeout_s = c->limits.max_timeout_s;
+	if ((rc = parse_keep(args, &k->keep)) < 0) {
+		snprintf(err, errlen, "'keep' must be \"head\", \"tail\" or "
+		    "\"both\"");
+		return -EINVAL;
+	}
 	if ((m = cJSON_GetObjectItemCaseSensitive(args, "files")) != NULL)
 		return stage_files_parse(c, m, STAGE_CONTENT_TEXT, &k->files,
 		    &k->nfiles, err, errlen);
@@ -348,10 +383,18 @@ invalid_arguments(const char *why)
  * run is a failure when its status is not ok or the program exited
  * non-zero. */
 static cJSON *
-run_result(const struct runner_result *res)
+run_result(const struct runner_result *res, uint64_t stream_dropped)
 {
 	cJSON *o = runner_result_to_json(res), *r = NULL;
-	char *json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+	char *json;
+
+	/* As in the streamed results of `cordon run` and the service. */
+	if (o != NULL && stream_dropped > 0 && cJSON_AddNumberToObject(o,
+	    "stream_dropped", (double)stream_dropped) == NULL) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	json = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
 
 	if (json == NULL || (r = tool_result(res->status != RUNNER_OK ||
 	    res->exit_code != 0, MCP_UNTRUSTED_LABEL, json)) == NULL)
@@ -382,11 +425,13 @@ run_failed(const char *why)
 
 cJSON *
 mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
-    const atomic_int *cancel)
+    const atomic_int *cancel, const cJSON *progress_token)
 {
 	struct runner_request req = { .lang = "python" };
 	struct runner_result res;
 	struct stage_dir st = { .nin = 0 };
+	struct mcp_progress *prog = NULL;
+	uint64_t dropped = 0;
 	struct call k;
 	char err[512] = "";
 	cJSON *r;
@@ -404,6 +449,7 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 	req.net = k.net;
 	req.policy = k.policy;
 	req.timeout_s = k.timeout_s;
+	req.keep = k.keep;
 	for (size_t i = 0; i < st.nin; i++)
 		req.in[i] = st.in[i];
 	req.nin = st.nin;
@@ -413,12 +459,21 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 	memset(&res, 0, sizeof(res));
 	res.exit_code = -1;
 	err[0] = '\0';
+	/* Progress is a courtesy: without memory or a thread for it the
+	 * call still runs. */
+	if (progress_token != NULL && s->notify != NULL &&
+	    mcp_progress_start(s, progress_token, &prog) == 0) {
+		req.output = runner_stream_output;
+		req.output_arg = mcp_progress_stream(prog);
+	}
 	rc = s->run(s->config, &req, &res, err, sizeof(err), s->run_arg);
+	if (prog != NULL)
+		dropped = mcp_progress_finish(prog);
 	stage_dir_cleanup(&st);
 	if (rc < 0)
 		r = run_failed(err[0] != '\0' ? err : strerror(-rc));
 	else
-		r = run_result(&res);
+		r = run_result(&res, dropped);
 	runner_result_cleanup(&res);
 	return r;
 }

@@ -53,7 +53,8 @@ container_spawn(const struct config *c, const struct container_start *s,
 	struct dargv a;
 	struct proc_opts o = { .stdin_data = s->input,
 	    .stdin_len = s->input_len, .stdin_hold = s->hold,
-	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max };
+	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max,
+	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep };
 	int rc;
 
 	container_spec(c, s, &spec);

@@ -37,6 +37,7 @@ struct container_start {
 	size_t input_len;			/*   ignored with hold */
 	bool hold;				/* keep stdin open (warm pool) */
 	size_t stdout_max, stderr_max;
+	enum cbuf_keep stdout_keep, stderr_keep;
 };
 
 /* The docker_spec for s (pure; pointers borrowed from s and c). */

@@ -13,14 +13,17 @@
 #include "runner/tar.h"
 
 const char outwrap_program[] =
-"import os,sys,signal,subprocess,selectors,tarfile,json\n"
+"import os,sys,signal,subprocess,selectors,tarfile,json,collections\n"
 "try:\n"
 " import ctypes\n"
 " ctypes.CDLL(None).prctl(4,0,0,0,0)\n"
 "except Exception:\n"
 " pass\n"
 "cap=int(sys.argv[1])\n"
-"nonce,_,code=sys.stdin.buffer.read().partition(b'\\n')\n"
+"line,_,code=sys.stdin.buffer.read().partition(b'\\n')\n"
+"nonce,_,h=line.partition(b' ')\n"
+"h=min(int(h or cap),cap)\n"
+"keep=cap-h\n"
 "try:\n"
 " os.mkdir('/tmp/out',0o700)\n"
 "except OSError:\n"
@@ -35,6 +38,8 @@ const char outwrap_program[] =
 " while b:\n"
 "  b=b[os.write(fd,b):]\n"
 "seen={1:0,2:0}\n"
+"held={1:collections.deque(),2:collections.deque()}\n"
+"hn={1:0,2:0}\n"
 "fds={p.stdout.fileno():1,p.stderr.fileno():2}\n"
 "sel=selectors.DefaultSelector()\n"
 "for fd in fds:\n"
@@ -45,9 +50,13 @@ const char outwrap_program[] =
 "  b=os.read(k.fd,65536)\n"
 "  if not b:\n"
 "   sel.unregister(k.fd);del fds[k.fd];continue\n"
-"  o=fds[k.fd];room=max(0,cap-seen[o]);seen[o]+=len(b)\n"
-"  if room:\n"
-"   wr(o,b[:room])\n"
+"  o=fds[k.fd];n=seen[o];seen[o]+=len(b)\n"
+"  if n<h:\n"
+"   wr(o,b[:h-n]);b=b[h-n:]\n"
+"  if b and keep:\n"
+"   q=held[o];q.append(b);hn[o]+=len(b)\n"
+"   while hn[o]-len(q[0])>=keep:\n"
+"    hn[o]-=len(q.popleft())\n"
 " if not done and p.poll() is not None:\n"
 "  done=True\n"
 "  try:\n"
@@ -55,6 +64,9 @@ const char outwrap_program[] =
 "  except OSError:\n"
 "   pass\n"
 "rc=p.wait()\n"
+"for o in (1,2):\n"
+" if keep:\n"
+"  wr(o,b''.join(held[o])[-keep:])\n"
 "w=open(1,'wb',closefd=False)\n"
 "w.write(b'\\0CORDON-OUT-'+nonce+b'\\0%d %d\\n'%(seen[1],seen[2]))\n"
 "bad=[]\n"
@@ -104,22 +116,29 @@ find_last(const unsigned char *buf, size_t len, const char *pat, size_t plen)
 	return last;
 }
 
+void
+outwrap_marker(const char *nonce, char out[OUTWRAP_MARKER_LEN])
+{
+	out[0] = '\0';
+	memcpy(out + 1, "CORDON-OUT-", 11);
+	memcpy(out + 12, nonce, OUTWRAP_NONCE_LEN);
+	out[OUTWRAP_MARKER_LEN - 1] = '\0';
+}
+
 int
 outwrap_split(const void *buf, size_t len, const char *nonce,
     struct outwrap_split *out)
 {
-	char marker[16 + OUTWRAP_NONCE_LEN + 2];
+	char marker[OUTWRAP_MARKER_LEN];
 	const unsigned char *b = buf, *m, *nl, *counts;
 	char line[64], *sp;
-	size_t mlen, clen;
+	size_t mlen = sizeof(marker), clen;
 	int64_t o, e;
 
 	memset(out, 0, sizeof(*out));
 	if (strlen(nonce) != OUTWRAP_NONCE_LEN)
 		return -EINVAL;
-	mlen = (size_t)snprintf(marker, sizeof(marker), "%cCORDON-OUT-%s", 0,
-	    nonce);
-	marker[mlen++] = '\0';
+	outwrap_marker(nonce, marker);
 	if ((m = find_last(b, len, marker, mlen)) == NULL)
 		return -ENOENT;
 	counts = m + mlen;

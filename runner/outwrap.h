@@ -1,10 +1,15 @@
 /*
  * --out support. The container then runs a fixed Python wrapper (on argv:
- * it is ours, not the job's) that reads a per-run nonce line and then the
- * job's code from stdin, runs the code as a child, relays its stdout and
- * stderr up to the cap, kills every straggler, and finally writes a marker
- * carrying the nonce, a PAX stream of /tmp/out, and after the archive's
- * end a report line listing every file it could not pack:
+ * it is ours, with the per-stream cap) that reads a line "NONCE HEAD" and
+ * then the job's code from stdin, runs the code as a child, and relays its
+ * stdout and stderr capped as the host would keep them (common/cbuf.h,
+ * --keep): the first HEAD bytes of each stream at once (HEAD is
+ * cbuf_keep_head of the cap and mode), and of the rest only the last
+ * cap - HEAD bytes, held back and written when the job has ended. The
+ * host rebuilds the marker between them from the counts below. Then it
+ * kills every straggler, and finally writes a marker carrying the nonce,
+ * a PAX stream of /tmp/out, and after the archive's end a report line
+ * listing every file it could not pack:
  *
  *   \0CORDON-OUT-<nonce>\0<stdout bytes> <stderr bytes>\n
  *   <PAX archive, zero-padded to 10240 bytes>
@@ -36,6 +41,12 @@ struct outwrap_split {
 	size_t tar_len;
 	uint64_t out_seen, err_seen;	/* bytes the job wrote per stream */
 };
+
+#define OUTWRAP_MARKER_LEN (1 + 11 + OUTWRAP_NONCE_LEN + 1)
+
+/* The marker "\0CORDON-OUT-<nonce>\0" into out (OUTWRAP_MARKER_LEN
+ * bytes, no NUL added); nonce is OUTWRAP_NONCE_LEN characters. */
+void outwrap_marker(const char *nonce, char out[OUTWRAP_MARKER_LEN]);
 
 /* Finds the last marker for nonce in the captured stdout and splits it.
  * 0, or -ENOENT when there is no (complete) marker: the wrapper never got

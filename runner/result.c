@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cbuf.h"
 #include "common/json.h"
 #include "common/util.h"
 
@@ -62,9 +63,16 @@ int
 runner_request_check(const struct runner_request *req, char *err,
     size_t errlen)
 {
+	enum cbuf_keep keep;
+
 	if (req->lang != NULL && strcmp(req->lang, "python") != 0) {
 		snprintf(err, errlen, "unsupported language '%s' (python only)",
 		    req->lang);
+		return -EINVAL;
+	}
+	if (req->keep != NULL && cbuf_keep_parse(req->keep, &keep) < 0) {
+		snprintf(err, errlen, "keep must be head, tail or both, not "
+		    "'%.32s'", req->keep);
 		return -EINVAL;
 	}
 	if (req->code == NULL && req->code_len > 0) {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cbuf.h"
 #include "common/proc.h"
 #include "common/sha256.h"
 #include "common/util.h"
@@ -31,12 +32,14 @@
 #include "runner/outwrap.h"
 #include "runner/pool.h"
 #include "runner/probe_ops.h"
+#include "runner/relay.h"
 #include "runner/slot.h"
 
 struct run {
 	const struct config *c;
 	const struct runner_request *req;
 	struct runner_limits lim;
+	enum cbuf_keep keep;		/* of both streams past the cap */
 	char image[IMAGE_ID_MAX];
 	char nonce[OUTWRAP_NONCE_LEN + 1];
 	char in_dir[PATH_MAX];
@@ -61,6 +64,7 @@ struct run {
 	struct runner_slot slot;	/* host-wide; held until the end */
 	char debug_pat[RUNNER_DEBUG_PAT_MAX];	/* debug: --debug-log */
 	char id[72];			/* debug: the container's full ID */
+	struct runner_relay relay;	/* live output (req->output) */
 };
 
 /* Seconds the proxy keeps a run's credential past the run's deadline: the
@@ -95,18 +99,23 @@ run_prepare(struct run *r, struct runner_result *res, char *err,
 }
 
 /* The container's stdin, once its name (the run id) is known: the proxy
- * credential line (proxy mode), the --out nonce line, the code. */
+ * credential line (proxy mode), the --out wrapper's line (its nonce, and
+ * how many leading bytes of each stream it passes on before it holds back
+ * the end: the same cut as the host's, see run_rekeep), the code. */
 static int
 run_input(struct run *r, const char *name)
 {
 	char cred[RUNNER_EGRESS_CRED_MAX + 1];
+	char wline[OUTWRAP_NONCE_LEN + 24];
 	int rc;
 
 	if (r->proxy && runner_egress_cred_line(cred, sizeof(cred), name,
 	    r->token, &r->ep) < 0)
 		return -EINVAL;
+	snprintf(wline, sizeof(wline), "%s %zu", r->nonce,
+	    cbuf_keep_head((size_t)r->lim.max_output, r->keep));
 	rc = runner_egress_stdin(r->proxy ? cred : NULL,
-	    r->req->out_dir != NULL ? r->nonce : NULL, r->req->code,
+	    r->req->out_dir != NULL ? wline : NULL, r->req->code,
 	    r->req->code_len, &r->input, &r->input_len);
 	explicit_bzero(cred, sizeof(cred));
 	return rc;
@@ -200,6 +209,11 @@ run_spawn(struct run *r, const char *name)
 		.input = r->input, .input_len = r->input_len,
 		.stdout_max = stdout_cap(r),
 		.stderr_max = (size_t)r->lim.max_output,
+		/* --out: the archive follows the job's (already capped)
+		 * stdout, and must come through whole. */
+		.stdout_keep = r->req->out_dir != NULL ? CBUF_KEEP_HEAD :
+		    r->keep,
+		.stderr_keep = r->keep,
 	};
 
 	return container_spawn(r->c, &cs, &r->p);
@@ -228,7 +242,8 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 		return 0;
 	}
 	if (run_input(r, e.name) < 0 || proc_feed(e.p, r->input,
-	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output) < 0) {
+	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output,
+	    r->keep) < 0) {
 		/* Cannot happen for a fresh entry; never use it half-way. */
 		(void)container_remove(r->c, e.name);
 		proc_free(e.p);
@@ -304,10 +319,34 @@ run_finish(struct run *r, const char *name)
 	(void)container_remove(r->c, name);
 }
 
+/* Live output, if asked for: the relay between the read loop and the
+ * caller (runner/relay.h). */
+static void
+run_relay_start(struct run *r)
+{
+	char marker[OUTWRAP_MARKER_LEN];
+	bool out = r->req->out_dir != NULL;
+
+	if (r->req->output == NULL)
+		return;
+	if (out)
+		outwrap_marker(r->nonce, marker);
+	runner_relay_init(&r->relay, r->req->output, r->req->output_arg,
+	    r->lim.max_output, out ? marker : NULL, out ? sizeof(marker) : 0);
+	proc_set_output(r->p, runner_relay_chunk, &r->relay);
+}
+
 static int
 run_wait(struct run *r, const char *name)
 {
-	int rc = proc_communicate(r->p, r->deadline, r->req->cancel);
+	int rc;
+
+	run_relay_start(r);
+	rc = proc_communicate(r->p, r->deadline, r->req->cancel);
+	if (r->req->output != NULL) {
+		proc_set_output(r->p, NULL, NULL);
+		runner_relay_flush(&r->relay);
+	}
 
 	if (rc == 0) {
 		r->finished = true;
@@ -324,16 +363,28 @@ run_wait(struct run *r, const char *name)
 	return 0;
 }
 
-static char *
-dup_bytes(const char *p, size_t n)
+/* One stream as the --out wrapper relayed it: kept[0..len) is what it
+ * passed on (its first cbuf_keep_head bytes at once, then the last ones
+ * it held back), seen what the job wrote. Rebuilt into *out the way a cap
+ * on the host keeps it: the same head, marker and tail. */
+static int
+run_rekeep(const struct run *r, const char *kept, size_t len,
+    unsigned long long seen, struct cbuf **out)
 {
-	char *d = malloc(n + 1);
+	size_t max = (size_t)r->lim.max_output;
+	size_t h = cbuf_keep_head(max, r->keep);
+	struct cbuf *b = cbuf_new_keep(max, r->keep);
 
-	if (d != NULL) {
-		memcpy(d, p, n);
-		d[n] = '\0';
+	if (h > len)
+		h = len;
+	if (b == NULL || cbuf_append(b, kept, h) < 0 || (seen > len &&
+	    cbuf_gap(b, seen - len) < 0) ||
+	    cbuf_append(b, kept + h, len - h) < 0) {
+		cbuf_free(b);
+		return -ENOMEM;
 	}
-	return d;
+	*out = b;
+	return 0;
 }
 
 /* Moves the kept output into res, splitting off the --out archive. */
@@ -341,36 +392,40 @@ static int
 run_collect(struct run *r, struct runner_result *res)
 {
 	struct cbuf *out = proc_stdout(r->p), *errb = proc_stderr(r->p);
-	size_t max = (size_t)r->lim.max_output, olen = cbuf_len(out);
+	struct cbuf *jo = out, *je = errb, *own_o = NULL, *own_e = NULL;
 	struct outwrap_split sp;
 	bool split = false;
 	int rc = 0;
 
-	res->out_truncated = cbuf_truncated(out);
-	res->err_truncated = cbuf_truncated(errb);
 	if (r->req->out_dir != NULL) {
 		res->want_files = true;
-		split = outwrap_split(cbuf_data(out), olen, r->nonce, &sp) == 0;
-		if (split) {
-			olen = sp.stdout_len;
-			res->out_truncated = sp.out_seen > max;
-			res->err_truncated |= sp.err_seen > max;
-		} else {
+		split = outwrap_split(cbuf_data(out), cbuf_len(out), r->nonce,
+		    &sp) == 0;
+		if (!split)
 			snprintf(res->files_error, sizeof(res->files_error),
 			    "no archive came back (the job was stopped, or "
 			    "its output went past the cap)");
+		/* Without the marker, what came is all the job's. */
+		if ((rc = run_rekeep(r, cbuf_data(out), split ? sp.stdout_len :
+		    cbuf_len(out), split ? sp.out_seen : cbuf_seen(out),
+		    &own_o)) < 0)
+			goto done;
+		jo = own_o;
+		if (split && !cbuf_truncated(errb)) {
+			if ((rc = run_rekeep(r, cbuf_data(errb), cbuf_len(errb),
+			    sp.err_seen, &own_e)) < 0)
+				goto done;
+			je = own_e;
 		}
 	}
-	if (olen > max) {
-		olen = max;
-		res->out_truncated = true;
+	res->out_truncated = cbuf_truncated(jo);
+	res->err_truncated = cbuf_truncated(je);
+	res->out = cbuf_steal(jo, &res->out_len);
+	res->err = cbuf_steal(je, &res->err_len);
+	if (res->out == NULL || res->err == NULL) {
+		rc = -ENOMEM;
+		goto done;
 	}
-	res->out = dup_bytes(cbuf_data(out), olen);
-	res->out_len = olen;
-	res->err = dup_bytes(cbuf_data(errb), cbuf_len(errb));
-	res->err_len = cbuf_len(errb);
-	if (res->out == NULL || res->err == NULL)
-		return -ENOMEM;
 	if (split && (rc = files_unpack_out(r->c, sp.tar, sp.tar_len,
 	    r->req->out_dir, res)) < 0 && rc != -ENOMEM) {
 		snprintf(res->files_error, sizeof(res->files_error),
@@ -378,6 +433,9 @@ run_collect(struct run *r, struct runner_result *res)
 		    strerror(-rc));
 		rc = 0;
 	}
+done:
+	cbuf_free(own_o);
+	cbuf_free(own_e);
 	return rc;
 }
 
@@ -496,6 +554,9 @@ runner_run(const struct config *c, const struct runner_request *req,
 	 * wait for a slot is the job's time. */
 	r.start = time_mono_ms();
 	runner_limits_resolve(c, req, &r.lim);
+	r.keep = CBUF_KEEP_BOTH;
+	if (req->keep != NULL)
+		(void)cbuf_keep_parse(req->keep, &r.keep);	/* checked */
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;

@@ -48,6 +48,11 @@ struct runner_request {
 					 * with RUNNER_NET_PROXY. */
 	int64_t timeout_s;		/* 0: limits.timeout_s */
 	uint64_t max_output;		/* per stream; 0: limits.max_output */
+	const char *keep;		/* NULL or "both": past max_output, the
+					 * first half, a marker line and the
+					 * end; "head": the first max_output
+					 * bytes; "tail": a marker line and
+					 * the end (common/cbuf.h) */
 	uint64_t memory;		/* bytes; 0: limits.memory */
 	double cpus;			/* 0: limits.cpus */
 	const char *in[RUNNER_MAX_IN];	/* host paths, copied to /in */
@@ -74,6 +79,19 @@ struct runner_request {
 	 * calling thread. The runner itself never prints. */
 	void (*note)(void *note_arg, const char *msg);
 	void *note_arg;
+	/* May be NULL: live output. Called from the runner's read loop
+	 * (the calling thread) with each chunk of the job's stdout (stream
+	 * 1) or stderr (2) as it arrives: raw bytes, at most max_output per
+	 * stream in all (what follows is only in the result, per keep), in
+	 * chunks that end on UTF-8 character boundaries (an incomplete
+	 * sequence waits for the rest); with --out, the job's own stdout
+	 * only (the wrapper passes the first half of the cap at once and
+	 * the rest when the job ends). It must not block: the deadline is
+	 * only checked between chunks. runner/stream.h is a bounded queue
+	 * to hand them to another thread. The runner itself never prints. */
+	void (*output)(void *output_arg, int stream, const void *data,
+	    size_t len);
+	void *output_arg;
 };
 
 /* A file brought back from /tmp/out (or refused). */

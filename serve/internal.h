@@ -45,6 +45,28 @@ void serve_reply_error(struct evhttp_request *req, int code,
  * 503 when the sandbox cannot run now, else 500. */
 int serve_reply_status(int rc, const char **reason);
 
+/* live.c: the NDJSON reply of a run whose request asked for it
+ * (Accept: application/x-ndjson). Loop thread only, except what the
+ * run's worker does with serve_live_stream (runner/stream.h: the runner's
+ * output callback and runner_stream_close). */
+struct serve_live;
+struct runner_stream;
+struct runner_result;
+
+bool serve_live_wanted(struct evhttp_request *req);
+/* NULL on ENOMEM. */
+struct serve_live *serve_live_new(struct event_base *base,
+    struct evhttp_request *req);
+void serve_live_free(struct serve_live *l);	/* accepts NULL */
+struct runner_stream *serve_live_stream(struct serve_live *l);
+/* True once the 200 and some events went out. */
+bool serve_live_started(const struct serve_live *l);
+/* Ends the reply: the queued events, then the result (res non-NULL) or
+ * {"event":"error"} with err. Answers and releases a request whose client
+ * is gone. */
+void serve_live_finish(struct serve_live *l, const struct runner_result *res,
+    const char *err);
+
 /* queue.c: admitted runs, each on a detached worker thread, and the
  * kill-all sweep. Loop thread only. The owner sets the fields marked so;
  * serve_queue_init the rest. */

@@ -23,6 +23,7 @@
 #include "common/util.h"
 #include "runner/runner.h"
 #include "runner/stage.h"
+#include "runner/stream.h"
 #include "serve/listen.h"
 
 enum job_state { JOB_QUEUED, JOB_RUNNING };
@@ -39,6 +40,7 @@ struct serve_job {
 	atomic_int cancel;
 	int64_t t0_ms;
 	struct serve_req parsed;
+	struct serve_live *live;	/* NULL, or the NDJSON reply (live.c) */
 	int rc;				/* runner_run's, or staging's */
 	char err[512];
 	struct runner_result res;
@@ -89,6 +91,7 @@ job_free(struct serve_job *j)
 		event_free(j->watch_ev);
 	serve_req_cleanup(&j->parsed);
 	runner_result_cleanup(&j->res);
+	serve_live_free(j->live);
 	free(j);
 }
 
@@ -186,6 +189,7 @@ job_thread(void *arg)
 		    NULL;
 		rq.timeout_s = j->parsed.timeout_s;
 		rq.max_output = j->parsed.max_output;
+		rq.keep = j->parsed.keep;
 		for (size_t i = 0; i < st.nin; i++)
 			rq.in[i] = st.in[i];
 		rq.nin = st.nin;
@@ -196,10 +200,16 @@ job_thread(void *arg)
 		rq.session = q->tenants->t[j->tenant].name;
 		rq.note = job_note;
 		rq.note_arg = (void *)rq.session;
+		if (j->live != NULL) {
+			rq.output = runner_stream_output;
+			rq.output_arg = serve_live_stream(j->live);
+		}
 		j->res.exit_code = -1;
 		j->rc = runner_run(q->c, &rq, &j->res, j->err, sizeof(j->err));
 	}
 	stage_dir_cleanup(&st);
+	if (j->live != NULL)
+		runner_stream_close(serve_live_stream(j->live));
 	event_active(j->done_ev, 0, 0);
 	return NULL;
 }
@@ -207,9 +217,9 @@ job_thread(void *arg)
 static void
 job_reply(struct serve_queue *q, struct serve_job *j)
 {
-	const char *reason;
+	const char *reason = "OK";
 	cJSON *o;
-	int code;
+	int code = 200;
 
 	job_detach(j);
 	if (evhttp_request_get_connection(j->req) != NULL) {
@@ -217,15 +227,21 @@ job_reply(struct serve_queue *q, struct serve_job *j)
 		evhttp_request_set_on_complete_cb(j->req, reply_sent, q);
 		q->sending++;
 	}
+	if (j->rc < 0 && (code = serve_reply_status(j->rc, &reason)) == 503)
+		q->metrics->unavailable++;
+	/* Once events went out, an error is the last event; a run that
+	 * could not start answers with its status, as without streaming. */
+	if (j->live != NULL && (j->rc == 0 || serve_live_started(j->live))) {
+		serve_live_finish(j->live, j->rc == 0 ? &j->res : NULL,
+		    j->err[0] != '\0' ? j->err : strerror(-j->rc));
+		return;
+	}
 	if (j->rc == 0) {
 		o = runner_result_to_json(&j->res);
 		serve_reply_json(j->req, 200, "OK", o);
 		cJSON_Delete(o);
 		return;
 	}
-	code = serve_reply_status(j->rc, &reason);
-	if (code == 503)
-		q->metrics->unavailable++;
 	serve_reply_error(j->req, code, reason, j->err[0] != '\0' ? j->err :
 	    strerror(-j->rc));
 }
@@ -305,7 +321,9 @@ serve_queue_submit(struct serve_queue *q, struct evhttp_request *req,
 	enum serve_admit admit;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
-	    (j->done_ev = event_new(q->base, -1, 0, job_done, j)) == NULL) {
+	    (j->done_ev = event_new(q->base, -1, 0, job_done, j)) == NULL ||
+	    (serve_live_wanted(req) && (j->live = serve_live_new(q->base,
+	    req)) == NULL)) {
 		job_free(j);
 		return -ENOMEM;
 	}

@@ -10,13 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cbuf.h"
 #include "common/json.h"
 #include "common/util.h"
 
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
 static const char *const allowed_keys[] = {
-	"code", "lang", "net", "policy", "timeout_s", "max_output", "files",
+	"code", "lang", "net", "policy", "timeout_s", "max_output", "keep",
+	"files",
 };
 
 void
@@ -61,6 +63,23 @@ parse_net(const cJSON *root, struct serve_req *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* `keep`: which part of an over-long stream is kept (common/cbuf.h). */
+static int
+parse_keep(const cJSON *root, const char **out)
+{
+	enum cbuf_keep k;
+	const char *s;
+	int rc = json_get_string(root, "keep", &s);
+
+	*out = NULL;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0 || cbuf_keep_parse(s, &k) < 0)
+		return -EINVAL;
+	*out = cbuf_keep_name(k);
+	return 0;
+}
+
 static int
 parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
     char *err, size_t errlen)
@@ -81,7 +100,7 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 		if (!known) {
 			snprintf(err, errlen, "unknown field '%.64s' (allowed: "
 			    "code, lang, net, policy, timeout_s, max_output, "
-			    "files)", m->string);
+			    "keep, files)", m->string);
 			return -EINVAL;
 		}
 	}
@@ -108,6 +127,9 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 		return bad(err, errlen, -EINVAL, "'max_output' must be a whole "
 		    "number of bytes, at least 1");
 	r->max_output = rc == 0 ? (uint64_t)v : 0;
+	if ((rc = parse_keep(root, &r->keep)) < 0)
+		return bad(err, errlen, -EINVAL, "'keep' must be \"head\", "
+		    "\"tail\" or \"both\"");
 	if ((m = cJSON_GetObjectItemCaseSensitive(root, "files")) != NULL)
 		return stage_files_parse(c, m, STAGE_CONTENT_BASE64, &r->files,
 		    &r->nfiles, err, errlen);

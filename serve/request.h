@@ -27,6 +27,8 @@ struct serve_req {
 	char policy[CONFIG_POLICY_MAX + 1];	/* "": egress_default_policy */
 	int64_t timeout_s;		/* 0: the config default */
 	uint64_t max_output;		/* 0: the config default */
+	const char *keep;		/* NULL (both) or a static "head",
+					 * "tail", "both" */
 	struct stage_file *files;	/* decoded (stage_files_parse) */
 	size_t nfiles;
 };

@@ -66,6 +66,62 @@ test_cap_drains_without_blocking(void **state)
 	proc_result_cleanup(&r);
 }
 
+struct seen_chunks {
+	struct cbuf *all[3];		/* by stream */
+	int calls;
+};
+
+static void
+on_chunk(void *arg, int stream, const void *data, size_t len)
+{
+	struct seen_chunks *c = arg;
+
+	assert_true(stream == 1 || stream == 2);
+	assert_true(len > 0);
+	assert_true(cbuf_append(c->all[stream], data, len) >= 0);
+	c->calls++;
+}
+
+/* Caps that keep both ends, and the chunk callback: every byte of each
+ * stream reaches the callback in order, whatever the cap keeps. */
+static void
+test_keep_both_and_output_callback(void **state)
+{
+	const char *argv[] = { "sh", "-c", "printf 'first\\n'; "
+	    "head -c 200000 /dev/zero | tr '\\0' x; printf '\\nlast\\n'; "
+	    "printf 'e1\\n' >&2; head -c 5000 /dev/zero | tr '\\0' y >&2; "
+	    "printf '\\ne2\\n' >&2", NULL };
+	struct proc_opts o = { .argv = argv, .stdout_max = 1000,
+	    .stderr_max = 100, .stdout_keep = CBUF_KEEP_BOTH,
+	    .stderr_keep = CBUF_KEEP_TAIL };
+	struct seen_chunks c = { .all = { NULL, cbuf_new(1 << 20),
+	    cbuf_new(1 << 20) } };
+	const char *out, *err;
+	struct proc *p;
+
+	(void)state;
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	proc_set_output(p, on_chunk, &c);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 10000, NULL), 0);
+	out = cbuf_data(proc_stdout(p));
+	err = cbuf_data(proc_stderr(p));
+	assert_true(cbuf_len(proc_stdout(p)) <= 1000);
+	assert_int_equal(strncmp(out, "first\nxxx", 9), 0);
+	assert_non_null(strstr(out, "\n[cordon: "));
+	assert_non_null(strstr(out, " bytes dropped here]\nxxx"));
+	assert_int_equal(strcmp(out + strlen(out) - 6, "\nlast\n"), 0);
+	assert_true(cbuf_truncated(proc_stdout(p)));
+	assert_int_equal(strncmp(err, "[cordon: ", 9), 0);
+	assert_int_equal(strcmp(err + strlen(err) - 5, "y\ne2\n"), 0);
+	assert_int_equal(cbuf_len(c.all[1]), 6 + 200000 + 6);
+	assert_int_equal(cbuf_len(c.all[2]), 3 + 5000 + 4);
+	assert_int_equal(strncmp(cbuf_data(c.all[1]), "first\nx", 7), 0);
+	assert_true(c.calls >= 2);
+	proc_free(p);
+	cbuf_free(c.all[1]);
+	cbuf_free(c.all[2]);
+}
+
 static bool
 alive(pid_t pid)
 {
@@ -244,9 +300,10 @@ test_feed_caps_and_closes_stdin(void **state)
 	(void)state;
 	usleep(50000);
 	assert_false(proc_gone(p));
-	assert_int_equal(proc_feed(p, "hello", 5, 3, 100), 0);
+	assert_int_equal(proc_feed(p, "hello", 5, 3, 100, CBUF_KEEP_HEAD), 0);
 	/* Fed once: the proc is no longer held. */
-	assert_int_equal(proc_feed(p, "again", 5, 3, 100), -EBUSY);
+	assert_int_equal(proc_feed(p, "again", 5, 3, 100, CBUF_KEEP_HEAD),
+	    -EBUSY);
 	t0 = time_mono_ms();
 	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
 	/* cat saw EOF after the fed bytes: well before the deadline. */
@@ -258,7 +315,8 @@ test_feed_caps_and_closes_stdin(void **state)
 	assert_true(cbuf_truncated(proc_stdout(p)));
 	assert_int_equal(cbuf_seen(proc_stdout(p)), 5);
 	assert_int_equal(cbuf_len(proc_stderr(p)), 0);
-	assert_int_equal(proc_feed(p, "again", 5, 3, 100), -EBUSY);
+	assert_int_equal(proc_feed(p, "again", 5, 3, 100, CBUF_KEEP_HEAD),
+	    -EBUSY);
 	proc_free(p);
 }
 
@@ -269,7 +327,7 @@ test_feed_empty_closes_stdin(void **state)
 	struct proc *p = spawn_held(argv);
 
 	(void)state;
-	assert_int_equal(proc_feed(p, NULL, 0, 10, 10), 0);
+	assert_int_equal(proc_feed(p, NULL, 0, 10, 10, CBUF_KEEP_HEAD), 0);
 	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
 	assert_int_equal(proc_exit_code(p), 0);
 	assert_int_equal(cbuf_len(proc_stdout(p)), 0);
@@ -287,7 +345,7 @@ test_feed_keeps_early_stderr(void **state)
 	(void)state;
 	usleep(100000);
 	assert_false(proc_gone(p));
-	assert_int_equal(proc_feed(p, "abc", 3, 100, 100), 0);
+	assert_int_equal(proc_feed(p, "abc", 3, 100, 100, CBUF_KEEP_HEAD), 0);
 	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
 	assert_string_equal(cbuf_data(proc_stdout(p)), "abc");
 	assert_string_equal(cbuf_data(proc_stderr(p)), "early\n");
@@ -304,7 +362,8 @@ test_feed_not_held_is_busy(void **state)
 
 	(void)state;
 	assert_int_equal(proc_spawn(&o, &p), 0);
-	assert_int_equal(proc_feed(p, "hello", 5, 10, 10), -EBUSY);
+	assert_int_equal(proc_feed(p, "hello", 5, 10, 10, CBUF_KEEP_HEAD),
+	    -EBUSY);
 	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
 	/* The refused feed changed nothing. */
 	assert_string_equal(cbuf_data(proc_stdout(p)), "xy");
@@ -324,7 +383,7 @@ test_feed_after_output_is_busy(void **state)
 	assert_int_equal(proc_communicate(p, time_mono_ms() + 300, NULL),
 	    -ETIMEDOUT);
 	assert_string_equal(cbuf_data(proc_stdout(p)), "out\n");
-	assert_int_equal(proc_feed(p, "x", 1, 10, 10), -EBUSY);
+	assert_int_equal(proc_feed(p, "x", 1, 10, 10, CBUF_KEEP_HEAD), -EBUSY);
 	proc_free(p);
 }
 
@@ -412,7 +471,7 @@ test_communicate_held_waiting_times_out(void **state)
 	    -ETIMEDOUT);
 	assert_true(cpu_ms() - c0 < 250);
 	assert_false(proc_gone(p));
-	assert_int_equal(proc_feed(p, "late", 4, 10, 10), 0);
+	assert_int_equal(proc_feed(p, "late", 4, 10, 10, CBUF_KEEP_HEAD), 0);
 	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
 	assert_string_equal(cbuf_data(proc_stdout(p)), "late");
 	proc_free(p);
@@ -476,6 +535,7 @@ main(void)
 		cmocka_unit_test(test_stdout_and_exit_code),
 		cmocka_unit_test(test_stdin_roundtrip),
 		cmocka_unit_test(test_cap_drains_without_blocking),
+		cmocka_unit_test(test_keep_both_and_output_callback),
 		cmocka_unit_test(test_timeout_kills_group),
 		cmocka_unit_test(test_exec_failure_reported),
 		cmocka_unit_test(test_cancel_and_manual_kill),

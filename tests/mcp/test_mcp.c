@@ -5,6 +5,7 @@
  */
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
@@ -32,12 +33,39 @@ struct fake {
 	char code[256];
 	enum runner_net net;
 	int64_t timeout_s;
+	char keep[8];			/* "" when NULL */
 	char session[80];
 	size_t nin;
 	char in_names[8][64];		/* base names of the --in paths */
 	char in_content[8][64];		/* for files: content; dirs: "dir" */
 	char in_nested[64];		/* content of data/sub/x.txt if any */
+	bool live;			/* the request had an output callback */
 };
+
+/* Notifications the server sent (from its progress thread). */
+static pthread_mutex_t notes_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *notes[16];
+static size_t nnotes;
+
+static void
+collect_note(void *arg, char *line)
+{
+	(void)arg;
+	pthread_mutex_lock(&notes_lock);
+	if (nnotes < 16)
+		notes[nnotes++] = line;
+	else
+		free(line);
+	pthread_mutex_unlock(&notes_lock);
+}
+
+static void
+notes_clear(void)
+{
+	for (size_t i = 0; i < nnotes; i++)
+		free(notes[i]);
+	nnotes = 0;
+}
 
 struct fixture {
 	struct config c;
@@ -75,11 +103,19 @@ fake_run(const struct config *c, const struct runner_request *req,
 	    (const char *)req->code);
 	f->net = req->net;
 	f->timeout_s = req->timeout_s;
+	util_strlcpy(f->keep, req->keep ? req->keep : "", sizeof(f->keep));
 	util_strlcpy(f->session, req->session ? req->session : "",
 	    sizeof(f->session));
 	assert_string_equal(req->lang, "python");
 	f->nin = req->nin;
 	f->in_nested[0] = '\0';
+	f->live = req->output != NULL;
+	if (req->output != NULL) {
+		/* As the runner's read loop would. */
+		req->output(req->output_arg, 1, "4", 1);
+		req->output(req->output_arg, 2, "warn\xff\n", 6);
+		req->output(req->output_arg, 1, "2\n", 2);
+	}
 	for (size_t i = 0; i < req->nin && i < 8; i++) {
 		base = strrchr(req->in[i], '/') + 1;
 		util_strlcpy(f->in_names[i], base, sizeof(f->in_names[i]));
@@ -107,7 +143,7 @@ fake_run(const struct config *c, const struct runner_request *req,
 static int
 setup(void **state)
 {
-	struct mcp_server_opts o = { .run = fake_run };
+	struct mcp_server_opts o = { .run = fake_run, .notify = collect_note };
 
 	fx = calloc(1, sizeof(*fx));
 	assert_non_null(fx);
@@ -410,8 +446,12 @@ test_tools_list_schema(void **state)
 	assert_int_equal(cJSON_GetArraySize(req), 1);
 	assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "code");
 	props = cJSON_GetObjectItem(schema, "properties");
-	assert_int_equal(cJSON_GetArraySize(props), 5);
+	assert_int_equal(cJSON_GetArraySize(props), 6);
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
+	text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(
+	    props, "keep"), "enum"));
+	assert_string_equal(text, "[\"both\",\"head\",\"tail\"]");
+	free(text);
 	/* Its enum or its absence: tests/mcp/test_policy.c. */
 	assert_non_null(cJSON_GetObjectItem(props, "policy"));
 	assert_non_null(cJSON_GetObjectItem(props, "timeout_s"));
@@ -556,6 +596,9 @@ test_arguments(void **state)
 		{ "{\"code\":\"1\",\"timeout_s\":100000}", true,
 		    RUNNER_NET_NONE, 300 },
 		{ "{\"code\":\"1\",\"files\":[]}", true, RUNNER_NET_NONE, 0 },
+		{ "{\"code\":\"1\",\"keep\":\"end\"}", false, 0, 0 },
+		{ "{\"code\":\"1\",\"keep\":1}", false, 0, 0 },
+		{ "{\"code\":\"1\",\"keep\":null}", false, 0, 0 },
 		/* Bad: an isError result, the runner never called. */
 		{ "{}", false, 0, 0 },
 		{ "{\"network\":\"none\"}", false, 0, 0 },
@@ -602,6 +645,7 @@ test_arguments(void **state)
 			assert_int_equal(fx->f.calls, calls + 1);
 			assert_int_equal(fx->f.net, a[i].net);
 			assert_int_equal(fx->f.timeout_s, a[i].timeout_s);
+			assert_string_equal(fx->f.keep, "");
 		} else {
 			assert_int_equal(fx->f.calls, calls);
 			assert_non_null(strstr(block_text(res, 0),
@@ -613,6 +657,78 @@ test_arguments(void **state)
 		}
 		cJSON_Delete(root);
 	}
+}
+
+/* `keep` reaches the runner as given. */
+static void
+test_keep_argument(void **state)
+{
+	static const char *const keeps[] = { "head", "tail", "both" };
+	char args[64];
+	cJSON *root;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(args, sizeof(args), "{\"code\":\"1\",\"keep\":\"%s\"}",
+		    keeps[i]);
+		assert_false(is_error(call(args, &root)));
+		assert_string_equal(fx->f.keep, keeps[i]);
+		cJSON_Delete(root);
+	}
+}
+
+/* With _meta.progressToken, the output comes as notifications/progress
+ * before the reply: the token as given, growing progress, the chunk in
+ * message, its stream in _meta. Without one, no callback and nothing. */
+static void
+test_progress_notifications(void **state)
+{
+	static const char *const want[][2] = {
+		{ "4", "stdout" }, { "warn\xef\xbf\xbd\n", "stderr" },
+		{ "2\n", "stdout" },
+	};
+	cJSON *r, *n, *p;
+
+	(void)state;
+	notes_clear();
+	r = send_msg("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+	    "\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":"
+	    "9007199254740991},\"name\":\"run_code\",\"arguments\":"
+	    "{\"code\":\"1\"}}}");
+	assert_non_null(cJSON_GetObjectItem(r, "result"));
+	cJSON_Delete(r);
+	assert_true(fx->f.live);
+	assert_int_equal(nnotes, 3);
+	for (size_t i = 0; i < 3; i++) {
+		/* Exactly, not rounded to 15 digits. */
+		assert_non_null(strstr(notes[i],
+		    "\"progressToken\":9007199254740991,"));
+		n = cJSON_Parse(notes[i]);
+		assert_non_null(n);
+		assert_string_equal(cJSON_GetObjectItem(n, "method")->valuestring,
+		    "notifications/progress");
+		assert_null(cJSON_GetObjectItem(n, "id"));
+		p = cJSON_GetObjectItem(n, "params");
+		assert_int_equal(cJSON_GetObjectItem(p, "progress")->valueint,
+		    i == 0 ? 1 : i == 1 ? 9 : 11);
+		assert_string_equal(cJSON_GetObjectItem(p, "message")->valuestring,
+		    want[i][0]);
+		assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p,
+		    "_meta"), "cordon/stream")->valuestring, want[i][1]);
+		cJSON_Delete(n);
+	}
+	notes_clear();
+	r = send_msg(CALL("{\"code\":\"1\"}"));
+	cJSON_Delete(r);
+	assert_false(fx->f.live);
+	assert_int_equal(nnotes, 0);
+	/* A token that is neither a string nor an integer: -32602. */
+	r = send_msg("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":"
+	    "\"tools/call\",\"params\":{\"_meta\":{\"progressToken\":"
+	    "[1]},\"name\":\"run_code\",\"arguments\":{\"code\":\"1\"}}}");
+	assert_int_equal(error_code(r), MCP_INVALID_PARAMS);
+	cJSON_Delete(r);
+	notes_clear();
 }
 
 static bool
@@ -825,6 +941,10 @@ main(void)
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_arguments, setup_init,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_keep_argument, setup_init,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_progress_notifications,
+		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_files_staged_and_removed,
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_files_limits, setup_init,

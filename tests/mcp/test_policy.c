@@ -151,11 +151,12 @@ policy_prop(cJSON **root)
 	props = cJSON_GetObjectItem(cJSON_GetObjectItem(tool, "inputSchema"),
 	    "properties");
 	/* The other arguments are unchanged. */
-	assert_int_equal(cJSON_GetArraySize(props), 5);
+	assert_int_equal(cJSON_GetArraySize(props), 6);
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
 	assert_non_null(cJSON_GetObjectItem(props, "network"));
 	assert_non_null(cJSON_GetObjectItem(props, "timeout_s"));
 	assert_non_null(cJSON_GetObjectItem(props, "files"));
+	assert_non_null(cJSON_GetObjectItem(props, "keep"));
 	assert_null(cJSON_GetObjectItem(props, "default"));
 	return cJSON_GetObjectItem(props, "policy");
 }
@@ -322,11 +323,11 @@ test_arguments(void **state)
 		  "[A-Za-z0-9_-])" },
 		{ "{\"code\":\"1\",\"policies\":[\"a\"]}", NULL, "unknown "
 		  "argument (allowed: code, network, policy, timeout_s, "
-		  "files)" },
+		  "keep, files)" },
 		/* Debug runs are the root CLI's only (runner/debug.h). */
 		{ "{\"code\":\"1\",\"debug\":true}", NULL, "unknown "
 		  "argument (allowed: code, network, policy, timeout_s, "
-		  "files)" },
+		  "keep, files)" },
 	};
 	char text[640], want[640];
 	int runs;

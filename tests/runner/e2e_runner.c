@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -108,7 +109,9 @@ e2e_free(struct e2e *r)
 	cJSON_Delete(r->json);
 }
 
-static const char *
+/* Not inlined: gcc 12 at -O3 then takes the returned pointer for one to
+ * the local `s` (-Wdangling-pointer), though it points into r->json. */
+static __attribute__((noinline)) const char *
 jstr(const struct e2e *r, const char *key)
 {
 	const char *s = NULL;
@@ -476,16 +479,53 @@ test_sigkill_runner_then_gc(void **state)
 #define FLOOD_RSS_SLACK_KB (8 * 1024)
 #endif
 
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* s is what --keep both kept of a stream of `fill` bytes over cap: the
+ * first cap / 2 bytes, "\n[cordon: N bytes dropped here]\n", and the end,
+ * which starts with `tail` bytes; at most cap bytes in all. Returns N. */
+static unsigned long long
+expect_head_marker_tail(const char *s, size_t cap, char fill, char tail)
+{
+	size_t len = strlen(s);
+	const char *m = strstr(s, "\n[cordon: ");
+	unsigned long long n;
+	char *end = NULL;
+
+	if (len > cap || len + 2 < cap || m == NULL || (size_t)(m - s) !=
+	    cap / 2)
+		fail_msg("not head, marker, tail (%zu bytes, marker at %td)",
+		    len, m != NULL ? m - s : -1);
+	for (size_t i = 0; i < cap / 2; i++)
+		assert_int_equal(s[i], fill);
+	n = strtoull(m + 10, &end, 10);
+	assert_true(n > 0);
+	assert_int_equal(strncmp(end, " bytes dropped here]\n", 21), 0);
+	assert_int_equal(end[21], tail);
+	return n;
+}
+
 static void
 test_flood_both_streams(void **state)
 {
 	const char *args[] = { "run", "--timeout", "120", "--max-output",
 	    "65536", NULL };
 	const char *small[] = { "run", NULL };
+	/* Buffered writes: one os.write of 1 MiB may write only part of
+	 * it (under gVisor 64 KiB), which made an earlier version of this
+	 * test flood ~30 MiB, not 1 GiB, per stream. */
 	static const char code[] =
-	    "import os\nb = b'x' * (1 << 20)\n"
-	    "for i in range(1024):\n    os.write(1, b)\n    os.write(2, b)\n"
+	    "import sys\nb = b'x' * (1 << 20)\n"
+	    "for i in range(1024):\n    sys.stdout.buffer.write(b)\n"
+	    "    sys.stderr.buffer.write(b)\n"
 	    "print('not reached?')\n";
+	unsigned long long dropped;
 	struct e2e base, r;
 
 	(void)state;
@@ -496,8 +536,14 @@ test_flood_both_streams(void **state)
 	assert_string_equal(jstr(&r, "status"), "output_truncated");
 	assert_true(jbool(&r, "stdout_truncated"));
 	assert_true(jbool(&r, "stderr_truncated"));
-	assert_int_equal(strlen(jstr(&r, "stdout")), 65536);
-	assert_int_equal(strlen(jstr(&r, "stderr")), 65536);
+	/* --keep both: 32 KiB of the start, the marker, the end; the
+	 * marker's room is reserved for as many digits as the count of
+	 * bytes seen, one more than the count of dropped ones may need. */
+	dropped = expect_head_marker_tail(jstr(&r, "stdout"), 65536, 'x', 'x');
+	assert_true(dropped >= (1ULL << 30) - 65536);
+	dropped = expect_head_marker_tail(jstr(&r, "stderr"), 65536, 'x', 'x');
+	assert_true(dropped >= (1ULL << 30) - 65536);
+	assert_true(ends_with(jstr(&r, "stdout"), "not reached?\n"));
 	assert_int_equal(jint(&r, "exit_code"), 0);
 	/* 2 GiB went through; the runner's peak RSS stayed within a few
 	 * MiB of a trivial run's. */
@@ -508,6 +554,401 @@ test_flood_both_streams(void **state)
 	assert_container_gone(r.container);
 	e2e_free(&base);
 	e2e_free(&r);
+}
+
+/* A Python traceback ends stderr. After 64 MiB of noise before it, the
+ * default keep (both) still shows it; head does not; tail does, after the
+ * marker. The same run with --out relays through the wrapper inside the
+ * sandbox and must keep exactly the same bytes. */
+static const char traceback_code[] =
+"import sys\n"
+"print('first line', flush=True)\n"
+"sys.stdout.buffer.write(b'o' * (8 << 20))\n"
+"sys.stdout.buffer.write(b'\\nlast line\\n')\n"
+"sys.stdout.flush()\n"
+"b = b'e' * (1 << 20)\n"
+"for i in range(64):\n"
+"    sys.stderr.buffer.write(b)\n"
+"sys.stderr.buffer.write(b'\\n')\n"
+"def inner():\n"
+"    return 1 / 0\n"
+"inner()\n";
+
+static void
+run_keep(const char *keep, const char *out_dir, struct e2e *r)
+{
+	const char *args[] = { "run", "--timeout", "120", "--max-output",
+	    "16384", "--keep", keep, out_dir != NULL ? "--out" : NULL, out_dir,
+	    NULL };
+
+	run_cordon(traceback_code, args, 180000, NULL, NULL, r);
+	assert_int_equal(r->exit, 0);
+	assert_string_equal(jstr(r, "status"), "output_truncated");
+	assert_int_equal(jint(r, "exit_code"), 1);
+	assert_true(jbool(r, "stdout_truncated"));
+	assert_true(jbool(r, "stderr_truncated"));
+	assert_true(strlen(jstr(r, "stdout")) <= 16384);
+	assert_true(strlen(jstr(r, "stderr")) <= 16384);
+}
+
+static void
+test_keep_traceback(void **state)
+{
+	char dir[160];
+	const char *err, *out, *m;
+	struct e2e r, w;
+
+	(void)state;
+	run_keep("both", NULL, &r);
+	err = jstr(&r, "stderr");
+	out = jstr(&r, "stdout");
+	print_message("both: stderr ends: %s\n", err + strlen(err) - 120);
+	assert_int_equal(strncmp(err, "eeee", 4), 0);
+	assert_non_null(strstr(err, "\n[cordon: "));
+	assert_non_null(strstr(err, "Traceback (most recent call last):\n"));
+	assert_non_null(strstr(err, "in inner\n"));
+	assert_true(ends_with(err, "ZeroDivisionError: division by zero\n"));
+	assert_int_equal(strncmp(out, "first line\nooo", 14), 0);
+	assert_true(ends_with(out, "\nlast line\n"));
+	assert_int_equal(strlen(out), 16384);
+	m = strstr(out, "\n[cordon: ");
+	assert_non_null(m);
+	assert_int_equal((size_t)(m - out), 8192);
+	/* The same through the --out wrapper: identical bytes. */
+	snprintf(dir, sizeof(dir), "%s/keep-both", tmp);
+	run_keep("both", dir, &w);
+	assert_string_equal(jstr(&w, "stderr"), err);
+	assert_string_equal(jstr(&w, "stdout"), out);
+	assert_null(cJSON_GetObjectItem(w.json, "files_error"));
+	e2e_free(&w);
+	e2e_free(&r);
+
+	run_keep("head", NULL, &r);
+	err = jstr(&r, "stderr");
+	assert_int_equal(strlen(err), 16384);
+	assert_null(strstr(err, "Traceback"));
+	assert_null(strstr(err, "[cordon: "));
+	assert_int_equal(strncmp(jstr(&r, "stdout"), "first line\n", 11), 0);
+	snprintf(dir, sizeof(dir), "%s/keep-head", tmp);
+	run_keep("head", dir, &w);
+	assert_string_equal(jstr(&w, "stderr"), err);
+	assert_string_equal(jstr(&w, "stdout"), jstr(&r, "stdout"));
+	e2e_free(&w);
+	e2e_free(&r);
+
+	run_keep("tail", NULL, &r);
+	err = jstr(&r, "stderr");
+	assert_int_equal(strncmp(err, "[cordon: ", 9), 0);
+	assert_non_null(strstr(err, " bytes dropped here]\neee"));
+	assert_non_null(strstr(err, "Traceback (most recent call last):\n"));
+	assert_true(ends_with(err, "ZeroDivisionError: division by zero\n"));
+	assert_true(ends_with(jstr(&r, "stdout"), "\nlast line\n"));
+	snprintf(dir, sizeof(dir), "%s/keep-tail", tmp);
+	run_keep("tail", dir, &w);
+	assert_string_equal(jstr(&w, "stderr"), err);
+	assert_string_equal(jstr(&w, "stdout"), jstr(&r, "stdout"));
+	e2e_free(&w);
+	e2e_free(&r);
+}
+
+/* Output under the cap is not touched by any mode, --out or not. */
+static void
+test_keep_small_untouched(void **state)
+{
+	char dir[160];
+	const char *modes[] = { "head", "tail", "both" };
+	struct e2e r;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		const char *args[] = { "run", "--keep", modes[i], "--out", dir,
+		    NULL };
+		snprintf(dir, sizeof(dir), "%s/small-%s", tmp, modes[i]);
+		run_cordon("import sys\nprint('x' * 100)\n"
+		    "sys.stderr.write('\\u00e9' * 10)\n", args, 60000, NULL,
+		    NULL, &r);
+		assert_string_equal(jstr(&r, "status"), "ok");
+		assert_false(jbool(&r, "stdout_truncated"));
+		assert_int_equal(strlen(jstr(&r, "stdout")), 101);
+		assert_string_equal(jstr(&r, "stderr"), "\u00e9\u00e9\u00e9"
+		    "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9");
+		e2e_free(&r);
+	}
+}
+
+/* ---- --stream ---- */
+
+/* When each line of cordon's stdout was complete (ms after the start). */
+struct line_times {
+	int64_t t0;
+	int64_t at[256];
+	size_t n;
+};
+
+static void
+time_lines(void *arg, int stream, const void *data, size_t len)
+{
+	struct line_times *lt = arg;
+	const char *p = data;
+
+	if (stream != 1)
+		return;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] == '\n' && lt->n < 256)
+			lt->at[lt->n++] = time_mono_ms() - lt->t0;
+}
+
+/* Runs cordon with args and code; *out gets its stdout (caller frees),
+ * lt the time of each line. */
+static int
+run_timed(const char *code, const char *const *args, struct line_times *lt,
+    char **out)
+{
+	const char *argv[24] = { cordon };
+	size_t n = 1;
+	struct proc_opts o = { .argv = argv, .stdin_data = code,
+	    .stdin_len = strlen(code), .stdout_max = 64 << 20,
+	    .stderr_max = 1 << 20 };
+	struct proc *p;
+	int rc;
+
+	for (; *args != NULL && n < 22; args++)
+		argv[n++] = *args;
+	memset(lt, 0, sizeof(*lt));
+	lt->t0 = time_mono_ms();
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	proc_set_output(p, time_lines, lt);
+	rc = proc_communicate(p, time_mono_ms() + 120000, NULL);
+	assert_int_equal(rc, 0);
+	(void)proc_reap(p, 0);
+	rc = proc_exit_code(p);
+	*out = strdup(cbuf_data(proc_stdout(p)));
+	proc_free(p);
+	return rc;
+}
+
+/* The NDJSON lines of text as parsed objects (caller deletes the array). */
+static cJSON *
+ndjson(const char *text)
+{
+	cJSON *arr = cJSON_CreateArray(), *o;
+	const char *p = text, *nl;
+
+	while ((nl = strchr(p, '\n')) != NULL) {
+		o = cJSON_ParseWithLength(p, (size_t)(nl - p));
+		if (o == NULL)
+			fail_msg("not a JSON line: %.*s", (int)(nl - p), p);
+		cJSON_AddItemToArray(arr, o);
+		p = nl + 1;
+	}
+	assert_string_equal(p, "");
+	return arr;
+}
+
+static const char *
+event_of(const cJSON *o)
+{
+	return cJSON_GetObjectItem(o, "event")->valuestring;
+}
+
+/* The result fields that do not depend on the run's instance. */
+static void
+assert_same_result(const cJSON *a, const cJSON *b)
+{
+	static const char *const keys[] = { "status", "exit_code", "stdout",
+	    "stderr", "stdout_truncated", "stderr_truncated", "code_sha256",
+	    "image", "net" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char *x = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, keys[i]));
+		char *y = cJSON_PrintUnformatted(cJSON_GetObjectItem(b, keys[i]));
+		if (x == NULL || y == NULL || strcmp(x, y) != 0)
+			fail_msg("%s: %s vs %s", keys[i], x, y);
+		free(x);
+		free(y);
+	}
+}
+
+static const char tick_code[] =
+"import sys, time\n"
+"for i in range(3):\n"
+"    print('tick', i, flush=True)\n"
+"    time.sleep(1)\n"
+"sys.stderr.buffer.write(b'caf\\xc3\\xa9 \\xff\\n')\n";
+
+/* Events come as the job prints (ticks a second apart), the result last,
+ * and it is the result a plain run gives. */
+static void
+test_stream_events(void **state)
+{
+	const char *args[] = { "run", "--stream", NULL };
+	const char *plain_args[] = { "run", NULL };
+	struct line_times lt;
+	cJSON *ev, *last, *it;
+	char *out, so[64] = "", se[64] = "";
+	int64_t first = -1, tick2 = -1;
+	struct e2e plain;
+	size_t i = 0;
+
+	(void)state;
+	assert_int_equal(run_timed(tick_code, args, &lt, &out), 0);
+	ev = ndjson(out);
+	last = cJSON_GetArrayItem(ev, cJSON_GetArraySize(ev) - 1);
+	assert_string_equal(event_of(last), "result");
+	assert_int_equal((size_t)cJSON_GetArraySize(ev), lt.n);
+	cJSON_ArrayForEach(it, ev) {
+		const char *e = event_of(it), *d;
+		if (strcmp(e, "stdout") == 0 || strcmp(e, "stderr") == 0) {
+			d = cJSON_GetObjectItem(it, "data")->valuestring;
+			strncat(e[3] == 'o' ? so : se, d, 30);
+			if (e[3] == 'o' && first < 0)
+				first = lt.at[i];
+			if (strstr(d, "tick 2") != NULL)
+				tick2 = lt.at[i];
+		} else if (it != last) {
+			fail_msg("unexpected event %s", e);
+		}
+		i++;
+	}
+	print_message("first stdout event at %lld ms, tick 2 at %lld ms, "
+	    "result at %lld ms\n", (long long)first, (long long)tick2,
+	    (long long)lt.at[lt.n - 1]);
+	assert_true(first >= 0 && tick2 - first > 1500);
+	assert_true(lt.at[lt.n - 1] - first > 1500);
+	assert_string_equal(so, "tick 0\ntick 1\ntick 2\n");
+	assert_string_equal(se, "caf\xc3\xa9 \xef\xbf\xbd\n");
+	assert_null(cJSON_GetObjectItem(last, "stream_dropped"));
+	run_cordon(tick_code, plain_args, 60000, NULL, NULL, &plain);
+	assert_same_result(last, plain.json);
+	e2e_free(&plain);
+	cJSON_Delete(ev);
+	free(out);
+}
+
+/* With --out the archive after the job's stdout never shows in events;
+ * past the cap, events carry max_output bytes per stream at most. */
+static void
+test_stream_out_and_cap(void **state)
+{
+	char dir[160];
+	const char *args[] = { "run", "--stream", "--out", dir, NULL };
+	const char *capped[] = { "run", "--stream", "--max-output", "4096",
+	    NULL };
+	struct line_times lt;
+	cJSON *ev, *it, *last;
+	size_t shown[2] = { 0, 0 };
+	char *out;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/stream-out", tmp);
+	assert_int_equal(run_timed("open('/tmp/out/f.txt', 'w').write('FILE-"
+	    "BODY')\nprint('job', flush=True)\n", args, &lt, &out), 0);
+	assert_null(strstr(out, "CORDON-OUT"));
+	ev = ndjson(out);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ev, 0),
+	    "data")->valuestring, "job\n");
+	last = cJSON_GetArrayItem(ev, cJSON_GetArraySize(ev) - 1);
+	assert_string_equal(event_of(last), "result");
+	assert_int_equal(cJSON_GetArraySize(ev), 2);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(last,
+	    "files")), 1);
+	cJSON_Delete(ev);
+	free(out);
+
+	assert_int_equal(run_timed("import sys\nsys.stdout.write('o' * 100000)"
+	    "\nsys.stderr.write('e' * 100000)\n", capped, &lt, &out), 0);
+	ev = ndjson(out);
+	cJSON_ArrayForEach(it, ev) {
+		const char *e = event_of(it);
+		if (strcmp(e, "stdout") == 0 || strcmp(e, "stderr") == 0)
+			shown[e[3] == 'e'] += strlen(cJSON_GetObjectItem(it,
+			    "data")->valuestring);
+	}
+	assert_int_equal(shown[0], 4096);
+	assert_int_equal(shown[1], 4096);
+	last = cJSON_GetArrayItem(ev, cJSON_GetArraySize(ev) - 1);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(last, "stdout_truncated")));
+	cJSON_Delete(ev);
+	free(out);
+}
+
+static long
+vm_rss_kb(pid_t pid)
+{
+	char path[64], *text, *p;
+	size_t len;
+	long kb = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (util_read_file(path, 1 << 16, &text, &len) < 0)
+		return -1;
+	if ((p = strstr(text, "VmRSS:")) != NULL)
+		kb = strtol(p + 6, NULL, 10);
+	free(text);
+	return kb;
+}
+
+/* A reader that stops reading --stream output: the run is not held up
+ * (its 4 s deadline fires while nobody reads), cordon's memory stays
+ * within its own buffers plus the queue's bound, and what the queue had
+ * no room for is dropped, announced and counted. */
+static void
+test_stream_stalled_reader(void **state)
+{
+	const char *argv[] = { cordon, "run", "--stream", "--timeout", "4",
+	    "--max-output", "16m", NULL };
+	static const char code[] =
+	    "import sys, time\nb = b'x' * (1 << 20)\n"
+	    "for i in range(16):\n    sys.stdout.buffer.write(b)\n"
+	    "    sys.stderr.buffer.write(b)\n"
+	    "sys.stdout.flush(); sys.stderr.flush()\ntime.sleep(100)\n";
+	struct proc_opts o = { .argv = argv, .stdin_data = code,
+	    .stdin_len = strlen(code), .stdout_max = 128 << 20,
+	    .stderr_max = 1 << 20 };
+	long base = -1, peak = 0, kb;
+	uint64_t shown = 0, gaps = 0;
+	cJSON *ev, *it, *last;
+	struct proc *p;
+	int64_t t0;
+
+	(void)state;
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	/* Hand over the code, then read nothing for 10 s. */
+	(void)proc_communicate(p, time_mono_ms() + 300, NULL);
+	base = vm_rss_kb(proc_pid(p));
+	for (t0 = time_mono_ms(); time_mono_ms() - t0 < 10000; ) {
+		if ((kb = vm_rss_kb(proc_pid(p))) > peak)
+			peak = kb;
+		(void)poll(NULL, 0, 200);
+	}
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 60000, NULL), 0);
+	(void)proc_reap(p, 0);
+	assert_int_equal(proc_exit_code(p), 0);
+	ev = ndjson(cbuf_data(proc_stdout(p)));
+	cJSON_ArrayForEach(it, ev) {
+		if (strcmp(event_of(it), "dropped") == 0)
+			gaps += (uint64_t)cJSON_GetObjectItem(it,
+			    "bytes")->valuedouble;
+		else if (strcmp(event_of(it), "result") != 0)
+			shown += strlen(cJSON_GetObjectItem(it,
+			    "data")->valuestring);
+	}
+	last = cJSON_GetArrayItem(ev, cJSON_GetArraySize(ev) - 1);
+	print_message("RSS %ld KiB at the start, %ld KiB at most while "
+	    "nobody read; %llu bytes shown, %llu dropped; duration %d ms\n",
+	    base, peak, (unsigned long long)shown, (unsigned long long)gaps,
+	    cJSON_GetObjectItem(last, "duration_ms")->valueint);
+	assert_string_equal(cJSON_GetObjectItem(last, "status")->valuestring,
+	    "timeout");
+	assert_true(cJSON_GetObjectItem(last, "duration_ms")->valueint < 8000);
+	assert_true(gaps > 0);
+	assert_int_equal((uint64_t)cJSON_GetObjectItem(last,
+	    "stream_dropped")->valuedouble, gaps);
+	assert_int_equal(shown + gaps, 32u << 20);
+	/* Its own buffers: 2 x 16 MiB; the queue: at most 4 MiB. */
+	assert_true(peak - base < (32 + 4 + 12) * 1024);
+	cJSON_Delete(ev);
+	proc_free(p);
 }
 
 static void
@@ -888,6 +1329,11 @@ main(void)
 		cmocka_unit_test(test_sigkill_runner_then_gc),
 		cmocka_unit_test(test_removed_from_outside),
 		cmocka_unit_test(test_flood_both_streams),
+		cmocka_unit_test(test_keep_traceback),
+		cmocka_unit_test(test_keep_small_untouched),
+		cmocka_unit_test(test_stream_events),
+		cmocka_unit_test(test_stream_out_and_cap),
+		cmocka_unit_test(test_stream_stalled_reader),
 		cmocka_unit_test(test_fork_bomb_then_next_run),
 		cmocka_unit_test(test_memory_bomb_is_oom),
 		cmocka_unit_test(test_tmp_fill_enospc),
@@ -898,5 +1344,20 @@ main(void)
 		cmocka_unit_test(test_refuses_missing_runtime_and_image),
 		cmocka_unit_test(test_audit_log),
 	};
+	const char *filter = getenv("CORDON_TEST_FILTER");
+
+	/* One case or a few while working on them (fnmatch pattern). */
+	if (filter != NULL && filter[0] != '\0') {
+		size_t matched = 0;
+		for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+			if (fnmatch(filter, tests[i].name, 0) == 0)
+				matched++;
+		if (matched == 0) {
+			fprintf(stderr, "CORDON_TEST_FILTER=%s matches no test\n",
+			    filter);
+			return 1;
+		}
+		cmocka_set_test_filter(filter);
+	}
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -180,6 +180,30 @@ test_json_egress(void **state)
 	runner_result_cleanup(&r);
 }
 
+/* --keep: three names, nothing else; absent means both. */
+static void
+test_request_keep(void **state)
+{
+	static const struct { const char *keep; int rc; } rows[] = {
+		{ NULL, 0 }, { "head", 0 }, { "tail", 0 }, { "both", 0 },
+		{ "", -EINVAL }, { "HEAD", -EINVAL }, { "middle", -EINVAL },
+		{ "both ", -EINVAL },
+	};
+	char err[128];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct runner_request q = { .code = "1", .code_len = 1,
+		    .keep = rows[i].keep };
+		err[0] = '\0';
+		assert_int_equal(runner_request_check(&q, err, sizeof(err)),
+		    rows[i].rc);
+		if (rows[i].rc < 0)
+			assert_non_null(strstr(err, "keep must be head, tail "
+			    "or both"));
+	}
+}
+
 static void
 test_status_names(void **state)
 {
@@ -408,6 +432,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_any_bytes),
+		cmocka_unit_test(test_request_keep),
 		cmocka_unit_test(test_json_files),
 		cmocka_unit_test(test_json_egress),
 		cmocka_unit_test(test_status_names),

@@ -44,7 +44,8 @@ static void
 test_req_ok(void **state)
 {
 	const char *b = "{\"code\":\"print(1)\",\"lang\":\"python\",\"net\":"
-	    "\"proxy\",\"timeout_s\":5,\"max_output\":100,\"files\":[{\"path\":"
+	    "\"proxy\",\"timeout_s\":5,\"max_output\":100,\"keep\":\"tail\","
+	    "\"files\":[{\"path\":"
 	    "\"d/x.bin\",\"content_b64\":\"AAEC\"},{\"path\":\"y\","
 	    "\"content_b64\":\"\"}]}";
 	struct serve_req r;
@@ -58,6 +59,7 @@ test_req_ok(void **state)
 	assert_int_equal(r.net, RUNNER_NET_PROXY);
 	assert_int_equal(r.timeout_s, 5);
 	assert_int_equal(r.max_output, 100);
+	assert_string_equal(r.keep, "tail");
 	assert_int_equal(r.nfiles, 2);
 	assert_string_equal(r.files[0].path, "d/x.bin");
 	assert_int_equal(r.files[0].len, 3);
@@ -73,6 +75,7 @@ test_req_ok(void **state)
 	assert_string_equal(r.policy, "");
 	assert_int_equal(r.timeout_s, 0);
 	assert_int_equal(r.nfiles, 0);
+	assert_null(r.keep);
 	serve_req_cleanup(&r);
 }
 
@@ -87,14 +90,15 @@ test_req_bad(void **state)
 		{ "{}", -EINVAL, "missing field 'code'" },
 		{ "{\"code\":1}", -EINVAL, "'code' must be a string" },
 		{ "{\"code\":\"x\",\"Code\":\"y\"}", -EINVAL, "unknown field 'Code' "
-		  "(allowed: code, lang, net, policy, timeout_s, max_output, files)" },
+		  "(allowed: code, lang, net, policy, timeout_s, max_output, keep, "
+		  "files)" },
 		{ "{\"code\":\"x\",\"skip_probe_check\":true}", -EINVAL,
 		  "unknown field 'skip_probe_check' (allowed: code, lang, net, "
-		  "policy, timeout_s, max_output, files)" },
+		  "policy, timeout_s, max_output, keep, files)" },
 		/* Debug runs are the root CLI's only (runner/debug.h). */
 		{ "{\"code\":\"x\",\"debug\":true}", -EINVAL,
 		  "unknown field 'debug' (allowed: code, lang, net, "
-		  "policy, timeout_s, max_output, files)" },
+		  "policy, timeout_s, max_output, keep, files)" },
 		{ "{\"code\":\"x\",\"lang\":\"js\"}", -EINVAL, "'lang' must be \"python\"" },
 		{ "{\"code\":\"x\",\"lang\":null}", -EINVAL, "'lang' must be \"python\"" },
 		{ "{\"code\":\"x\",\"net\":\"host\"}", -EINVAL,
@@ -107,6 +111,10 @@ test_req_bad(void **state)
 		  "be a whole number of seconds, at least 1" },
 		{ "{\"code\":\"x\",\"timeout_s\":\"5\"}", -EINVAL, "'timeout_s' "
 		  "must be a whole number of seconds, at least 1" },
+		{ "{\"code\":\"x\",\"keep\":\"Tail\"}", -EINVAL, "'keep' must be "
+		  "\"head\", \"tail\" or \"both\"" },
+		{ "{\"code\":\"x\",\"keep\":2}", -EINVAL, "'keep' must be "
+		  "\"head\", \"tail\" or \"both\"" },
 		{ "{\"code\":\"x\",\"max_output\":-1}", -EINVAL, "'max_output' must "
 		  "be a whole number of bytes, at least 1" },
 		{ "{\"code\":\"x\",\"files\":{}}", -EINVAL, "'files' must be an array" },

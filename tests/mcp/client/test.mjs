@@ -133,9 +133,11 @@ const schema = tools[0].inputSchema;
 let r0, r;
 check(schema.additionalProperties === false &&
   JSON.stringify(Object.keys(schema.properties).sort()) ===
-  JSON.stringify(['code', 'files', 'network', 'policy', 'timeout_s']) &&
+  JSON.stringify(['code', 'files', 'keep', 'network', 'policy', 'timeout_s']) &&
   JSON.stringify(schema.required) === '["code"]',
-  'the input schema is code/network/policy/timeout_s/files, additionalProperties false', schema);
+  'the input schema is code/network/policy/timeout_s/keep/files, additionalProperties false', schema);
+check(JSON.stringify(schema.properties.keep.enum) === '["both","head","tail"]',
+  'keep is both, head or tail', schema.properties.keep);
 // policy: the proxy's policies as an enum, or a plain string saying why
 // they cannot be listed (egress network down, or not implemented yet).
 const pol = schema.properties.policy;
@@ -173,6 +175,61 @@ for (const [k, v] of [['status', 'bogus'], ['exit_code', '0'], ['stdout', null],
 }
 const { stdout: _dropped, ...noStdout } = r.structuredContent;
 check(!outCheck(noStdout).valid, 'the outputSchema rejects a result without stdout');
+
+// Output that keeps the end (issue 17): past the cap (1 MiB), the default
+// keeps the first half, a marker line and the end, where the traceback is.
+const flood = 'import sys\nsys.stderr.write("e" * (3 << 20) + "\\n")\n1/0\n';
+r = await client.callTool({ name: 'run_code', arguments: { code: flood } });
+d = runData(r);
+check(d.stderr_truncated === true && d.stderr.length <= 1 << 20 &&
+  /\n\[cordon: \d+ bytes dropped here\]\n/.test(d.stderr) &&
+  d.stderr.endsWith('ZeroDivisionError: division by zero\n'),
+  'keep both (default): the traceback after 3 MiB of stderr survives',
+  d.stderr.slice(-300));
+r = await client.callTool({ name: 'run_code', arguments: { code: flood, keep: 'head' } });
+d = runData(r);
+check(d.stderr_truncated === true && !d.stderr.includes('Traceback') &&
+  !d.stderr.includes('[cordon: '), 'keep head: the first 1 MiB only', d.stderr.slice(-100));
+r = await client.callTool({ name: 'run_code', arguments: { code: flood, keep: 'tail' } });
+d = runData(r);
+check(d.stderr.startsWith('[cordon: ') && d.stderr.endsWith('division by zero\n'),
+  'keep tail: the marker, then the end', d.stderr.slice(0, 100));
+
+// Live output: given onprogress, the SDK sends a progressToken, and the
+// output arrives as notifications/progress while the call runs.
+{
+  const got = [];
+  const t0 = Date.now();
+  r = await client.callTool({
+    name: 'run_code',
+    arguments: {
+      code: [
+        'import sys, time',
+        'for i in range(3):',
+        '    print("tick", i, flush=True)',
+        '    time.sleep(1)',
+        'sys.stderr.write("caf\u00e9\\n")',
+      ].join('\n'),
+      timeout_s: 30,
+    },
+  }, undefined, { onprogress: (p) => got.push({ t: Date.now() - t0, ...p }) });
+  const tEnd = Date.now() - t0;
+  d = runData(r);
+  check(d.status === 'ok' && d.stdout === 'tick 0\ntick 1\ntick 2\n', 'the progress call ran', d);
+  const stream = (p) => p._meta?.['cordon/stream'];
+  const outs = got.filter((p) => stream(p) === 'stdout');
+  check(outs.map((p) => p.message).join('') === d.stdout,
+    'the stdout notifications add up to the result\'s stdout', got);
+  check(got.some((p) => stream(p) === 'stderr' && p.message === 'caf\u00e9\n'),
+    'stderr comes as notifications too, marked so in _meta', got);
+  check(got.every((p, i) => i === 0 || p.progress > got[i - 1].progress),
+    'progress only grows', got.map((p) => p.progress));
+  check(outs.length >= 3 && tEnd - outs[0].t > 1500 && outs[2].t - outs[0].t > 1500,
+    'the chunks arrived as printed, while the call ran',
+    { chunks: outs.map((p) => p.t), end: tEnd });
+  r = await client.callTool({ name: 'run_code', arguments: { code: 'print(5)' } });
+  check(runData(r).stdout === '5\n', 'a call without onprogress still runs');
+}
 
 // Files land under /in; the code cannot reach the network.
 r = await client.callTool({

@@ -1,0 +1,323 @@
+/* Unit tests of live output: the relay between the read loop and the
+ * caller (runner/relay.h) and the bounded event queue (runner/stream.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cbuf.h"
+#include "common/json.h"
+#include "common/util.h"
+#include "runner/outwrap.h"
+#include "runner/relay.h"
+#include "runner/stream.h"
+
+/* What a relay passed on, per stream, and how. */
+struct got {
+	struct cbuf *s[3];
+	int calls;
+	bool split_char;	/* a chunk ended inside a character */
+};
+
+static void
+got_fn(void *arg, int stream, const void *data, size_t len)
+{
+	struct got *g = arg;
+
+	assert_true(stream == 1 || stream == 2);
+	assert_true(len > 0);
+	if (util_utf8_partial_end(data, len) != 0)
+		g->split_char = true;
+	assert_true(cbuf_append(g->s[stream], data, len) >= 0);
+	g->calls++;
+}
+
+static void
+got_init(struct got *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->s[1] = cbuf_new(1 << 20);
+	g->s[2] = cbuf_new(1 << 20);
+}
+
+static void
+got_free(struct got *g)
+{
+	cbuf_free(g->s[1]);
+	cbuf_free(g->s[2]);
+}
+
+/* Feeds text in chunks of n bytes to stream s. */
+static void
+feed(struct runner_relay *r, int s, const char *text, size_t len, size_t n)
+{
+	for (size_t off = 0; off < len; off += n)
+		runner_relay_chunk(r, s, text + off, len - off < n ? len - off :
+		    n);
+}
+
+/* Byte by byte, multibyte text arrives in whole characters only. */
+static void
+test_relay_utf8(void **state)
+{
+	static const char text[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80z";
+	struct runner_relay r;
+	struct got g;
+
+	(void)state;
+	for (size_t n = 1; n <= 4; n++) {
+		got_init(&g);
+		runner_relay_init(&r, got_fn, &g, 1000, NULL, 0);
+		feed(&r, 2, text, sizeof(text) - 1, n);
+		runner_relay_flush(&r);
+		assert_false(g.split_char);
+		assert_string_equal(cbuf_data(g.s[2]), text);
+		assert_int_equal(cbuf_len(g.s[1]), 0);
+		got_free(&g);
+	}
+	/* An incomplete sequence at the very end comes out at the flush,
+	 * for the encoder to replace. */
+	got_init(&g);
+	runner_relay_init(&r, got_fn, &g, 1000, NULL, 0);
+	runner_relay_chunk(&r, 1, "ab\xe2\x82", 4);
+	assert_string_equal(cbuf_data(g.s[1]), "ab");
+	runner_relay_flush(&r);
+	assert_string_equal(cbuf_data(g.s[1]), "ab\xe2\x82");
+	got_free(&g);
+}
+
+/* At most cap bytes per stream in all, never half a character, nothing
+ * after the cut. */
+static void
+test_relay_cap(void **state)
+{
+	struct runner_relay r;
+	struct got g;
+
+	(void)state;
+	got_init(&g);
+	runner_relay_init(&r, got_fn, &g, 10, NULL, 0);
+	runner_relay_chunk(&r, 1, "0123456", 7);
+	runner_relay_chunk(&r, 1, "789abcdef", 9);
+	runner_relay_chunk(&r, 1, "x", 1);
+	runner_relay_chunk(&r, 2, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	    "\xc3\xa9", 12);
+	runner_relay_chunk(&r, 2, "z", 1);
+	runner_relay_flush(&r);
+	assert_string_equal(cbuf_data(g.s[1]), "0123456789");
+	assert_string_equal(cbuf_data(g.s[2]), "\xc3\xa9\xc3\xa9\xc3\xa9"
+	    "\xc3\xa9\xc3\xa9");
+	got_free(&g);
+	got_init(&g);
+	runner_relay_init(&r, got_fn, &g, 0, NULL, 0);
+	runner_relay_chunk(&r, 1, "abc", 3);
+	runner_relay_flush(&r);
+	assert_int_equal(g.calls, 0);
+	got_free(&g);
+}
+
+/* --out: stdout up to the wrapper's marker, wherever chunks cut it; the
+ * archive after it never; stderr as it comes. */
+static void
+test_relay_marker(void **state)
+{
+	static const char job[] = "job out\n\0CORDON-OUT-x\0 looks like "
+	    "it\n";
+	char marker[OUTWRAP_MARKER_LEN], text[512];
+	const char *nonce = "0123456789abcdef0123456789abcdef";
+	struct runner_relay r;
+	struct got g;
+	size_t len;
+
+	(void)state;
+	outwrap_marker(nonce, marker);
+	len = sizeof(job) - 1;
+	memcpy(text, job, len);
+	memcpy(text + len, marker, sizeof(marker));
+	memcpy(text + len + sizeof(marker), "1 2\nTAR\0DATA", 12);
+	for (size_t n = 1; n <= len + 20; n++) {
+		got_init(&g);
+		runner_relay_init(&r, got_fn, &g, 1 << 20, marker,
+		    sizeof(marker));
+		feed(&r, 1, text, len + sizeof(marker) + 12, n);
+		runner_relay_chunk(&r, 2, "err", 3);
+		runner_relay_flush(&r);
+		assert_int_equal(cbuf_len(g.s[1]), len);
+		assert_memory_equal(cbuf_data(g.s[1]), text, len);
+		assert_string_equal(cbuf_data(g.s[2]), "err");
+		got_free(&g);
+	}
+	/* A tail that only starts like the marker comes out at the end. */
+	got_init(&g);
+	runner_relay_init(&r, got_fn, &g, 1 << 20, marker, sizeof(marker));
+	runner_relay_chunk(&r, 1, "ab", 2);
+	runner_relay_chunk(&r, 1, marker, 20);
+	assert_string_equal(cbuf_data(g.s[1]), "ab");
+	runner_relay_flush(&r);
+	assert_int_equal(cbuf_len(g.s[1]), 22);
+	got_free(&g);
+}
+
+static char *
+pop_line(struct runner_stream *s)
+{
+	struct runner_stream_event *ev;
+	char *line;
+
+	if (runner_stream_pop(s, false, &ev) != 1)
+		return NULL;
+	line = runner_stream_event_line(ev);
+	runner_stream_event_free(ev);
+	assert_non_null(line);
+	return line;
+}
+
+static void
+expect_line(struct runner_stream *s, const char *want)
+{
+	char *line = pop_line(s);
+
+	if (line == NULL || strcmp(line, want) != 0)
+		fail_msg("got %s want %s", line != NULL ? line : "(none)",
+		    want);
+	free(line);
+}
+
+static int notified;
+
+static void
+count_notify(void *arg)
+{
+	(void)arg;
+	notified++;
+}
+
+/* Order, encoding (any bytes give valid JSON), the bound: what does not
+ * fit is dropped, counted, and announced before the next event. */
+static void
+test_stream_queue(void **state)
+{
+	struct runner_stream *s = runner_stream_new(2 * 64 + 100 + 64,
+	    count_notify, NULL);
+	char big[200];
+
+	(void)state;
+	assert_non_null(s);
+	notified = 0;
+	runner_stream_output(s, 1, "hi\n", 3);
+	runner_stream_output(s, 2, "a\xff\0b\"", 5);
+	assert_int_equal(notified, 2);
+	expect_line(s, "{\"event\":\"stdout\",\"data\":\"hi\\n\"}\n");
+	expect_line(s, "{\"event\":\"stderr\",\"data\":\"a\xef\xbf\xbd\xef"
+	    "\xbf\xbd" "b\\\"\"}\n");
+	assert_null(pop_line(s));
+	/* 100 bytes fit (with room for a notice); 200 more do not. */
+	memset(big, 'x', sizeof(big));
+	runner_stream_output(s, 1, big, 100);
+	runner_stream_output(s, 1, big, 200);
+	runner_stream_output(s, 2, big, 50);
+	assert_int_equal(runner_stream_dropped(s), 250);
+	free(pop_line(s));
+	runner_stream_output(s, 1, "end", 3);
+	expect_line(s, "{\"event\":\"dropped\",\"bytes\":250}\n");
+	expect_line(s, "{\"event\":\"stdout\",\"data\":\"end\"}\n");
+	assert_int_equal(runner_stream_dropped(s), 250);
+	/* A gap at the end is announced at close. */
+	runner_stream_output(s, 1, big, 200);
+	runner_stream_close(s);
+	expect_line(s, "{\"event\":\"dropped\",\"bytes\":200}\n");
+	runner_stream_output(s, 1, "late", 4);
+	assert_null(pop_line(s));
+	assert_int_equal(runner_stream_dropped(s), 450);
+	runner_stream_free(s);
+}
+
+struct consumer {
+	struct runner_stream *s;
+	size_t bytes;
+	int events;
+};
+
+static void *
+consume(void *arg)
+{
+	struct consumer *c = arg;
+	struct runner_stream_event *ev;
+
+	while (runner_stream_pop(c->s, true, &ev) == 1) {
+		c->bytes += ev->len;
+		c->events++;
+		runner_stream_event_free(ev);
+	}
+	return NULL;
+}
+
+/* A consumer thread that blocks in pop gets everything, then ends at
+ * close. */
+static void
+test_stream_thread(void **state)
+{
+	struct consumer c = { .s = runner_stream_new(0, NULL, NULL) };
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal(pthread_create(&th, NULL, consume, &c), 0);
+	for (int i = 0; i < 10000; i++)
+		runner_stream_output(c.s, 1 + i % 2, "0123456789", 10);
+	runner_stream_close(c.s);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(c.bytes + runner_stream_dropped(c.s), 100000);
+	assert_true(c.events > 0);
+	runner_stream_free(c.s);
+}
+
+/* The result line: "event" first, the result's fields, stream_dropped
+ * only when something was. */
+static void
+test_stream_result_line(void **state)
+{
+	struct runner_result res = { .status = RUNNER_OK, .exit_code = 0,
+	    .out = "42\n", .out_len = 3, .err = "", .err_len = 0 };
+	char *line;
+	cJSON *o;
+
+	(void)state;
+	line = runner_stream_result_line(&res, 0);
+	assert_non_null(line);
+	assert_int_equal(strncmp(line, "{\"event\":\"result\",\"status\":"
+	    "\"ok\",\"exit_code\":0,\"stdout\":\"42\\n\"", 56), 0);
+	assert_null(strstr(line, "stream_dropped"));
+	assert_int_equal(line[strlen(line) - 1], '\n');
+	free(line);
+	line = runner_stream_result_line(&res, 7);
+	o = cJSON_Parse(line);
+	assert_non_null(o);
+	assert_int_equal(cJSON_GetObjectItem(o, "stream_dropped")->valueint,
+	    7);
+	cJSON_Delete(o);
+	free(line);
+	line = runner_stream_error_line("bad \xff");
+	assert_string_equal(line, "{\"event\":\"error\",\"error\":\"bad "
+	    "\xef\xbf\xbd\"}\n");
+	free(line);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_relay_utf8),
+		cmocka_unit_test(test_relay_cap),
+		cmocka_unit_test(test_relay_marker),
+		cmocka_unit_test(test_stream_queue),
+		cmocka_unit_test(test_stream_thread),
+		cmocka_unit_test(test_stream_result_line),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
