@@ -269,6 +269,10 @@ runner_tar_entry_refusal(struct tar_entry *e)
 		return "absolute path";
 	while (n[0] == '.' && n[1] == '/')
 		memmove(n, n + 2, strlen(n + 2) + 1);
+	/* "./" then "/": absolute once stripped (".//etc/x"). The
+	 * component walk below skips one '/', so check here. */
+	if (n[0] == '/')
+		return "absolute path";
 	len = strlen(n);
 	while (len > 0 && n[len - 1] == '/')
 		n[--len] = '\0';

@@ -59,6 +59,8 @@ test_refusals(void **state)
 		{ "..dots", '0', NULL },
 		{ "sub/", '5', NULL },
 		{ "/etc/passwd", '0', "absolute path" },
+		{ ".//etc/cron.d/x", '0', "absolute path" },
+		{ "././/etc/x", '0', "absolute path" },
 		{ "..", '0', "'.' or '..' component" },
 		{ "../escape", '0', "'.' or '..' component" },
 		{ "a/../../b", '0', "'.' or '..' component" },
