@@ -67,6 +67,12 @@ allowlist_entry_count(const struct allowlist *al)
 	return al != NULL ? al->nentries : 0;
 }
 
+size_t
+allowlist_inspect_count(const struct allowlist *al)
+{
+	return al != NULL ? al->ninsps : 0;	/* one per entry */
+}
+
 /* FNV-1a over the bytes from last to first, then a final mix for the low
  * bits. Hashing backwards lets the matcher get every suffix's hash from one
  * pass (see match_name). */

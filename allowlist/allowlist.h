@@ -233,6 +233,10 @@ const char *allowlist_set_name(const struct allowlist_set *set, size_t i);
 /* Number of entries in a policy (exact duplicates, which are warned
  * about, count once); 0 for NULL. */
 size_t allowlist_entry_count(const struct allowlist *al);
+/* Entries of a policy with `inspect`; 0 for NULL. */
+size_t allowlist_inspect_count(const struct allowlist *al);
+/* Entries with inject= in every policy of a set; 0 for NULL. */
+size_t allowlist_set_inject_count(const struct allowlist_set *set);
 
 /* Options of an allow entry with `inspect` (see allowlist/README.md).
  * Borrowed from the set; valid until allowlist_set_free. */

@@ -93,6 +93,17 @@ allowlist_set_count(const struct allowlist_set *set)
 	return set != NULL ? set->count : 0;
 }
 
+size_t
+allowlist_set_inject_count(const struct allowlist_set *set)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; set != NULL && i < set->count; i++)
+		for (size_t j = 0; j < set->policies[i]->ninsps; j++)
+			n += set->policies[i]->insps[j].secret != AL_NONE;
+	return n;
+}
+
 const char *
 allowlist_set_name(const struct allowlist_set *set, size_t i)
 {
