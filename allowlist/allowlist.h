@@ -209,10 +209,12 @@ struct allowlist_load_opts {
 };
 
 /* allowlist_set_load and allowlist_set_parse with options (opts NULL: as
- * if all zero). Errors of the secrets store itself are reported against
- * its path; a secret an entry names but the store lacks (or holds an
- * invalid value for) is an error at the entry's FILE:LINE. No diagnostic
- * ever holds a secret's value. */
+ * if all zero). Errors of the secrets store itself (unreadable, not
+ * private, malformed) are reported against its path; a secret an entry
+ * names but the store lacks (or holds an invalid value for) is an error at
+ * the entry's FILE:LINE; both return -EINVAL. Secrets are looked up only
+ * once the text has no other error. No diagnostic ever holds a secret's
+ * value. */
 int allowlist_set_load_opts(const char *path,
     const struct allowlist_load_opts *opts, struct allowlist_set **out,
     struct allowlist_diag *diag);
