@@ -442,7 +442,7 @@ test_allowed_injected_keepalive(void **state)
 	    body, sizeof(body)), 200);
 	assert_string_equal(body, "/user|hello");
 	/* 3: a chunked response, re-framed, still the same connection. */
-	assert_true(ssl_write_all(ssl, "GET /chunked HTTP/1.1\r\n\r\n", 27));
+	assert_true(ssl_write_all(ssl, "GET /chunked HTTP/1.1\r\n\r\n", 25));
 	assert_int_equal(tls_read_head(ssl, head, sizeof(head)), 200);
 	assert_int_equal(tls_read_n(ssl, body, 22), 0);
 	assert_memory_equal(body, "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n", 22);
@@ -570,7 +570,10 @@ test_big_response_bounded(void **state)
 	}
 	fprintf(stderr, "32 MiB inspected: rss %ld kB before, peak %ld kB\n",
 	    base, peak);
-	assert_true(peak - base < 8 * 1024);
+	/* Under ASan (CI, no quarantine: see main) its allocator keeps a
+	 * little more (measured +2 MiB): 16 MiB, still half the stream. */
+	assert_true(peak - base < (getenv("ASAN_OPTIONS") != NULL ? 16 : 8) *
+	    1024);
 	tls_close(ssl);
 	assert_int_equal(px_stop(&p), 0);
 }
@@ -731,6 +734,14 @@ main(void)
 	const char *filter = getenv("CORDON_TEST_FILTER");
 
 	signal(SIGPIPE, SIG_IGN);
+	/* ASan's quarantine would keep every freed relay buffer of the
+	 * 32 MiB stream: the daemons run without it. */
+	if (getenv("ASAN_OPTIONS") != NULL) {
+		static char env[1024];
+		snprintf(env, sizeof(env), "%s:quarantine_size_mb=0",
+		    getenv("ASAN_OPTIONS"));
+		setenv("ASAN_OPTIONS", env, 1);
+	}
 	if (filter != NULL)
 		cmocka_set_test_filter(filter);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
