@@ -199,18 +199,25 @@ proxy_make_ca(const struct netsetup_params *p, const char *bin,
     struct cbuf *changes, char *err, size_t errlen)
 {
 	const char *argv[] = { bin, "--make-ca", p->ca_dir, NULL };
-	char why[300];
+	char why[300], *out = NULL;
 	int rc;
 
-	rc = netsetup_exec(argv, NULL, NULL, NULL, err, errlen);
+	rc = netsetup_exec(argv, NULL, &out, NULL, err, errlen);
 	if (rc < 0) {
 		snprintf(why, sizeof(why), "%s", err);
 		snprintf(err, errlen, "cannot make the egress CA in %s: %s",
 		    p->ca_dir, why);
+		free(out);
 		return rc;
 	}
-	netsetup_note(changes, "egress CA in %s (bundle refreshed)",
-	    p->ca_dir);
+	/* "made", "bundle" (the roots changed) or "kept": only changes are
+	 * listed, so a second `net up` says nothing changed. */
+	if (out != NULL && strncmp(out, "made", 4) == 0)
+		netsetup_note(changes, "made the egress CA in %s", p->ca_dir);
+	else if (out != NULL && strncmp(out, "bundle", 6) == 0)
+		netsetup_note(changes, "rewrote %s/ca-bundle.pem (system roots "
+		    "changed)", p->ca_dir);
+	free(out);
 	return 0;
 }
 

@@ -296,11 +296,11 @@ ca_slurp(const char *path, size_t max, char **out, size_t *len)
 }
 
 static int
-ca_bundle(const char *bp, const char *roots, const char *cp, char *err,
-    size_t errlen)
+ca_bundle(const char *bp, const char *roots, const char *cp, bool *changed,
+    char *err, size_t errlen)
 {
-	char *r = NULL, *c = NULL, *all;
-	size_t rl = 0, cl = 0;
+	char *r = NULL, *c = NULL, *all, *old = NULL;
+	size_t rl = 0, cl = 0, ol = 0;
 	int rc;
 
 	if ((rc = ca_slurp(roots, 16u << 20, &r, &rl)) < 0) {
@@ -324,9 +324,13 @@ ca_bundle(const char *bp, const char *roots, const char *cp, char *err,
 	if (rl > 0 && r[rl - 1] != '\n')
 		all[rl++] = '\n';
 	memcpy(all + rl, c, cl);
-	rc = ca_write_file(bp, all, rl + cl, 0644, false);
+	*changed = ca_slurp(bp, 32u << 20, &old, &ol) != 0 || ol != rl + cl ||
+	    memcmp(old, all, ol) != 0;
+	rc = *changed ? ca_write_file(bp, all, rl + cl, 0644, false) :
+	    chmod(bp, 0644) == 0 ? 0 : -errno;
 	if (rc < 0)
 		snprintf(err, errlen, "%s: %s", bp, strerror(-rc));
+	free(old);
 	free(all);
 	free(r);
 	free(c);
@@ -334,16 +338,19 @@ ca_bundle(const char *bp, const char *roots, const char *cp, char *err,
 }
 
 int
-proxy_ca_make(const char *dir, const char *roots, bool *created, char *err,
-    size_t errlen)
+proxy_ca_make(const char *dir, const char *roots, bool *created,
+    bool *bundle_changed, char *err, size_t errlen)
 {
 	char kp[4096], cp[4096], bp[4096];
+	bool changed = false;
 	EVP_PKEY *key;
 	X509 *x;
 	int rc;
 
 	if (created != NULL)
 		*created = false;
+	if (bundle_changed != NULL)
+		*bundle_changed = false;
 	if ((size_t)snprintf(kp, sizeof(kp), "%s/%s", dir, PROXY_CA_KEY) >=
 	    sizeof(kp) - 8 || (size_t)snprintf(cp, sizeof(cp), "%s/%s", dir,
 	    PROXY_CA_CERT) >= sizeof(cp) - 8 || (size_t)snprintf(bp,
@@ -389,7 +396,10 @@ proxy_ca_make(const char *dir, const char *roots, bool *created, char *err,
 		if (created != NULL)
 			*created = true;
 	}
-	return ca_bundle(bp, roots, cp, err, errlen);
+	rc = ca_bundle(bp, roots, cp, &changed, err, errlen);
+	if (bundle_changed != NULL)
+		*bundle_changed = changed;
+	return rc;
 }
 
 int

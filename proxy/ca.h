@@ -29,13 +29,15 @@ struct proxy_ca;
  * Makes the CA in dir once: dir (0755, created if missing), DIR/ca.key (EC
  * P-256, 0600) and DIR/ca.crt (self-signed, CA:TRUE pathlen 0, 10 years,
  * 0644). When both exist and the key matches the certificate they are
- * kept. DIR/ca-bundle.pem (roots, then ca.crt; 0644) is rewritten every
- * time (atomically), as the system roots change. roots: PEM bundle of the
- * system roots (PROXY_CA_ROOTS). *created (may be NULL) says whether a new
- * CA was made. Returns 0, or a negative errno with a reason in err.
+ * kept. DIR/ca-bundle.pem (roots, then ca.crt; 0644) is rewritten
+ * (atomically) whenever its content would change, as the system roots
+ * change. roots: PEM bundle of the system roots (PROXY_CA_ROOTS).
+ * *created and *bundle_changed (may be NULL) say whether a new CA was
+ * made and whether the bundle was written. Returns 0, or a negative errno
+ * with a reason in err.
  */
 int proxy_ca_make(const char *dir, const char *roots, bool *created,
-    char *err, size_t errlen);
+    bool *bundle_changed, char *err, size_t errlen);
 
 /*
  * Loads the CA certificate and key (PEM; the key must match) and makes the

@@ -256,17 +256,20 @@ static int
 make_ca(void)
 {
 	char err[512];
-	bool created = false;
+	bool created = false, changed = false;
 	int rc;
 
 	rc = proxy_ca_make(cfg.make_ca, cfg.ca_roots != NULL ? cfg.ca_roots :
-	    PROXY_CA_ROOTS, &created, err, sizeof(err));
+	    PROXY_CA_ROOTS, &created, &changed, err, sizeof(err));
 	if (rc != 0) {
 		log_warnx("--make-ca: %s", err);
 		return 1;
 	}
-	log_info("%s the egress CA in %s (%s, %s, %s)", created ? "made" :
-	    "kept", cfg.make_ca, PROXY_CA_KEY, PROXY_CA_CERT, PROXY_CA_BUNDLE);
+	log_info("%s the egress CA in %s (%s, %s), bundle %s %s", created ?
+	    "made" : "kept", cfg.make_ca, PROXY_CA_KEY, PROXY_CA_CERT,
+	    PROXY_CA_BUNDLE, changed ? "written" : "unchanged");
+	/* One word on stdout for `cordon net up`'s list of changes. */
+	printf("%s\n", created ? "made" : changed ? "bundle" : "kept");
 	return 0;
 }
 

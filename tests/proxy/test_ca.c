@@ -58,14 +58,15 @@ test_make_keep_bundle(void **state)
 {
 	char cadir[128], err[256], *k1, *k2, *b, *c;
 	struct stat st;
-	bool created;
+	bool created, changed;
 
 	(void)state;
 	setup_paths();
 	snprintf(cadir, sizeof(cadir), "%s/ca", dir);
-	assert_int_equal(proxy_ca_make(cadir, roots, &created, err,
+	assert_int_equal(proxy_ca_make(cadir, roots, &created, &changed, err,
 	    sizeof(err)), 0);
 	assert_true(created);
+	assert_true(changed);
 	assert_int_equal(stat(kp, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_int_equal(stat(cp, &st), 0);
@@ -74,9 +75,10 @@ test_make_keep_bundle(void **state)
 	assert_int_equal(st.st_mode & 0777, 0644);
 	k1 = slurp(kp);
 	/* Idempotent: the same key again. */
-	assert_int_equal(proxy_ca_make(cadir, roots, &created, err,
+	assert_int_equal(proxy_ca_make(cadir, roots, &created, &changed, err,
 	    sizeof(err)), 0);
 	assert_false(created);
+	assert_false(changed);	/* same roots: the bundle is not rewritten */
 	k2 = slurp(kp);
 	assert_string_equal(k1, k2);
 	/* Bundle: the roots, a newline, then the CA. */
@@ -87,11 +89,11 @@ test_make_keep_bundle(void **state)
 	assert_string_equal(b + strlen(b) - strlen(c), c);
 	/* Missing roots: an error, no half bundle. */
 	assert_int_not_equal(proxy_ca_make(cadir, "/nonexistent/roots", NULL,
-	    err, sizeof(err)), 0);
+	    NULL, err, sizeof(err)), 0);
 	assert_non_null(strstr(err, "/nonexistent/roots"));
 	/* Only one of the pair: refused. */
 	assert_int_equal(unlink(cp), 0);
-	assert_int_not_equal(proxy_ca_make(cadir, roots, NULL, err,
+	assert_int_not_equal(proxy_ca_make(cadir, roots, NULL, NULL, err,
 	    sizeof(err)), 0);
 	assert_non_null(strstr(err, "remove both"));
 	free(k1);
@@ -133,8 +135,8 @@ test_leaves(void **state)
 	(void)state;
 	setup_paths();
 	snprintf(cadir, sizeof(cadir), "%s/ca", dir);
-	assert_int_equal(proxy_ca_make(cadir, roots, NULL, err, sizeof(err)),
-	    0);
+	assert_int_equal(proxy_ca_make(cadir, roots, NULL, NULL, err,
+	    sizeof(err)), 0);
 	assert_int_not_equal(proxy_ca_load(cp, cp, 4, &ca, err, sizeof(err)),
 	    0);
 	assert_int_equal(proxy_ca_load(cp, kp, 4, &ca, err, sizeof(err)), 0);
