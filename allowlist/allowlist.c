@@ -47,6 +47,17 @@ al_policy_free(struct allowlist *al)
 	free(al->keys);
 	free(al->all.slots);
 	free(al->wild.slots);
+	free(al->insps);
+	free(al->list);
+	free(al->inspect);
+	free(al->ptrs);
+	for (size_t i = 0; al->values != NULL && i < al->ninsps; i++) {
+		if (al->values[i] != NULL) {
+			explicit_bzero(al->values[i], strlen(al->values[i]));
+			free(al->values[i]);
+		}
+	}
+	free(al->values);
 	free(al);
 }
 
@@ -54,6 +65,12 @@ size_t
 allowlist_entry_count(const struct allowlist *al)
 {
 	return al != NULL ? al->nentries : 0;
+}
+
+size_t
+allowlist_inspect_count(const struct allowlist *al)
+{
+	return al != NULL ? al->ninsps : 0;	/* one per entry */
 }
 
 /* FNV-1a over the bytes from last to first, then a final mix for the low

@@ -82,6 +82,56 @@
  * that file, libpsl's own data is used and every wildcard match is
  * checked.
  *
+ * Entry options (allow entries only), whitespace-separated after the
+ * host, in any order, each at most once:
+ *
+ *   api.github.com:443 inspect methods=GET,POST paths=/user
+ *       inject=Authorization:github-token        (one line in a file)
+ *
+ *   inspect            the proxy terminates TLS and checks every request;
+ *                      required by the three options below
+ *   methods=M[,M...]   allowed methods: upper-case letters and inner '-',
+ *                      compared case-sensitively; CONNECT is refused.
+ *                      Absent: any method
+ *   paths=P[,P...]     allowed paths: "/x/y" exactly, or, ending in '*',
+ *                      any path starting with what precedes the '*'
+ *                      ("/x/" then '*': the tree under /x/). A pattern starts with '/', holds
+ *                      no '?', '#', ',', whitespace, control or non-ASCII
+ *                      byte, '*' only last, and is canonical (as below).
+ *                      Absent: any (canonical) path
+ *   inject=H:SECRET    set header H (an RFC 9110 token, not hop-by-hop or
+ *                      framing: Host, Content-Length, Transfer-Encoding,
+ *                      Connection, Upgrade, TE, Trailer, Keep-Alive,
+ *                      Proxy-*) to the value of SECRET, replacing any
+ *                      the client sent
+ * Up to ALLOWLIST_METHODS_MAX methods and ALLOWLIST_PATHS_MAX patterns.
+ * Options are matched per deciding entry: the entry that allows
+ * (host, port) by the rules above brings its options (decision.inspect),
+ * so an exact entry's options win over a wildcard's, a more specific
+ * wildcard's over a broader one's. Two entries for one host (and kind)
+ * sharing a port with different options are an error; identical entries
+ * are warned about as duplicates; an entry a wildcard covers with other
+ * options is warned about.
+ *
+ * A request is canonical (allowlist_inspect_check) when its target is in
+ * origin form and its path (the query, after '?', is ignored) holds only
+ * printable ASCII, no '#', no backslash, no "//", no segment that is "."
+ * or ".." or empty before a ';' parameter, no malformed '%' escape, and no
+ * percent-encoded '.', '/', '\' or NUL. Anything else is refused before
+ * patterns are compared (byte for byte).
+ *
+ * Secrets (allowlist_load_opts.secrets, config egress_secrets): a file of
+ * NAME=VALUE lines ('#' comment lines and blank lines allowed; the value
+ * is the rest of the line, a CR before the LF dropped) or a directory with
+ * one file per secret (file name = NAME; its whole contents, one trailing
+ * LF or CRLF dropped). The file or directory, and each secret file, must
+ * be owned by root or the loading user and give nothing to group or other.
+ * Names: 1-64 of [A-Za-z0-9._-], not starting with '.'. Values: 1-8192
+ * bytes of printable text or tabs (no NUL, CR, LF or other control byte),
+ * not starting or ending with a space or tab. The store is opened only
+ * when an entry has inject=; a missing or bad secret is an error at the
+ * entry's FILE:LINE; no diagnostic ever holds a value.
+ *
  * Errors reject the whole set (nothing is half-loaded); warnings (duplicate
  * entries, entries already covered by a wildcard, allows shadowed by a deny,
  * allow wildcards with public suffixes beneath their base) do not.
@@ -96,6 +146,14 @@ struct allowlist_set;		/* named policies; immutable once loaded */
 #define ALLOWLIST_PORTS_MAX	64	/* ports on one entry */
 #define ALLOWLIST_DIAG_MAX	1000	/* diagnostics kept; rest counted */
 #define ALLOWLIST_NAME_MAX	64	/* policy name length */
+#define ALLOWLIST_METHODS_MAX	16	/* methods= items on one entry */
+#define ALLOWLIST_PATHS_MAX	64	/* paths= items on one entry */
+#define ALLOWLIST_METHOD_MAX	32	/* bytes in one method */
+#define ALLOWLIST_PATTERN_MAX	1024	/* bytes in one path pattern */
+#define ALLOWLIST_HEADER_MAX	64	/* bytes in an inject= header name */
+#define ALLOWLIST_SECRET_NAME_MAX 64	/* bytes in a secret's name */
+#define ALLOWLIST_SECRET_MAX	8192	/* bytes in a secret's value */
+#define ALLOWLIST_SECRETS_FILE_MAX (1024u * 1024)	/* a secrets file */
 
 struct allowlist_diag_item {
 	bool warning;		/* false: an error */
@@ -138,6 +196,32 @@ int allowlist_set_load(const char *path, struct allowlist_set **out,
 int allowlist_set_parse(const char *name, const char *text, size_t len,
     struct allowlist_set **out, struct allowlist_diag *diag);
 
+/* Options for loading (both fields may be left zero). */
+struct allowlist_load_opts {
+	/* Secrets file or directory (root-only, see above); NULL or "" =
+	 * none, and then any entry with inject= is a load error. */
+	const char *secrets;
+	/* Do not read the store: inject= secret names are checked for
+	 * syntax only and every inject_value stays NULL. For `cordon
+	 * allowlist check` run by a user who cannot read the store; never
+	 * for a set that serves requests. */
+	bool secrets_unverified;
+};
+
+/* allowlist_set_load and allowlist_set_parse with options (opts NULL: as
+ * if all zero). Errors of the secrets store itself (unreadable, not
+ * private, malformed) are reported against its path; a secret an entry
+ * names but the store lacks (or holds an invalid value for) is an error at
+ * the entry's FILE:LINE; both return -EINVAL. Secrets are looked up only
+ * once the text has no other error. No diagnostic ever holds a secret's
+ * value. */
+int allowlist_set_load_opts(const char *path,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag);
+int allowlist_set_parse_opts(const char *name, const char *text, size_t len,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag);
+
 void allowlist_set_free(struct allowlist_set *set);	/* accepts NULL */
 
 /* The policy called name (NULL means "default"), borrowed from the set;
@@ -151,6 +235,30 @@ const char *allowlist_set_name(const struct allowlist_set *set, size_t i);
 /* Number of entries in a policy (exact duplicates, which are warned
  * about, count once); 0 for NULL. */
 size_t allowlist_entry_count(const struct allowlist *al);
+/* Entries of a policy with `inspect`; 0 for NULL. */
+size_t allowlist_inspect_count(const struct allowlist *al);
+/* Entries with inject= in every policy of a set; 0 for NULL. */
+size_t allowlist_set_inject_count(const struct allowlist_set *set);
+
+/* Options of an allow entry with `inspect` (see allowlist/README.md).
+ * Borrowed from the set; valid until allowlist_set_free. */
+struct allowlist_inspect {
+	const char *const *methods;	/* upper-case tokens ("GET"); nmethods
+					   0 = any method */
+	size_t nmethods;
+	const char *const *paths;	/* path patterns; npaths 0 = any path */
+	size_t npaths;
+	const char *inject_header;	/* header name to set, e.g.
+					   "Authorization"; NULL = none */
+	const char *inject_secret;	/* the secret's NAME (loggable); NULL =
+					   none */
+	const char *inject_value;	/* the secret's VALUE: never log, never
+					   report */
+	const char *text;		/* the options in canonical form
+					   ("inspect methods=GET,POST
+					   paths=/a,/b/x inject=H:NAME"; lists
+					   sorted; never holds the value) */
+};
 
 /* Why a request was allowed or denied. Strings are static or borrowed from
  * the set: valid until allowlist_set_free. */
@@ -164,6 +272,9 @@ struct allowlist_decision {
 	const char *file;	/* deciding entry's file, or NULL */
 	unsigned line;		/* its line, or 0 */
 	const char *entry;	/* its text as written ("!*.x.com:80"), or NULL */
+	/* The deciding allow entry's options, NULL when it has no `inspect`
+	 * (a raw tunnel) and for every denial. */
+	const struct allowlist_inspect *inspect;
 };
 
 /*
@@ -183,6 +294,23 @@ bool allowlist_match(const struct allowlist *al, const char *host, long port,
  */
 bool allowlist_match_authority(const struct allowlist *al,
     const char *authority, long default_port, struct allowlist_decision *d);
+
+/*
+ * One request inside an inspected tunnel (or a plain-HTTP request to an
+ * inspected entry). method: as sent (compared case-sensitively); target:
+ * the request-target, which must be in origin form ("/a/b?q=1"); the query
+ * is ignored for matching. Returns true to allow; *reason (optional) gets
+ * a static string: "allowed-by-entry", "method-not-allowed",
+ * "path-not-allowed", or "path-not-canonical" (a target that is not origin
+ * form, holds a byte outside printable ASCII, '#', a backslash, "//", an
+ * empty segment before ';', a dot segment ("." or "..", also before a
+ * ';'), a malformed '%' escape, or a percent-encoded '.', '/', '\\' or
+ * NUL: refused so that path patterns cannot be bypassed). The method is
+ * checked first, then the target's form, then the patterns. in NULL (no
+ * options), method NULL or target NULL deny. Pure, never allocates.
+ */
+bool allowlist_inspect_check(const struct allowlist_inspect *in,
+    const char *method, const char *target, const char **reason);
 
 /* A request host after normalisation (see the rules above). */
 struct allowlist_host {

@@ -39,6 +39,15 @@ cover_crosses(const struct allowlist *al, int32_t base,
 	return reg == NULL || len - (size_t)(reg - name) > al->keys[base].len;
 }
 
+static bool
+cover_same_opts(const struct allowlist *al, const struct al_entry *a,
+    const struct al_entry *b)
+{
+	const char *x = al_entry_opts(al, a), *y = al_entry_opts(al, b);
+
+	return x == y || (x != NULL && y != NULL && strcmp(x, y) == 0);
+}
+
 static void
 warn_covered(const struct allowlist *al, struct allowlist_diag *diag,
     const struct al_entry *e)
@@ -69,6 +78,11 @@ warn_covered(const struct allowlist *al, struct allowlist_diag *diag,
 	if (d != NULL)
 		al_diag_add(diag, true, al->file, e->line, "never allowed: "
 		    "'%s' (line %u) denies it", al->strs + d->text, d->line);
+	else if (c != NULL && allow && !cover_same_opts(al, c, e))
+		al_diag_add(diag, true, al->file, e->line, "'%s' (line %u) "
+		    "also covers this, with other options; this entry's "
+		    "apply (%s)", al->strs + c->text, c->line,
+		    e->insp != 0 ? "inspected" : "not inspected");
 	else if (c != NULL)
 		al_diag_add(diag, true, al->file, e->line, "already covered "
 		    "by '%s' (line %u)", al->strs + c->text, c->line);

@@ -42,6 +42,33 @@ struct al_entry {
 	uint8_t kind;
 	bool all_ports;
 	int32_t next;		/* next entry with the same key and kind; -1 */
+	uint32_t insp;		/* index + 1 in insps[]; 0: no options */
+};
+
+/* One allow entry's options (options.c); strings are offsets in strs. */
+#define AL_NONE		UINT32_MAX
+struct al_insp {
+	uint32_t canon;		/* canonical text (allowlist_inspect.text) */
+	uint32_t list;		/* methods then paths: list[] offsets */
+	uint16_t nmethods, npaths;
+	uint32_t header, secret;	/* AL_NONE: no inject= */
+	uint32_t line;
+};
+
+/* Options of one entry as parsed from its line (pointers into it), before
+ * the entry is added. */
+struct al_span {
+	const char *s;
+	size_t len;
+};
+struct al_opts {
+	bool inspect;
+	size_t nmethods, npaths;
+	struct al_span methods[ALLOWLIST_METHODS_MAX];
+	struct al_span paths[ALLOWLIST_PATHS_MAX];
+	struct al_span header, secret;	/* len 0: no inject= */
+	char *canon;		/* canonical text, malloc'd */
+	size_t canon_len;
 };
 
 struct al_key {			/* 32 bytes */
@@ -84,6 +111,16 @@ struct allowlist {
 	struct al_table wild;	/* keys with wildcard entries: the suffix
 				   lookups, kept small and cache-warm */
 	const psl_ctx_t *psl;	/* al_psl_ctx(), set by the parser */
+	/* Entry options: built while parsing (insps, list), then turned into
+	 * the public records by al_opts_finish once strs no longer moves. */
+	struct al_insp *insps;
+	size_t ninsps, insps_cap;
+	uint32_t *list;
+	size_t nlist, list_cap;
+	struct allowlist_inspect *inspect;	/* ninsps records */
+	const char **ptrs;			/* their methods and paths */
+	char **values;		/* ninsps secret values (or NULL): zeroed
+				   when freed */
 };
 
 /* host.c */
@@ -152,6 +189,51 @@ bool al_entry_ports_cover(const struct allowlist *al,
  * Returns the number of errors found, or -ENOMEM. */
 long al_parse_text(struct allowlist *al, const char *text, size_t len,
     struct allowlist_diag *diag);
+
+/* options.c */
+/* Parses an entry's options (s[0..len), whitespace-separated, after the
+ * host) into o (zeroed first). Returns true, or reports the first mistake
+ * as an error at line and returns false (o then holds nothing to free).
+ * *nomem is set when out of memory. */
+bool al_opts_parse(struct allowlist *al, struct allowlist_diag *diag,
+    unsigned line, const char *s, size_t len, struct al_opts *o,
+    bool *nomem);
+void al_opts_cleanup(struct al_opts *o);
+/* Stores o for an entry at line; returns the entry's insp (index + 1) or
+ * -ENOMEM. */
+int64_t al_opts_commit(struct allowlist *al, const struct al_opts *o,
+    unsigned line);
+/* The canonical option text of entry e, or NULL when it has none. */
+const char *al_entry_opts(const struct allowlist *al, const struct al_entry *e);
+/* Builds al->inspect from insps (after the last string was added);
+ * 0 or -ENOMEM. */
+int al_opts_finish(struct allowlist *al);
+/* Why path s[0..len) (no query) is not canonical, or NULL when it is.
+ * stem: s is a prefix pattern without its '*', whose last segment may be
+ * incomplete (so it is not checked for being a dot segment). */
+const char *al_path_problem(const char *s, size_t len, bool stem);
+
+/* secrets.c */
+/* A secrets store (see allowlist.h): a file of NAME=VALUE lines read
+ * whole, or a directory whose files are read on demand. */
+struct al_secrets;
+/* Opens path as a store, checking that it is root-only; errors go to
+ * diag against path. 0 or a negative errno. */
+int al_secrets_open(const char *path, struct al_secrets **out,
+    struct allowlist_diag *diag);
+/* A store from the text of a secrets file (pure; for tests and fuzzing):
+ * errors go to diag against file. 0, -EINVAL or -ENOMEM. */
+int al_secrets_parse(const char *file, const char *text, size_t len,
+    struct al_secrets **out, struct allowlist_diag *diag);
+void al_secrets_free(struct al_secrets *s);
+/* True for a valid secret name: 1-ALLOWLIST_SECRET_NAME_MAX of
+ * [A-Za-z0-9._-], not starting with '.'. */
+bool al_secret_name_ok(const char *s, size_t len);
+/* Gives every inject= of al its value from store (NULL: none given;
+ * skip: verify nothing, values stay NULL). Returns the number of errors
+ * reported (at the entries' lines), or -ENOMEM. */
+long al_secrets_resolve(struct allowlist *al, struct al_secrets *store,
+    bool skip, struct allowlist_diag *diag);
 
 /* cover.c */
 /* Warns (into diag) about entries already covered by a wildcard and allows

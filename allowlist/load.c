@@ -18,6 +18,51 @@ struct allowlist_set {
 	size_t count;
 };
 
+/* One load: its options and the secrets store, opened when the first
+ * inject= needs it (so a set without inject= never reads it). */
+struct load {
+	const struct allowlist_load_opts *opts;
+	struct al_secrets *store;
+	int store_err;		/* opening failed (reported once) */
+};
+
+static bool
+load_injects(const struct allowlist *al)
+{
+	for (size_t i = 0; i < al->ninsps; i++)
+		if (al->insps[i].secret != AL_NONE)
+			return true;
+	return false;
+}
+
+/* Gives al's inject= entries their values. 0, -EINVAL (reported), or
+ * -ENOMEM. */
+static int
+load_secrets(struct load *ld, struct allowlist *al,
+    struct allowlist_diag *diag)
+{
+	const char *path = ld->opts != NULL ? ld->opts->secrets : NULL;
+	bool skip = ld->opts != NULL && ld->opts->secrets_unverified;
+	long r;
+
+	if (path != NULL && path[0] == '\0')
+		path = NULL;
+	if (!load_injects(al))
+		return 0;
+	if (path != NULL && !skip && ld->store == NULL) {
+		if (ld->store_err != 0)
+			return -EINVAL;		/* said once already */
+		if ((r = al_secrets_open(path, &ld->store, diag)) < 0) {
+			ld->store_err = (int)r;
+			return r == -ENOMEM ? -ENOMEM : -EINVAL;
+		}
+	}
+	r = al_secrets_resolve(al, path != NULL ? ld->store : NULL, skip, diag);
+	if (r < 0)
+		return (int)r;
+	return r > 0 ? -EINVAL : 0;
+}
+
 void
 allowlist_set_free(struct allowlist_set *set)
 {
@@ -48,6 +93,17 @@ allowlist_set_count(const struct allowlist_set *set)
 	return set != NULL ? set->count : 0;
 }
 
+size_t
+allowlist_set_inject_count(const struct allowlist_set *set)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; set != NULL && i < set->count; i++)
+		for (size_t j = 0; j < set->policies[i]->ninsps; j++)
+			n += set->policies[i]->insps[j].secret != AL_NONE;
+	return n;
+}
+
 const char *
 allowlist_set_name(const struct allowlist_set *set, size_t i)
 {
@@ -57,8 +113,9 @@ allowlist_set_name(const struct allowlist_set *set, size_t i)
 /* Parses text as policy name into set (appended). Returns 0, -EINVAL
  * when it had errors (reported in diag), or -ENOMEM. */
 static int
-load_policy(struct allowlist_set *set, const char *name, const char *file,
-    const char *text, size_t len, struct allowlist_diag *diag)
+load_policy(struct load *ld, struct allowlist_set *set, const char *name,
+    const char *file, const char *text, size_t len,
+    struct allowlist_diag *diag)
 {
 	struct allowlist *al, **v;
 	long r;
@@ -68,6 +125,11 @@ load_policy(struct allowlist_set *set, const char *name, const char *file,
 	if ((r = al_parse_text(al, text, len, diag)) != 0) {
 		al_policy_free(al);
 		return r < 0 ? (int)r : -EINVAL;
+	}
+	/* Its messages come in line order already. */
+	if ((r = load_secrets(ld, al, diag)) != 0) {
+		al_policy_free(al);
+		return (int)r;
 	}
 	v = realloc(set->policies, (set->count + 1) * sizeof(*v));
 	if (v == NULL) {
@@ -80,16 +142,20 @@ load_policy(struct allowlist_set *set, const char *name, const char *file,
 }
 
 int
-allowlist_set_parse(const char *name, const char *text, size_t len,
-    struct allowlist_set **out, struct allowlist_diag *diag)
+allowlist_set_parse_opts(const char *name, const char *text, size_t len,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag)
 {
+	struct load ld = { .opts = opts };
 	struct allowlist_set *set;
 	int r;
 
 	*out = NULL;
 	if ((set = calloc(1, sizeof(*set))) == NULL)
 		return -ENOMEM;
-	if ((r = load_policy(set, "default", name, text, len, diag)) < 0) {
+	r = load_policy(&ld, set, "default", name, text, len, diag);
+	al_secrets_free(ld.store);
+	if (r < 0) {
 		allowlist_set_free(set);
 		return r;
 	}
@@ -97,9 +163,16 @@ allowlist_set_parse(const char *name, const char *text, size_t len,
 	return 0;
 }
 
+int
+allowlist_set_parse(const char *name, const char *text, size_t len,
+    struct allowlist_set **out, struct allowlist_diag *diag)
+{
+	return allowlist_set_parse_opts(name, text, len, NULL, out, diag);
+}
+
 static int
-load_file(struct allowlist_set *set, const char *policy, const char *path,
-    struct allowlist_diag *diag)
+load_file(struct load *ld, struct allowlist_set *set, const char *policy,
+    const char *path, struct allowlist_diag *diag)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -114,7 +187,7 @@ load_file(struct allowlist_set *set, const char *policy, const char *path,
 			    strerror(-r));
 		return r;
 	}
-	r = load_policy(set, policy, path, text, len, diag);
+	r = load_policy(ld, set, policy, path, text, len, diag);
 	free(text);
 	return r;
 }
@@ -196,7 +269,7 @@ load_dir_names(const char *dir, char ***out, size_t *count,
 /* Every NAME.list in dir, in name order. Errors in one file do not stop
  * the others from being checked; the first failure is returned. */
 static int
-load_dir(struct allowlist_set *set, const char *dir,
+load_dir(struct load *ld, struct allowlist_set *set, const char *dir,
     struct allowlist_diag *diag)
 {
 	char **names = NULL, *path = NULL;
@@ -232,7 +305,7 @@ load_dir(struct allowlist_set *set, const char *dir,
 			    ALLOWLIST_NAME_MAX);
 			r = -EINVAL;
 		} else {
-			r = load_file(set, names[i], path, diag);
+			r = load_file(ld, set, names[i], path, diag);
 		}
 		if (r < 0 && first == 0)
 			first = r;
@@ -254,6 +327,15 @@ int
 allowlist_set_load(const char *path, struct allowlist_set **out,
     struct allowlist_diag *diag)
 {
+	return allowlist_set_load_opts(path, NULL, out, diag);
+}
+
+int
+allowlist_set_load_opts(const char *path,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag)
+{
+	struct load ld = { .opts = opts };
 	struct allowlist_set *set;
 	struct stat st;
 	int r;
@@ -267,14 +349,15 @@ allowlist_set_load(const char *path, struct allowlist_set **out,
 	if ((set = calloc(1, sizeof(*set))) == NULL)
 		return -ENOMEM;
 	if (S_ISDIR(st.st_mode)) {
-		r = load_dir(set, path, diag);
+		r = load_dir(&ld, set, path, diag);
 	} else if (S_ISREG(st.st_mode)) {
-		r = load_file(set, "default", path, diag);
+		r = load_file(&ld, set, "default", path, diag);
 	} else {
 		al_diag_add(diag, false, path, 0, "not a regular file or a "
 		    "directory");
 		r = -EINVAL;
 	}
+	al_secrets_free(ld.store);
 	if (r < 0) {
 		allowlist_set_free(set);
 		return r;

@@ -20,6 +20,8 @@ decision_set(struct allowlist_decision *d, bool allowed, const char *reason,
 	d->file = e != NULL ? al->file : NULL;
 	d->line = e != NULL ? e->line : 0;
 	d->entry = e != NULL ? al->strs + e->text : NULL;
+	d->inspect = allowed && e != NULL && e->insp != 0 ?
+	    &al->inspect[e->insp - 1] : NULL;
 }
 
 /* Walks the chain of kind under key k: the first entry listing port, or

@@ -25,6 +25,7 @@ struct parse {
 	bool nomem;
 	bool too_many;		/* reported ALLOWLIST_ENTRIES_MAX once */
 	bool psl_unknown;	/* reported an unreadable AL_PSL_FILE once */
+	const struct al_opts *opts;	/* the line's options, or NULL */
 };
 
 /* Parsed right side of an entry. */
@@ -145,7 +146,28 @@ parse_same_ports(const struct allowlist *al, const struct al_entry *a,
 	return al_entry_ports_cover(al, a, b) && al_entry_ports_cover(al, b, a);
 }
 
-/* Adds one entry under key name; drops exact duplicates with a warning. */
+/* True when some port of a is also a port of b. */
+static bool
+parse_ports_overlap(const struct allowlist *al, const struct al_entry *a,
+    const struct al_entry *b)
+{
+	if (a->all_ports || b->all_ports)
+		return true;
+	for (size_t i = 0; i < a->nports; i++)
+		if (al_entry_has_port(al, b, al_entry_port(al, a, i)))
+			return true;
+	return false;
+}
+
+static bool
+parse_same_opts(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* Adds one entry under key name; drops exact duplicates (same ports and
+ * options) with a warning; two entries for one host sharing a port with
+ * different options are an error (only the first could ever decide). */
 static void
 parse_entry_add(struct parse *p, int kind, const char *name, size_t nlen,
     const char *text, size_t tlen, const struct parse_ports *pp)
@@ -156,6 +178,7 @@ parse_entry_add(struct parse *p, int kind, const char *name, size_t nlen,
 	    .next = -1 };
 	const uint16_t *ports = pp->given ? pp->port : defaults;
 	size_t nports = pp->given ? pp->n : 2, chain = 0;
+	const char *opts = p->opts != NULL ? p->opts->canon : NULL;
 	int64_t off;
 	int32_t k, i, last = -1;
 
@@ -200,8 +223,16 @@ chain:
 	 * duplicates on the way. */
 	for (i = al->keys[k].head[kind]; i >= 0; i = al->entries[i].next) {
 		const struct al_entry *o = &al->entries[i];
-		if (parse_same_ports(al, o, &e)) {
+		bool same = parse_same_opts(opts, al_entry_opts(al, o));
+		if (same && parse_same_ports(al, o, &e)) {
 			parse_warning(p, p->line, "duplicate of line %u", o->line);
+			return;
+		}
+		if (!same && parse_ports_overlap(al, o, &e)) {
+			parse_error(p, "conflicts with line %u: a port of this "
+			    "host is on both lines, with different options "
+			    "(only line %u could decide); give each port one "
+			    "set of options", o->line, o->line);
 			return;
 		}
 		last = i;
@@ -218,6 +249,12 @@ chain:
 		parse_error(p, "more than %d entries for the same host; list "
 		    "its ports on one line", AL_CHAIN_MAX);
 		return;
+	}
+	if (opts != NULL) {
+		int64_t in = al_opts_commit(al, p->opts, p->line);
+		if (in < 0)
+			goto nomem;
+		e.insp = (uint32_t)in;
 	}
 	if (!e.all_ports && nports > AL_PORTS_INLINE)
 		al->nports += nports;
@@ -454,8 +491,8 @@ static void
 parse_line(struct parse *p, const char *s, size_t len)
 {
 	const char *hash = memchr(s, '#', len);
+	struct al_opts opts;
 	size_t tok, rest;
-	char q[128];
 
 	if (hash != NULL)
 		len = (size_t)(hash - s);
@@ -471,13 +508,24 @@ parse_line(struct parse *p, const char *s, size_t len)
 		;
 	for (rest = tok; rest < len && parse_is_space(s[rest]); rest++)
 		;
-	if (rest < len) {
-		parse_error(p, "unexpected '%s' after the entry (one entry "
-		    "per line; comments start with '#')",
-		    parse_quote(s + rest, len - rest, q, sizeof(q)));
+	if (rest == len) {
+		parse_entry(p, s, tok);
 		return;
 	}
+	if (s[0] == '!') {
+		parse_error(p, "deny entries take no options (they deny "
+		    "every request to the host)");
+		return;
+	}
+	if (!al_opts_parse(p->al, p->diag, p->line, s + rest, len - rest,
+	    &opts, &p->nomem)) {
+		p->errors++;
+		return;
+	}
+	p->opts = opts.inspect ? &opts : NULL;
 	parse_entry(p, s, tok);
+	p->opts = NULL;
+	al_opts_cleanup(&opts);
 }
 
 long
@@ -504,6 +552,8 @@ al_parse_text(struct allowlist *al, const char *text, size_t len,
 		i += n + 1;
 	}
 	if (p.nomem)
+		return -ENOMEM;
+	if (p.errors == 0 && al_opts_finish(al) < 0)
 		return -ENOMEM;
 	if (diag != NULL && p.errors == 0) {
 		/* Duplicates were reported while adding; coverage needs all

@@ -2,8 +2,10 @@
  * Allowlist benchmark: writes a 100,000-entry and a 1,000-entry file to
  * /tmp, times loading (read + parse + warnings pass) and lookups per second
  * on one core for a mix of hits and misses. Equal lookup rates for both
- * sizes show the cost does not grow with entries. A last case times
- * wildcards over public suffixes, whose matches ask libpsl.
+ * sizes show the cost does not grow with entries. Then wildcards over
+ * public suffixes, whose matches ask libpsl, and allowlist_inspect_check
+ * (the proxy's per-request check in inspected connections) for a typical
+ * entry and one at the option limits.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -218,6 +220,72 @@ bench_run_psl(void)
 	return 0;
 }
 
+/* Requests checked against the options of the entry deciding host. */
+static int
+bench_run_inspect(const char *what, const char *text)
+{
+	static const char *const targets[] = {
+	    "/repos/cordon/cordon/pulls?state=open&per_page=100&page=3",
+	    "/user", "/simple/requests/", "/orgs/x/members?filter=all",
+	    "/repos/a/b/../../admin", "/simple/%2e%2e/x",
+	    "/packages/ab/cd/ef0123456789/requests-2.32.3-py3-none-any.whl",
+	    "/zzz/not/listed/anywhere/at/all/so/every/pattern/is/tried" };
+	static const char *const methods[] = { "GET", "POST", "DELETE" };
+	struct allowlist_decision d;
+	struct allowlist_set *set;
+	double best = 0, t0, c0, c1;
+	unsigned long n, ok = 0;
+
+	if (allowlist_set_parse("inspect.list", text, strlen(text), &set,
+	    NULL) != 0 || !allowlist_match(allowlist_set_policy(set, NULL),
+	    "api.example.com", 443, &d) || d.inspect == NULL) {
+		fprintf(stderr, "bench_allowlist: inspect.list did not load\n");
+		allowlist_set_free(set);
+		return 1;
+	}
+	for (int round = 0; round < ROUNDS; round++) {
+		t0 = bench_now(CLOCK_MONOTONIC);
+		c0 = bench_now(CLOCK_THREAD_CPUTIME_ID);
+		n = ok = 0;
+		do {
+			for (unsigned j = 0; j < 1024; j++)
+				ok += allowlist_inspect_check(d.inspect,
+				    methods[j % 3], targets[j % 8], NULL);
+			n += 1024;
+		} while (bench_now(CLOCK_MONOTONIC) - t0 < LOOKUP_SECS);
+		c1 = bench_now(CLOCK_THREAD_CPUTIME_ID);
+		if ((double)n / (c1 - c0) / 1e6 > best)
+			best = (double)n / (c1 - c0) / 1e6;
+	}
+	printf("  inspect check, %s: %5.2f M/s per CPU-second (%.0f%% "
+	    "allowed)\n", what, best, 100.0 * (double)ok / (double)n);
+	allowlist_set_free(set);
+	return 0;
+}
+
+/* An entry at the limits: 16 methods, 64 patterns of which the last
+ * ones are what the requests match. */
+static int
+bench_run_inspect_max(void)
+{
+	char text[8192];
+	size_t off;
+	int r;
+
+	off = (size_t)snprintf(text, sizeof(text), "api.example.com inspect "
+	    "methods=GET,POST,DELETE");
+	for (int i = 0; i < 13; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, ",X%c",
+		    'A' + i);
+	off += (size_t)snprintf(text + off, sizeof(text) - off, " paths=");
+	for (int i = 0; i < 61; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off,
+		    "/repos/cordon/pattern-number-%d/*,", i);
+	snprintf(text + off, sizeof(text) - off, "/repos/*,/user,/simple/*\n");
+	r = bench_run_inspect("16 methods, 64 patterns", text);
+	return r;
+}
+
 int
 main(void)
 {
@@ -225,7 +293,10 @@ main(void)
 	    "(targets: 100k entries load < 100 ms, >= 2 M lookups/s)\n",
 	    ROUNDS);
 	if (bench_run(100000) != 0 || bench_run(1000) != 0 ||
-	    bench_run_psl() != 0)
+	    bench_run_psl() != 0 ||
+	    bench_run_inspect("2 methods, 3 patterns", "api.example.com "
+	    "inspect methods=GET,POST paths=/repos/*,/user,/simple/*\n") != 0 ||
+	    bench_run_inspect_max() != 0)
 		return 1;
 	return 0;
 }

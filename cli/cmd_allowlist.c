@@ -1,14 +1,19 @@
 /*
  * `cordon allowlist check|explain`: lint an allowlist file or policy
- * directory, and say which line allows or denies a HOST[:PORT]. Exit codes:
- * check 0 valid / 1 errors; explain 0 allow / 1 deny / 2 usage or broken
- * file.
+ * directory (entry options and the secrets they name included), and say
+ * which line allows or denies a HOST[:PORT], and, for an inspected entry,
+ * a METHOD and PATH. Exit codes: check 0 valid / 1 errors; explain 0 allow
+ * / 1 deny / 2 usage or broken file. No secret value is ever printed.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allowlist/allowlist.h"
 #include "cli/cmd.h"
+#include "common/config.h"
 
 #define EXPLAIN_DEFAULT_PORT	443
 
@@ -16,9 +21,11 @@ static void
 allowlist_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: cordon allowlist check FILE|DIR\n"
+	    "usage: cordon allowlist check FILE|DIR [--secrets PATH] "
+	    "[--require-secrets]\n"
 	    "       cordon allowlist explain FILE|DIR HOST[:PORT] "
 	    "[--policy NAME]\n"
+	    "                [--method METHOD --path PATH] [--secrets PATH]\n"
 	    "\n"
 	    "check    list every error and warning; exit 0 when valid, 1 "
 	    "otherwise\n"
@@ -28,7 +35,17 @@ allowlist_usage(FILE *f)
 	    "allow,\n"
 	    "         1 deny, 2 usage error or broken file. A directory holds "
 	    "NAME.list\n"
-	    "         policies; 'default' is used without --policy.\n");
+	    "         policies; 'default' is used without --policy. With "
+	    "--method and\n"
+	    "         --path, also whether the deciding entry lets that "
+	    "request through.\n"
+	    "--secrets PATH  the secrets store inject= names refer to "
+	    "(default: config\n"
+	    "         egress_secrets; '' for none). When it cannot be read "
+	    "(not root),\n"
+	    "         secret names are not verified: a warning, or with "
+	    "--require-secrets\n"
+	    "         an error.\n");
 }
 
 static void
@@ -40,16 +57,72 @@ allowlist_print_diag(const struct allowlist_diag *diag)
 		fprintf(stderr, "... and %zu more\n", diag->dropped);
 }
 
+/* What the command line said about secrets. */
+struct secrets_arg {
+	const char *path;	/* --secrets, or NULL: from the config */
+	bool require;		/* --require-secrets */
+	char cfg[256];		/* the config's egress_secrets */
+};
+
+/*
+ * Fills o for loading: the store from --secrets or the config. When the
+ * store exists but this user may not read it, secret names are not
+ * verified (o->secrets_unverified), and *unverified says so. Returns 0,
+ * or -1 after printing why (a broken config).
+ */
 static int
-allowlist_check(const char *path)
+allowlist_secrets(struct secrets_arg *sa, struct allowlist_load_opts *o,
+    bool *unverified)
 {
+	struct config c;
+	char err[512];
+
+	*unverified = false;
+	o->secrets = sa->path;
+	o->secrets_unverified = false;
+	if (o->secrets == NULL) {
+		if (config_load(&c, NULL, err, sizeof(err)) < 0) {
+			fprintf(stderr, "cordon allowlist: %s (the secrets store "
+			    "comes from egress_secrets; or give --secrets "
+			    "PATH)\n", err);
+			return -1;
+		}
+		snprintf(sa->cfg, sizeof(sa->cfg), "%s", c.egress_secrets);
+		o->secrets = sa->cfg;
+	}
+	if (o->secrets[0] != '\0' && faccessat(AT_FDCWD, o->secrets, R_OK,
+	    AT_EACCESS) < 0 && (errno == EACCES || errno == EPERM)) {
+		o->secrets_unverified = true;
+		*unverified = true;
+	}
+	return 0;
+}
+
+static void
+allowlist_unverified_note(const char *secrets, bool require)
+{
+	fprintf(stderr, "cordon allowlist: %s: cannot read the secrets store "
+	    "(%s): secret names were not verified; run as root to verify "
+	    "them%s\n", secrets, strerror(EACCES), require ?
+	    " (--require-secrets: this is an error)" : "");
+}
+
+static int
+allowlist_check(const char *path, struct secrets_arg *sa)
+{
+	struct allowlist_load_opts o = { 0 };
 	struct allowlist_diag diag;
 	struct allowlist_set *set;
+	bool unverified;
 	int r;
 
+	if (allowlist_secrets(sa, &o, &unverified) < 0)
+		return 1;
 	allowlist_diag_init(&diag);
-	r = allowlist_set_load(path, &set, &diag);
+	r = allowlist_set_load_opts(path, &o, &set, &diag);
 	allowlist_print_diag(&diag);
+	if (unverified && (set == NULL || allowlist_set_inject_count(set) > 0))
+		allowlist_unverified_note(o.secrets, sa->require);
 	if (r < 0) {
 		fprintf(stderr, "%s: %zu error%s\n", path, diag.errors,
 		    diag.errors == 1 ? "" : "s");
@@ -59,18 +132,25 @@ allowlist_check(const char *path)
 	printf("%s: ok", path);
 	for (size_t i = 0; i < allowlist_set_count(set); i++) {
 		const char *name = allowlist_set_name(set, i);
-		size_t n = allowlist_entry_count(allowlist_set_policy(set,
-		    name));
-		printf("%s %s (%zu %s)", i == 0 ? "," : ";", name, n,
+		const struct allowlist *al = allowlist_set_policy(set, name);
+		size_t n = allowlist_entry_count(al);
+		size_t k = allowlist_inspect_count(al);
+		printf("%s %s (%zu %s", i == 0 ? "," : ";", name, n,
 		    n == 1 ? "entry" : "entries");
+		if (k > 0)
+			printf(", %zu inspected", k);
+		printf(")");
 	}
 	if (diag.warnings > 0)
 		printf(", %zu warning%s", diag.warnings,
 		    diag.warnings == 1 ? "" : "s");
+	if (unverified && (set == NULL || allowlist_set_inject_count(set) > 0))
+		printf(", secret names not verified");
 	printf("\n");
+	r = unverified && sa->require && (set == NULL || allowlist_set_inject_count(set) > 0);
 	allowlist_diag_cleanup(&diag);
 	allowlist_set_free(set);
-	return 0;
+	return r;
 }
 
 static void
@@ -89,19 +169,55 @@ allowlist_print_decision(const struct allowlist_decision *d,
 	printf("\n");
 }
 
-static int
-allowlist_explain(const char *path, const char *authority, const char *policy)
+/* The deciding entry's options, and the request's fate when asked. Never
+ * prints inject_value. Returns whether the request (if any) passes. */
+static bool
+allowlist_print_inspect(const struct allowlist_decision *d,
+    const char *method, const char *target, bool unverified)
 {
+	const struct allowlist_inspect *in = d->inspect;
+	const char *why;
+	bool ok;
+
+	if (in == NULL) {
+		if (method != NULL)
+			printf("request %s %s: allow (not inspected: the "
+			    "tunnel passes any request)\n", method, target);
+		return true;
+	}
+	printf("inspect: %s\n", in->text);
+	if (in->inject_header != NULL)
+		printf("inject: header '%s' from secret '%s' (value not "
+		    "shown%s)\n", in->inject_header, in->inject_secret,
+		    unverified ? "; not verified" : "");
+	if (method == NULL)
+		return true;
+	ok = allowlist_inspect_check(in, method, target, &why);
+	printf("request %s %s: %s", method, target, ok ? "allow" : "deny");
+	printf(" (%s)\n", why);
+	return ok;
+}
+
+static int
+allowlist_explain(const char *path, const char *authority, const char *policy,
+    const char *method, const char *target, struct secrets_arg *sa)
+{
+	struct allowlist_load_opts o = { 0 };
 	struct allowlist_decision d;
 	struct allowlist_diag diag;
 	struct allowlist_set *set;
 	const struct allowlist *al;
+	bool unverified, ok;
 	int r;
 
+	if (allowlist_secrets(sa, &o, &unverified) < 0)
+		return 2;
 	allowlist_diag_init(&diag);
-	r = allowlist_set_load(path, &set, &diag);
+	r = allowlist_set_load_opts(path, &o, &set, &diag);
 	allowlist_print_diag(&diag);
 	allowlist_diag_cleanup(&diag);
+	if (unverified && (set == NULL || allowlist_set_inject_count(set) > 0))
+		allowlist_unverified_note(o.secrets, false);
 	if (r < 0) {
 		fprintf(stderr, "cordon allowlist: cannot load %s\n", path);
 		return 2;
@@ -118,14 +234,45 @@ allowlist_explain(const char *path, const char *authority, const char *policy)
 	}
 	allowlist_match_authority(al, authority, EXPLAIN_DEFAULT_PORT, &d);
 	allowlist_print_decision(&d, path, policy != NULL ? policy : "default");
+	ok = d.allowed;
+	if (ok)
+		ok = allowlist_print_inspect(&d, method, target, unverified);
 	allowlist_set_free(set);
-	return d.allowed ? 0 : 1;
+	return ok ? 0 : 1;
+}
+
+/* "--name VALUE" or "--name=VALUE" at argv[*i]: true with *out set (once
+ * only); *bad set when the value is missing or repeated. */
+static bool
+allowlist_opt(int argc, char **argv, int *i, const char *name,
+    const char **out, bool *bad)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n) != 0)
+		return false;
+	if (argv[*i][n] == '=') {
+		if (*out != NULL)
+			*bad = true;
+		*out = argv[*i] + n + 1;
+		return true;
+	}
+	if (argv[*i][n] != '\0')
+		return false;
+	if (*out != NULL || *i + 1 >= argc) {
+		*bad = true;
+		return true;
+	}
+	*out = argv[++*i];
+	return true;
 }
 
 int
 cmd_allowlist(int argc, char **argv)
 {
-	const char *args[2], *policy = NULL;
+	const char *args[2], *policy = NULL, *method = NULL, *target = NULL;
+	struct secrets_arg sa = { .path = NULL };
+	bool check, bad = false;
 	int nargs = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -139,41 +286,48 @@ cmd_allowlist(int argc, char **argv)
 		allowlist_usage(stderr);
 		return 2;
 	}
-	if (strcmp(argv[1], "check") == 0) {
-		if (argc != 3) {
-			allowlist_usage(stderr);
-			return 2;
-		}
-		return allowlist_check(argv[2]);
-	}
-	if (strcmp(argv[1], "explain") != 0) {
+	check = strcmp(argv[1], "check") == 0;
+	if (!check && strcmp(argv[1], "explain") != 0) {
 		fprintf(stderr, "cordon allowlist: unknown command '%s'\n",
 		    argv[1]);
 		allowlist_usage(stderr);
 		return 2;
 	}
-	for (int i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--policy") == 0 && i + 1 < argc &&
-		    policy == NULL) {
-			policy = argv[++i];
-		} else if (strncmp(argv[i], "--policy=", 9) == 0 &&
-		    policy == NULL) {
-			policy = argv[i] + 9;
-		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
-			fprintf(stderr, "cordon allowlist: bad option '%s'\n",
-			    argv[i]);
-			allowlist_usage(stderr);
-			return 2;
-		} else if (nargs < 2) {
-			args[nargs++] = argv[i];
+	for (int i = 2; i < argc && !bad; i++) {
+		const char *arg = argv[i];
+		if (allowlist_opt(argc, argv, &i, "--secrets", &sa.path,
+		    &bad) || (!check && (allowlist_opt(argc, argv, &i,
+		    "--policy", &policy, &bad) || allowlist_opt(argc, argv,
+		    &i, "--method", &method, &bad) || allowlist_opt(argc, argv,
+		    &i, "--path", &target, &bad)))) {
+			;
+		} else if (check && strcmp(arg, "--require-secrets") == 0) {
+			sa.require = true;
+		} else if (arg[0] == '-' && arg[1] == '-') {
+			bad = true;
+		} else if (nargs < (check ? 1 : 2)) {
+			args[nargs++] = arg;
 		} else {
 			allowlist_usage(stderr);
 			return 2;
 		}
+		if (bad) {
+			fprintf(stderr, "cordon allowlist: bad option '%s'\n",
+			    arg);
+			allowlist_usage(stderr);
+			return 2;
+		}
 	}
-	if (nargs != 2) {
+	if (nargs != (check ? 1 : 2)) {
 		allowlist_usage(stderr);
 		return 2;
 	}
-	return allowlist_explain(args[0], args[1], policy);
+	if ((method == NULL) != (target == NULL)) {
+		fprintf(stderr, "cordon allowlist: --method and --path go "
+		    "together\n");
+		return 2;
+	}
+	if (check)
+		return allowlist_check(args[0], &sa);
+	return allowlist_explain(args[0], args[1], policy, method, target, &sa);
 }

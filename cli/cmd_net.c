@@ -159,7 +159,8 @@ net_up(const struct config *c, int argc, char **argv)
 		fprintf(stderr, "cordon net up: %s\n", err);
 		return 1;
 	}
-	o = (struct netsetup_up_opts){ al, proxy, pargs, npargs };
+	o = (struct netsetup_up_opts){ al, proxy, pargs, npargs,
+	    c->egress_secrets[0] != '\0' ? c->egress_secrets : NULL };
 	rc = netsetup_up(&p, &o, &changes, err, sizeof(err));
 	print_changes(changes, rc == 0 ? "already up: nothing changed" : "");
 	free(changes);

@@ -47,6 +47,7 @@ static const struct field top_fields[] = {
 	STR("proxy_user", proxy_user),
 	STR("proxy_bin", proxy_bin),
 	STR("egress_default_policy", egress_default_policy),
+	STR("egress_secrets", egress_secrets),
 	INT("egress_run_max_conns", egress_run_max_conns, 1, 65535),
 	{ "egress_run_bytes_up", F_SIZE, offsetof(struct config,
 	    egress_run_bytes_up), 0, 0, 1LL << 53 },
@@ -528,6 +529,9 @@ config_check(const struct config *c, const char *name, char *err,
 	if (!config_policy_name_valid(c->egress_default_policy))
 		return fail(err, errlen, name, "egress_default_policy: a policy "
 		    "name (1-%d of [A-Za-z0-9_-])", CONFIG_POLICY_MAX);
+	if (c->egress_secrets[0] != '\0' && c->egress_secrets[0] != '/')
+		return fail(err, errlen, name, "egress_secrets: an absolute "
+		    "path (or empty for none)");
 	if (strcmp(c->user, "0") == 0 || strncmp(c->user, "0:", 2) == 0 ||
 	    strncmp(c->user, "root", 4) == 0)
 		return fail(err, errlen, name, "user: must not be root");

@@ -101,6 +101,10 @@ struct config {
 	/* Egress per run: the policy a proxy-mode run gets when it names
 	 * none, and the limits the proxy holds each run to. */
 	char egress_default_policy[CONFIG_POLICY_MAX + 1];
+	/* Secrets store for allowlist inject= options: a root-only file of
+	 * NAME=VALUE lines or directory of one file per secret
+	 * (allowlist/README.md); "" = none. */
+	char egress_secrets[256];
 	int64_t egress_run_max_conns;	/* concurrent proxy connections */
 	uint64_t egress_run_bytes_up;	/* 0: unlimited */
 	uint64_t egress_run_bytes_down;	/* 0: unlimited */

@@ -30,6 +30,9 @@ struct netsetup_params {
 	int port;			/* proxy port on the gateway */
 	char proxy_user[32];
 	char state_dir[300];		/* <state_dir>/net-<bridge> */
+	char ca_dir[300];		/* <state_dir>/egress-ca: the egress
+					   CA (TLS inspection), made once by
+					   net up, kept by net down */
 	char chain_in[32];		/* CORDON-IN-<bridge> */
 	char chain_fwd[32];		/* CORDON-FWD-<bridge> */
 };
@@ -59,6 +62,7 @@ struct netsetup_up_opts {
 	const char *proxy_bin;		/* cordon-proxy executable */
 	const char *const *proxy_args;	/* extra proxy arguments, or NULL */
 	size_t nproxy_args;
+	const char *secrets;		/* config egress_secrets, or NULL */
 };
 
 /*
@@ -121,6 +125,9 @@ struct netsetup_run_args {
 	size_t argc;			/* further options, before the image: */
 	const char *argv[NETSETUP_RUN_ARGS_MAX + 1];	/* NULL-terminated */
 	char buf[1024];
+	/* The CA bundle (system roots + the egress CA) to mount read-only
+	 * in the container: <state_dir>/egress-ca/ca-bundle.pem. */
+	char ca_bundle[320];
 };
 
 /*

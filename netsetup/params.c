@@ -92,6 +92,11 @@ netsetup_params_init(struct netsetup_params *p, const struct config *c,
 	p->port = (int)c->proxy_port;
 	snprintf(p->state_dir, sizeof(p->state_dir), "%s/net-%s", c->state_dir,
 	    c->egress_bridge);
+	if ((size_t)snprintf(p->ca_dir, sizeof(p->ca_dir), "%s/egress-ca",
+	    c->state_dir) >= sizeof(p->ca_dir) - 16) {
+		snprintf(err, errlen, "state_dir '%s': too long", c->state_dir);
+		return -EINVAL;
+	}
 	snprintf(p->chain_in, sizeof(p->chain_in), "CORDON-IN-%s", p->bridge);
 	snprintf(p->chain_fwd, sizeof(p->chain_fwd), "CORDON-FWD-%s",
 	    p->bridge);
@@ -162,6 +167,12 @@ netsetup_run_args(const struct config *c, const struct netsetup_endpoint *ep,
 	rc |= args_addf(out, &used, "--env");
 	rc |= args_addf(out, &used, "no_proxy=");
 	if (rc != 0) {
+		memset(out, 0, sizeof(*out));
+		return -ENOSPC;
+	}
+	if ((size_t)snprintf(out->ca_bundle, sizeof(out->ca_bundle),
+	    "%s/egress-ca/ca-bundle.pem", c->state_dir) >=
+	    sizeof(out->ca_bundle)) {
 		memset(out, 0, sizeof(*out));
 		return -ENOSPC;
 	}

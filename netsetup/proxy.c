@@ -35,7 +35,7 @@ int
 netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out)
 {
-	char listen[40], control[NETSETUP_CONTROL_MAX];
+	char listen[40], control[NETSETUP_CONTROL_MAX], cert[340], key[340];
 	cJSON *a;
 	int rc;
 
@@ -47,6 +47,8 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	if ((a = cJSON_CreateArray()) == NULL)
 		return -ENOMEM;
 	snprintf(listen, sizeof(listen), "%s:%d", p->gateway, p->port);
+	snprintf(cert, sizeof(cert), "%s/ca.crt", p->ca_dir);
+	snprintf(key, sizeof(key), "%s/ca.key", p->ca_dir);
 	/* The proxy binds and loads its allowlist first, then drops to the
 	 * proxy user itself: neither file needs to be readable by it. */
 	if ((rc = argv_add(a, o->proxy_bin)) < 0 ||
@@ -59,7 +61,15 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	    (rc = argv_add(a, "--control")) < 0 ||
 	    (rc = argv_add(a, control)) < 0 ||
 	    (rc = argv_add(a, "--user")) < 0 ||
-	    (rc = argv_add(a, p->proxy_user)) < 0)
+	    (rc = argv_add(a, p->proxy_user)) < 0 ||
+	    /* TLS inspection: the egress CA (netsetup_proxy_up makes it)
+	     * and the secrets that inject= options name. */
+	    (rc = argv_add(a, "--ca-cert")) < 0 ||
+	    (rc = argv_add(a, cert)) < 0 ||
+	    (rc = argv_add(a, "--ca-key")) < 0 ||
+	    (rc = argv_add(a, key)) < 0 ||
+	    (o->secrets != NULL && ((rc = argv_add(a, "--secrets")) < 0 ||
+	    (rc = argv_add(a, o->secrets)) < 0)))
 		goto bad;
 	for (size_t i = 0; i < o->nproxy_args; i++)
 		if ((rc = argv_add(a, o->proxy_args[i])) < 0)
@@ -181,6 +191,36 @@ proxy_check(const char **argv, size_t argc, const char *bin, char *err,
 	return rc == -EIO ? -EINVAL : rc;
 }
 
+/* The egress CA, once (`cordon-proxy --make-ca`: the key-making stays
+ * in the proxy, which links OpenSSL's TLS side; netsetup only runs it),
+ * and its bundle, refreshed from the system roots every time. */
+static int
+proxy_make_ca(const struct netsetup_params *p, const char *bin,
+    struct cbuf *changes, char *err, size_t errlen)
+{
+	const char *argv[] = { bin, "--make-ca", p->ca_dir, NULL };
+	char why[300], *out = NULL;
+	int rc;
+
+	rc = netsetup_exec(argv, NULL, &out, NULL, err, errlen);
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "cannot make the egress CA in %s: %s",
+		    p->ca_dir, why);
+		free(out);
+		return rc;
+	}
+	/* "made", "bundle" (the roots changed) or "kept": only changes are
+	 * listed, so a second `net up` says nothing changed. */
+	if (out != NULL && strncmp(out, "made", 4) == 0)
+		netsetup_note(changes, "made the egress CA in %s", p->ca_dir);
+	else if (out != NULL && strncmp(out, "bundle", 6) == 0)
+		netsetup_note(changes, "rewrote %s/ca-bundle.pem (system roots "
+		    "changed)", p->ca_dir);
+	free(out);
+	return 0;
+}
+
 /* Waits until the proxy accepts on gateway:port. */
 static int
 proxy_wait(const struct netsetup_params *p, bool systemd, const char *pidp,
@@ -219,6 +259,8 @@ netsetup_proxy_up(const struct netsetup_params *p,
 	netsetup_state_path(p, "supervisor.pid", pidp, sizeof(pidp));
 	netsetup_state_path(p, "proxy.pid", cpidp, sizeof(cpidp));
 	netsetup_state_path(p, "proxy.log", logp, sizeof(logp));
+	if ((rc = proxy_make_ca(p, o->proxy_bin, changes, err, errlen)) < 0)
+		return rc;
 	rc = proxy_stop_old(recorded, want, systemd, pidp, cpidp, changes, err,
 	    errlen);
 	if (rc < 0)

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 static int
@@ -212,6 +213,15 @@ netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
 		return -ENETDOWN;
 	}
 	cJSON_Delete(st);
+	{
+		char bundle[340];
+		snprintf(bundle, sizeof(bundle), "%s/ca-bundle.pem", p.ca_dir);
+		if (access(bundle, R_OK) != 0) {
+			snprintf(err, errlen, "the egress CA bundle %s is "
+			    "missing; run 'cordon net up'", bundle);
+			return -ENETDOWN;
+		}
+	}
 	if (ep != NULL) {
 		snprintf(ep->gateway, sizeof(ep->gateway), "%s", p.gateway);
 		ep->port = p.port;

@@ -361,10 +361,16 @@ ctl_setid(const struct views *v, struct probe_report *rep)
 	    n && cJSON_IsString(first) ? first->valuestring : "");
 }
 
+/* Proxy mode: the CA bundle (system roots + the egress CA, for TLS
+ * inspection), mounted read-only there by runner/docker_argv.c. */
+#define PROBE_CA_BUNDLE "/etc/cordon/ca-bundle.pem"
+
 /* The only mount points a Cordon container may have (gVisor's view). */
 static bool
-mount_allowed(const char *p)
+mount_allowed(const char *p, bool proxy)
 {
+	if (proxy && strcmp(p, PROBE_CA_BUNDLE) == 0)
+		return true;
 	static const char *const ok[] = { "/", "/dev", "/dev/pts", "/dev/shm",
 	    "/dev/mqueue", "/sys", "/proc", "/tmp", "/etc/hosts",
 	    "/etc/hostname", "/etc/resolv.conf", "/in" };
@@ -377,10 +383,13 @@ mount_allowed(const char *p)
 }
 
 static void
-ctl_mounts(const struct views *v, struct probe_report *rep)
+ctl_mounts(const struct probe_expect *e, const struct views *v,
+    struct probe_report *rep)
 {
-	struct probe_control *c = control(rep, "no_host_mounts",
-	    "no Docker socket, no host paths beyond /in");
+	bool proxy = strcmp(e->mode, "proxy") == 0;
+	struct probe_control *c = control(rep, "no_host_mounts", proxy ?
+	    "no Docker socket, no host paths beyond /in and the CA bundle "
+	    "(read-only)" : "no Docker socket, no host paths beyond /in");
 	const cJSON *m, *mounts = get(v->in, "mounts");
 	const cJSON *socks = get(v->in, "sockets");
 	const cJSON *hm = v->host ? cJSON_GetObjectItemCaseSensitive(v->host,
@@ -394,13 +403,18 @@ ctl_mounts(const struct views *v, struct probe_report *rep)
 	}
 	cJSON_ArrayForEach(m, mounts) {
 		const cJSON *p = cJSON_GetArrayItem(m, 0);
-		if (!cJSON_IsString(p) || !mount_allowed(p->valuestring)) {
+		if (!cJSON_IsString(p) || !mount_allowed(p->valuestring,
+		    proxy)) {
 			bad = cJSON_IsString(p) ? p->valuestring : "(malformed)";
 			break;
 		}
 	}
 	cJSON_ArrayForEach(m, hm) {
 		const char *dst = get_str(m, "Destination");
+		const cJSON *rw = cJSON_GetObjectItemCaseSensitive(m, "RW");
+		if (proxy && dst != NULL && strcmp(dst, PROBE_CA_BUNDLE) == 0 &&
+		    cJSON_IsFalse(rw))
+			continue;
 		if (dst == NULL || strcmp(dst, "/in") != 0) {
 			bad = dst ? dst : "(malformed host mount)";
 			break;
@@ -420,6 +434,11 @@ ctl_env(const struct probe_expect *e, const struct views *v,
 	    "LC_ALL", "LC_CTYPE", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
 	    "PYTHONIOENCODING", "TMPDIR", "PWD", "HTTP_PROXY", "HTTPS_PROXY",
 	    "http_proxy", "https_proxy", "NO_PROXY", "no_proxy" };
+	/* Proxy mode: where clients find the CA bundle. */
+	static const char *const ca[] = { "SSL_CERT_FILE",
+	    "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
+	    "NODE_EXTRA_CA_CERTS" };
+	bool proxy = strcmp(e->mode, "proxy") == 0;
 	struct probe_control *c = control(rep, "environment",
 	    "only Cordon's fixed variables; host marker %s absent",
 	    e->marker_var ? e->marker_var : "-");
@@ -439,6 +458,10 @@ ctl_env(const struct probe_expect *e, const struct views *v,
 		}
 		for (i = 0; i < n && strcmp(k->valuestring, ok[i]) != 0; i++)
 			;
+		for (size_t j = 0; proxy && i == n && j < sizeof(ca) /
+		    sizeof(ca[0]); j++)
+			if (strcmp(k->valuestring, ca[j]) == 0)
+				i = 0;
 		if (i == n) {
 			bad = k->valuestring;
 			break;
@@ -515,7 +538,7 @@ probe_evaluate(const struct probe_expect *e, const char *inside,
 	ctl_memory(e, &v, rep);
 	ctl_fsize(e, &v, rep);
 	ctl_setid(&v, rep);
-	ctl_mounts(&v, rep);
+	ctl_mounts(e, &v, rep);
 	ctl_env(e, &v, rep);
 	ctl_network(e, &v, rep);
 	rep->pass = v.in != NULL && v.host != NULL;

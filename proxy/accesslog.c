@@ -260,6 +260,11 @@ proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 	out_num(&o, "dns_ms", e->dns_ms);
 	out_num(&o, "connect_ms", e->connect_ms);
 	out_str(&o, "sni", e->sni);
+	if (e->inspected) {
+		if (e->path != NULL)
+			out_str(&o, "path", e->path);
+		out_fmt(&o, ",\"inspected\":true");
+	}
 	out_raw(&o, "}\n", 2);
 	if (o.overflow)
 		return -ENOSPC;
@@ -270,8 +275,9 @@ proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 int
 proxy_accesslog_write(struct accesslog *al, const struct accesslog_entry *e)
 {
-	/* A 255-byte server_name escaped byte by byte takes 1530. */
-	char line[4096];
+	/* A 255-byte server_name escaped byte by byte takes 1530, a
+	 * 256-byte path 1536. */
+	char line[6144];
 	int n;
 	ssize_t w;
 

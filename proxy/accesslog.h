@@ -8,6 +8,7 @@
 #ifndef CORDON_PROXY_ACCESSLOG_H
 #define CORDON_PROXY_ACCESSLOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,11 @@ struct accesslog_entry {
 	int64_t dns_ms;
 	int64_t connect_ms;
 	const char *sni;	/* CONNECT: the ClientHello's server_name */
+	/* TLS inspection: the request was checked against an entry's
+	 * options ("inspected": true, and "path" when set: query stripped);
+	 * both are left out of other lines. */
+	bool inspected;
+	const char *path;
 };
 
 /* path "-" is stdout. Returns 0 and *out (caller frees), or a negative

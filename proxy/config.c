@@ -25,6 +25,8 @@ enum {
 	OPT_LOG_LEVEL, OPT_HELP, OPT_NO_SPLICE, OPT_CONTROL, OPT_RUN_MAX_CONNS,
 	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN, OPT_SNI_TIMEOUT, OPT_NO_SNI_CHECK,
 	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP, OPT_SELF_REFRESH,
+	OPT_CA_CERT, OPT_CA_KEY, OPT_UPSTREAM_CA, OPT_SECRETS, OPT_MAKE_CA,
+	OPT_CA_ROOTS,
 };
 
 static const struct option config_options[] = {
@@ -56,6 +58,12 @@ static const struct option config_options[] = {
 	{ "access-log-keep", required_argument, NULL, OPT_ACCESS_LOG_KEEP },
 	{ "sni-timeout", required_argument, NULL, OPT_SNI_TIMEOUT },
 	{ "insecure-no-sni-check", no_argument, NULL, OPT_NO_SNI_CHECK },
+	{ "ca-cert", required_argument, NULL, OPT_CA_CERT },
+	{ "ca-key", required_argument, NULL, OPT_CA_KEY },
+	{ "upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA },
+	{ "secrets", required_argument, NULL, OPT_SECRETS },
+	{ "make-ca", required_argument, NULL, OPT_MAKE_CA },
+	{ "ca-roots", required_argument, NULL, OPT_CA_ROOTS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -75,6 +83,9 @@ proxy_config_usage(void)
 	    "    [--run-bytes-down SIZE]] [--sni-timeout S]\n"
 	    "    [--insecure-no-sni-check] [--check]\n"
 	    "    [--access-log-max SIZE [--access-log-keep N]]\n"
+	    "    [--ca-cert FILE --ca-key FILE] [--upstream-ca FILE]\n"
+	    "    [--secrets FILE|DIR]\n"
+	    "   or: cordon-proxy --make-ca DIR [--ca-roots FILE]\n"
 	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
 	    "The bound address is logged as \"listening on ADDR:PORT\".\n"
 	    "--control PATH: run mode (per-run credentials and policies,\n"
@@ -87,7 +98,14 @@ proxy_config_usage(void)
 	    "(address-self) unless --allow-address opens it; they are reread\n"
 	    "on SIGHUP and every --self-refresh seconds (default 30).\n"
 	    "--insecure-no-sni-check: WEAKENS egress: tunnels no longer\n"
-	    "check that the TLS server_name matches the CONNECT host.\n";
+	    "check that the TLS server_name matches the CONNECT host.\n"
+	    "--ca-cert/--ca-key: the egress CA that TLS inspection (allowlist\n"
+	    "entries with `inspect`) mints its leaves with; --upstream-ca\n"
+	    "replaces the system roots for upstream verification; --secrets:\n"
+	    "the store inject= options name (root-only).\n"
+	    "--make-ca DIR: make the CA once in DIR (ca.key, ca.crt) and\n"
+	    "rewrite DIR/ca-bundle.pem (--ca-roots, default\n"
+	    "/etc/ssl/certs/ca-certificates.crt, then ca.crt), then exit.\n";
 }
 
 void
@@ -384,6 +402,12 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 	case OPT_NO_SNI_CHECK:
 		c->no_sni_check = true;
 		return 0;
+	case OPT_CA_CERT: c->ca_cert = arg; return 0;
+	case OPT_CA_KEY: c->ca_key = arg; return 0;
+	case OPT_UPSTREAM_CA: c->upstream_ca = arg; return 0;
+	case OPT_SECRETS: c->secrets = arg; return 0;
+	case OPT_MAKE_CA: c->make_ca = arg; return 0;
+	case OPT_CA_ROOTS: c->ca_roots = arg; return 0;
 	case OPT_CONTROL:
 		if (arg[0] == '\0' || strlen(arg) >= 108)
 			return config_fail(err, errlen,
@@ -451,6 +475,17 @@ proxy_config_parse(struct proxy_config *c, int argc, char *const argv[],
 		    argv[optind]);
 	if (c->help)
 		return 0;
+	if (c->make_ca != NULL) {
+		if (c->make_ca[0] == '\0')
+			return config_fail(err, errlen, "--make-ca: empty path");
+		return 0;
+	}
+	if ((c->ca_cert == NULL) != (c->ca_key == NULL))
+		return config_fail(err, errlen,
+		    "--ca-cert and --ca-key go together");
+	if (c->ca_roots != NULL)
+		return config_fail(err, errlen,
+		    "--ca-roots is for --make-ca only");
 	if (c->nlisten == 0)
 		return config_fail(err, errlen, "--listen is required");
 	if (c->allowlist == NULL)

@@ -59,6 +59,18 @@ struct proxy_config {
 	 * ClientHello once it started sending. */
 	bool no_sni_check;
 	int sni_timeout_ms;
+	/* TLS inspection: the Cordon egress CA (both or neither; without
+	 * them an inspected entry's CONNECT gets 502 inspect-unavailable),
+	 * the roots to verify upstream with (NULL: the system's), and the
+	 * secrets store the allowlist's inject= options name. */
+	const char *ca_cert;
+	const char *ca_key;
+	const char *upstream_ca;
+	const char *secrets;
+	/* --make-ca DIR: make the CA (and its bundle from --ca-roots) and
+	 * exit; nothing else is needed. */
+	const char *make_ca;
+	const char *ca_roots;
 	bool help;
 	int log_level;			/* enum log_level */
 };

@@ -136,6 +136,7 @@ conn_req_free(struct conn_req *r)
 	if (r == NULL)
 		return;
 	free(r->addrs);
+	free(r->target);
 	cbuf_free(r->uphead);
 	free(r);
 }
@@ -178,6 +179,8 @@ proxy_conn_request_done(struct conn *c)
 		e.dns_ms = r->dns_ms;
 		e.connect_ms = r->connect_ms;
 		e.sni = r->sni[0] != '\0' ? r->sni : NULL;
+		e.inspected = r->inspected;
+		e.path = r->inspected && r->path[0] != '\0' ? r->path : NULL;
 		rc = proxy_accesslog_write(s->alog, &e);
 		if (rc != 0) {
 			errno = -rc;
@@ -196,6 +199,8 @@ proxy_conn_free(struct conn *c)
 
 	proxy_conn_request_done(c);
 	proxy_run_detach(c);
+	if (c->on_free != NULL)
+		c->on_free(c);
 	if (c->dq != NULL)
 		proxy_dns_cancel(c->dq);
 	event_del(&c->timer);
@@ -364,7 +369,10 @@ proxy_conn_next_request(struct conn *c)
 		proxy_conn_close_when_flushed(c);
 		return;
 	}
-	c->srv->request_wait(c);
+	if (c->wait_next != NULL)
+		c->wait_next(c);
+	else
+		c->srv->request_wait(c);
 }
 
 static void

@@ -22,6 +22,7 @@
 #include "proxy/tlshello.h"
 
 struct accesslog;
+struct allowlist_inspect;
 struct allowlist_set;
 struct bufferevent;
 struct cbuf;
@@ -30,10 +31,12 @@ struct dns_query;
 struct event;
 struct evconnlistener;
 struct helloread;
+struct inspect;
 struct proxy_metrics;
 struct proxy_run;
 struct proxy_runs;
 struct proxy_selfaddr;
+struct proxy_tls;
 struct zerocopy;
 
 /* Relay limits: bytes queued towards one side before reading from the
@@ -79,6 +82,15 @@ struct conn_req {
 	/* CONNECT: the server_name of the client's ClientHello, as sent
 	 * (for the log), or "". */
 	char sni[PROXY_TLSHELLO_NAME_MAX + 1];
+	/* TLS inspection: the deciding entry has `inspect` (a CONNECT is
+	 * then terminated, tunnel.c -> inspect.c); the request was checked
+	 * against its options (logged "inspected"), its path for the log
+	 * (query stripped, capped), and a plain-HTTP request's target as
+	 * sent (for the check; NULL for CONNECT). */
+	bool inspect;
+	bool inspected;
+	char path[257];
+	char *target;
 
 	/* Candidate addresses (permitted only), tried in order. */
 	struct sockaddr_storage *addrs;
@@ -118,6 +130,12 @@ struct conn {
 	/* A tunnel whose client's first bytes the SNI check is reading:
 	 * nothing goes upstream until its verdict. NULL otherwise. */
 	struct helloread *hr;
+	/* An inspected tunnel (inspect.c): its fixed facts, how the next
+	 * request is awaited (NULL: srv->request_wait) and what to release
+	 * when c is freed (NULL: nothing). */
+	struct inspect *insp;
+	void (*wait_next)(struct conn *c);
+	void (*on_free)(struct conn *c);
 	/* CONN_CONNECTING: what the timer calls (upstream.c sets it). */
 	void (*connect_timeout)(struct conn *c);
 	int64_t last_active_ms;	/* tunnel idle timeout */
@@ -141,6 +159,8 @@ struct proxy_server {
 	struct accesslog *alog;
 	struct proxy_metrics *m;
 	struct allowlist_set *set;
+	/* TLS inspection (--ca-cert/--ca-key), or NULL: unavailable. */
+	struct proxy_tls *tls;
 	/* Run mode (cfg->control set): the registry and its expiry timer;
 	 * NULL in standalone mode. */
 	struct proxy_runs *runs;
@@ -228,6 +248,11 @@ int proxy_run_tick_start(struct proxy_server *s);
  * removed gets "policy-removed". */
 bool proxy_policy_check(struct conn *c, const char *host, uint16_t port,
     char *why, size_t len);
+/* The same, and *inspect (may be NULL) gets the deciding allow entry's
+ * inspect options (borrowed from the current set: valid until the next
+ * reload, so use them at once), or NULL. */
+bool proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
+    char *why, size_t len, const struct allowlist_inspect **inspect);
 /* The SNI check's verdict on h, a final parse of what c's tunnel client
  * sent first: NULL to let the tunnel go on, else the refusal reason
  * (static, or written into buf). See proxy/README.md for the rules. */
@@ -243,5 +268,9 @@ void proxy_upstream_decide(struct conn *c, const struct host_parsed *hp);
 void proxy_tunnel_start(struct conn *c);
 /* forward.c: upstream connected; send the head and relay the exchange. */
 void proxy_forward_start(struct conn *c);
+/* inspect.c: the SNI check passed on a tunnel to an inspected entry
+ * (c->cli holds the unread ClientHello, c->up the checked connection):
+ * terminates TLS and serves the requests inside. */
+void proxy_inspect_begin(struct conn *c);
 
 #endif

@@ -484,6 +484,52 @@ proxy_http_request_rewrite(const struct http_request *req, struct cbuf *out)
 	return http_put_str(out, "Connection: close\r\n\r\n");
 }
 
+int
+proxy_http_request_rewrite_origin(const struct http_request *req,
+    const char *authority, const char *inject_name, const char *inject_value,
+    struct cbuf *out)
+{
+	size_t nl = inject_name != NULL ? strlen(inject_name) : 0;
+	int r = 0;
+
+	if (req->form != HTTP_TARGET_ORIGIN || authority == NULL ||
+	    (inject_name != NULL && (inject_value == NULL || nl == 0)))
+		return -EINVAL;
+	for (size_t i = 0; i < nl; i++)
+		if (!http_is_tchar((unsigned char)inject_name[i]))
+			return -EINVAL;
+	for (const char *v = inject_value; v != NULL && *v != '\0'; v++)
+		if (!http_is_value_char((unsigned char)*v))
+			return -EINVAL;
+	if ((r = http_put(out, req->method, req->method_len)) < 0 ||
+	    (r = http_put_str(out, " ")) < 0 ||
+	    (r = http_put(out, req->target, req->target_len)) < 0 ||
+	    (r = http_put_str(out, " HTTP/1.1\r\nHost: ")) < 0 ||
+	    (r = http_put_str(out, authority)) < 0 ||
+	    (r = http_put_str(out, "\r\n")) < 0)
+		return r;
+	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+		if (h == req->host_header ||
+		    proxy_http_header_is_hop_by_hop(h->name, h->name_len) ||
+		    proxy_http_connection_lists(req, h->name, h->name_len) ||
+		    (nl > 0 && h->name_len == nl &&
+		    strncasecmp(h->name, inject_name, nl) == 0))
+			continue;
+		if ((r = http_put(out, h->name, h->name_len)) < 0 ||
+		    (r = http_put_str(out, ": ")) < 0 ||
+		    (r = http_put(out, h->value, h->value_len)) < 0 ||
+		    (r = http_put_str(out, "\r\n")) < 0)
+			return r;
+	}
+	if (nl > 0 && ((r = http_put_str(out, inject_name)) < 0 ||
+	    (r = http_put_str(out, ": ")) < 0 ||
+	    (r = http_put_str(out, inject_value)) < 0 ||
+	    (r = http_put_str(out, "\r\n")) < 0))
+		return r;
+	return http_put_str(out, "Connection: close\r\n\r\n");
+}
+
 /* HTTP-version SP 3DIGIT [SP reason-phrase], in buf[pos..eol). */
 static int
 http_status_line(struct http_response *resp, const char *buf, size_t pos,

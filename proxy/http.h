@@ -154,6 +154,23 @@ int proxy_http_request_check_host(const struct http_request *req);
 int proxy_http_request_rewrite(const struct http_request *req,
     struct cbuf *out);
 
+/*
+ * The same for an ORIGIN-form request inside an inspected tunnel:
+ *   METHOD SP target SP "HTTP/1.1" CRLF "Host: " authority CRLF
+ *   every other header as proxy_http_request_rewrite keeps them, less the
+ *     client's Host (the caller checked it names the tunnel's host) and
+ *     every header named inject_name (case-insensitive)
+ *   inject_name ": " inject_value CRLF     (when inject_name is not NULL)
+ *   "Connection: close" CRLF CRLF
+ * The injected header replaces whatever the client sent under that name.
+ * Returns 0, -EINVAL (req not origin-form, inject_name not a token, or
+ * inject_value holding a control character other than HTAB), -ENOSPC
+ * (out's limit: do not send) or -ENOMEM.
+ */
+int proxy_http_request_rewrite_origin(const struct http_request *req,
+    const char *authority, const char *inject_name, const char *inject_value,
+    struct cbuf *out);
+
 /* How the body of a response is delimited. */
 enum http_body_kind {
 	HTTP_BODY_NONE = 0,	/* no body (HEAD, 1xx, 204, 304) */

@@ -22,11 +22,13 @@
 #include "allowlist/allowlist.h"
 #include "common/log.h"
 #include "proxy/accesslog.h"
+#include "proxy/ca.h"
 #include "proxy/config.h"
 #include "proxy/ctlsrv.h"
 #include "proxy/dns.h"
 #include "proxy/metrics.h"
 #include "proxy/server.h"
+#include "proxy/tls.h"
 
 static struct proxy_config cfg;
 static struct event_base *base;
@@ -34,6 +36,7 @@ static struct proxy_server *srv;
 static struct accesslog *alog;
 static struct proxy_metrics *metrics;
 static struct proxy_ctlsrv *ctlsrv;
+static struct proxy_tls *tls;
 static struct event *grace_timer;
 static int draining;
 
@@ -60,13 +63,14 @@ describe_set(const struct allowlist_set *set, char *buf, size_t len)
 static int
 load_allowlist(struct allowlist_set **out)
 {
+	struct allowlist_load_opts opts = { .secrets = cfg.secrets };
 	struct allowlist_diag diag;
 	struct allowlist_set *set = NULL;
 	int rc;
 
 	*out = NULL;
 	allowlist_diag_init(&diag);
-	rc = allowlist_set_load(cfg.allowlist, &set, &diag);
+	rc = allowlist_set_load_opts(cfg.allowlist, &opts, &set, &diag);
 	for (size_t i = 0; i < diag.count; i++)
 		log_warnx("%s", diag.items[i].text);
 	if (diag.dropped > 0)
@@ -247,6 +251,46 @@ format_addr(const struct sockaddr_storage *ss, char *buf, size_t len)
 	}
 }
 
+/* --make-ca DIR: the CA once, the bundle every time. */
+static int
+make_ca(void)
+{
+	char err[512];
+	bool created = false, changed = false;
+	int rc;
+
+	rc = proxy_ca_make(cfg.make_ca, cfg.ca_roots != NULL ? cfg.ca_roots :
+	    PROXY_CA_ROOTS, &created, &changed, err, sizeof(err));
+	if (rc != 0) {
+		log_warnx("--make-ca: %s", err);
+		return 1;
+	}
+	log_info("%s the egress CA in %s (%s, %s), bundle %s %s", created ?
+	    "made" : "kept", cfg.make_ca, PROXY_CA_KEY, PROXY_CA_CERT,
+	    PROXY_CA_BUNDLE, changed ? "written" : "unchanged");
+	/* One word on stdout for `cordon net up`'s list of changes. */
+	printf("%s\n", created ? "made" : changed ? "bundle" : "kept");
+	return 0;
+}
+
+/* TLS inspection's CA and contexts, loaded while still root. */
+static int
+load_tls(void)
+{
+	struct proxy_ca *ca = NULL;
+	char err[512];
+
+	if (cfg.ca_cert == NULL)
+		return 0;
+	if (proxy_ca_load(cfg.ca_cert, cfg.ca_key, PROXY_CA_CACHE_MAX, &ca,
+	    err, sizeof(err)) != 0 || proxy_tls_new(ca, cfg.upstream_ca, &tls,
+	    err, sizeof(err)) != 0) {
+		log_warnx("TLS inspection: %s", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Options, the allowlist, --user, --help and --check. Returns -1 to go
  * on with *set, or the exit status. */
 static int
@@ -268,6 +312,8 @@ startup(int argc, char **argv, struct allowlist_set **set)
 		return 0;
 	}
 	log_set_level((enum log_level)cfg.log_level);
+	if (cfg.make_ca != NULL)
+		return make_ca();
 	if (cfg.no_sni_check)
 		log_warnx("--insecure-no-sni-check: SNI check is off: tunnels "
 		    "no longer compare the TLS server_name with the CONNECT "
@@ -279,10 +325,16 @@ startup(int argc, char **argv, struct allowlist_set **set)
 		allowlist_set_free(*set);
 		return 1;
 	}
+	if (load_tls() != 0) {
+		allowlist_set_free(*set);
+		return 1;
+	}
 	if (cfg.check) {
 		describe_set(*set, text, sizeof(text));
-		log_info("configuration OK: %s", text);
+		log_info("configuration OK: %s%s", text, tls != NULL ?
+		    "; TLS inspection on" : "");
 		allowlist_set_free(*set);
+		proxy_tls_free(tls);
 		return 0;
 	}
 	return -1;
@@ -410,6 +462,9 @@ main(int argc, char **argv)
 		drop_privileges(cfg.user);
 
 	proxy_server_set_allowlist(srv, set);
+	proxy_server_set_tls(srv, tls);
+	if (tls != NULL)
+		log_info("TLS inspection on (CA %s)", cfg.ca_cert);
 	signals_add(ev);
 	if (proxy_server_start(srv) != 0)
 		fatalx("cannot accept");
@@ -419,6 +474,7 @@ main(int argc, char **argv)
 
 	proxy_ctlsrv_free(ctlsrv);
 	proxy_server_free(srv);
+	proxy_tls_free(tls);
 	proxy_dns_free(dns);
 	proxy_metrics_free(metrics);
 	proxy_accesslog_free(alog);

@@ -17,11 +17,20 @@ bool
 proxy_policy_check(struct conn *c, const char *host, uint16_t port,
     char *why, size_t len)
 {
+	return proxy_policy_decide(c, host, port, why, len, NULL);
+}
+
+bool
+proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
+    char *why, size_t len, const struct allowlist_inspect **inspect)
+{
 	struct proxy_server *s = c->srv;
 	struct allowlist_decision d;
 	const struct allowlist *pol;
 	const char *name = proxy_run_policy(c);
 
+	if (inspect != NULL)
+		*inspect = NULL;
 	pol = allowlist_set_policy(s->set, name);
 	if (pol == NULL && s->runs != NULL) {
 		/* The run's policy went away with a reload. */
@@ -38,6 +47,8 @@ proxy_policy_check(struct conn *c, const char *host, uint16_t port,
 		return false;
 	}
 	snprintf(why, len, "%s", d.reason != NULL ? d.reason : "allowed");
+	if (inspect != NULL)
+		*inspect = d.inspect;
 	return true;
 }
 

@@ -69,6 +69,16 @@ request_setup(struct conn *c, const struct http_request *hr,
 	}
 	if (hr->is_connect)
 		return true;
+	/* For an entry with `inspect` (upstream.c): the target as sent, and
+	 * the path for the log. */
+	r->target = strndup(hr->path, hr->path_len);
+	if (r->target == NULL) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
+	snprintf(r->path, sizeof(r->path), "%.*s", (int)(strcspn(r->target,
+	    "?") < sizeof(r->path) - 1 ? strcspn(r->target, "?") :
+	    sizeof(r->path) - 1), r->target);
 	if (proxy_http_request_check_host(hr) != 0) {
 		proxy_conn_fail(c, 400, "error", "host-mismatch");
 		return false;

@@ -89,6 +89,12 @@ server_accept_error_cb(struct evconnlistener *l, void *arg)
 
 /* --- server object ------------------------------------------------------ */
 
+void
+proxy_server_set_tls(struct proxy_server *s, struct proxy_tls *tls)
+{
+	s->tls = tls;
+}
+
 int
 proxy_server_add_self(struct proxy_server *s, const struct sockaddr *sa)
 {

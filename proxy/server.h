@@ -47,6 +47,10 @@ int proxy_server_refresh_self(struct proxy_server *s);
 void proxy_server_set_allowlist(struct proxy_server *s,
     struct allowlist_set *set);
 
+/* TLS inspection's contexts (borrowed; NULL: inspection unavailable). */
+struct proxy_tls;
+void proxy_server_set_tls(struct proxy_server *s, struct proxy_tls *tls);
+
 int proxy_server_start(struct proxy_server *s);
 /* Stops accepting and closes idle connections; done(arg) is called once
  * no connection is left (possibly from inside this call). */

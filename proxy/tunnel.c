@@ -236,7 +236,7 @@ tunnel_refuse(struct conn *c, int fd, const struct proxy_tlshello *h,
 
 /* The check's verdict: NULL to go on, else the reason. This is where a
  * tunnel has the client's whole ClientHello and has sent nothing
- * upstream: TLS inspection (issue 15, part 2) would branch here. */
+ * upstream: an inspected tunnel branches to inspect.c after it. */
 static const char *
 tunnel_hello_verdict(struct conn *c, enum helloread_end end,
     const struct proxy_tlshello *h, char *buf, size_t len)
@@ -288,12 +288,20 @@ tunnel_hello_done(struct conn *c, enum helloread_end end, bool eof)
 	char buf[128];
 
 	why = tunnel_hello_verdict(c, end, h, buf, sizeof(buf));
+	/* An inspected entry is only ever reached through its TLS. */
+	if (why == NULL && c->req->inspect && (h == NULL ||
+	    h->status == TLSHELLO_NOT_TLS || h->status == TLSHELLO_NEED_MORE))
+		why = "tls-required";
 	if (why != NULL) {
 		tunnel_refuse(c, bufferevent_getfd(c->cli), h, why);
 		return;
 	}
 	proxy_helloread_free(c->hr);
 	c->hr = NULL;
+	if (c->req->inspect) {
+		proxy_inspect_begin(c);
+		return;
+	}
 	bufferevent_setwatermark(c->cli, EV_READ, 0, 0);
 	if (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 &&
 	    !tunnel_relay(c, c->cli))
@@ -349,11 +357,18 @@ tunnel_relay_start(struct conn *c)
 	bufferevent_setwatermark(c->cli, EV_READ, 0, 0);
 	bufferevent_setcb(c->cli, tunnel_read_cb, NULL, tunnel_event_cb, c);
 	bufferevent_setcb(c->up, tunnel_read_cb, NULL, tunnel_event_cb, c);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	/* Inspected: upstream's socket waits, unread, for the first request
+	 * (inspect.c). */
+	if (c->req->inspect)
+		bufferevent_disable(c->up, EV_READ);
+	else
+		bufferevent_enable(c->up, EV_READ | EV_WRITE);
 	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	event_del(&c->timer);
 	proxy_conn_timer_arm(c, proxy_conn_idle_timeout_ms(c));
-	if (!c->srv->cfg->no_sni_check) {
+	/* An inspected tunnel needs the ClientHello whatever
+	 * --insecure-no-sni-check says. */
+	if (!c->srv->cfg->no_sni_check || c->req->inspect) {
 		struct helloread_sink sink = {
 			.done = tunnel_hello_timeout_cb, .arg = c,
 			.timeout_ms = c->srv->cfg->sni_timeout_ms,
@@ -459,7 +474,10 @@ tunnel_splice(struct conn *c)
 void
 proxy_tunnel_start(struct conn *c)
 {
-	if (proxy_conn_splice_enabled(c) && tunnel_splice(c))
+	/* Inspected: the buffered relay's reader keeps the ClientHello in
+	 * the client's input, where the TLS handshake then finds it. */
+	if (!c->req->inspect && proxy_conn_splice_enabled(c) &&
+	    tunnel_splice(c))
 		return;
 	if (evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
 		evbuffer_add(bufferevent_get_output(c->cli), TUNNEL_OK,

@@ -16,6 +16,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "allowlist/allowlist.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/addr.h"
@@ -225,12 +226,47 @@ upstream_dns_cb(const struct dns_result *res, void *arg)
 		upstream_plan(c, res->addrs, res->n);
 }
 
+/* The deciding entry has `inspect`. A CONNECT is terminated once
+ * connected (needs the CA); a plain-HTTP request is checked here: methods
+ * and paths apply, and a secret is never sent in clear. False: refused
+ * (answered). */
+static bool
+upstream_inspect_ok(struct conn *c, const struct allowlist_inspect *in)
+{
+	struct conn_req *r = c->req;
+	const char *why = NULL;
+
+	if (r->is_connect) {
+		if (c->srv->tls == NULL) {
+			proxy_conn_fail(c, 502, "error", "inspect-unavailable");
+			return false;
+		}
+		r->inspect = true;
+		return true;
+	}
+	r->inspected = true;
+	if (in->inject_header != NULL) {
+		proxy_conn_fail(c, 403, "deny", "inject-needs-tls");
+		return false;
+	}
+	/* A method the record had to cut is no method of any entry. */
+	if (strlen(r->method) >= sizeof(r->method) - 1 || r->target == NULL ||
+	    !allowlist_inspect_check(in, r->method, r->target, &why)) {
+		proxy_conn_fail(c, 403, "deny", why != NULL ? why :
+		    "method-not-allowed");
+		return false;
+	}
+	snprintf(r->reason, sizeof(r->reason), "%s", why);
+	return true;
+}
+
 /* Host checks, allowlist, then the address plan (literal) or one lookup. */
 void
 proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 {
 	struct proxy_server *s = c->srv;
 	struct conn_req *r = c->req;
+	const struct allowlist_inspect *insp = NULL;
 	struct sockaddr_storage lit;
 	char why[96];
 
@@ -256,11 +292,14 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 			return;
 		}
 	}
-	if (!proxy_policy_check(c, r->host, r->port, why, sizeof(why))) {
+	if (!proxy_policy_decide(c, r->host, r->port, why, sizeof(why),
+	    &insp)) {
 		proxy_conn_fail(c, 403, "deny", why);
 		return;
 	}
 	snprintf(r->reason, sizeof(r->reason), "%s", why);
+	if (insp != NULL && !upstream_inspect_ok(c, insp))
+		return;
 	if (hp->kind != HOST_NAME) {
 		upstream_plan(c, &lit, 1);
 		return;

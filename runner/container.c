@@ -38,6 +38,8 @@ container_spec(const struct config *c, const struct container_start *s,
 		out->runtime = s->na->runtime;
 		out->network = s->na->network;
 		out->extra = s->na->argv;
+		out->ca_bundle = s->na->ca_bundle[0] != '\0' ?
+		    s->na->ca_bundle : NULL;
 		out->nextra = s->na->argc;
 	}
 	/* A debug run: the same argv, only the runtime differs. */

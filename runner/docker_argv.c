@@ -102,6 +102,9 @@ check_spec(const struct config *c, const struct docker_spec *s)
 	if (s->in_dir != NULL && (check_value(s->in_dir, ",\"") < 0 ||
 	    s->in_dir[0] != '/'))
 		return -EINVAL;
+	if (s->ca_bundle != NULL && (check_value(s->ca_bundle, ",\"") < 0 ||
+	    s->ca_bundle[0] != '/'))
+		return -EINVAL;
 	if (s->memory == 0 || s->cpus <= 0 || s->owner_pid <= 0)
 		return -EINVAL;
 	return 0;
@@ -162,6 +165,25 @@ add_hardening(struct dargv *a, const struct config *c,
 	}
 }
 
+/* Proxy mode: the CA bundle (system roots + the egress CA, so inspected
+ * tunnels verify) read-only, and what the usual clients read it from. */
+static void
+add_ca_bundle(struct dargv *a, const char *path)
+{
+	static const char *const vars[] = {
+		"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT",
+		"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+	};
+
+	dargv_add(a, "--mount");
+	dargv_addf(a, "type=bind,src=%s,dst=%s,readonly", path,
+	    DOCKER_CA_BUNDLE);
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		dargv_add(a, "--env");
+		dargv_addf(a, "%s=%s", vars[i], DOCKER_CA_BUNDLE);
+	}
+}
+
 int
 docker_run_argv(const struct config *c, const struct docker_spec *s,
     struct dargv *a)
@@ -180,6 +202,8 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 		dargv_add(a, "--mount");
 		dargv_addf(a, "type=bind,src=%s,dst=/in,readonly", s->in_dir);
 	}
+	if (s->ca_bundle != NULL)
+		add_ca_bundle(a, s->ca_bundle);
 	for (size_t i = 0; i < s->nextra; i++)
 		dargv_add(a, s->extra[i]);
 	dargv_add(a, s->image_id);

@@ -12,6 +12,7 @@
 #include "common/config.h"
 
 #define DARGV_MAX 96
+#define DOCKER_CA_BUNDLE "/etc/cordon/ca-bundle.pem"
 
 /* A NULL-terminated argv whose strings it owns. */
 struct dargv {
@@ -45,6 +46,11 @@ struct docker_spec {
 					 * first as python3 -I -c PRELUDE, with
 					 * the usual arguments after it, which
 					 * it execs (runner/egress.h) */
+	const char *ca_bundle;		/* proxy mode: host path of the CA
+					 * bundle (system roots + the egress
+					 * CA), mounted read-only at
+					 * DOCKER_CA_BUNDLE with the CA env
+					 * variables pointing at it; or NULL */
 	const char *const *extra;	/* egress mode's options (netsetup: */
 	size_t nextra;			/*   --dns, --env proxy vars), before */
 					/*   the image; never hardening flags */

@@ -1,12 +1,15 @@
 /*
  * libFuzzer target for the proxy's request-head parser: parse, check Host,
- * rewrite and re-parse the rewritten head; every proper prefix of an
- * accepted head must ask for more bytes. Also feeds the response parser.
+ * rewrite and re-parse the rewritten head (the absolute-form rewrite, and
+ * the origin-form one of inspected tunnels, whose injected header must
+ * then appear exactly once); every proper prefix of an accepted head must
+ * ask for more bytes. Also feeds the response parser.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/cbuf.h"
 #include "proxy/http.h"
@@ -60,6 +63,61 @@ check_rewrite(const struct http_request *req)
 	cbuf_free(out);
 }
 
+/* Inside an inspected tunnel: the re-parsed head is origin-form with
+ * our Host and exactly one Authorization, the injected one. */
+static void
+check_rewrite_origin(const struct http_request *req)
+{
+	struct cbuf *out = cbuf_new(2 * MAXHEAD);
+	struct http_request again;
+	size_t n, seen = 0;
+	char *copy;
+	int r;
+
+	if (out == NULL)
+		return;
+	if (proxy_http_request_rewrite_origin(req, "api.example:8443",
+	    "Authorization", "Bearer x", out) == 0) {
+		n = cbuf_len(out);
+		copy = malloc(n);
+		if (copy != NULL) {
+			memcpy(copy, cbuf_data(out), n);
+			r = proxy_http_request_parse(copy, n, 4 * MAXHEAD,
+			    &again);
+			if (r == -EMSGSIZE &&
+			    req->nheaders >= HTTP_MAX_HEADERS - 3) {
+				free(copy);
+				cbuf_free(out);
+				return;
+			}
+			if (r != (int)n || again.form != HTTP_TARGET_ORIGIN ||
+			    again.host_header == NULL ||
+			    again.host_header->value_len != 16 ||
+			    memcmp(again.host_header->value,
+			    "api.example:8443", 16) != 0 ||
+			    again.content_length != req->content_length ||
+			    again.chunked != req->chunked || again.keep_alive)
+				abort();
+			for (size_t i = 0; i < again.nheaders; i++)
+				if (again.headers[i].name_len == 13 &&
+				    strncasecmp(again.headers[i].name,
+				    "Authorization", 13) == 0) {
+					if (again.headers[i].value_len != 8 ||
+					    memcmp(again.headers[i].value,
+					    "Bearer x", 8) != 0)
+						abort();
+					seen++;
+				}
+			if (seen != 1)
+				abort();
+			free(copy);
+		}
+	} else if (req->form == HTTP_TARGET_ORIGIN) {
+		abort();	/* twice the head always has room */
+	}
+	cbuf_free(out);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -91,6 +149,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)proxy_http_request_check_host(&req);
 		if (req.form == HTTP_TARGET_ABSOLUTE)
 			check_rewrite(&req);
+		check_rewrite_origin(&req);
 		/* proper prefixes of an accepted head are incomplete */
 		size_t cuts[3] = { (size_t)r - 1, (size_t)r / 2, (size_t)r - 2 };
 		for (size_t i = 0; i < 3; i++) {

@@ -15,6 +15,8 @@
 
 #include "allowlist/allowlist.h"
 
+#define OPTS	"options are inspect, methods=, paths=, inject=)"
+
 /* Joins every diagnostic's text with newlines (caller frees). */
 static char *
 diag_join(const struct allowlist_diag *diag)
@@ -142,13 +144,13 @@ static const struct brow {
 	  "65535)\n" },
 	{ "example.com foo\n",
 	  "t.list:1: unexpected 'foo' after the entry (one entry per line; "
-	  "comments start with '#')\n" },
+	  "comments start with '#'; " OPTS "\n" },
 	{ "example.com :443\n",
 	  "t.list:1: unexpected ':443' after the entry (one entry per line; "
-	  "comments start with '#')\n" },
+	  "comments start with '#'; " OPTS "\n" },
 	{ "allow example.com\n",
 	  "t.list:1: unexpected 'example.com' after the entry (one entry per "
-	  "line; comments start with '#')\n" },
+	  "line; comments start with '#'; " OPTS "\n" },
 	{ "https://example.com\n",
 	  "t.list:1: 'https://example.com' looks like a URL: write the host "
 	  "name only, with :PORT if needed\n" },

@@ -199,6 +199,7 @@ static void
 test_parse_egress(void **state)
 {
 	const char *j = "{\"egress_default_policy\":\"pypi\","
+	    "\"egress_secrets\":\"/etc/cordon/secrets\","
 	    "\"egress_run_max_conns\":4,\"egress_run_bytes_down\":\"10m\","
 	    "\"serve\":{\"tenants\":[{\"name\":\"a\",\"token\":"
 	    "\"aaaaaaaaaaaaaaaa\",\"nets\":[\"none\",\"proxy\"],"
@@ -214,6 +215,11 @@ test_parse_egress(void **state)
 		{ "{\"egress_run_max_conns\":0}",
 		  "t.json: egress_run_max_conns: expected a whole number in "
 		  "[1, 65535]" },
+		{ "{\"egress_secrets\":\"etc/secrets\"}",
+		  "t.json: egress_secrets: an absolute path (or empty for "
+		  "none)" },
+		{ "{\"egress_secrets\":7}",
+		  "t.json: egress_secrets: expected a string" },
 	};
 	const struct config_tenant *a, *b;
 	struct config c;
@@ -224,8 +230,10 @@ test_parse_egress(void **state)
 	assert_int_equal(c.egress_run_max_conns, 32);
 	assert_int_equal(c.egress_run_bytes_up, 0);
 	assert_int_equal(c.egress_run_bytes_down, 0);
+	assert_string_equal(c.egress_secrets, "");
 	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
 	    sizeof(err)), 0);
+	assert_string_equal(c.egress_secrets, "/etc/cordon/secrets");
 	assert_string_equal(c.egress_default_policy, "pypi");
 	assert_int_equal(c.egress_run_max_conns, 4);
 	assert_int_equal(c.egress_run_bytes_down, 10 << 20);

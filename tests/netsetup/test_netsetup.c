@@ -552,9 +552,9 @@ test_proxy_argv(void **state)
 {
 	const char *extra[] = { "--log-level", "debug" };
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", extra, 2 };
+	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL };
 	struct netsetup_params p;
-	char want[1024], *text;
+	char want[2048], *text;
 	cJSON *a = NULL;
 	long n;
 	int rc, u;
@@ -568,7 +568,9 @@ test_proxy_argv(void **state)
 	    "\"--listen\",\"10.213.0.1:3128\",\"--allowlist\","
 	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\","
 	    "\"--control\",\"%s/control.sock\",\"--user\","
-	    "\"%s\",\"--log-level\",\"debug\"]", p.state_dir, p.proxy_user);
+	    "\"%s\",\"--ca-cert\",\"%s/ca.crt\",\"--ca-key\",\"%s/ca.key\","
+	    "\"--log-level\",\"debug\"]", p.state_dir, p.proxy_user, p.ca_dir,
+	    p.ca_dir);
 	assert_string_equal(text, want);
 	free(text);
 	cJSON_Delete(a);
@@ -588,8 +590,17 @@ test_proxy_argv(void **state)
 	assert_int_equal(u, 9);
 	assert_string_equal(cJSON_GetArrayItem(a, u + 1)->valuestring,
 	    p.proxy_user);
-	assert_int_equal(cJSON_GetArraySize(a), 13);
+	assert_int_equal(cJSON_GetArraySize(a), 17);
 	cJSON_Delete(a);
+	/* With a secrets store: passed on. */
+	o.secrets = "/etc/cordon/secrets";
+	assert_int_equal(netsetup_proxy_argv(&p, &o, &a), 0);
+	u = array_find(a, "--secrets");
+	assert_true(u > 0);
+	assert_string_equal(cJSON_GetArrayItem(a, u + 1)->valuestring,
+	    "/etc/cordon/secrets");
+	cJSON_Delete(a);
+	o.secrets = NULL;
 	o.allowlist = NULL;
 	assert_int_equal(netsetup_proxy_argv(&p, &o, &a), -EINVAL);
 	assert_null(a);
@@ -629,7 +640,7 @@ static void
 test_state_write(void **state)
 {
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", NULL, 0 };
+	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL };
 	struct netsetup_params p;
 	char dir[] = "/tmp/cordon-test-netsetup.XXXXXX", path[400];
 	const cJSON *v;

@@ -218,6 +218,68 @@ test_proxy_network(void **state)
 	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
 }
 
+/* Whether control name passes for a probe in mode, with in_path/host_path
+ * of the good views replaced (NULL: kept). */
+static bool
+control_pass(const char *mode, const char *name, const char *in_path,
+    const char *in_value, const char *host_path, const char *host_value)
+{
+	cJSON *in = cJSON_Parse(inside_good), *insp = cJSON_Parse(inspect_good);
+	struct probe_expect e = expect();
+	struct probe_report rep;
+	bool pass = false, seen = false;
+	char *a, *b;
+
+	e.mode = mode;
+	if (in_path != NULL)
+		set_path(in, in_path, in_value);
+	if (host_path != NULL)
+		set_path(cJSON_GetArrayItem(insp, 0), host_path, host_value);
+	a = cJSON_PrintUnformatted(in);
+	b = cJSON_PrintUnformatted(insp);
+	probe_evaluate(&e, a, strlen(a), b, strlen(b), &rep);
+	for (size_t i = 0; i < rep.ncontrols; i++)
+		if (strcmp(rep.controls[i].name, name) == 0) {
+			pass = rep.controls[i].pass;
+			seen = true;
+		}
+	assert_true(seen);
+	free(a);
+	free(b);
+	cJSON_Delete(in);
+	cJSON_Delete(insp);
+	return pass;
+}
+
+/* Proxy mode: the CA bundle, read-only at its one path, and the variables
+ * naming it, are expected; anywhere else, writable, or offline they are
+ * not. */
+static void
+test_proxy_ca_bundle(void **state)
+{
+	static const char ro[] = "[{\"Destination\":\"/etc/cordon/ca-bundle.pem\","
+	    "\"RW\":false}]";
+	static const char rw[] = "[{\"Destination\":\"/etc/cordon/ca-bundle.pem\","
+	    "\"RW\":true}]";
+	static const char env[] = "[\"PATH\",\"SSL_CERT_FILE\","
+	    "\"REQUESTS_CA_BUNDLE\",\"PIP_CERT\",\"CURL_CA_BUNDLE\","
+	    "\"NODE_EXTRA_CA_CERTS\"]";
+
+	(void)state;
+	assert_true(control_pass("proxy", "no_host_mounts", NULL, NULL,
+	    "Mounts", ro));
+	assert_false(control_pass("proxy", "no_host_mounts", NULL, NULL,
+	    "Mounts", rw));
+	assert_false(control_pass("none", "no_host_mounts", NULL, NULL,
+	    "Mounts", ro));
+	assert_true(control_pass("proxy", "environment", "env_keys", env,
+	    NULL, NULL));
+	assert_false(control_pass("none", "environment", "env_keys", env,
+	    NULL, NULL));
+	assert_false(control_pass("proxy", "environment", "env_keys",
+	    "[\"SSL_CERT_DIR\"]", NULL, NULL));
+}
+
 static void
 test_runtime_not_runsc(void **state)
 {
@@ -337,6 +399,7 @@ main(void)
 		cmocka_unit_test(test_good_passes),
 		cmocka_unit_test(test_each_weakening_fails_its_control),
 		cmocka_unit_test(test_proxy_network),
+		cmocka_unit_test(test_proxy_ca_bundle),
 		cmocka_unit_test(test_runtime_not_runsc),
 		cmocka_unit_test(test_garbage_fails_closed),
 		cmocka_unit_test(test_state_fail_closed),

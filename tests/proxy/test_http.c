@@ -167,6 +167,50 @@ test_rewrite_errors(void **state)
 	cbuf_free(out);
 }
 
+/* Inside an inspected tunnel: our Host, the injected header replacing
+ * every same-name one (any case), hop-by-hop and Connection-listed
+ * headers dropped, and bad inject values refused. */
+static void
+test_rewrite_origin(void **state)
+{
+	static const struct { const char *in, *name, *value, *want; } rows[] = {
+		{ "GET /a?b HTTP/1.1\r\nHost: api.example\r\n"
+		  "authorization: Bearer mine\r\nX-A: 1\r\n"
+		  "AUTHORIZATION: again\r\nProxy-Authorization: p\r\n\r\n",
+		  "Authorization", "Bearer s",
+		  "GET /a?b HTTP/1.1\r\nHost: api.example\r\nX-A: 1\r\n"
+		  "Authorization: Bearer s\r\nConnection: close\r\n\r\n" },
+		{ "POST /u HTTP/1.1\r\nContent-Length: 2\r\nConnection: x-t\r\n"
+		  "X-T: 1\r\n\r\n", NULL, NULL,
+		  "POST /u HTTP/1.1\r\nHost: api.example\r\nContent-Length: 2\r\n"
+		  "Connection: close\r\n\r\n" },
+	};
+	struct http_request req;
+	struct cbuf *out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		out = cbuf_new(1024);
+		assert_true(parse(rows[i].in, &req) > 0);
+		assert_int_equal(proxy_http_request_rewrite_origin(&req,
+		    "api.example", rows[i].name, rows[i].value, out), 0);
+		assert_string_equal(cbuf_data(out), rows[i].want);
+		cbuf_free(out);
+	}
+	out = cbuf_new(1024);
+	assert_true(parse("GET /a HTTP/1.1\r\n\r\n", &req) > 0);
+	assert_int_equal(proxy_http_request_rewrite_origin(&req, "h", "X-K",
+	    "a\r\nX-Evil: 1", out), -EINVAL);
+	assert_int_equal(proxy_http_request_rewrite_origin(&req, "h", "X K",
+	    "v", out), -EINVAL);
+	assert_int_equal(proxy_http_request_rewrite_origin(&req, "h", "X-K",
+	    NULL, out), -EINVAL);
+	assert_true(parse("GET http://h/a HTTP/1.1\r\n\r\n", &req) > 0);
+	assert_int_equal(proxy_http_request_rewrite_origin(&req, "h", NULL,
+	    NULL, out), -EINVAL);
+	cbuf_free(out);
+}
+
 #define BADPORT (-1)
 
 static void
@@ -748,6 +792,7 @@ main(void)
 		cmocka_unit_test(test_absolute_get),
 		cmocka_unit_test(test_rewrite_adds_host),
 		cmocka_unit_test(test_rewrite_errors),
+		cmocka_unit_test(test_rewrite_origin),
 		cmocka_unit_test(test_forms),
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_oversized),

@@ -190,6 +190,8 @@ test_container_spec_modes(void **state)
 	assert_string_equal(a.v[a.n - 2], "-I");
 	assert_string_equal(a.v[a.n - 1], "-");
 	assert_false(has_arg(&a, "-c"));
+	assert_false(has_pair(&a, "--env",
+	    "SSL_CERT_FILE=/etc/cordon/ca-bundle.pem"));
 	dargv_cleanup(&a);
 
 	assert_int_equal(netsetup_run_args(&c, &ep, &na), 0);
@@ -200,6 +202,18 @@ test_container_spec_modes(void **state)
 	assert_true(has_arg(&a, "--network=cordon-egress"));
 	assert_true(has_arg(&a, "--runtime=cordon-egress"));
 	assert_true(has_pair(&a, "-c", runner_egress_prelude));
+	/* The CA bundle, read-only, and every client's variable. */
+	assert_true(has_pair(&a, "--mount", "type=bind,src=/var/lib/cordon/"
+	    "egress-ca/ca-bundle.pem,dst=/etc/cordon/ca-bundle.pem,readonly"));
+	assert_true(has_pair(&a, "--env",
+	    "SSL_CERT_FILE=/etc/cordon/ca-bundle.pem"));
+	assert_true(has_pair(&a, "--env",
+	    "REQUESTS_CA_BUNDLE=/etc/cordon/ca-bundle.pem"));
+	assert_true(has_pair(&a, "--env", "PIP_CERT=/etc/cordon/ca-bundle.pem"));
+	assert_true(has_pair(&a, "--env",
+	    "CURL_CA_BUNDLE=/etc/cordon/ca-bundle.pem"));
+	assert_true(has_pair(&a, "--env",
+	    "NODE_EXTRA_CA_CERTS=/etc/cordon/ca-bundle.pem"));
 	for (size_t i = 0; i < a.n; i++) {
 		assert_null(strstr(a.v[i], "10.213.0.1:3128"));
 		assert_null(strcasestr(a.v[i], "_PROXY=http"));
@@ -239,15 +253,19 @@ test_bad_spec_values(void **state)
 	struct {
 		const char *what;
 		struct docker_spec s;
-	} cases[8];
+	} cases[10];
 	struct config c;
 	struct dargv a;
 	size_t n = 0;
 
 	(void)state;
 	config_defaults(&c);
-	for (size_t i = 0; i < 8; i++)
+	for (size_t i = 0; i < 10; i++)
 		cases[i].s = base_spec();
+	cases[n].what = "comma in the CA bundle";
+	cases[n++].s.ca_bundle = "/x/b.pem,dst=/etc/passwd";
+	cases[n].what = "relative CA bundle";
+	cases[n++].s.ca_bundle = "b.pem";
 	cases[n].what = "comma in mount";
 	cases[n++].s.in_dir = "/tmp/a,dst=/etc";
 	cases[n].what = "relative mount";
