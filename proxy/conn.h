@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <event2/event_struct.h>
@@ -145,7 +146,11 @@ struct conn {
 	bool up_eof;
 	bool close_after_flush;
 	char client[INET6_ADDRSTRLEN + 8];
-	struct sockaddr_storage peer;	/* the client's address */
+	union {			/* the client's address */
+		struct sockaddr sa;
+		struct sockaddr_in sin;
+		struct sockaddr_in6 sin6;
+	} peer;
 	/* Run mode: the run of the first accepted request, counted in its
 	 * conns until c closes; later requests must name the same run. */
 	struct proxy_run *run;

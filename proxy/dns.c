@@ -2,7 +2,10 @@
  * c-ares glue: the channel's sockets are watched with libevent events (via
  * the socket-state callback) and its retransmit timer with one evtimer. Each
  * lookup also has its own deadline so a slow server cannot stall a client
- * beyond --dns-timeout whatever c-ares's retry schedule is.
+ * beyond --dns-timeout whatever c-ares's retry schedule is. Successful
+ * answers are kept in a bounded cache (dnscache.c) for their TTL, at most
+ * 60 s; a hit is delivered from the loop like any answer, and the caller
+ * classifies its addresses as it does a fresh answer's.
  */
 #include "proxy/dns.h"
 
@@ -15,6 +18,10 @@
 #include <event2/event.h>
 
 #include "common/util.h"
+#include "proxy/dnscache.h"
+
+_Static_assert(DNSCACHE_MAX_ADDRS == DNS_MAX_ADDRS,
+    "a cached answer holds what an answer holds");
 
 struct dns_sock {
 	struct dns_sock *next;
@@ -29,6 +36,9 @@ struct dns {
 	struct dns_sock *socks;
 	int timeout_ms;
 	bool destroying;
+	struct dnscache *cache;
+	int64_t (*now_ms)(void *);	/* the cache's clock */
+	void *now_arg;
 };
 
 struct dns_query {
@@ -37,12 +47,21 @@ struct dns_query {
 	void *arg;
 	struct event *deadline;
 	int64_t started_ms;
+	struct dns_result *hit;	/* a cached answer, delivered from the loop */
+	char *name;		/* the name asked (the cache's key) */
 	bool ares_done;		/* c-ares has called back */
 	bool in_start;		/* inside ares_getaddrinfo */
 	int sync_error;		/* answer given during ares_getaddrinfo */
 };
 
 static void dns_timer_update(struct dns *d);
+
+static int64_t
+dns_clock_mono(void *arg)
+{
+	(void)arg;
+	return time_mono_ms();
+}
 
 static void
 dns_sock_cb(evutil_socket_t fd, short what, void *arg)
@@ -140,8 +159,14 @@ proxy_dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
 		return -ENOMEM;
 	d->base = base;
 	d->timeout_ms = timeout_ms;
+	d->now_ms = dns_clock_mono;
 	d->timer = evtimer_new(base, dns_timer_cb, d);
 	if (d->timer == NULL) {
+		free(d);
+		return -ENOMEM;
+	}
+	if (proxy_dnscache_new(DNSCACHE_DEFAULT_MAX, &d->cache) != 0) {
+		event_free(d->timer);
 		free(d);
 		return -ENOMEM;
 	}
@@ -162,6 +187,7 @@ proxy_dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
 	    ARES_OPT_TRIES | ARES_OPT_LOOKUPS | ARES_OPT_DOMAINS;
 	rc = ares_init_options(&d->channel, &opts, optmask);
 	if (rc != ARES_SUCCESS) {
+		proxy_dnscache_free(d->cache);
 		event_free(d->timer);
 		free(d);
 		return rc == ARES_ENOMEM ? -ENOMEM : -EIO;
@@ -169,6 +195,7 @@ proxy_dns_new(struct event_base *base, const char *servers_csv, int timeout_ms,
 	if (servers_csv != NULL &&
 	    ares_set_servers_ports_csv(d->channel, servers_csv) != ARES_SUCCESS) {
 		ares_destroy(d->channel);
+		proxy_dnscache_free(d->cache);
 		event_free(d->timer);
 		free(d);
 		return -EINVAL;
@@ -182,6 +209,8 @@ dns_query_free(struct dns_query *q)
 {
 	if (q->deadline != NULL)
 		event_free(q->deadline);
+	free(q->hit);
+	free(q->name);
 	free(q);
 }
 
@@ -201,7 +230,38 @@ proxy_dns_free(struct dns *d)
 		free(s);
 	}
 	event_free(d->timer);
+	proxy_dnscache_free(d->cache);
 	free(d);
+}
+
+void
+proxy_dns_set_clock(struct dns *d, int64_t (*now_ms)(void *), void *arg)
+{
+	d->now_ms = now_ms != NULL ? now_ms : dns_clock_mono;
+	d->now_arg = arg;
+}
+
+size_t
+proxy_dns_cached(const struct dns *d)
+{
+	return proxy_dnscache_count(d->cache);
+}
+
+/* The answer's lifetime: its shortest TTL, CNAMEs included (-1: none). */
+static int
+dns_answer_ttl(const struct ares_addrinfo *ai)
+{
+	const struct ares_addrinfo_cname *cn;
+	const struct ares_addrinfo_node *n;
+	int ttl = -1;
+
+	for (n = ai->nodes; n != NULL; n = n->ai_next)
+		if (ttl < 0 || n->ai_ttl < ttl)
+			ttl = n->ai_ttl;
+	for (cn = ai->cnames; cn != NULL; cn = cn->next)
+		if (ttl < 0 || cn->ttl < ttl)
+			ttl = cn->ttl;
+	return ttl;
 }
 
 static void
@@ -274,6 +334,11 @@ dns_addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinfo *ai)
 	}
 	if (res->error == 0 && res->n == 0)
 		res->error = -ENOENT;
+	/* Only answers with addresses; a failure or a negative answer is
+	 * asked again next time (and drops any older answer). */
+	(void)proxy_dnscache_put(q->dns->cache, q->name, res->addrs,
+	    res->error == 0 ? res->n : 0, res->error == 0 ?
+	    dns_answer_ttl(ai) : 0, q->dns->now_ms(q->dns->now_arg));
 	dns_deliver(q, res);
 	free(res);
 out:
@@ -290,6 +355,12 @@ dns_deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (q->hit != NULL) {
+		/* A cached answer, deferred by proxy_dns_resolve. */
+		dns_deliver(q, q->hit);
+		dns_query_free(q);
+		return;
+	}
 	if (q->ares_done) {
 		/* The synchronous answer, deferred by proxy_dns_resolve. */
 		res.error = q->sync_error;
@@ -316,10 +387,22 @@ proxy_dns_resolve(struct dns *d, const char *name, dns_cb cb, void *arg)
 	q->arg = arg;
 	q->started_ms = time_mono_ms();
 	q->deadline = evtimer_new(d->base, dns_deadline_cb, q);
-	if (q->deadline == NULL) {
-		free(q);
-		return NULL;
+	q->hit = malloc(sizeof(*q->hit));
+	if (q->deadline == NULL || q->hit == NULL)
+		goto nomem;
+	q->hit->n = proxy_dnscache_get(d->cache, name, d->now_ms(d->now_arg),
+	    q->hit->addrs, DNS_MAX_ADDRS);
+	if (q->hit->n > 0) {
+		q->hit->error = 0;
+		q->hit->cached = true;
+		q->ares_done = true;	/* c-ares is not asked */
+		event_active(q->deadline, EV_TIMEOUT, 0);
+		return q;
 	}
+	free(q->hit);
+	q->hit = NULL;
+	if ((q->name = strdup(name)) == NULL)
+		goto nomem;
 	tv.tv_sec = d->timeout_ms / 1000;
 	tv.tv_usec = (d->timeout_ms % 1000) * 1000;
 	evtimer_add(q->deadline, &tv);
@@ -335,6 +418,9 @@ proxy_dns_resolve(struct dns *d, const char *name, dns_cb cb, void *arg)
 		event_active(q->deadline, EV_TIMEOUT, 0);
 	dns_timer_update(d);
 	return q;
+nomem:
+	dns_query_free(q);
+	return NULL;
 }
 
 void

@@ -1,11 +1,15 @@
 /*
  * Asynchronous A + AAAA resolution with c-ares driven by a libevent loop.
- * One lookup per request, no cache, no search domains and no hosts file, so
- * the addresses a caller checks are exactly what the name servers said once.
+ * One lookup per request, no search domains and no hosts file, so the
+ * addresses a caller checks are exactly what the name servers said once.
+ * Answers with addresses are reused for their TTL, at most 60 s
+ * (dnscache.h); negative answers and failures are never reused. A cached
+ * answer is only addresses: the caller classifies them on every use.
  */
 #ifndef CORDON_PROXY_DNS_H
 #define CORDON_PROXY_DNS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -22,6 +26,7 @@ struct dns_result {
 	size_t n;		/* addresses, in the order received */
 	struct sockaddr_storage addrs[DNS_MAX_ADDRS];
 	int64_t elapsed_ms;
+	bool cached;		/* from the answer cache */
 };
 
 /* res is only valid during the call. */
@@ -35,6 +40,13 @@ int proxy_dns_new(struct event_base *base, const char *servers_csv,
     int timeout_ms, struct dns **out);
 /* Pending callbacks are not called. Accepts NULL. */
 void proxy_dns_free(struct dns *d);
+
+/* Tests: the clock of the answer cache (ms, any origin; NULL: the
+ * monotonic clock). Lookup deadlines keep the monotonic clock. */
+void proxy_dns_set_clock(struct dns *d, int64_t (*now_ms)(void *),
+    void *arg);
+/* Names held in the answer cache. */
+size_t proxy_dns_cached(const struct dns *d);
 
 /* Starts a lookup of name (absolute: no search domains). cb is called
  * exactly once, later, from the loop, unless proxy_dns_cancel is called first.

@@ -230,7 +230,13 @@ request_wait_head(struct conn *c)
 	    c->srv->cfg->max_header);
 	bufferevent_setcb(c->cli, request_head_read_cb, NULL,
 	    request_head_event_cb, c);
-	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	/* A new socket bufferevent has writing enabled without its event
+	 * added; enabling it again would add the event for an empty output,
+	 * one epoll change and one wake-up for nothing per connection. */
+	if (bufferevent_get_enabled(c->cli) & EV_WRITE)
+		bufferevent_enable(c->cli, EV_READ);
+	else
+		bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	proxy_conn_timer_arm(c, c->srv->cfg->header_timeout_ms);
 }
 

@@ -42,33 +42,39 @@ static const struct fx_dns_row {
 	const char *a[3];	/* IPv4 answers */
 	const char *aaaa;	/* one IPv6 answer */
 	int mode;		/* 0 normal, 1 NXDOMAIN, 2 drop, 3 rebind */
+	int ttl;		/* of the A answers; 0: not cacheable */
 } fx_dns_rows[] = {
-	{ "echo.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "web.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "denied.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "flood.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "sink.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "refused.cordon-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "loop1.cordon-test.net", { "127.0.0.1" }, NULL, 0 },
-	{ "meta.cordon-test.net", { "169.254.169.254" }, NULL, 0 },
-	{ "priv.cordon-test.net", { "10.0.0.1" }, NULL, 0 },
-	{ "v6loop.cordon-test.net", { NULL }, "::1", 0 },
-	{ "mixed.cordon-test.net", { "169.254.169.254", "127.0.0.2" }, NULL, 0 },
+	{ "echo.cordon-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "web.cordon-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "denied.cordon-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "flood.cordon-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "sink.cordon-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "refused.cordon-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "loop1.cordon-test.net", { "127.0.0.1" }, NULL, 0, 0 },
+	{ "meta.cordon-test.net", { "169.254.169.254" }, NULL, 0, 0 },
+	{ "priv.cordon-test.net", { "10.0.0.1" }, NULL, 0, 0 },
+	{ "v6loop.cordon-test.net", { NULL }, "::1", 0, 0 },
+	{ "mixed.cordon-test.net", { "169.254.169.254", "127.0.0.2" }, NULL,
+	    0, 0 },
 	{ "allbad.cordon-test.net", { "10.1.2.3", "169.254.169.254" }, "fe80::1",
-	    0 },
-	{ "nx.cordon-test.net", { NULL }, NULL, 1 },
-	{ "slow.cordon-test.net", { NULL }, NULL, 2 },
-	{ "rebind.cordon-test.net", { NULL }, NULL, 3 },
-	{ "x.other-test.net", { "127.0.0.2" }, NULL, 0 },
-	{ "loop9.cordon-test.net", { "127.0.0.9" }, NULL, 0 },
+	    0, 0 },
+	{ "nx.cordon-test.net", { NULL }, NULL, 1, 0 },
+	{ "slow.cordon-test.net", { NULL }, NULL, 2, 0 },
+	{ "rebind.cordon-test.net", { NULL }, NULL, 3, 0 },
+	{ "x.other-test.net", { "127.0.0.2" }, NULL, 0, 0 },
+	{ "loop9.cordon-test.net", { "127.0.0.9" }, NULL, 0, 0 },
 	/* Addresses test_self.c puts on an interface of its own: a public
 	 * one of each family and loopback aliases (no traffic goes there:
 	 * they are refused as the proxy's own, or as loopback before). */
-	{ "hostpub.cordon-test.net", { "192.175.48.77" }, NULL, 0 },
-	{ "hostpub6.cordon-test.net", { NULL }, "2001:4:112::77", 0 },
-	{ "hostlo.cordon-test.net", { "127.0.0.3" }, NULL, 0 },
-	{ "hostlate.cordon-test.net", { "127.0.0.4" }, NULL, 0 },
-	{ "hosttick.cordon-test.net", { "127.0.0.5" }, NULL, 0 },
+	{ "hostpub.cordon-test.net", { "192.175.48.77" }, NULL, 0, 0 },
+	{ "hostpub6.cordon-test.net", { NULL }, "2001:4:112::77", 0, 0 },
+	{ "hostlo.cordon-test.net", { "127.0.0.3" }, NULL, 0, 0 },
+	{ "hostlate.cordon-test.net", { "127.0.0.4" }, NULL, 0, 0 },
+	{ "hosttick.cordon-test.net", { "127.0.0.5" }, NULL, 0, 0 },
+	/* Cacheable answers (the proxy keeps them for their TTL): one
+	 * permitted by --allow-address, one private. */
+	{ "cached.cordon-test.net", { "127.0.0.2" }, NULL, 0, 30 },
+	{ "cachedpriv.cordon-test.net", { "10.0.0.7" }, NULL, 0, 30 },
 };
 
 static struct {
@@ -170,7 +176,7 @@ fx_dns_cb(struct evdns_server_request *req, void *arg)
 		 * a single (malformed) RR. */
 		for (int i = 0; i < n; i++)
 			evdns_server_request_add_a_reply(req, q->name, 1, &v4[i],
-			    0);
+			    row->ttl);
 	} else if (q->type == EVDNS_TYPE_AAAA && row->aaaa != NULL) {
 		inet_pton(AF_INET6, row->aaaa, &v6);
 		evdns_server_request_add_aaaa_reply(req, q->name, 1, &v6, 0);

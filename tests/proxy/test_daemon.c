@@ -370,6 +370,32 @@ test_rebinding(void **state)
 	stop_ok(&p);
 }
 
+/* The answer cache: an answer with a TTL is asked once, and what the cache
+ * gives back is classified on every use like a fresh answer (a private
+ * address stays refused); one lookup at most per request. */
+static void
+test_dns_cache(void **state)
+{
+	struct px p;
+	int st, fd;
+
+	(void)state;
+	assert_int_equal(px_start(&p, NULL, NULL), 0);
+	for (unsigned i = 1; i <= 3; i++) {
+		expect_connect_refused(&p, authority(
+		    "cachedpriv.cordon-test.net", fx_echo_port()), 403,
+		    "address-private");
+		assert_int_equal(fx_queries_a("cachedpriv.cordon-test.net"), 1);
+		fd = px_connect(&p, authority("cached.cordon-test.net",
+		    fx_echo_port()), &st, head, sizeof(head));
+		assert_int_equal(st, 200);
+		echo_roundtrip(fd, "from the cache");
+		close(fd);
+		assert_int_equal(fx_queries_a("cached.cordon-test.net"), 1);
+	}
+	stop_ok(&p);
+}
+
 static void
 test_mixed_answers(void **state)
 {
@@ -1091,6 +1117,7 @@ main(void)
 		cmocka_unit_test_teardown(test_bad_ports, test_teardown),
 		cmocka_unit_test_teardown(test_internal_names, test_teardown),
 		cmocka_unit_test_teardown(test_rebinding, test_teardown),
+		cmocka_unit_test_teardown(test_dns_cache, test_teardown),
 		cmocka_unit_test_teardown(test_mixed_answers, test_teardown),
 		cmocka_unit_test_teardown(test_dns_failures, test_teardown),
 		cmocka_unit_test_teardown(test_upstream_refused, test_teardown),

@@ -1,0 +1,239 @@
+/*
+ * The DNS answer cache (dnscache.h): a chained hash table over one
+ * allocation per name, and a least-recently-used list that decides which
+ * name goes when the table is full. Expired answers are dropped when met.
+ */
+#include "proxy/dnscache.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DNSCACHE_NAME_MAX	255
+
+/* An address as DNS gives it: no port, no scope. */
+union dnscache_addr {
+	struct sockaddr sa;
+	struct sockaddr_in v4;
+	struct sockaddr_in6 v6;
+};
+
+struct dnscache_entry {
+	struct dnscache_entry *hnext;	/* bucket chain */
+	struct dnscache_entry *prev, *next;	/* LRU: head is the newest */
+	uint32_t hash;
+	int64_t expires_ms;
+	size_t n;
+	union dnscache_addr addrs[DNSCACHE_MAX_ADDRS];
+	char name[];
+};
+
+struct dnscache {
+	struct dnscache_entry **buckets;
+	size_t nbuckets;	/* a power of two */
+	size_t max, count;
+	struct dnscache_entry *head, *tail;
+};
+
+/* FNV-1a over the lowercased name. */
+static uint32_t
+dnscache_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		unsigned char ch = *p >= 'A' && *p <= 'Z' ? *p + 32 : *p;
+		h = (h ^ ch) * 16777619u;
+	}
+	return h;
+}
+
+int
+proxy_dnscache_new(size_t max, struct dnscache **out)
+{
+	struct dnscache *dc;
+	size_t nb = 16;
+
+	*out = NULL;
+	if (max == 0 || max > (1u << 20))
+		return -EINVAL;
+	while (nb < max)
+		nb <<= 1;
+	dc = calloc(1, sizeof(*dc));
+	if (dc == NULL)
+		return -ENOMEM;
+	dc->buckets = calloc(nb, sizeof(*dc->buckets));
+	if (dc->buckets == NULL) {
+		free(dc);
+		return -ENOMEM;
+	}
+	dc->nbuckets = nb;
+	dc->max = max;
+	*out = dc;
+	return 0;
+}
+
+void
+proxy_dnscache_free(struct dnscache *dc)
+{
+	struct dnscache_entry *e, *next;
+
+	if (dc == NULL)
+		return;
+	for (e = dc->head; e != NULL; e = next) {
+		next = e->next;
+		free(e);
+	}
+	free(dc->buckets);
+	free(dc);
+}
+
+size_t
+proxy_dnscache_count(const struct dnscache *dc)
+{
+	return dc->count;
+}
+
+static void
+dnscache_lru_unlink(struct dnscache *dc, struct dnscache_entry *e)
+{
+	if (e->prev != NULL)
+		e->prev->next = e->next;
+	else
+		dc->head = e->next;
+	if (e->next != NULL)
+		e->next->prev = e->prev;
+	else
+		dc->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void
+dnscache_lru_push(struct dnscache *dc, struct dnscache_entry *e)
+{
+	e->prev = NULL;
+	e->next = dc->head;
+	if (dc->head != NULL)
+		dc->head->prev = e;
+	dc->head = e;
+	if (dc->tail == NULL)
+		dc->tail = e;
+}
+
+/* The bucket slot that points at name's entry (or the chain's end). */
+static struct dnscache_entry **
+dnscache_slot(struct dnscache *dc, const char *name, uint32_t hash)
+{
+	struct dnscache_entry **pp = &dc->buckets[hash & (dc->nbuckets - 1)];
+
+	for (; *pp != NULL; pp = &(*pp)->hnext)
+		if ((*pp)->hash == hash && strcasecmp((*pp)->name, name) == 0)
+			break;
+	return pp;
+}
+
+static void
+dnscache_drop(struct dnscache *dc, struct dnscache_entry *e)
+{
+	struct dnscache_entry **pp = &dc->buckets[e->hash &
+	    (dc->nbuckets - 1)];
+
+	while (*pp != NULL && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp != NULL)
+		*pp = e->hnext;
+	dnscache_lru_unlink(dc, e);
+	dc->count--;
+	free(e);
+}
+
+size_t
+proxy_dnscache_get(struct dnscache *dc, const char *name, int64_t now_ms,
+    struct sockaddr_storage *addrs, size_t cap)
+{
+	uint32_t hash = dnscache_hash(name);
+	struct dnscache_entry **slot = dnscache_slot(dc, name, hash), *e;
+	size_t n;
+
+	if ((e = *slot) == NULL)
+		return 0;
+	if (now_ms >= e->expires_ms) {
+		dnscache_drop(dc, e);
+		return 0;
+	}
+	n = e->n < cap ? e->n : cap;
+	for (size_t i = 0; i < n; i++) {
+		memset(&addrs[i], 0, sizeof(addrs[i]));
+		memcpy(&addrs[i], &e->addrs[i], e->addrs[i].sa.sa_family ==
+		    AF_INET ? sizeof(e->addrs[i].v4) : sizeof(e->addrs[i].v6));
+	}
+	dnscache_lru_unlink(dc, e);
+	dnscache_lru_push(dc, e);
+	return n;
+}
+
+/* Evicts the least recently used name. */
+static void
+dnscache_evict(struct dnscache *dc)
+{
+	if (dc->tail != NULL)
+		dnscache_drop(dc, dc->tail);
+}
+
+int
+proxy_dnscache_put(struct dnscache *dc, const char *name,
+    const struct sockaddr_storage *addrs, size_t n, int ttl_s,
+    int64_t now_ms)
+{
+	size_t len = strlen(name), k = 0;
+	uint32_t hash = dnscache_hash(name);
+	struct dnscache_entry **slot, *e;
+	union dnscache_addr a[DNSCACHE_MAX_ADDRS];
+
+	if (len == 0 || len > DNSCACHE_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n && k < DNSCACHE_MAX_ADDRS; i++) {
+		memset(&a[k], 0, sizeof(a[k]));
+		if (addrs[i].ss_family == AF_INET) {
+			a[k].v4.sin_family = AF_INET;
+			a[k++].v4.sin_addr =
+			    ((const struct sockaddr_in *)&addrs[i])->sin_addr;
+		} else if (addrs[i].ss_family == AF_INET6) {
+			a[k].v6.sin6_family = AF_INET6;
+			a[k++].v6.sin6_addr =
+			    ((const struct sockaddr_in6 *)&addrs[i])->sin6_addr;
+		}
+	}
+	slot = dnscache_slot(dc, name, hash);
+	if (ttl_s <= 0 || k == 0) {
+		/* Not cacheable: nor is an older answer for the name. */
+		if (*slot != NULL)
+			dnscache_drop(dc, *slot);
+		return -ENOENT;
+	}
+	if (ttl_s > DNSCACHE_TTL_MAX_S)
+		ttl_s = DNSCACHE_TTL_MAX_S;
+	if ((e = *slot) == NULL) {
+		if (dc->count >= dc->max) {
+			dnscache_evict(dc);
+			slot = dnscache_slot(dc, name, hash);
+		}
+		e = calloc(1, sizeof(*e) + len + 1);
+		if (e == NULL)
+			return -ENOMEM;
+		memcpy(e->name, name, len + 1);
+		e->hash = hash;
+		*slot = e;
+		dc->count++;
+	} else {
+		dnscache_lru_unlink(dc, e);
+	}
+	dnscache_lru_push(dc, e);
+	memcpy(e->addrs, a, k * sizeof(a[0]));
+	e->n = k;
+	e->expires_ms = now_ms + (int64_t)ttl_s * 1000;
+	return 0;
+}
