@@ -370,7 +370,12 @@ run_finish(struct run *r, const char *name)
 		return;
 	}
 	t0 = time_mono_ms();
-	(void)container_remove(r->c, name);
+	/* Still no one else's to remove: a kill-all or an operator that
+	 * killed it (137) while the inspections above still found it shows
+	 * here, as a removal already done or in progress. */
+	if (container_remove(r->c, name) == -ENOENT && r->cli_exit >= 125 &&
+	    !r->oom)
+		r->sandbox_error = true;
 	r->tm->remove_ms = time_mono_ms() - t0;
 }
 
