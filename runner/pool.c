@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,6 +472,9 @@ runner_pool_free(struct runner_pool *p)
 	if (p == NULL)
 		return;
 	runner_pool_stop(p);
+	/* A removal thread still holds p: it may not be freed before. Each
+	 * removal is bounded (container_abort, proc_free's reap). */
+	runner_pool_wait_removals(p, INT64_MAX / 4);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);

@@ -154,15 +154,19 @@ removal_main(void *arg)
 	proc_free(m->x);
 	proc_free(m->holder);
 	runner_slot_release(&m->slot);
+	free(m);
+	/* The run is done (runner_pool_run_done) and its removal too, in one
+	 * step: once removing is 0, runner_pool_stop may free p, so nothing
+	 * here touches p after the unlock. */
 	pthread_mutex_lock(&p->mu);
 	if (rc < 0 && rc != -ENOENT)
 		p->rm_failed++;
 	p->remove_ms_last = time_mono_ms() - t0;
+	if (p->inflight > 0)
+		p->inflight--;
 	p->removing--;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	runner_pool_run_done(p);
-	free(m);
 	return NULL;
 }
 
