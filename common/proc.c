@@ -35,6 +35,7 @@ struct proc {
 	bool held;		/* stdin_hold, not fed yet */
 	int status;
 	struct proc_times t;	/* when each end came (monotonic ms) */
+	int pid_fd;		/* pidfd, once only the exit is left; -1 */
 };
 
 static void
@@ -94,7 +95,7 @@ proc_spawn(const struct proc_opts *opts, struct proc **out)
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return -ENOMEM;
 	p->pid = -1;
-	p->in_fd = p->out_fd = p->err_fd = -1;
+	p->in_fd = p->out_fd = p->err_fd = p->pid_fd = -1;
 	p->out = cbuf_new_keep(opts->stdout_max, opts->stdout_keep);
 	p->err = cbuf_new_keep(opts->stderr_max, opts->stderr_keep);
 	if (p->out == NULL || p->err == NULL) {
@@ -275,8 +276,15 @@ communicate(struct proc *p, int64_t deadline_ms, const atomic_int *cancel,
 			fds[n++] = (struct pollfd){ p->out_fd, POLLIN, 0 };
 		if (p->err_fd >= 0)
 			fds[n++] = (struct pollfd){ p->err_fd, POLLIN, 0 };
-		/* With only the exit left to see, poll with short ticks; the
-		 * cancel flag is also re-checked at least this often. */
+		/* With only the exit left to see: a pidfd wakes the poll at
+		 * the exit (not reaped: the tick below still reaps); without
+		 * one (old kernel), short ticks. The cancel flag is also
+		 * re-checked at least this often. */
+		if (p->out_fd < 0 && p->err_fd < 0 && p->pid_fd < 0 &&
+		    p->pid > 0 && !p->reaped)
+			p->pid_fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+		if (p->out_fd < 0 && p->err_fd < 0 && p->pid_fd >= 0)
+			fds[n++] = (struct pollfd){ p->pid_fd, POLLIN, 0 };
 		tick = poll_timeout(deadline_ms,
 		    (p->out_fd < 0 && p->err_fd < 0) ? 10 : 200);
 		r = poll(n ? fds : NULL, n, tick);
@@ -459,6 +467,7 @@ proc_free(struct proc *p)
 	close_fd(&p->in_fd);
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
+	close_fd(&p->pid_fd);
 	cbuf_free(p->out);
 	cbuf_free(p->err);
 	free(p);
