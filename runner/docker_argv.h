@@ -56,7 +56,10 @@ struct docker_spec {
 
 /* A warm container's own process: waits until its stdin (the pool's
  * `docker run -i`) closes, so it ends with its runner, and holds the
- * sandbox up for the one `docker exec` that runs the job. */
+ * sandbox up for the one `docker exec` that runs the job. The job can
+ * kill it: this runsc does not shield pid 1 from a job's signals as Linux
+ * shields an init (measured, also with no handler installed). That ends
+ * the sandbox, and the run is a sandbox_error (runner.c). */
 #define DARGV_HOLDER "import sys; sys.stdin.buffer.read()"
 
 /* Fills a with the full `docker run` argv (a->v[0] is c->docker). Returns

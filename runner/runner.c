@@ -338,6 +338,8 @@ run_finish(struct run *r, const char *name)
 		if (rc == 0)
 			r->cli_exit = st.exit_code != 0 ? st.exit_code : 137;
 	}
+	if (rc == 0)
+		util_strlcpy(r->id, st.id, sizeof(r->id));
 	/* Docker misses some OOM kills under runsc (see oomlog.h); the
 	 * kernel's record of this container's memory cgroup is proof. */
 	if (r->cli_exit == 137 && rc == 0 && !st.oom_killed &&

@@ -157,7 +157,8 @@ echo "ok - warm runs: endless loop -> timeout, memory bomb -> oom"
 # A warm run answers before its container is removed, and says only what
 # it knows: a job that kills itself (137, sandbox alive) is ok with 137,
 # a self-chosen 130 is ok with 130; a warm container removed from outside
-# mid-run is a sandbox error, never ok.
+# mid-run is a sandbox error, never ok; so is a job that kills the holder
+# (pid 1), which ends its sandbox.
 wait_full
 run "$tmp/k1" '{"code":"import os, signal\nprint(1, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)"}' >/dev/null
 [ "$(jget "$tmp/k1" status)" = ok ] && [ "$(jget "$tmp/k1" exit_code)" = 137 ] &&
@@ -166,6 +167,11 @@ wait_full
 run "$tmp/k2" '{"code":"import sys\nsys.exit(130)"}' >/dev/null
 [ "$(jget "$tmp/k2" status)" = ok ] && [ "$(jget "$tmp/k2" exit_code)" = 130 ] &&
 	[ "$(jget "$tmp/k2" warm)" = True ] || fail "warm exit 130: $(cat "$tmp/k2")"
+wait_full
+run "$tmp/k3" '{"code":"import os, signal, time\nfor s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n    try: os.kill(1, s)\n    except OSError as e: print(e)\ntime.sleep(1)\nprint(\"after\")"}' >/dev/null
+[ "$(jget "$tmp/k3" status)" = sandbox_error ] && [ "$(jget "$tmp/k3" warm)" = True ] ||
+	fail "warm job signalling pid 1: $(cat "$tmp/k3")"
+echo "ok - a warm job that kills the holder (pid 1): sandbox_error"
 wait_full
 before=$(pool_names)
 run "$tmp/r1" '{"code":"import time\ntime.sleep(100)","timeout_s":120}' >/dev/null & bg=$!
