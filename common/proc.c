@@ -34,6 +34,8 @@ struct proc {
 	bool reaped;
 	bool held;		/* stdin_hold, not fed yet */
 	int status;
+	struct proc_times t;	/* when each end came (monotonic ms) */
+	int pid_fd;		/* pidfd, once only the exit is left; -1 */
 };
 
 static void
@@ -93,7 +95,7 @@ proc_spawn(const struct proc_opts *opts, struct proc **out)
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return -ENOMEM;
 	p->pid = -1;
-	p->in_fd = p->out_fd = p->err_fd = -1;
+	p->in_fd = p->out_fd = p->err_fd = p->pid_fd = -1;
 	p->out = cbuf_new_keep(opts->stdout_max, opts->stdout_keep);
 	p->err = cbuf_new_keep(opts->stderr_max, opts->stderr_keep);
 	if (p->out == NULL || p->err == NULL) {
@@ -155,6 +157,15 @@ bad:
 	return rc;
 }
 
+/* Closes the child's stdin and notes when. */
+static void
+close_in(struct proc *p)
+{
+	if (p->in_fd >= 0)
+		p->t.stdin_closed = time_mono_ms();
+	close_fd(&p->in_fd);
+}
+
 /* Reads what is available into b (up to its cap; the rest is discarded),
  * showing each chunk to the output callback. Closes *fd at EOF or on
  * error. */
@@ -166,6 +177,8 @@ drain_fd(struct proc *p, int *fd, int stream, struct cbuf *b)
 	for (int i = 0; i < 16; i++) {
 		ssize_t n = read(*fd, buf, sizeof(buf));
 		if (n > 0) {
+			if (p->t.first_output == 0)
+				p->t.first_output = time_mono_ms();
 			if (p->on_output != NULL)
 				p->on_output(p->on_output_arg, stream, buf,
 				    (size_t)n);
@@ -177,6 +190,8 @@ drain_fd(struct proc *p, int *fd, int stream, struct cbuf *b)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		close_fd(fd);
+		if (p->out_fd < 0 && p->err_fd < 0)
+			p->t.outputs_closed = time_mono_ms();
 		return;
 	}
 }
@@ -201,9 +216,9 @@ feed_stdin(struct proc *p)
 		p->in_data += n;
 		p->in_left -= (size_t)n;
 		if (p->in_left == 0)
-			close_fd(&p->in_fd);
+			close_in(p);
 	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		close_fd(&p->in_fd);
+		close_in(p);
 	}
 }
 
@@ -219,6 +234,7 @@ try_reap(struct proc *p, int flags)
 	} while (r < 0 && errno == EINTR);
 	if (r == p->pid || (r < 0 && errno == ECHILD)) {
 		p->reaped = true;
+		p->t.exited = time_mono_ms();
 		if (r < 0)
 			p->status = 0;
 	}
@@ -238,9 +254,9 @@ poll_timeout(int64_t deadline_ms, int cap_ms)
 	return left < cap_ms ? (int)left : cap_ms;
 }
 
-int
-proc_communicate(struct proc *p, int64_t deadline_ms,
-    const atomic_int *cancel)
+static int
+communicate(struct proc *p, int64_t deadline_ms, const atomic_int *cancel,
+    bool need_exit)
 {
 	for (;;) {
 		struct pollfd fds[3];
@@ -249,7 +265,8 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 
 		if (cancel != NULL && atomic_load(cancel) != 0)
 			return -EINTR;
-		if (p->out_fd < 0 && p->err_fd < 0 && try_reap(p, WNOHANG))
+		if (p->out_fd < 0 && p->err_fd < 0 && (!need_exit ||
+		    try_reap(p, WNOHANG)))
 			return 0;
 		if (deadline_ms > 0 && time_mono_ms() >= deadline_ms)
 			return -ETIMEDOUT;
@@ -259,8 +276,15 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 			fds[n++] = (struct pollfd){ p->out_fd, POLLIN, 0 };
 		if (p->err_fd >= 0)
 			fds[n++] = (struct pollfd){ p->err_fd, POLLIN, 0 };
-		/* With only the exit left to see, poll with short ticks; the
-		 * cancel flag is also re-checked at least this often. */
+		/* With only the exit left to see: a pidfd wakes the poll at
+		 * the exit (not reaped: the tick below still reaps); without
+		 * one (old kernel), short ticks. The cancel flag is also
+		 * re-checked at least this often. */
+		if (p->out_fd < 0 && p->err_fd < 0 && p->pid_fd < 0 &&
+		    p->pid > 0 && !p->reaped)
+			p->pid_fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+		if (p->out_fd < 0 && p->err_fd < 0 && p->pid_fd >= 0)
+			fds[n++] = (struct pollfd){ p->pid_fd, POLLIN, 0 };
 		tick = poll_timeout(deadline_ms,
 		    (p->out_fd < 0 && p->err_fd < 0) ? 10 : 200);
 		r = poll(n ? fds : NULL, n, tick);
@@ -274,7 +298,7 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 				continue;
 			if (fds[i].fd == p->in_fd) {
 				if (fds[i].revents & (POLLERR | POLLHUP | POLLNVAL))
-					close_fd(&p->in_fd);
+					close_in(p);
 				else
 					feed_stdin(p);
 			} else if (fds[i].fd == p->out_fd) {
@@ -284,6 +308,26 @@ proc_communicate(struct proc *p, int64_t deadline_ms,
 			}
 		}
 	}
+}
+
+int
+proc_communicate(struct proc *p, int64_t deadline_ms,
+    const atomic_int *cancel)
+{
+	return communicate(p, deadline_ms, cancel, true);
+}
+
+int
+proc_communicate_streams(struct proc *p, int64_t deadline_ms,
+    const atomic_int *cancel)
+{
+	return communicate(p, deadline_ms, cancel, false);
+}
+
+void
+proc_get_times(const struct proc *p, struct proc_times *t)
+{
+	*t = p->t;
 }
 
 int
@@ -306,8 +350,9 @@ proc_feed(struct proc *p, const void *data, size_t len, size_t stdout_max,
 	p->held = false;
 	p->in_data = data;
 	p->in_left = data != NULL ? len : 0;
+	p->t.fed = time_mono_ms();
 	if (p->in_left == 0)
-		close_fd(&p->in_fd);
+		close_in(p);
 	return 0;
 }
 
@@ -422,6 +467,7 @@ proc_free(struct proc *p)
 	close_fd(&p->in_fd);
 	close_fd(&p->out_fd);
 	close_fd(&p->err_fd);
+	close_fd(&p->pid_fd);
 	cbuf_free(p->out);
 	cbuf_free(p->err);
 	free(p);

@@ -62,6 +62,22 @@ int proc_communicate(struct proc *p, int64_t deadline_ms,
 int proc_feed(struct proc *p, const void *data, size_t len,
     size_t stdout_max, size_t stderr_max, enum cbuf_keep keep);
 
+/* Like proc_communicate, but returns 0 as soon as the child has closed
+ * both outputs (and stdin was written), without waiting for its exit:
+ * for a caller that learns the outcome another way (the docker API's
+ * wait) and reaps later. */
+int proc_communicate_streams(struct proc *p, int64_t deadline_ms,
+    const atomic_int *cancel);
+
+/* When each end of the child came, on the monotonic clock in ms (0: not
+ * yet): stdin fed (proc_feed), stdin closed, the first output byte read,
+ * both outputs closed, reaped (seen by this side: proc_communicate polls
+ * the exit in 10 ms ticks). */
+struct proc_times {
+	int64_t fed, stdin_closed, first_output, outputs_closed, exited;
+};
+void proc_get_times(const struct proc *p, struct proc_times *t);
+
 /* Sets (fn non-NULL) or clears the chunk callback; arg is fn's. */
 void proc_set_output(struct proc *p, proc_output_fn fn, void *arg);
 

@@ -45,10 +45,11 @@ container_spec(const struct config *c, const struct container_start *s,
 	/* A debug run: the same argv, only the runtime differs. */
 	if (s->runtime != NULL)
 		out->runtime = s->runtime;
+	out->holder = s->holder;
 }
 
-int
-container_spawn(const struct config *c, const struct container_start *s,
+static int
+spawn(const struct config *c, const struct container_start *s, bool exec,
     struct proc **out)
 {
 	struct docker_spec spec;
@@ -60,12 +61,27 @@ container_spawn(const struct config *c, const struct container_start *s,
 	int rc;
 
 	container_spec(c, s, &spec);
-	if ((rc = docker_run_argv(c, &spec, &a)) < 0)
+	if ((rc = exec ? docker_exec_argv(c, &spec, &a) :
+	    docker_run_argv(c, &spec, &a)) < 0)
 		return rc;
 	o.argv = (const char *const *)a.v;
 	rc = proc_spawn(&o, out);
 	dargv_cleanup(&a);
 	return rc;
+}
+
+int
+container_spawn(const struct config *c, const struct container_start *s,
+    struct proc **out)
+{
+	return spawn(c, s, false, out);
+}
+
+int
+container_exec_spawn(const struct config *c, const struct container_start *s,
+    struct proc **out)
+{
+	return spawn(c, s, true, out);
 }
 
 int

@@ -36,6 +36,9 @@ struct container_start {
 	const void *input;			/* stdin, then closed; */
 	size_t input_len;			/*   ignored with hold */
 	bool hold;				/* keep stdin open (warm pool) */
+	bool holder;				/* warm pool: the container runs
+						 * DARGV_HOLDER; the job comes by
+						 * container_exec_spawn */
 	size_t stdout_max, stderr_max;
 	enum cbuf_keep stdout_keep, stderr_keep;
 };
@@ -47,6 +50,12 @@ void container_spec(const struct config *c, const struct container_start *s,
 /* Spawns `docker run -i ...` for s. 0 and *out, or a negative errno. */
 int container_spawn(const struct config *c, const struct container_start *s,
     struct proc **out);
+
+/* Spawns `docker exec -i NAME` of the job's command (docker_exec_argv)
+ * into a container started with s->holder, with s's stdin and caps (a
+ * warm pool's entry: s->hold). 0 and *out, or a negative errno. */
+int container_exec_spawn(const struct config *c,
+    const struct container_start *s, struct proc **out);
 
 /* `docker rm -f NAME`: through the API socket when that is the configured
  * daemon (saves a CLI start), else the CLI. 0, -ENOENT or an errno. */

@@ -184,6 +184,42 @@ add_ca_bundle(struct dargv *a, const char *path)
 	}
 }
 
+/* The job's command: python3 -I, the prelude, the wrapper or -. */
+static void
+add_job_command(struct dargv *a, const struct docker_spec *s)
+{
+	dargv_add(a, "python3");
+	dargv_add(a, "-I");
+	if (s->prelude != NULL) {
+		/* It reads its line of stdin, then execs python3 -I with the
+		 * arguments that follow: the job runs as without it. */
+		dargv_add(a, "-c");
+		dargv_add(a, s->prelude);
+	}
+	if (s->wrapper != NULL) {
+		/* The fixed wrapper program; the job's code still comes on
+		 * stdin, after a per-run nonce line. */
+		dargv_add(a, "-c");
+		dargv_add(a, s->wrapper);
+		dargv_addf(a, "%llu", (unsigned long long)s->wrapper_cap);
+	} else {
+		dargv_add(a, "-");
+	}
+}
+
+static int
+dargv_finish(struct dargv *a)
+{
+	int rc;
+
+	if (a->error != 0) {
+		rc = a->error;
+		dargv_cleanup(a);
+		return rc;
+	}
+	return 0;
+}
+
 int
 docker_run_argv(const struct config *c, const struct docker_spec *s,
     struct dargv *a)
@@ -207,27 +243,33 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 	for (size_t i = 0; i < s->nextra; i++)
 		dargv_add(a, s->extra[i]);
 	dargv_add(a, s->image_id);
-	dargv_add(a, "python3");
-	dargv_add(a, "-I");
-	if (s->prelude != NULL) {
-		/* It reads its line of stdin, then execs python3 -I with the
-		 * arguments that follow: the job runs as without it. */
+	if (s->holder) {
+		dargv_add(a, "python3");
+		dargv_add(a, "-I");
 		dargv_add(a, "-c");
-		dargv_add(a, s->prelude);
-	}
-	if (s->wrapper != NULL) {
-		/* The fixed wrapper program; the job's code still comes on
-		 * stdin, after a per-run nonce line. */
-		dargv_add(a, "-c");
-		dargv_add(a, s->wrapper);
-		dargv_addf(a, "%llu", (unsigned long long)s->wrapper_cap);
+		dargv_add(a, DARGV_HOLDER);
 	} else {
-		dargv_add(a, "-");
+		add_job_command(a, s);
 	}
-	if (a->error != 0) {
-		rc = a->error;
-		dargv_cleanup(a);
+	return dargv_finish(a);
+}
+
+int
+docker_exec_argv(const struct config *c, const struct docker_spec *s,
+    struct dargv *a)
+{
+	int rc;
+
+	dargv_init(a);
+	if ((rc = check_spec(c, s)) < 0)
 		return rc;
-	}
-	return 0;
+	/* Here the name stands alone: never one an option parser takes. */
+	if (s->name[0] == '-')
+		return -EINVAL;
+	dargv_add(a, c->docker);
+	dargv_add(a, "exec");
+	dargv_add(a, "-i");
+	dargv_add(a, s->name);
+	add_job_command(a, s);
+	return dargv_finish(a);
 }

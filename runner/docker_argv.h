@@ -6,6 +6,7 @@
 #ifndef CORDON_RUNNER_DOCKER_ARGV_H
 #define CORDON_RUNNER_DOCKER_ARGV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,12 +55,31 @@ struct docker_spec {
 	const char *const *extra;	/* egress mode's options (netsetup: */
 	size_t nextra;			/*   --dns, --env proxy vars), before */
 					/*   the image; never hardening flags */
+	bool holder;			/* warm pool: the container's own
+					 * process is DARGV_HOLDER, and the job
+					 * comes by docker_exec_argv */
 };
+
+/* A warm container's own process: waits until its stdin (the pool's
+ * `docker run -i`) closes, so it ends with its runner, and holds the
+ * sandbox up for the one `docker exec` that runs the job. The job can
+ * kill it: this runsc does not shield pid 1 from a job's signals as Linux
+ * shields an init (measured, also with no handler installed). That ends
+ * the sandbox, and the run is a sandbox_error (runner.c). */
+#define DARGV_HOLDER "import sys; sys.stdin.buffer.read()"
 
 /* Fills a with the full `docker run` argv (a->v[0] is c->docker). Returns
  * 0 or a negative errno (-EINVAL for a spec field that is missing or would
  * break the argv, e.g. a comma in a mount path). Pure. */
 int docker_run_argv(const struct config *c, const struct docker_spec *s,
+    struct dargv *a);
+
+/* For a container started with s->holder: `docker exec -i NAME` and the
+ * job's command line as docker_run_argv would have ended it (python3 -I,
+ * the prelude, the wrapper or -). exec adds no option: the process gets
+ * the container's user, capabilities, no-new-privileges, rlimits, cgroup,
+ * network, environment and working directory. Pure. */
+int docker_exec_argv(const struct config *c, const struct docker_spec *s,
     struct dargv *a);
 
 #endif

@@ -89,7 +89,10 @@ exchange(int fd, const char *req, size_t reqlen, int64_t deadline)
 	rc = dockerapi_status(buf, got);
 	if (rc < 0)
 		return rc;
-	return rc == 204 || rc == 200 ? 0 : rc == 404 ? -ENOENT : -EIO;
+	/* 409: a removal already in progress, by someone else: as the CLI
+	 * path says (docker_rm_force), the container is going. */
+	return rc == 204 || rc == 200 ? 0 : rc == 404 || rc == 409 ? -ENOENT :
+	    -EIO;
 }
 
 int

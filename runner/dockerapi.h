@@ -20,7 +20,8 @@
 bool dockerapi_usable(const struct config *c);
 
 /* DELETE /containers/NAME?force=1 with a deadline: 0, -ENOENT (no such
- * container), -ETIMEDOUT, or another negative errno. */
+ * container, or its removal already in progress: 409), -ETIMEDOUT, or
+ * another negative errno. */
 int dockerapi_rm_force(const char *sock, const char *name, int timeout_ms);
 
 /* Status code of an HTTP/1.x response's first line; -EBADMSG when it is

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,8 @@ entry_destroy(struct runner_pool *p, int m, struct pool_entry *e)
 	    CONTAINER_ABORT_MS);
 	proc_free(e->p);
 	e->p = NULL;
+	proc_free(e->x);
+	e->x = NULL;
 	if (rc < 0 && rc != -ENOENT) {
 		snprintf(why, sizeof(why), "docker rm -f: %s", strerror(-rc));
 		pthread_mutex_lock(&p->mu);
@@ -129,7 +132,8 @@ start_one(struct runner_pool *p, int m, const char *image,
 		.label_deadline_s = time_wall_ms() / 1000 +
 		    POOL_START_MS / 1000 + p->o.max_age_s +
 		    c->limits.max_timeout_s + CONTAINER_GC_GRACE_S,
-		.hold = true, .stdout_max = 4096, .stderr_max = 4096,
+		.hold = true, .holder = true, .stdout_max = 4096,
+		.stderr_max = 4096,
 	};
 
 	memset(e, 0, sizeof(*e));
@@ -160,7 +164,14 @@ start_one(struct runner_pool *p, int m, const char *image,
 	if (rc == 0 && m == RUNNER_NET_PROXY)
 		rc = netsetup_sandbox_seal(c, &e->ep, e->name, e->addr, err,
 		    errlen);
-	if (rc == 0 && proc_gone(e->p))
+	/* The job's python, in the running (sealed) sandbox: it waits for
+	 * its program, which only a run writes. */
+	if (rc == 0 && (rc = container_exec_spawn(c, &cs, &e->x)) < 0) {
+		snprintf(err, errlen, "cannot run %.100s exec: %s", c->docker,
+		    strerror(-rc));
+		e->x = NULL;
+	}
+	if (rc == 0 && (proc_gone(e->p) || proc_gone(e->x)))
 		rc = -ECHILD;
 	if (rc < 0) {
 		start_failure(e, "a pool container did not start", err,
@@ -213,7 +224,7 @@ entry_stale(struct runner_pool *p, int m, struct pool_entry *e,
 		return "max age";
 	if (m == RUNNER_NET_PROXY && !runner_pool_ep_equal(&e->ep, &p->net_ep))
 		return "egress endpoint changed";
-	if (proc_gone(e->p))
+	if (proc_gone(e->p) || proc_gone(e->x))
 		return "exited";
 	return NULL;
 }
@@ -407,6 +418,7 @@ runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
 	}
 	p->c = c;
 	p->o = *o;
+	p->remove_ms_last = -1;
 	util_strlcpy(p->session, o->session != NULL ? o->session : "pool",
 	    sizeof(p->session));
 	p->o.session = p->session;
@@ -441,6 +453,9 @@ runner_pool_stop(struct runner_pool *p)
 {
 	if (!p->thread_up || p->joined)
 		return;
+	/* Warm runs' containers still being removed after their answer:
+	 * they are the pool's too (each removal has its own deadline). */
+	runner_pool_wait_removals(p, 2 * CONTAINER_ABORT_MS);
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
@@ -457,6 +472,9 @@ runner_pool_free(struct runner_pool *p)
 	if (p == NULL)
 		return;
 	runner_pool_stop(p);
+	/* A removal thread still holds p: it may not be freed before. Each
+	 * removal is bounded (container_abort, proc_free's reap). */
+	runner_pool_wait_removals(p, INT64_MAX / 4);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);

@@ -1,13 +1,20 @@
 /*
  * The warm pool: per net mode, N containers started ahead of time by the
- * same `docker run -i` argv as a cold run (container.h), python already
- * waiting for its program on stdin, egress ones already sealed (their
- * prelude waits for the run's credential line: a pooled container holds
- * none, and learns its address at the seal). A run takes one
+ * same `docker run -i` hardening as a cold run (container.h), but running
+ * a holder (DARGV_HOLDER) instead of the job; egress ones sealed; then,
+ * per container, one `docker exec -i` of the job's command line (python,
+ * or the egress prelude that waits for the run's credential line: a
+ * pooled container holds none, and learns its address at the seal),
+ * already waiting for its program on stdin. The job is that exec: its
+ * exit is one process's, not the sandbox's teardown (measured: ~10 ms
+ * instead of ~75 ms from the last output to the exit status), and it
+ * inherits every control from the container (user, capabilities,
+ * no-new-privileges, rlimits, cgroup, network). A run takes one
  * (runner_request.pool), registers it with the proxy (egress), writes its
- * credential line and code, and from then on it is exactly a cold run: same deadline, caps, end-state inspection and
- * removal. python runs one program and exits, which ends the container:
- * a pooled container can never serve a second run. A background thread
+ * credential line and code, and from then on it is a cold run: same
+ * deadline, caps, end-state inspection and removal (the exec's exit code
+ * is the job's, from the daemon). A taken container is always removed
+ * after its run: a pooled container never serves a second run. A background thread
  * refills the pool, and replaces a container that died, outlived the
  * max age, or was started from an image no longer pinned. The pool
  * never makes a run wait: an empty pool means a cold start.
@@ -74,13 +81,19 @@ struct runner_pool_stats {
 	uint64_t aborted;	/* starts given up (pause, stop), their
 				 * containers removed by name */
 	uint64_t rm_failed;	/* removals that failed */
+	int64_t removing;	/* warm runs' containers being removed after
+				 * their answer (runner_pool_remove_later) */
+	int64_t remove_ms_last;	/* the latest such removal's duration, or -1 */
 	char last_error[160];	/* "" or the latest start failure */
 };
 
-/* One taken container: the caller owns p (the `docker run` CLI, stdin
- * held) and must remove the container by name when done. */
+/* One taken container: the caller owns p (the `docker run` CLI of the
+ * container's holder, stdin held) and x (`docker exec -i` of the job's
+ * python, already waiting for its program: stdin held), and must remove
+ * the container by name when done. */
 struct pool_entry {
 	struct proc *p;
+	struct proc *x;
 	char name[RUNNER_NAME_MAX];
 	char image[IMAGE_ID_MAX];
 	int64_t born_ms;		/* monotonic */
@@ -126,6 +139,17 @@ int runner_pool_take(struct runner_pool *p, enum runner_net net,
 /* For runner_run: a warm run has ended (its container is removed); the
  * refill waits for those in flight, POOL_DEFER_MS at most. */
 void runner_pool_run_done(struct runner_pool *p);
+
+/* For runner_run, once a warm run's result is complete: removes its
+ * container (by name) on a thread of its own, then frees x and holder
+ * (the CLIs: killed and reaped), releases *slot (taken over: *slot then
+ * holds none) and counts the run done (runner_pool_run_done). So the
+ * answer does not wait for the sandbox's teardown. 0, or a negative errno
+ * when no thread could be started (nothing taken over: remove it
+ * yourself). runner_pool_stop waits for these removals. */
+struct runner_slot;
+int runner_pool_remove_later(struct runner_pool *p, const char *name,
+    struct proc *x, struct proc *holder, struct runner_slot *slot);
 
 /* For runner_run: a run that could not use the pool. */
 void runner_pool_count_miss(struct runner_pool *p);

@@ -41,7 +41,10 @@ struct runner_pool {
 	struct pool_entry idle[2][POOL_MAX_SIZE];	/* oldest first */
 	size_t nidle[2];
 	int64_t starting;
-	int64_t inflight;		/* warm runs not finished yet */
+	int64_t inflight;		/* warm runs not finished yet (their
+					 * containers not removed yet) */
+	int64_t removing;		/* removals after a run's answer */
+	int64_t remove_ms_last;		/* the latest one's duration */
 	int64_t last_take_ms;
 	uint64_t hits, misses, started, failed, retired, aborted, rm_failed;
 	char last_error[160];
@@ -54,6 +57,10 @@ struct runner_pool {
 	struct netsetup_endpoint net_ep;
 	struct pool_victim victims[2 * POOL_MAX_SIZE];	/* idle ones */
 };
+
+/* Waits (not under mu) until no runner_pool_remove_later is pending, up
+ * to timeout_ms. */
+void runner_pool_wait_removals(struct runner_pool *p, int64_t timeout_ms);
 
 /* Under mu: waits on cv for at most ms. */
 void runner_pool_cond_wait(struct runner_pool *p, int64_t ms);

@@ -6,10 +6,13 @@
 #include "runner/pool_internal.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/util.h"
+#include "runner/container.h"
+#include "runner/slot.h"
 
 bool
 runner_pool_ep_equal(const struct netsetup_endpoint *a,
@@ -74,6 +77,8 @@ runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
 	s->retired = p->retired;
 	s->aborted = p->aborted;
 	s->rm_failed = p->rm_failed;
+	s->removing = p->removing;
+	s->remove_ms_last = p->remove_ms_last;
 	util_strlcpy(s->last_error, p->last_error, sizeof(s->last_error));
 	pthread_mutex_unlock(&p->mu);
 }
@@ -94,7 +99,7 @@ runner_pool_take(struct runner_pool *p, enum runner_net net,
 		if (strcmp(e->image, image) != 0 || e->memory != lim->memory ||
 		    e->cpus != lim->cpus || now - e->born_ms >
 		    p->o.max_age_s * 1000 || (ep != NULL && !runner_pool_ep_equal(ep,
-		    &e->ep)) || proc_gone(e->p))
+		    &e->ep)) || proc_gone(e->p) || proc_gone(e->x))
 			continue;
 		*out = *e;
 		memmove(e, e + 1, (p->nidle[m] - i - 1) * sizeof(*e));
@@ -125,5 +130,89 @@ runner_pool_count_miss(struct runner_pool *p)
 {
 	pthread_mutex_lock(&p->mu);
 	p->misses++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+struct removal {
+	struct runner_pool *p;
+	char name[RUNNER_NAME_MAX];
+	struct proc *x, *holder;
+	struct runner_slot slot;
+};
+
+static void *
+removal_main(void *arg)
+{
+	struct removal *m = arg;
+	struct runner_pool *p = m->p;
+	int64_t t0 = time_mono_ms();
+	int rc;
+
+	/* The exec's CLI first: it exits with the removal anyway. */
+	rc = container_abort(p->c, m->name, m->x, time_mono_ms() +
+	    CONTAINER_ABORT_MS);
+	proc_free(m->x);
+	proc_free(m->holder);
+	runner_slot_release(&m->slot);
+	free(m);
+	/* The run is done (runner_pool_run_done) and its removal too, in one
+	 * step: once removing is 0, runner_pool_stop may free p, so nothing
+	 * here touches p after the unlock. */
+	pthread_mutex_lock(&p->mu);
+	if (rc < 0 && rc != -ENOENT)
+		p->rm_failed++;
+	p->remove_ms_last = time_mono_ms() - t0;
+	if (p->inflight > 0)
+		p->inflight--;
+	p->removing--;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int
+runner_pool_remove_later(struct runner_pool *p, const char *name,
+    struct proc *x, struct proc *holder, struct runner_slot *slot)
+{
+	struct removal *m = calloc(1, sizeof(*m));
+	pthread_attr_t at;
+	pthread_t t;
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->p = p;
+	util_strlcpy(m->name, name, sizeof(m->name));
+	m->x = x;
+	m->holder = holder;
+	m->slot = *slot;
+	pthread_mutex_lock(&p->mu);
+	p->removing++;
+	pthread_mutex_unlock(&p->mu);
+	if ((rc = pthread_attr_init(&at)) == 0) {
+		(void)pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&t, &at, removal_main, m);
+		pthread_attr_destroy(&at);
+	}
+	if (rc != 0) {
+		pthread_mutex_lock(&p->mu);
+		p->removing--;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		free(m);
+		return -rc;
+	}
+	*slot = (struct runner_slot){ .fd = -1, .index = -1 };
+	return 0;
+}
+
+void
+runner_pool_wait_removals(struct runner_pool *p, int64_t timeout_ms)
+{
+	int64_t end = time_mono_ms() + timeout_ms, left;
+
+	pthread_mutex_lock(&p->mu);
+	while (p->removing > 0 && (left = end - time_mono_ms()) > 0)
+		runner_pool_cond_wait(p, left < 200 ? left : 200);
 	pthread_mutex_unlock(&p->mu);
 }

@@ -184,6 +184,22 @@ files_to_json(const struct runner_result *res)
 	return arr;
 }
 
+/* "timing_ms": where the run's time went (runner.h), for benchmarks. */
+static bool
+timing_to_json(cJSON *o, const struct runner_timing *t)
+{
+	cJSON *j = cJSON_AddObjectToObject(o, "timing_ms");
+
+	return j != NULL &&
+	    cJSON_AddNumberToObject(j, "stdin", (double)t->stdin_ms) != NULL &&
+	    cJSON_AddNumberToObject(j, "run", (double)t->run_ms) != NULL &&
+	    cJSON_AddNumberToObject(j, "exit", (double)t->exit_ms) != NULL &&
+	    cJSON_AddNumberToObject(j, "cli", (double)t->cli_ms) != NULL &&
+	    cJSON_AddNumberToObject(j, "inspect", (double)t->inspect_ms) !=
+	    NULL && cJSON_AddNumberToObject(j, "remove",
+	    (double)t->remove_ms) != NULL;
+}
+
 cJSON *
 runner_result_to_json(const struct runner_result *res)
 {
@@ -204,6 +220,7 @@ runner_result_to_json(const struct runner_result *res)
 	    (double)res->duration_ms);
 	ok = ok && cJSON_AddNumberToObject(o, "queue_ms",
 	    (double)res->queue_ms);
+	ok = ok && timing_to_json(o, &res->timing);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,8 @@ struct run {
 	char in_dir[PATH_MAX];
 	unsigned char *input;		/* what goes to the container's stdin */
 	size_t input_len;
-	struct proc *p;
+	struct proc *p;			/* the job's CLI: run, or (warm) exec */
+	struct proc *holder;		/* warm: the container's `docker run` */
 	int64_t start, deadline;
 	bool finished, timed_out, cancelled, oom, sandbox_error;
 	bool not_started;		/* docker's own failure, no job ran */
@@ -65,11 +67,21 @@ struct run {
 	char debug_pat[RUNNER_DEBUG_PAT_MAX];	/* debug: --debug-log */
 	char id[72];			/* debug: the container's full ID */
 	struct runner_relay relay;	/* live output (req->output) */
+	struct runner_timing *tm;	/* res->timing */
+	bool exec_lost;			/* warm: its sandbox died, the exec's
+					 * CLI was killed (run_communicate_warm) */
+	bool remove_later;		/* warm, ended by itself: its container
+					 * is still there, for run_cleanup */
+	char name[RUNNER_NAME_MAX];	/* ... by this name */
+	int64_t t_begin;		/* code handed over (fed or spawned) */
 };
 
 /* Seconds the proxy keeps a run's credential past the run's deadline: the
  * unregister normally comes first; this only bounds a runner that died. */
 #define RUN_EGRESS_GRACE_MS 5000
+
+/* A warm run: how long its exec may outlive its sandbox's holder. */
+#define RUN_HOLDER_GRACE_MS 500
 
 static int
 run_prepare(struct run *r, struct runner_result *res, char *err,
@@ -241,11 +253,12 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 		runner_pool_count_miss(q->pool);
 		return 0;
 	}
-	if (run_input(r, e.name) < 0 || proc_feed(e.p, r->input,
+	if (run_input(r, e.name) < 0 || proc_feed(e.x, r->input,
 	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output,
 	    r->keep) < 0) {
 		/* Cannot happen for a fresh entry; never use it half-way. */
 		(void)container_remove(r->c, e.name);
+		proc_free(e.x);
 		proc_free(e.p);
 		free(r->input);
 		r->input = NULL;
@@ -253,7 +266,9 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 		runner_pool_count_miss(q->pool);
 		return 0;
 	}
-	r->p = e.p;
+	r->p = e.x;
+	r->holder = e.p;
+	util_strlcpy(r->name, e.name, sizeof(r->name));
 	util_strlcpy(res->container, e.name, sizeof(res->container));
 	res->warm = true;
 	r->warm = true;
@@ -281,17 +296,48 @@ run_stop(struct run *r, const char *name)
 	    CONTAINER_ABORT_MS);
 }
 
+/* A warm run whose exec ended with 125 or more: whether its sandbox died
+ * (the holder's `docker run` ends with it) rather than the job exiting.
+ * The exec may see the sandbox go a moment before the holder's CLI does:
+ * that moment is waited for, here only. */
+static bool
+run_holder_died(struct run *r)
+{
+	int64_t end = time_mono_ms() + RUN_HOLDER_GRACE_MS;
+
+	while (!proc_gone(r->holder)) {
+		if (time_mono_ms() >= end)
+			return docker_wait_running(r->c, r->name) != 0;
+		(void)poll(NULL, 0, 20);
+	}
+	return true;
+}
+
 /* After the CLI exited by itself: learn the end state, then remove. */
 static void
 run_finish(struct run *r, const char *name)
 {
 	struct docker_state st = { 0 };
 	int rc = -ENOENT;
+	int64_t t0 = time_mono_ms();
+	bool died = false;
 
 	r->cli_exit = proc_exit_code(r->p);
 	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0 ||
 	    r->req->debug)
 		rc = docker_inspect_state(r->c, name, &st);
+	/* A warm run's job is an exec: 125 and up may also be the exec
+	 * failing because its sandbox died under it (runsc exec: 128, "...
+	 * WaitPID failed: EOF"), e.g. killed for memory. A sandbox still
+	 * running after the exec ended did not; one that stopped did, and
+	 * then its own end state says why, and the exit code is its. */
+	if (r->warm && (r->cli_exit >= 125 || r->exec_lost) &&
+	    run_holder_died(r)) {
+		died = true;
+		rc = docker_inspect_state(r->c, name, &st);
+		if (rc == 0)
+			r->cli_exit = st.exit_code != 0 ? st.exit_code : 137;
+	}
 	if (rc == 0)
 		util_strlcpy(r->id, st.id, sizeof(r->id));
 	/* Docker misses some OOM kills under runsc (see oomlog.h); the
@@ -307,6 +353,8 @@ run_finish(struct run *r, const char *name)
 	}
 	if (r->cli_exit == 137 && rc == 0 && st.oom_killed)
 		r->oom = true;
+	else if (died)
+		r->sandbox_error = true;
 	/* 125-127 are also docker's own failures: trust them as the job's
 	 * exit code only when the container really started. */
 	r->not_started = r->cli_exit >= 125 && (rc < 0 || !st.started);
@@ -316,7 +364,48 @@ run_finish(struct run *r, const char *name)
 	 * removed from outside (kill-all, an operator), not a job's exit. */
 	if (rc == -ENOENT && r->cli_exit >= 125)
 		r->sandbox_error = true;
-	(void)container_remove(r->c, name);
+	r->tm->inspect_ms = time_mono_ms() - t0;
+	/* A warm run's container is removed after the answer (run_cleanup):
+	 * everything the result says is known by now. */
+	if (r->warm) {
+		r->remove_later = true;
+		return;
+	}
+	t0 = time_mono_ms();
+	/* Still no one else's to remove: a kill-all or an operator that
+	 * killed it (137) while the inspections above still found it shows
+	 * here, as a removal already done or in progress. */
+	if (container_remove(r->c, name) == -ENOENT && r->cli_exit >= 125 &&
+	    !r->oom)
+		r->sandbox_error = true;
+	r->tm->remove_ms = time_mono_ms() - t0;
+}
+
+/* The steps' times from the CLI's pipes (runner_timing): the program's
+ * run ends at its first output (print(1) in the benchmark) or, with none,
+ * when its streams closed; the exit is known when the streams closed (the
+ * attach ends with the container) or, over the API, when its wait
+ * answered (exit_at). */
+static void
+run_times(struct run *r, int64_t exit_at)
+{
+	struct proc_times t;
+	int64_t ran;
+
+	proc_get_times(r->p, &t);
+	if (t.fed > 0)
+		r->t_begin = t.fed;
+	if (exit_at <= 0)
+		exit_at = t.outputs_closed;
+	ran = t.first_output > 0 ? t.first_output : t.outputs_closed;
+	if (t.stdin_closed > 0)
+		r->tm->stdin_ms = t.stdin_closed - r->t_begin;
+	if (ran > 0 && t.stdin_closed > 0)
+		r->tm->run_ms = ran - t.stdin_closed;
+	if (exit_at > 0 && ran > 0)
+		r->tm->exit_ms = exit_at - ran;
+	if (t.exited > 0 && exit_at > 0)
+		r->tm->cli_ms = t.exited - exit_at;
 }
 
 /* Live output, if asked for: the relay between the read loop and the
@@ -336,13 +425,45 @@ run_relay_start(struct run *r)
 	proc_set_output(r->p, runner_relay_chunk, &r->relay);
 }
 
+/* A warm run's exec, watched with its sandbox: when the sandbox dies
+ * (memory), runsc's exec may never end. Once the holder's `docker run`
+ * has ended, the exec gets RUN_HOLDER_GRACE_MS to end too, then its CLI
+ * is killed, and the run is judged by the container's end state
+ * (run_finish). proc_communicate's result. */
+static int
+run_communicate_warm(struct run *r)
+{
+	int64_t slice;
+	int rc;
+
+	for (;;) {
+		slice = time_mono_ms() + 100;
+		rc = proc_communicate(r->p, slice < r->deadline ? slice :
+		    r->deadline, r->req->cancel);
+		if (rc != -ETIMEDOUT || time_mono_ms() >= r->deadline)
+			return rc;
+		if (proc_gone(r->holder))
+			break;
+	}
+	slice = time_mono_ms() + RUN_HOLDER_GRACE_MS;
+	rc = proc_communicate(r->p, slice < r->deadline ? slice : r->deadline,
+	    r->req->cancel);
+	if (rc != -ETIMEDOUT || time_mono_ms() >= r->deadline)
+		return rc;
+	r->exec_lost = true;
+	proc_kill(r->p, SIGKILL);
+	(void)proc_reap(r->p, time_mono_ms() + 5000);
+	return 0;
+}
+
 static int
 run_wait(struct run *r, const char *name)
 {
 	int rc;
 
 	run_relay_start(r);
-	rc = proc_communicate(r->p, r->deadline, r->req->cancel);
+	rc = r->warm ? run_communicate_warm(r) : proc_communicate(r->p,
+	    r->deadline, r->req->cancel);
 	if (r->req->output != NULL) {
 		proc_set_output(r->p, NULL, NULL);
 		runner_relay_flush(&r->relay);
@@ -350,6 +471,7 @@ run_wait(struct run *r, const char *name)
 
 	if (rc == 0) {
 		r->finished = true;
+		run_times(r, 0);
 		run_finish(r, name);
 		return 0;
 	}
@@ -474,11 +596,25 @@ run_explain_failure(struct run *r, struct runner_result *res, char *err,
 static void
 run_cleanup(struct run *r)
 {
+	/* Off the answer's path: the removal, the CLIs, the slot, the
+	 * pool's count, all on a thread of the pool's (a thread that cannot
+	 * start: here and now). */
+	if (r->remove_later && runner_pool_remove_later(r->req->pool, r->name,
+	    r->p, r->holder, &r->slot) == 0) {
+		r->p = NULL;
+		r->holder = NULL;
+		r->warm = false;
+	} else if (r->remove_later) {
+		(void)container_remove(r->c, r->name);
+	}
+	r->remove_later = false;
 	run_unregister(r);
 	cJSON_Delete(r->egress);
 	r->egress = NULL;
 	proc_free(r->p);
 	r->p = NULL;
+	proc_free(r->holder);		/* its container is gone */
+	r->holder = NULL;
 	if (r->in_dir[0] != '\0')
 		(void)util_rm_rf(r->in_dir);
 	if (r->input != NULL)
@@ -544,6 +680,8 @@ runner_run(const struct config *c, const struct runner_request *req,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	res->timing = (struct runner_timing){ -1, -1, -1, -1, -1, -1 };
+	r.tm = &res->timing;
 	res->exit_code = -1;
 	res->net = req->net;
 	err[0] = '\0';
@@ -569,7 +707,8 @@ runner_run(const struct config *c, const struct runner_request *req,
 		snprintf(err, errlen, "cannot assemble the job's stdin: %s",
 		    strerror(-rc));
 		goto bad;
-	} else if ((rc = run_spawn(&r, res->container)) < 0) {
+	} else if ((r.t_begin = time_mono_ms(),
+	    rc = run_spawn(&r, res->container)) < 0) {
 		snprintf(err, errlen, "cannot run %s: %s", c->docker,
 		    strerror(-rc));
 		goto bad;

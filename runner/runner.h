@@ -101,6 +101,15 @@ struct runner_file {
 	const char *refused;		/* NULL when written; static reason */
 };
 
+/* Where a run's time went after its container was there, in ms (-1: the
+ * step did not happen on the way to the result): writing the code to
+ * stdin, the program's run until both output streams closed, learning
+ * the exit status after that, the docker CLI's exit after that, the
+ * end-state inspections, the removal (-1 when done after the answer). */
+struct runner_timing {
+	int64_t stdin_ms, run_ms, exit_ms, cli_ms, inspect_ms, remove_ms;
+};
+
 struct runner_result {
 	enum runner_status status;
 	int exit_code;			/* container exit code; -1 if none */
@@ -111,6 +120,7 @@ struct runner_result {
 	bool out_truncated, err_truncated;
 	int64_t duration_ms;
 	int64_t queue_ms;		/* waited for a host-wide run slot */
+	struct runner_timing timing;
 	char container[RUNNER_NAME_MAX];
 	bool warm;			/* ran in a container from the pool */
 	char code_sha256[65];

@@ -132,7 +132,10 @@ add_pool(struct serve_server *s, cJSON *o,
 	    NULL && cJSON_AddNumberToObject(p, "started",
 	    (double)st->started) != NULL && cJSON_AddNumberToObject(p, "retired",
 	    (double)st->retired) != NULL && cJSON_AddNumberToObject(p, "failed",
-	    (double)st->failed) != NULL &&
+	    (double)st->failed) != NULL && cJSON_AddNumberToObject(p,
+	    "removing", (double)st->removing) != NULL &&
+	    cJSON_AddNumberToObject(p, "remove_ms_last",
+	    (double)st->remove_ms_last) != NULL &&
 	    json_add_bytes(p, "last_error", st->last_error,
 	    strlen(st->last_error)) == 0;
 }

@@ -424,6 +424,53 @@ test_removed_from_outside(void **state)
 	e2e_free(&r);
 }
 
+/* Runs `cordon kill-all` once the run's container appears. */
+static void
+kill_all_tick(pid_t pid, int64_t ms, void *arg)
+{
+	bool *done = arg;
+	const char *argv[] = { cordon, "kill-all", NULL };
+	struct proc_opts o = { .argv = argv, .stdout_max = 4096,
+	    .stderr_max = 4096 };
+	struct proc_result kr;
+	char filter[64], *ids;
+
+	(void)ms;
+	if (*done)
+		return;
+	snprintf(filter, sizeof(filter), "label=cordon.owner_pid=%d", (int)pid);
+	ids = docker_out("ps", "-q", "--filter", filter, NULL);
+	if (ids[0] != '\0') {
+		(void)poll(NULL, 0, 1500);
+		assert_int_equal(proc_run(&o, 60000, &kr), 0);
+		assert_int_equal(kr.exit_code, 0);
+		proc_result_cleanup(&kr);
+		*done = true;
+	}
+	free(ids);
+}
+
+/* `cordon kill-all` during a cold run: the run was stopped from outside,
+ * so it is closed_early or sandbox_error, never ok (issue 16). */
+static void
+test_kill_all_during_cold_run(void **state)
+{
+	const char *args[] = { "run", "--timeout", "120", NULL };
+	const char *st;
+	bool done = false;
+	struct e2e r;
+
+	(void)state;
+	run_cordon("import time\ntime.sleep(100)\n", args, 60000,
+	    kill_all_tick, &done, &r);
+	assert_true(done);
+	st = jstr(&r, "status");
+	if (strcmp(st, "closed_early") != 0 && strcmp(st, "sandbox_error") != 0)
+		fail_msg("kill-all during a cold run gave %s: %s", st, r.out);
+	assert_container_gone(r.container);
+	e2e_free(&r);
+}
+
 static void
 test_sigkill_runner_then_gc(void **state)
 {
@@ -1346,6 +1393,7 @@ main(void)
 		cmocka_unit_test(test_sigterm_removes_container),
 		cmocka_unit_test(test_sigkill_runner_then_gc),
 		cmocka_unit_test(test_removed_from_outside),
+		cmocka_unit_test(test_kill_all_during_cold_run),
 		cmocka_unit_test(test_flood_both_streams),
 		cmocka_unit_test(test_keep_traceback),
 		cmocka_unit_test(test_keep_small_untouched),

@@ -8,22 +8,11 @@
 # With $FAKE_CREATE_DELAY (seconds) the marker appears only that long after
 # `run`, from a detached process that outlives the CLI (dockerd goes on
 # creating after its client is killed: issue 22), and until then `rm` says
-# "No such".
+# "No such". `exec` behaves as `run` by $FAKE_MODE, with no marker.
 printf '%s\n' "$*" >> "$FAKE_LOG"
 cmd=$1
-case "$cmd" in
-run)
-	prev=
-	for a in "$@"; do
-		if [ "$prev" = "--name" ] && [ -n "${FAKE_CREATE_DELAY:-}" ]; then
-			setsid sh -c 'sleep "$1"; : > "$2"' _ \
-			    "$FAKE_CREATE_DELAY" "$FAKE_LOG.$a" </dev/null \
-			    >/dev/null 2>&1 &
-		elif [ "$prev" = "--name" ]; then
-			: > "$FAKE_LOG.$a"
-		fi
-		prev=$a
-	done
+# What `run` (and the warm pool's `exec`) does, by $FAKE_MODE.
+job() {
 	case "$FAKE_MODE" in
 	ok)	# echo the code back, as a program printing its source would
 		cat; echo "to-stderr" >&2; exit 3 ;;
@@ -44,7 +33,24 @@ run)
 	user125)
 		cat >/dev/null; echo "docker: looks like docker" >&2; exit 125 ;;
 	esac
-	exit 99 ;;
+	exit 99
+}
+case "$cmd" in
+run)
+	prev=
+	for a in "$@"; do
+		if [ "$prev" = "--name" ] && [ -n "${FAKE_CREATE_DELAY:-}" ]; then
+			setsid sh -c 'sleep "$1"; : > "$2"' _ \
+			    "$FAKE_CREATE_DELAY" "$FAKE_LOG.$a" </dev/null \
+			    >/dev/null 2>&1 &
+		elif [ "$prev" = "--name" ]; then
+			: > "$FAKE_LOG.$a"
+		fi
+		prev=$a
+	done
+	job ;;
+exec)	# the warm pool's job, in a running (fake) container
+	job ;;
 inspect)
 	case "$*" in
 	*"{{.State.Status}}"*)

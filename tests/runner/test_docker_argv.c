@@ -164,6 +164,50 @@ test_prelude_argv(void **state)
 	dargv_cleanup(&a);
 }
 
+/* A warm pool's container: the cold argv with the holder as its command
+ * (the hardening the same, flag for flag), and the job by `docker exec
+ * -i NAME` of the cold run's command with no option of its own; a bad
+ * name is refused there too. */
+static void
+test_holder_and_exec_argv(void **state)
+{
+	struct docker_spec s = base_spec();
+	struct config c;
+	struct dargv cold, warm, x;
+
+	(void)state;
+	config_defaults(&c);
+	s.prelude = "PRELUDE";
+	assert_int_equal(docker_run_argv(&c, &s, &cold), 0);
+	s.holder = true;
+	assert_int_equal(docker_run_argv(&c, &s, &warm), 0);
+	/* Same up to the image; then python3 -I -c HOLDER. */
+	assert_int_equal(warm.n, cold.n - 6 + 5);
+	for (size_t i = 0; i < cold.n - 5; i++)
+		assert_string_equal(warm.v[i], cold.v[i]);
+	assert_string_equal(warm.v[warm.n - 5], IMG);
+	assert_string_equal(warm.v[warm.n - 4], "python3");
+	assert_string_equal(warm.v[warm.n - 3], "-I");
+	assert_string_equal(warm.v[warm.n - 2], "-c");
+	assert_string_equal(warm.v[warm.n - 1], DARGV_HOLDER);
+	assert_int_equal(docker_exec_argv(&c, &s, &x), 0);
+	assert_int_equal(x.n, 4 + 5);
+	assert_string_equal(x.v[0], "docker");
+	assert_string_equal(x.v[1], "exec");
+	assert_string_equal(x.v[2], "-i");
+	assert_string_equal(x.v[3], "cordon-0123456789abcdef");
+	for (size_t i = 4; i < x.n; i++)	/* python3 -I -c PRELUDE - */
+		assert_string_equal(x.v[i], cold.v[cold.n - x.n + i]);
+	assert_null(x.v[x.n]);
+	dargv_cleanup(&x);
+	s.name = "-u0";
+	assert_int_equal(docker_exec_argv(&c, &s, &x), -EINVAL);
+	s.name = "a b";
+	assert_int_equal(docker_exec_argv(&c, &s, &x), -EINVAL);
+	dargv_cleanup(&cold);
+	dargv_cleanup(&warm);
+}
+
 /* container_spec: proxy-mode containers (cold and pooled alike) get the
  * prelude and no proxy URL anywhere on the argv; offline ones get the
  * argv they always had. */
@@ -456,6 +500,7 @@ main(void)
 		cmocka_unit_test(test_hardening_set),
 		cmocka_unit_test(test_in_mount_and_wrapper),
 		cmocka_unit_test(test_prelude_argv),
+		cmocka_unit_test(test_holder_and_exec_argv),
 		cmocka_unit_test(test_container_spec_modes),
 		cmocka_unit_test(test_config_values_flow),
 		cmocka_unit_test(test_bad_spec_values),

@@ -22,6 +22,7 @@
 
 #include "common/config.h"
 #include "common/util.h"
+#include "runner/docker_argv.h"
 #include "runner/pool.h"
 #include "runner/runner.h"
 #include "fake_docker.h"
@@ -285,7 +286,9 @@ run_code(struct runner_pool *pool, const char *code,
 }
 
 /* The pool fills to N for the kept mode only, and its containers are
- * started by the very argv of a cold run: the full hardening set. */
+ * started by the very argv of a cold run (the full hardening set) but
+ * for the command, which is the holder; the job's python comes by one
+ * `docker exec -i NAME` of the cold run's command, with no option. */
 static void
 test_fills_with_cold_argv(void **state)
 {
@@ -322,13 +325,19 @@ test_fills_with_cold_argv(void **state)
 	assert_true(strlen(cold) > 5 && strcmp(cold + strlen(cold) - 5,
 	    " -I -") == 0);
 	cold_norm = normalize(cold);
+	/* The holder instead of the job's "python3 -I -". */
+	cold_norm[strlen(cold_norm) - 1] = '\0';
+	strcat(cold_norm, "-c " DARGV_HOLDER);
 	for (size_t i = 0; i < N; i++) {
-		char *line = run_line(log, n->v[i]), *norm;
+		char *line = run_line(log, n->v[i]), *norm, want[128];
 
 		assert_non_null(line);
 		assert_string_not_equal(n->v[i], res.container);
 		norm = normalize(line);
 		assert_string_equal(norm, cold_norm);
+		snprintf(want, sizeof(want), "\nexec -i %s python3 -I -\n",
+		    n->v[i]);
+		assert_non_null(strstr(log, want));
 		assert_non_null(strstr(line, " cordon.session=pool "));
 		/* `cordon gc` leaves it alone while it may idle for the
 		 * max age and then run for the longest timeout. */
@@ -379,7 +388,13 @@ test_runs_take_each_once(void **state)
 		for (int j = 0; j < i; j++)
 			assert_string_not_equal(used[j], res.container);
 		util_strlcpy(used[i], res.container, sizeof(used[i]));
-		/* Removed by the run itself, after it. */
+		/* Removed after it: a cold run before it returns, a warm
+		 * one's after its answer, by the pool. */
+		if (!res.warm)
+			assert_true(removed_after(off, res.container));
+		for (int k = 0; k < 200 && !removed_after(off, res.container);
+		    k++)
+			usleep(50000);
 		assert_true(removed_after(off, res.container));
 		log = fake_docker_log(&fk);
 		line = run_line(log, res.container);	/* started once */

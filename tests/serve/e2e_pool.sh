@@ -58,9 +58,28 @@ print(json.dumps([h[f] for f in ("Runtime", "NetworkMode", "ReadonlyRootfs",
     "CapDrop", "CapAdd", "SecurityOpt", "Privileged", "Memory", "MemorySwap",
     "NanoCpus", "PidsLimit", "Ulimits", "Tmpfs", "IpcMode", "LogConfig",
     "Binds", "Devices")] + [k[f] for f in ("User", "WorkingDir", "Image",
-    "Cmd", "OpenStdin")] + [sorted(k["Env"])], sort_keys=True))'
+    "OpenStdin")] + [sorted(k["Env"])], sort_keys=True))'
 }
-warm_hard=$(inspect_hard "$(head -1 <<<"$names")")
+# A pooled container runs the holder; the job is its one exec, which adds
+# nothing to the container's controls: not privileged, the container's
+# user (Docker fills it in), the cold run's command.
+warm1=$(head -1 <<<"$names")
+warm_cmd=$("$docker" inspect -f '{{json .Config.Cmd}}' "$warm1")
+[ "$warm_cmd" = '["python3","-I","-c","import sys; sys.stdin.buffer.read()"]' ] ||
+	fail "a pooled container's command: $warm_cmd"
+execs=$("$docker" inspect -f '{{range .ExecIDs}}{{.}} {{end}}' "$warm1")
+[ "$(wc -w <<<"$execs")" = 1 ] || fail "a pooled container has execs: '$execs'"
+warm_user=$("$docker" inspect -f '{{.Config.User}}' "$warm1")
+curl -sf --unix-socket /var/run/docker.sock "http://docker/exec/${execs% }/json" |
+	python3 -c 'import json, sys
+x = json.load(sys.stdin); p = x["ProcessConfig"]
+want = {"privileged": False, "user": sys.argv[1], "entrypoint": "python3",
+    "arguments": ["-I", "-"], "tty": False}
+got = {k: p.get(k) for k in want}
+sys.exit(0 if got == want and x["OpenStdin"] and x["Running"] else
+    "exec: %s" % json.dumps(x))' "$warm_user" || fail "the pooled container's exec is not the job's bare command"
+echo "ok - a pooled container holds; its one exec is the job's command, no option"
+warm_hard=$(inspect_hard "$warm1")
 run "$tmp/c1" '{"code":"import time; time.sleep(6)","files":[{"path":"f","content_b64":"eA=="}]}' \
 	-H "$A" >"$tmp/c1.code" & bg=$!
 cold=
@@ -134,6 +153,35 @@ run "$tmp/o1" '{"code":"b = []\nwhile True: b.append(bytearray(64 << 20))","time
 [ "$(jget "$tmp/o1" status)" = oom ] && [ "$(jget "$tmp/o1" warm)" = True ] ||
 	fail "warm memory bomb: $(cat "$tmp/o1")"
 echo "ok - warm runs: endless loop -> timeout, memory bomb -> oom"
+
+# A warm run answers before its container is removed, and says only what
+# it knows: a job that kills itself (137, sandbox alive) is ok with 137,
+# a self-chosen 130 is ok with 130; a warm container removed from outside
+# mid-run is a sandbox error, never ok; so is a job that kills the holder
+# (pid 1), which ends its sandbox.
+wait_full
+run "$tmp/k1" '{"code":"import os, signal\nprint(1, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)"}' >/dev/null
+[ "$(jget "$tmp/k1" status)" = ok ] && [ "$(jget "$tmp/k1" exit_code)" = 137 ] &&
+	[ "$(jget "$tmp/k1" warm)" = True ] || fail "warm self-kill: $(cat "$tmp/k1")"
+wait_full
+run "$tmp/k2" '{"code":"import sys\nsys.exit(130)"}' >/dev/null
+[ "$(jget "$tmp/k2" status)" = ok ] && [ "$(jget "$tmp/k2" exit_code)" = 130 ] &&
+	[ "$(jget "$tmp/k2" warm)" = True ] || fail "warm exit 130: $(cat "$tmp/k2")"
+wait_full
+run "$tmp/k3" '{"code":"import os, signal, time\nfor s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):\n    try: os.kill(1, s)\n    except OSError as e: print(e)\ntime.sleep(1)\nprint(\"after\")"}' >/dev/null
+[ "$(jget "$tmp/k3" status)" = sandbox_error ] && [ "$(jget "$tmp/k3" warm)" = True ] ||
+	fail "warm job signalling pid 1: $(cat "$tmp/k3")"
+echo "ok - a warm job that kills the holder (pid 1): sandbox_error"
+wait_full
+before=$(pool_names)
+run "$tmp/r1" '{"code":"import time\ntime.sleep(100)","timeout_s":120}' >/dev/null & bg=$!
+sleep 3
+# Every container that was idle: the run's is one of them.
+"$docker" rm -f $before >/dev/null
+wait $bg
+[ "$(jget "$tmp/r1" status)" = sandbox_error ] && [ "$(jget "$tmp/r1" warm)" = True ] ||
+	fail "warm container removed from outside: $(cat "$tmp/r1")"
+echo "ok - warm runs: self-kill -> ok 137, exit 130 -> ok 130, removed from outside -> sandbox_error"
 
 # 5. kill-all: the pool is emptied and stays empty until resume.
 wait_full

@@ -56,7 +56,7 @@ assert t_result - t_first > 1.5, (t_first, t_result)
 tick2 = [e for e in outs if "tick 2" in e[1]["data"]][0][0]
 assert tick2 - t_first > 1.5, (t_first, tick2)
 res = dict(ev[-1][1]); del res["event"]
-for k in ("container", "duration_ms", "queue_ms", "warm"):
+for k in ("container", "duration_ms", "queue_ms", "timing_ms", "warm"):
     res.pop(k, None); plain.pop(k, None)
 assert res == plain, (res, plain)
 PY
