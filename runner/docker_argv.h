@@ -45,6 +45,11 @@ struct docker_spec {
 					 * first as python3 -I -c PRELUDE, with
 					 * the usual arguments after it, which
 					 * it execs (runner/egress.h) */
+	unsigned lang;			/* CONFIG_LANG_*; 0: python. bash and
+					 * node read the job from stdin too
+					 * (bash -s, node -), run directly,
+					 * or execed by the prelude, or as
+					 * the wrapper's child */
 	const char *const *extra;	/* egress mode's options (netsetup: */
 	size_t nextra;			/*   --dns, --env proxy vars), before */
 					/*   the image; never hardening flags */
