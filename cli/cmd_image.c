@@ -1,11 +1,13 @@
 /*
- * `cordon image build [--force|--refresh]|show`: builds the pinned sandbox
- * image with no registry (see image.h) or prints the current record.
+ * `cordon image build [--profile NAME] [--force|--refresh]|show`: builds
+ * the pinned sandbox image of one profile (default minimal; config.h)
+ * with no registry (see image.h) or prints its current record.
  * --refresh fetches the packages again from the mirror (security updates)
  * and re-pins; runs in flight keep their image, and the probe records
  * (which name the image they ran in) no longer let runs through until a
  * probe has run in the new one.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,11 +22,27 @@ say(const char *msg, void *arg)
 	fprintf(stderr, "cordon image: %s\n", msg);
 }
 
+/* Points c at profile (config_profile_use), or says why not: -EINVAL. */
+static int
+image_profile_pick(struct config *c, const char *profile)
+{
+	char err[256];
+
+	if (config_profile_use(c, profile, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon image: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int
 image_usage(void)
 {
-	fprintf(stderr, "usage: cordon image build [--force|--refresh]\n"
-	    "       cordon image show\n"
+	fprintf(stderr, "usage: cordon image build [--profile NAME] "
+	    "[--force|--refresh]\n"
+	    "       cordon image show [--profile NAME]\n"
+	    "  --profile  minimal (default), data, node, or one of the "
+	    "config's\n"
 	    "  --refresh  rebuild from the Debian mirror (bypassing the cached "
 	    "rootfs)\n             and re-pin; the next run probes the new "
 	    "image first\n");
@@ -49,26 +67,22 @@ say_repinned(const struct config *c, const char *old, const char *new)
 }
 
 static int
-image_build_cmd(const struct config *c, int argc, char **argv)
+image_build_cmd(const struct config *c, bool force)
 {
-	struct image_build_opts o = { .progress = say };
+	struct image_build_opts o = { .progress = say, .force = force };
 	struct image_record old, rec;
 	char err[512];
 	bool rebuilt = false;
 
-	if (argc == 3 && (strcmp(argv[2], "--force") == 0 ||
-	    strcmp(argv[2], "--refresh") == 0))
-		o.force = true;
-	else if (argc != 2)
-		return image_usage();
 	if (image_record_read(c, &old) < 0)
 		old.id[0] = '\0';
 	if (image_build(c, &o, &rec, &rebuilt, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon image: %s\n", err);
 		return 1;
 	}
-	fprintf(stderr, "cordon image: %s %s (%s)\n",
-	    rebuilt ? "built" : "kept", rec.id, rec.name);
+	fprintf(stderr, "cordon image: %s %s (%s, profile %s)\n",
+	    rebuilt ? "built" : "kept", rec.id, rec.name,
+	    config_profile_current(c));
 	say_repinned(c, old.id, rec.id);
 	printf("%s\n", rec.id);
 	return 0;
@@ -79,26 +93,42 @@ cmd_image(int argc, char **argv)
 {
 	struct config c;
 	struct image_record rec;
+	const char *profile = CONFIG_PROFILE_DEFAULT;
 	char err[512];
+	bool force = false;
 
 	if (argc < 2)
 		return image_usage();
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
+			profile = argv[++i];
+		else if (strcmp(argv[1], "build") == 0 &&
+		    (strcmp(argv[i], "--force") == 0 ||
+		    strcmp(argv[i], "--refresh") == 0))
+			force = true;
+		else
+			return image_usage();
+	}
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon image: %s\n", err);
 		return 1;
 	}
-	if (strcmp(argv[1], "show") == 0 && argc == 2) {
+	if (image_profile_pick(&c, profile) < 0)
+		return 1;
+	if (strcmp(argv[1], "show") == 0) {
 		if (image_record_read(&c, &rec) < 0) {
-			fprintf(stderr, "cordon image: no image recorded in %s "
-			    "(run 'cordon image build')\n", c.state_dir);
+			fprintf(stderr, "cordon image: no image of profile %s "
+			    "recorded in %s (run 'cordon image build --profile "
+			    "%s')\n", profile, c.state_dir, profile);
 			return 1;
 		}
 		printf("{\"id\":\"%s\",\"name\":\"%s\",\"inputs\":\"%s\","
-		    "\"built_at\":\"%s\",\"rootfs_at\":\"%s\"}\n", rec.id,
-		    rec.name, rec.inputs, rec.built_at, rec.rootfs_at);
+		    "\"built_at\":\"%s\",\"rootfs_at\":\"%s\","
+		    "\"profile\":\"%s\"}\n", rec.id, rec.name, rec.inputs,
+		    rec.built_at, rec.rootfs_at, profile);
 		return 0;
 	}
 	if (strcmp(argv[1], "build") == 0)
-		return image_build_cmd(&c, argc, argv);
+		return image_build_cmd(&c, force);
 	return image_usage();
 }

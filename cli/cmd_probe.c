@@ -1,5 +1,6 @@
 /*
- * `cordon probe [--net none|proxy] [--warm | --debug]`: runs the probe program
+ * `cordon probe [--net none|proxy] [--profile NAME] [--warm | --debug]`:
+ * runs the probe program in the profile's image (default minimal)
  * through the real runner (the same path as a user's job), inspects the
  * probe's own container from the host while it runs, judges both views,
  * records the result for the runner's require_probe check, and prints
@@ -19,8 +20,10 @@
 static int
 probe_usage(void)
 {
-	fprintf(stderr, "usage: cordon probe [--net none|proxy] [--warm | "
-	    "--debug]\n"
+	fprintf(stderr, "usage: cordon probe [--net none|proxy] [--profile "
+	    "NAME] [--warm | --debug]\n"
+	    "  --profile  the image profile to probe (default minimal); each "
+	    "has its\n           own records\n"
 	    "  --warm   probe a container of a warm pool (pre-started, its "
 	    "program\n           written later), the path `cordon serve "
 	    "--pool` runs take\n"
@@ -35,13 +38,15 @@ cmd_probe(int argc, char **argv)
 	struct config c;
 	struct probe_report rep;
 	char err[512], *line;
-	const char *mode = "none";
+	const char *mode = "none", *profile = CONFIG_PROFILE_DEFAULT;
 	bool warm = false, debug = false;
 	cJSON *j;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--net") == 0 && i + 1 < argc)
 			mode = argv[++i];
+		else if (strcmp(argv[i], "--profile") == 0 && i + 1 < argc)
+			profile = argv[++i];
 		else if (strcmp(argv[i], "--warm") == 0)
 			warm = true;
 		else if (strcmp(argv[i], "--debug") == 0)
@@ -53,6 +58,10 @@ cmd_probe(int argc, char **argv)
 	    (warm && debug))
 		return probe_usage();
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon probe: %s\n", err);
+		return 1;
+	}
+	if (config_profile_use(&c, profile, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);
 		return 1;
 	}

@@ -57,8 +57,14 @@ usage_error(const char *msg, const char *arg)
 	fprintf(stderr, "usage: cordon run [--net none|proxy [--policy NAME]] "
 	    "[--timeout S] "
 	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
-	    "[--out DIR] [--session ID] [--lang python] "
-	    "[--keep head|tail|both] [--stream] [--debug] < code\n"
+	    "[--out DIR] [--session ID] [--lang python|bash|node] "
+	    "[--profile NAME] [--keep head|tail|both] [--stream] [--debug] "
+	    "< code\n"
+	    "  --lang     the code's language (default python); the profile "
+	    "must offer it\n"
+	    "  --profile  the image profile (default minimal; without it, "
+	    "--lang node\n"
+	    "             picks the first profile with node, e.g. node)\n"
 	    "  --debug  root only: runsc's debug runtime (--debug --strace); "
 	    "the result\n           names the log directory (debug_log)\n");
 	return 2;
@@ -119,7 +125,16 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 		q->session = arg;
 		return 0;
 	case 'l':
+		if (config_lang_bit(arg) == 0)
+			return usage_error("--lang must be python, bash or node",
+			    arg);
 		q->lang = arg;
+		return 0;
+	case 'P':
+		if (!config_profile_name_valid(arg))
+			return usage_error("bad --profile (1-32 of [a-z0-9_-])",
+			    arg);
+		q->profile = arg;
 		return 0;
 	case 'p':
 		q->policy = arg;
@@ -152,6 +167,7 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		{ "out", required_argument, NULL, 'O' },
 		{ "session", required_argument, NULL, 's' },
 		{ "lang", required_argument, NULL, 'l' },
+		{ "profile", required_argument, NULL, 'P' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "debug", no_argument, NULL, 'D' },
 		{ "keep", required_argument, NULL, 'k' },

@@ -122,6 +122,70 @@ static const struct field tenant_fields[] = {
 	TSTR("net", net),
 };
 
+/* The profiles every config has: minimal (image.* itself, mirrored by
+ * config_profiles_finish), data (Debian's scientific Python stack) and
+ * node. Each includes python3: the probe is a Python program. */
+static void
+config_profiles_default(struct config_image *img)
+{
+	static const struct {
+		const char *name;
+		const char *packages[6];
+	} defs[] = {
+		{ CONFIG_PROFILE_DEFAULT, { NULL } },
+		{ "data", { "python3", "python3-numpy", "python3-pandas",
+		    "python3-matplotlib", "python3-scipy", NULL } },
+		{ "node", { "python3", "nodejs", NULL } },
+	};
+
+	img->nprofiles = 0;
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		struct config_profile *p = &img->profiles[img->nprofiles++];
+		memset(p, 0, sizeof(*p));
+		strcpy(p->name, defs[i].name);
+		for (size_t k = 0; defs[i].packages[k] != NULL; k++)
+			strcpy(p->packages[p->npackages++], defs[i].packages[k]);
+	}
+}
+
+static unsigned
+config_profile_langs(const struct config_profile *p)
+{
+	unsigned langs = CONFIG_LANG_PYTHON | CONFIG_LANG_BASH;
+
+	for (size_t i = 0; i < p->npackages; i++)
+		if (strcmp(p->packages[i], "nodejs") == 0)
+			langs |= CONFIG_LANG_NODE;
+	return langs;
+}
+
+/* Mirrors image.name/packages/id into profiles[0] (minimal), names the
+ * other profiles' images image.name-NAME unless the file named them, and
+ * derives every profile's languages. -ENAMETOOLONG when a derived image
+ * name does not fit. */
+static int
+config_profiles_finish(struct config_image *img)
+{
+	struct config_profile *m = &img->profiles[0];
+	int rc = 0;
+
+	util_strlcpy(m->image_name, img->name, sizeof(m->image_name));
+	memcpy(m->packages, img->packages, sizeof(m->packages));
+	m->npackages = img->npackages;
+	util_strlcpy(m->id, img->id, sizeof(m->id));
+	for (size_t i = 0; i < img->nprofiles; i++) {
+		struct config_profile *p = &img->profiles[i];
+		if (i > 0 && !p->named &&
+		    (size_t)snprintf(p->image_name, sizeof(p->image_name),
+		    "%s-%s", img->name, p->name) >= sizeof(p->image_name)) {
+			p->image_name[0] = '\0';
+			rc = -ENAMETOOLONG;
+		}
+		p->langs = config_profile_langs(p);
+	}
+	return rc;
+}
+
 /* Twice the online CPUs: a run spends part of its time starting and
  * stopping its sandbox, not on a CPU. */
 static int64_t
@@ -181,6 +245,8 @@ config_defaults(struct config *c)
 	strcpy(c->image.packages[0], "python3");
 	c->image.npackages = 1;
 	c->image.max_age_days = 30;
+	config_profiles_default(&c->image);
+	(void)config_profiles_finish(&c->image);
 	strcpy(c->serve.socket, "/run/cordon/serve.sock");
 	c->serve.global_limit = 4;
 	c->serve.queue_max = 16;
@@ -305,39 +371,118 @@ apply_section(void *base, const struct field *fields, size_t n,
 	return 0;
 }
 
+/* A Debian package list (an array of names) into pk/n; what names the
+ * key in errors. */
+static int
+apply_packages(char pk[CONFIG_MAX_PACKAGES][64], size_t *n, const cJSON *v,
+    const char *what, const char *name, char *err, size_t errlen)
+{
+	const cJSON *p;
+
+	if (!cJSON_IsArray(v))
+		return fail(err, errlen, name,
+		    "%s: expected an array of names", what);
+	*n = 0;
+	cJSON_ArrayForEach(p, v) {
+		if (!cJSON_IsString(p) || p->valuestring[0] == '\0' ||
+		    strspn(p->valuestring, "abcdefghijklmnopqrstuvwxyz"
+		    "0123456789+-.") != strlen(p->valuestring))
+			return fail(err, errlen, name,
+			    "%s: each entry must be a Debian package name",
+			    what);
+		if (*n == CONFIG_MAX_PACKAGES ||
+		    !util_strlcpy(pk[*n], p->valuestring, sizeof(pk[0])))
+			return fail(err, errlen, name,
+			    "%s: too many or too long", what);
+		(*n)++;
+	}
+	return 0;
+}
+
+/* image.profiles: {"NAME": {"name": IMAGE, "packages": [...], "id": ID}}.
+ * A default profile's keys override its defaults; a new NAME is added
+ * (packages default to python3). minimal is image.* itself. */
+static int
+apply_profiles(struct config_image *img, const cJSON *obj, const char *name,
+    char *err, size_t errlen)
+{
+	const cJSON *e, *v;
+	char what[96];
+
+	if (!cJSON_IsObject(obj))
+		return fail(err, errlen, name, "image.profiles: expected an "
+		    "object of NAME: {name, packages, id}");
+	cJSON_ArrayForEach(e, obj) {
+		struct config_profile *p = NULL;
+		if (!config_profile_name_valid(e->string))
+			return fail(err, errlen, name, "image.profiles: a "
+			    "profile name is 1-%d of [a-z0-9_-]",
+			    CONFIG_PROFILE_MAX);
+		if (strcmp(e->string, CONFIG_PROFILE_DEFAULT) == 0)
+			return fail(err, errlen, name, "image.profiles.minimal: "
+			    "the minimal profile is image.name, image.packages "
+			    "and image.id themselves");
+		if (!cJSON_IsObject(e))
+			return fail(err, errlen, name, "image.profiles.%s: "
+			    "expected an object", e->string);
+		for (size_t i = 0; i < img->nprofiles && p == NULL; i++)
+			if (strcmp(img->profiles[i].name, e->string) == 0)
+				p = &img->profiles[i];
+		if (p == NULL) {
+			if (img->nprofiles == CONFIG_MAX_PROFILES)
+				return fail(err, errlen, name, "image.profiles: "
+				    "at most %d profiles", CONFIG_MAX_PROFILES);
+			p = &img->profiles[img->nprofiles++];
+			memset(p, 0, sizeof(*p));
+			strcpy(p->name, e->string);
+			strcpy(p->packages[0], "python3");
+			p->npackages = 1;
+		}
+		cJSON_ArrayForEach(v, e) {
+			int rc = 0;
+			snprintf(what, sizeof(what), "image.profiles.%s.%s",
+			    p->name, v->string);
+			if (strcmp(v->string, "packages") == 0)
+				rc = apply_packages(p->packages, &p->npackages,
+				    v, what, name, err, errlen);
+			else if (strcmp(v->string, "name") != 0 &&
+			    strcmp(v->string, "id") != 0)
+				rc = fail(err, errlen, name, "unknown key '%s'",
+				    what);
+			else if (!cJSON_IsString(v) || !util_strlcpy(
+			    v->string[0] == 'n' ? p->image_name : p->id,
+			    v->valuestring, v->string[0] == 'n' ?
+			    sizeof(p->image_name) : sizeof(p->id)))
+				rc = fail(err, errlen, name, "%s: expected a "
+				    "string (too long?)", what);
+			if (rc < 0)
+				return rc;
+			if (v->string[0] == 'n')
+				p->named = true;
+		}
+	}
+	return 0;
+}
+
 static int
 apply_image(struct config_image *img, const cJSON *obj, const char *name,
     char *err, size_t errlen)
 {
 	const cJSON *v;
+	int rc;
 
 	cJSON_ArrayForEach(v, obj) {
-		const cJSON *p;
-		if (strcmp(v->string, "packages") != 0) {
-			if (apply_key(img, image_fields, sizeof(image_fields) /
+		if (strcmp(v->string, "packages") == 0)
+			rc = apply_packages(img->packages, &img->npackages, v,
+			    "image.packages", name, err, errlen);
+		else if (strcmp(v->string, "profiles") == 0)
+			rc = apply_profiles(img, v, name, err, errlen);
+		else
+			rc = apply_key(img, image_fields, sizeof(image_fields) /
 			    sizeof(image_fields[0]), v, name, "image.", err,
-			    errlen) < 0)
-				return -EINVAL;
-			continue;
-		}
-		if (!cJSON_IsArray(v))
-			return fail(err, errlen, name,
-			    "image.packages: expected an array of names");
-		img->npackages = 0;
-		cJSON_ArrayForEach(p, v) {
-			if (!cJSON_IsString(p) || p->valuestring[0] == '\0' ||
-			    strspn(p->valuestring, "abcdefghijklmnopqrstuvwxyz"
-			    "0123456789+-.") != strlen(p->valuestring))
-				return fail(err, errlen, name,
-				    "image.packages: each entry must be a Debian "
-				    "package name");
-			if (img->npackages == CONFIG_MAX_PACKAGES ||
-			    !util_strlcpy(img->packages[img->npackages],
-			    p->valuestring, sizeof(img->packages[0])))
-				return fail(err, errlen, name,
-				    "image.packages: too many or too long");
-			img->npackages++;
-		}
+			    errlen);
+		if (rc < 0)
+			return -EINVAL;
 	}
 	return 0;
 }
@@ -451,6 +596,136 @@ config_policy_name_valid(const char *name)
 }
 
 bool
+config_profile_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 1 && n <= CONFIG_PROFILE_MAX && strspn(name,
+	    "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+unsigned
+config_lang_bit(const char *lang)
+{
+	if (lang == NULL || strcmp(lang, "python") == 0)
+		return CONFIG_LANG_PYTHON;
+	if (strcmp(lang, "bash") == 0)
+		return CONFIG_LANG_BASH;
+	if (strcmp(lang, "node") == 0)
+		return CONFIG_LANG_NODE;
+	return 0;
+}
+
+const char *
+config_lang_name(unsigned bit)
+{
+	switch (bit) {
+	case CONFIG_LANG_PYTHON: return "python";
+	case CONFIG_LANG_BASH: return "bash";
+	case CONFIG_LANG_NODE: return "node";
+	}
+	return "?";
+}
+
+void
+config_langs_format(unsigned langs, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (unsigned b = 1; b <= CONFIG_LANG_NODE && n < outlen; b <<= 1)
+		if (langs & b)
+			n += (size_t)snprintf(out + n, outlen - n, "%s%s",
+			    n ? ", " : "", config_lang_name(b));
+}
+
+const struct config_profile *
+config_profile_find(const struct config *c, const char *name)
+{
+	for (size_t i = 0; i < c->image.nprofiles; i++)
+		if (strcmp(c->image.profiles[i].name, name) == 0)
+			return &c->image.profiles[i];
+	return NULL;
+}
+
+const char *
+config_profile_current(const struct config *c)
+{
+	return c->image.profile[0] != '\0' ? c->image.profile :
+	    CONFIG_PROFILE_DEFAULT;
+}
+
+int
+config_profile_pick(const struct config *c, const char *profile,
+    const char *lang, const struct config_profile **out, char *err,
+    size_t errlen)
+{
+	const struct config_profile *p;
+	unsigned bit = config_lang_bit(lang);
+	char have[64];
+
+	*out = NULL;
+	if (bit == 0) {
+		snprintf(err, errlen, "unknown language '%.32s' (python, bash "
+		    "or node)", lang);
+		return -EINVAL;
+	}
+	if (profile != NULL && (p = config_profile_find(c, profile)) == NULL) {
+		snprintf(err, errlen, "unknown profile '%.32s'", profile);
+		return -EINVAL;
+	}
+	if (profile == NULL) {
+		p = config_profile_find(c, config_profile_current(c));
+		/* From the default profile, a language picks its profile;
+		 * never another language. */
+		for (size_t i = 0; p != NULL && (p->langs & bit) == 0 &&
+		    c->image.profile[0] == '\0' && i < c->image.nprofiles; i++)
+			if (c->image.profiles[i].langs & bit)
+				p = &c->image.profiles[i];
+		if (p == NULL) {
+			snprintf(err, errlen, "unknown profile '%.32s'",
+			    config_profile_current(c));
+			return -EINVAL;
+		}
+	}
+	if ((p->langs & bit) == 0) {
+		config_langs_format(p->langs, have, sizeof(have));
+		snprintf(err, errlen, "profile '%s' has no %s (it offers %s)%s",
+		    p->name, config_lang_name(bit), have, bit ==
+		    CONFIG_LANG_NODE ? ": use a profile with nodejs in its "
+		    "packages, e.g. node" : "");
+		return -EINVAL;
+	}
+	*out = p;
+	return 0;
+}
+
+int
+config_profile_use(struct config *c, const char *profile, const char *lang,
+    char *err, size_t errlen)
+{
+	const struct config_profile *p;
+	int rc;
+
+	if ((rc = config_profile_pick(c, profile, lang, &p, err, errlen)) < 0)
+		return rc;
+	/* Already there: image.* stands as it is (a caller may have set
+	 * image.id on its copy). */
+	if (strcmp(p->name, config_profile_current(c)) == 0)
+		return 0;
+	if (p == &c->image.profiles[0])
+		c->image.profile[0] = '\0';
+	else
+		util_strlcpy(c->image.profile, p->name,
+		    sizeof(c->image.profile));
+	util_strlcpy(c->image.name, p->image_name, sizeof(c->image.name));
+	memcpy(c->image.packages, p->packages, sizeof(c->image.packages));
+	c->image.npackages = p->npackages;
+	util_strlcpy(c->image.id, p->id, sizeof(c->image.id));
+	return 0;
+}
+
+bool
 config_tenant_allows_net(const struct config_tenant *t, const char *net)
 {
 	if (strcmp(net, "none") == 0)
@@ -532,6 +807,20 @@ config_check(const struct config *c, const char *name, char *err,
 	if (c->egress_secrets[0] != '\0' && c->egress_secrets[0] != '/')
 		return fail(err, errlen, name, "egress_secrets: an absolute "
 		    "path (or empty for none)");
+	for (size_t i = 0; i < c->image.nprofiles; i++) {
+		const struct config_profile *p = &c->image.profiles[i];
+		bool py = false;
+		for (size_t k = 0; k < p->npackages; k++)
+			py = py || strcmp(p->packages[k], "python3") == 0;
+		if (!py)
+			return fail(err, errlen, name, "%s%s.packages: must "
+			    "include python3 (the probe is a Python program)",
+			    i == 0 ? "image" : "image.profiles.",
+			    i == 0 ? "" : p->name);
+		if (p->image_name[0] == '\0')
+			return fail(err, errlen, name, "image.name is too long "
+			    "to name profile %s's image", p->name);
+	}
 	if (strcmp(c->user, "0") == 0 || strncmp(c->user, "0:", 2) == 0 ||
 	    strncmp(c->user, "root", 4) == 0)
 		return fail(err, errlen, name, "user: must not be root");
@@ -581,6 +870,9 @@ config_parse(struct config *c, const char *text, size_t len,
 			break;
 	}
 	cJSON_Delete(root);
+	if (rc == 0 && config_profiles_finish(&c->image) < 0)
+		rc = fail(err, errlen, name, "image.name is too long to name "
+		    "the profiles' images (image.name-PROFILE)");
 	if (rc == 0)
 		rc = config_check(c, name, err, errlen);
 	if (rc < 0) {

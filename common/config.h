@@ -12,6 +12,16 @@
 
 #define CONFIG_DEFAULT_PATH "/etc/cordon/cordon.json"
 #define CONFIG_MAX_PACKAGES 32
+#define CONFIG_MAX_PROFILES 8
+#define CONFIG_PROFILE_MAX 32		/* [a-z0-9_-], 1-32 */
+#define CONFIG_PROFILE_DEFAULT "minimal"
+
+/* Languages a profile offers (bits). Every profile has python3 (the probe
+ * is a Python program) and bash (Essential in Debian); node needs the
+ * nodejs package. */
+#define CONFIG_LANG_PYTHON 1u
+#define CONFIG_LANG_BASH 2u
+#define CONFIG_LANG_NODE 4u
 
 struct config_limits {
 	uint64_t memory_bytes;		/* --memory and --memory-swap (equal) */
@@ -34,6 +44,19 @@ struct config_limits {
 	int64_t queue_timeout_s;	/* a run waits this long for a slot */
 };
 
+/* One image profile: its own image (built, pinned, recorded and probed
+ * on its own). profiles[0] is "minimal": image.name/packages/id
+ * themselves (today's image, so existing set-ups keep working). */
+struct config_profile {
+	char name[CONFIG_PROFILE_MAX + 1];
+	char image_name[128];		/* image.name-NAME unless named */
+	bool named;			/* the file gave its image's name */
+	char packages[CONFIG_MAX_PACKAGES][64];
+	size_t npackages;
+	char id[80];			/* "" = the ID recorded by image build */
+	unsigned langs;			/* CONFIG_LANG_* (from packages) */
+};
+
 struct config_image {
 	char name[128];			/* tag given at import (informative) */
 	char suite[32];			/* debootstrap suite */
@@ -42,6 +65,14 @@ struct config_image {
 	size_t npackages;
 	char id[80];			/* "" = the ID recorded by image build */
 	int64_t max_age_days;		/* doctor warns past it; 0: never */
+	/* The profile that name, packages and id above stand for: "" for
+	 * minimal (as loaded), else what config_profile_use selected. Its
+	 * image and probe records are STATE_DIR/image-NAME.json and
+	 * probe-MODE-NAME.json (minimal: image.json, probe-MODE.json). */
+	char profile[CONFIG_PROFILE_MAX + 1];
+	struct config_profile profiles[CONFIG_MAX_PROFILES];
+	size_t nprofiles;		/* minimal, data, node, then the
+					 * file's own */
 };
 
 #define CONFIG_MAX_TENANTS 16
@@ -126,6 +157,39 @@ bool config_tenant_allows_net(const struct config_tenant *t,
     const char *net);
 bool config_tenant_allows_policy(const struct config *c,
     const struct config_tenant *t, const char *policy);
+
+/* True for a valid profile name: 1-CONFIG_PROFILE_MAX of [a-z0-9_-]. */
+bool config_profile_name_valid(const char *name);
+
+/* The CONFIG_LANG_* bit of a language name ("python", "bash", "node"); 0
+ * for anything else. NULL is python. Pure. */
+unsigned config_lang_bit(const char *lang);
+/* "python", "bash" or "node" for one bit; "?" otherwise. */
+const char *config_lang_name(unsigned bit);
+/* "python, bash" for a set of bits, into out. */
+void config_langs_format(unsigned langs, char *out, size_t outlen);
+
+/* The profile named name, or NULL. */
+const struct config_profile *config_profile_find(const struct config *c,
+    const char *name);
+
+/* The name of the profile c's image fields stand for ("minimal" for ""). */
+const char *config_profile_current(const struct config *c);
+
+/* The profile a run of lang (NULL: python) gets: the one named profile;
+ * or, profile NULL, the current one if it offers lang, else (from minimal
+ * only) the first profile that does. A named profile that does not exist
+ * or lacks lang is -EINVAL with a reason in err; so is an unknown
+ * language. Never falls back to another language. 0 and *out. Pure. */
+int config_profile_pick(const struct config *c, const char *profile,
+    const char *lang, const struct config_profile **out, char *err,
+    size_t errlen);
+
+/* Points c's image fields (name, packages, id, profile) at the profile
+ * config_profile_pick chooses, for one run, build or probe. 0 or its
+ * -EINVAL. Pure. */
+int config_profile_use(struct config *c, const char *profile,
+    const char *lang, char *err, size_t errlen);
 
 /* Fills c with the built-in defaults. */
 void config_defaults(struct config *c);

@@ -1,5 +1,6 @@
 /*
- * The latest probe result per net mode, kept in STATE_DIR/probe-MODE.json,
+ * The latest probe result per net mode and image profile, kept in
+ * STATE_DIR/probe-MODE.json (minimal) or probe-MODE-PROFILE.json,
  * and the fail-closed check the runner makes before every job.
  */
 #include <errno.h>
@@ -17,7 +18,9 @@ state_path(const struct config *c, const char *mode, char *out, size_t len)
 {
 	if (strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0)
 		return -EINVAL;
-	if ((size_t)snprintf(out, len, "%s/probe-%s.json", c->state_dir, mode)
+	/* One record per mode and profile; minimal keeps today's name. */
+	if ((size_t)snprintf(out, len, "%s/probe-%s%s%s.json", c->state_dir,
+	    mode, c->image.profile[0] != '\0' ? "-" : "", c->image.profile)
 	    >= len)
 		return -ENAMETOOLONG;
 	return 0;

@@ -31,6 +31,7 @@ container_spec(const struct config *c, const struct container_start *s,
 		.in_dir = s->in_dir,
 		.wrapper = s->out_wrapper ? outwrap_program : NULL,
 		.wrapper_cap = s->lim->max_output,
+		.lang = s->lang,
 	};
 	if (s->na != NULL) {
 		/* The run's proxy credential comes first on stdin. */

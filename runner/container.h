@@ -33,6 +33,8 @@ struct container_start {
 	int64_t label_deadline_s;		/* epoch s, for `cordon gc` */
 	const char *in_dir;			/* NULL or mounted at /in */
 	bool out_wrapper;			/* --out: the wrapper program */
+	unsigned lang;				/* CONFIG_LANG_*; 0: python
+						 * (the warm pool's) */
 	const void *input;			/* stdin, then closed; */
 	size_t input_len;			/*   ignored with hold */
 	bool hold;				/* keep stdin open (warm pool) */

@@ -21,6 +21,23 @@ static const char *const job_env[] = {
 	NULL,
 };
 
+/* The interpreter of a language other than python: absolute, so that the
+ * egress prelude (which execs an argv starting with '/') and the --out
+ * wrapper (which runs its arguments after the cap) can run it too. The
+ * job's code is read from stdin, never taken from argv. */
+static const char *const *
+lang_argv(unsigned lang)
+{
+	static const char *const bash[] = { "/bin/bash", "-s", NULL };
+	static const char *const node[] = { "/usr/bin/node", "-", NULL };
+
+	switch (lang) {
+	case CONFIG_LANG_BASH: return bash;
+	case CONFIG_LANG_NODE: return node;
+	}
+	return NULL;
+}
+
 void
 dargv_init(struct dargv *a)
 {
@@ -107,6 +124,9 @@ check_spec(const struct config *c, const struct docker_spec *s)
 		return -EINVAL;
 	if (s->memory == 0 || s->cpus <= 0 || s->owner_pid <= 0)
 		return -EINVAL;
+	if (s->lang != 0 && s->lang != CONFIG_LANG_PYTHON &&
+	    lang_argv(s->lang) == NULL)
+		return -EINVAL;
 	return 0;
 }
 
@@ -184,27 +204,40 @@ add_ca_bundle(struct dargv *a, const char *path)
 	}
 }
 
-/* The job's command: python3 -I, the prelude, the wrapper or -. */
+/* The command: python3 -I - for a python job; else the language's own
+ * interpreter, run through the prelude and the wrapper when they are
+ * there (both Python: every profile has python3). */
 static void
 add_job_command(struct dargv *a, const struct docker_spec *s)
 {
+	const char *const *job = lang_argv(s->lang);
+
+	if (job != NULL && s->prelude == NULL && s->wrapper == NULL) {
+		for (size_t i = 0; job[i] != NULL; i++)
+			dargv_add(a, job[i]);
+		return;
+	}
 	dargv_add(a, "python3");
 	dargv_add(a, "-I");
 	if (s->prelude != NULL) {
 		/* It reads its line of stdin, then execs python3 -I with the
-		 * arguments that follow: the job runs as without it. */
+		 * arguments that follow (or, when they start with an absolute
+		 * path, that program): the job runs as without it. */
 		dargv_add(a, "-c");
 		dargv_add(a, s->prelude);
 	}
 	if (s->wrapper != NULL) {
 		/* The fixed wrapper program; the job's code still comes on
-		 * stdin, after a per-run nonce line. */
+		 * stdin, after a per-run nonce line. It runs the arguments
+		 * after the cap (none: python3 -I -) as the job. */
 		dargv_add(a, "-c");
 		dargv_add(a, s->wrapper);
 		dargv_addf(a, "%llu", (unsigned long long)s->wrapper_cap);
-	} else {
+	} else if (job == NULL) {
 		dargv_add(a, "-");
 	}
+	for (size_t i = 0; job != NULL && job[i] != NULL; i++)
+		dargv_add(a, job[i]);
 }
 
 static int

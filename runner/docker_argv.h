@@ -52,6 +52,11 @@ struct docker_spec {
 					 * CA), mounted read-only at
 					 * DOCKER_CA_BUNDLE with the CA env
 					 * variables pointing at it; or NULL */
+	unsigned lang;			/* CONFIG_LANG_*; 0: python. bash and
+					 * node read the job from stdin too
+					 * (bash -s, node -), run directly,
+					 * or execed by the prelude, or as
+					 * the wrapper's child */
 	const char *const *extra;	/* egress mode's options (netsetup: */
 	size_t nextra;			/*   --dns, --env proxy vars), before */
 					/*   the image; never hardening flags */

@@ -356,6 +356,117 @@ image_made_ms(const struct config *c)
 	return ms;
 }
 
+void
+doctor_profile_line(const struct config *c, const struct doctor_profile *p,
+    int64_t now_ms, struct doctor_line *l)
+{
+	enum doctor_verdict v = DOCTOR_OK;
+	char what[64], langs[64], size[32] = "size unknown", age[48] = "";
+	char probe[96], hint[200] = "";
+	int64_t days = 0;
+	bool old = p->made_ms >= 0 && image_too_old(c, p->made_ms, now_ms,
+	    &days);
+
+	snprintf(what, sizeof(what), "profile %s", p->name);
+	config_langs_format(p->langs, langs, sizeof(langs));
+	if (!p->built) {
+		line_set(l, DOCTOR_INFO, what, NULL, "not built (offers %s; "
+		    "'cordon image build --profile %s' when you need it)", langs,
+		    p->name);
+		return;
+	}
+	if (!p->present) {
+		line_set(l, DOCTOR_FAIL, what, "run 'cordon image build "
+		    "--profile NAME' (it re-imports when the ID is gone)",
+		    "missing: %.19s... is not present in dockerd", p->id);
+		return;
+	}
+	if (p->size_bytes >= 0)
+		snprintf(size, sizeof(size), "%lld MB",
+		    (long long)(p->size_bytes / 1000000));
+	if (p->made_ms >= 0)
+		snprintf(age, sizeof(age), ", packages %lld days old",
+		    (long long)days);
+	if (p->probe_rc < 0) {
+		snprintf(probe, sizeof(probe), "never probed");
+		if (c->require_probe) {
+			v = DOCTOR_WARN;
+			snprintf(hint, sizeof(hint), "run 'cordon probe --profile "
+			    "%s' (its runs are refused until it passes)",
+			    p->name);
+		}
+	} else if (!p->probe_pass) {
+		snprintf(probe, sizeof(probe), "probe failed: %.60s",
+		    p->probe_failed);
+		v = DOCTOR_FAIL;
+		snprintf(hint, sizeof(hint), "fix the failing controls, then "
+		    "rerun 'cordon probe --profile %s'", p->name);
+	} else if (strcmp(p->probe_image, p->id) != 0 ||
+	    (now_ms - p->probe_at_ms) / 1000 > c->probe_max_age_s) {
+		snprintf(probe, sizeof(probe), "probe stale (passed %llds ago%s)",
+		    (long long)((now_ms - p->probe_at_ms) / 1000),
+		    strcmp(p->probe_image, p->id) != 0 ? " in another image" :
+		    "");
+		v = c->require_probe ? DOCTOR_WARN : DOCTOR_OK;
+		snprintf(hint, sizeof(hint), "rerun 'cordon probe --profile "
+		    "%s'%s", p->name, c->probe_auto ? " (or let the next run "
+		    "probe first: probe_auto)" : "");
+	} else {
+		snprintf(probe, sizeof(probe), "probe passed %llds ago",
+		    (long long)((now_ms - p->probe_at_ms) / 1000));
+	}
+	if (old && v == DOCTOR_OK) {
+		v = DOCTOR_WARN;
+		snprintf(hint, sizeof(hint), "run 'cordon image build --profile "
+		    "%s --refresh' (security updates come through the mirror)",
+		    p->name);
+	}
+	line_set(l, v, what, hint, "%.19s..., %s%s, offers %s; %s", p->id,
+	    size, age, langs, probe);
+}
+
+/* One profile's facts, from its records and dockerd. */
+static void
+check_profile(const struct config *base, const struct config_profile *cp,
+    struct doctor_line *l)
+{
+	struct config *c = malloc(sizeof(*c));
+	char id[IMAGE_ID_MAX], err[256], failed[256] = "";
+	char rec_image[PROBE_IMAGE_MAX] = "";
+	const char *inspect[] = { base->docker, "image", "inspect", "--format",
+	    "{{.Id}} {{.Size}}", id, NULL };
+	struct doctor_profile p = { .name = cp->name, .langs = cp->langs,
+	    .id = id, .size_bytes = -1, .made_ms = -1,
+	    .probe_failed = failed, .probe_image = rec_image };
+	struct cbuf *out = NULL;
+
+	if (c == NULL) {
+		line_set(l, DOCTOR_FAIL, "profile", NULL, "out of memory");
+		return;
+	}
+	*c = *base;
+	if (config_profile_use(c, cp->name, NULL, err, sizeof(err)) == 0 &&
+	    image_pinned_id(c, id) == 0)
+		p.built = true;
+	if (p.built && run(inspect, 20000, 4096, &out) == 0 &&
+	    strncmp(cbuf_data(out), id, strlen(id)) == 0) {
+		long long sz = 0;
+		p.present = true;
+		if (sscanf(cbuf_data(out) + strlen(id), " %lld", &sz) == 1)
+			p.size_bytes = sz;
+	}
+	cbuf_free(out);
+	if (p.present) {
+		p.made_ms = image_made_ms(c);
+		p.probe_rc = probe_state_read(c, "none", &p.probe_pass,
+		    &p.probe_at_ms, failed, sizeof(failed));
+		if (p.probe_rc == 0)
+			(void)probe_state_image(c, "none", rec_image);
+	}
+	doctor_profile_line(c, &p, time_wall_ms(), l);
+	free(c);
+}
+
 /* The daemon's mode from docker info, and the size of the remapped range
  * from /etc/subuid (read here: a daemon elsewhere has its own). */
 static void
@@ -419,6 +530,8 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 		check_probe(c, "none", &lines[n++]);
 	if (n < max)
 		check_probe(c, "proxy", &lines[n++]);
+	for (size_t i = 0; i < c->image.nprofiles && n < max; i++)
+		check_profile(c, &c->image.profiles[i], &lines[n++]);
 	return n;
 }
 

@@ -25,7 +25,7 @@ struct doctor_line {
 	char hint[200];
 };
 
-#define DOCTOR_MAX_LINES 16
+#define DOCTOR_MAX_LINES (16 + CONFIG_MAX_PROFILES)
 
 /* Optional check supplied by the egress part (netsetup): fills line and
  * returns true when egress is set up at all. */
@@ -102,5 +102,29 @@ void doctor_image_age(const struct config *c, int64_t made_ms,
 void doctor_probe_line(const struct config *c, const char *mode, int rc,
     bool pass, int64_t at_ms, const char *failed, const char *rec_image,
     const char *pinned, int64_t now_ms, struct doctor_line *l);
+
+/* What doctor learned about one image profile (config.h). */
+struct doctor_profile {
+	const char *name;
+	unsigned langs;			/* CONFIG_LANG_* */
+	bool built;			/* an image ID is pinned for it */
+	const char *id;			/* that ID */
+	bool present;			/* dockerd has that image */
+	int64_t size_bytes;		/* -1: unknown */
+	int64_t made_ms;		/* packages fetched; -1: unknown */
+	int probe_rc;			/* probe_state_read's (--net none) */
+	bool probe_pass;
+	int64_t probe_at_ms;
+	const char *probe_failed;
+	const char *probe_image;	/* the image its record names */
+};
+
+/* The line "profile NAME": INFO when not built (nothing needs it until a
+ * run asks for it), FAIL when its pinned image is gone from dockerd or its
+ * probe failed, WARN when its probe record is missing (runs refused) or
+ * stale, or its packages are past image.max_age_days; else OK. The detail
+ * names the ID, size, age, languages and the probe's state. Pure. */
+void doctor_profile_line(const struct config *c,
+    const struct doctor_profile *p, int64_t now_ms, struct doctor_line *l);
 
 #endif

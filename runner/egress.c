@@ -34,7 +34,9 @@ const char runner_egress_prelude[] =
     "u=b.decode('ascii')\n"
     "for k in('HTTP_PROXY','HTTPS_PROXY','http_proxy','https_proxy'):"
     "os.environ[k]=u\n"
-    "os.execv(sys.executable,[sys.executable,'-I']+sys.argv[1:])\n";
+    "a=sys.argv[1:]\n"
+    "if a[0][:1]=='/':os.execv(a[0],a)\n"
+    "os.execv(sys.executable,[sys.executable,'-I']+a)\n";
 
 static int
 egress_wait(int fd, short ev, int64_t end)

@@ -26,7 +26,9 @@
  * byte at a time up to '\n' (at most RUNNER_EGRESS_CRED_MAX bytes, no
  * buffering, so the rest of stdin stays for the job), sets HTTP_PROXY,
  * HTTPS_PROXY, http_proxy and https_proxy to that line, and execs
- * `python3 -I ARGS...`. Without a whole line it exits 1 with a message.
+ * `python3 -I ARGS...`, or ARGS itself when ARGS[0] is an absolute path
+ * (a bash or node job: docker_argv.h). Without a whole line it exits 1
+ * with a message.
  */
 extern const char runner_egress_prelude[];
 

@@ -52,7 +52,9 @@ image_inputs_fingerprint(const struct config *c, const char *mirror,
 static int
 record_path(const struct config *c, char *out, size_t len)
 {
-	if ((size_t)snprintf(out, len, "%s/image.json", c->state_dir) >= len)
+	/* minimal keeps today's name: existing set-ups keep their pin. */
+	if ((size_t)snprintf(out, len, "%s/image%s%s.json", c->state_dir,
+	    c->image.profile[0] != '\0' ? "-" : "", c->image.profile) >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -113,6 +115,47 @@ image_pinned_id(const struct config *c, char id[IMAGE_ID_MAX])
 		return rc;
 	util_strlcpy(id, rec.id, IMAGE_ID_MAX);
 	return 0;
+}
+
+int
+image_profile_pinned_id(const struct config *c, const char *profile,
+    char id[IMAGE_ID_MAX])
+{
+	struct config *pc = malloc(sizeof(*pc));
+	char err[256];
+	int rc;
+
+	id[0] = '\0';
+	if (pc == NULL)
+		return -ENOMEM;
+	*pc = *c;
+	rc = config_profile_use(pc, profile, NULL, err, sizeof(err));
+	if (rc == 0)
+		rc = image_pinned_id(pc, id);
+	free(pc);
+	return rc;
+}
+
+unsigned
+image_profiles_installed(const struct config *c, char *names,
+    size_t nameslen)
+{
+	char id[IMAGE_ID_MAX];
+	unsigned langs = 0;
+	size_t n = 0;
+
+	if (nameslen > 0)
+		names[0] = '\0';
+	for (size_t i = 0; i < c->image.nprofiles; i++) {
+		const struct config_profile *p = &c->image.profiles[i];
+		if (image_profile_pinned_id(c, p->name, id) < 0)
+			continue;
+		langs |= p->langs;
+		if (n < nameslen)
+			n += (size_t)snprintf(names + n, nameslen - n, "%s%s",
+			    n ? "," : "", p->name);
+	}
+	return langs;
 }
 
 /* First http(s) URI of a deb line ("deb [opts] URI suite ...") or of a

@@ -2,7 +2,8 @@
  * The sandbox image: built with no registry (debootstrap minbase + the
  * configured packages, setuid/setgid bits stripped), imported with
  * `docker import`, and pinned by the image ID that import printed. The ID is
- * recorded in STATE_DIR/image.json together with a fingerprint of the
+ * recorded in STATE_DIR/image.json (profile minimal; image-PROFILE.json
+ * for the others: config.h) together with a fingerprint of the
  * inputs, so a rebuild happens only when the inputs change.
  */
 #ifndef CORDON_RUNNER_IMAGE_H
@@ -31,13 +32,25 @@ struct image_record {
 int image_inputs_fingerprint(const struct config *c, const char *mirror,
     char out[65]);
 
-/* Reads STATE_DIR/image.json. 0, -ENOENT when no image was built, or
+/* Reads the record of c's profile (STATE_DIR/image[-PROFILE].json). 0,
+ * -ENOENT when no image was built, or
  * another negative errno (-EBADMSG when the record is malformed). */
 int image_record_read(const struct config *c, struct image_record *rec);
 
 /* The image ID runs are pinned to: config image.id when set, else the
  * recorded one. Never a tag. 0 or -ENOENT (nothing built yet). */
 int image_pinned_id(const struct config *c, char id[IMAGE_ID_MAX]);
+
+/* image_pinned_id of profile (config_profile_use on a copy of c): 0 or
+ * -ENOENT (nothing built), -EINVAL (no such profile), -ENOMEM. */
+int image_profile_pinned_id(const struct config *c, const char *profile,
+    char id[IMAGE_ID_MAX]);
+
+/* The languages (CONFIG_LANG_* bits) and, in names (comma-separated, cut
+ * at nameslen), the profiles whose image is pinned (recorded, or set in
+ * the config): what a front end can offer. */
+unsigned image_profiles_installed(const struct config *c, char *names,
+    size_t nameslen);
 
 /* True when id looks like "sha256:<64 hex>". Pure. */
 bool image_id_valid(const char *id);

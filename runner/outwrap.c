@@ -29,7 +29,7 @@ const char outwrap_program[] =
 "except OSError:\n"
 " pass\n"
 "P=subprocess.PIPE\n"
-"p=subprocess.Popen([sys.executable,'-I','-'],stdin=P,stdout=P,stderr=P,cwd='/tmp')\n"
+"p=subprocess.Popen(sys.argv[2:] or [sys.executable,'-I','-'],stdin=P,stdout=P,stderr=P,cwd='/tmp')\n"
 "try:\n"
 " p.stdin.write(code);p.stdin.close()\n"
 "except OSError:\n"

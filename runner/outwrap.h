@@ -1,7 +1,8 @@
 /*
  * --out support. The container then runs a fixed Python wrapper (on argv:
  * it is ours, with the per-stream cap) that reads a line "NONCE HEAD" and
- * then the job's code from stdin, runs the code as a child, and relays its
+ * then the job's code from stdin, runs the code as a child (python3 -I -,
+ * or the interpreter argv given after the cap: bash, node), and relays its
  * stdout and stderr capped as the host would keep them (common/cbuf.h,
  * --keep): the first HEAD bytes of each stream at once (HEAD is
  * cbuf_keep_head of the cap and mode), and of the rest only the last

@@ -65,9 +65,14 @@ runner_request_check(const struct runner_request *req, char *err,
 {
 	enum cbuf_keep keep;
 
-	if (req->lang != NULL && strcmp(req->lang, "python") != 0) {
-		snprintf(err, errlen, "unsupported language '%s' (python only)",
-		    req->lang);
+	if (config_lang_bit(req->lang) == 0) {
+		snprintf(err, errlen, "unsupported language '%.32s' (python, "
+		    "bash or node)", req->lang);
+		return -EINVAL;
+	}
+	if (req->profile != NULL && !config_profile_name_valid(req->profile)) {
+		snprintf(err, errlen, "profile: 1-%d characters of [a-z0-9_-]",
+		    CONFIG_PROFILE_MAX);
 		return -EINVAL;
 	}
 	if (req->keep != NULL && cbuf_keep_parse(req->keep, &keep) < 0) {
@@ -113,6 +118,18 @@ runner_request_check(const struct runner_request *req, char *err,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/* "profile" and "lang" of a run that got that far (a result made by
+ * runner_run always has them). */
+static bool
+add_profile_lang(cJSON *o, const struct runner_result *res)
+{
+	if (res->profile[0] != '\0' && cJSON_AddStringToObject(o, "profile",
+	    res->profile) == NULL)
+		return false;
+	return res->lang[0] == '\0' || cJSON_AddStringToObject(o, "lang",
+	    res->lang) != NULL;
 }
 
 /* The proxy's count n of the report, or 0. */
@@ -225,6 +242,7 @@ runner_result_to_json(const struct runner_result *res)
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
 	ok = ok && cJSON_AddStringToObject(o, "image", res->image);
+	ok = ok && add_profile_lang(o, res);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
 	if (ok && res->net == RUNNER_NET_PROXY)
 		ok = egress_to_json(o, res);
@@ -277,6 +295,7 @@ audit_json(const char *session, const struct runner_result *res)
 	    session != NULL ? session : "");
 	ok = ok && cJSON_AddStringToObject(o, "code_sha256", res->code_sha256);
 	ok = ok && cJSON_AddStringToObject(o, "image", res->image);
+	ok = ok && add_profile_lang(o, res);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
 	ok = ok && cJSON_AddStringToObject(o, "status",
 	    runner_status_name(res->status));

@@ -37,7 +37,9 @@
 #include "runner/slot.h"
 
 struct run {
-	const struct config *c;
+	const struct config *c;		/* own, or the caller's */
+	struct config *own;		/* the caller's, at the run's profile */
+	unsigned lang;			/* CONFIG_LANG_* */
 	const struct runner_request *req;
 	struct runner_limits lim;
 	enum cbuf_keep keep;		/* of both streams past the cap */
@@ -218,6 +220,7 @@ run_spawn(struct run *r, const char *name)
 		    CONTAINER_GC_GRACE_S,
 		.in_dir = r->in_dir[0] != '\0' ? r->in_dir : NULL,
 		.out_wrapper = r->req->out_dir != NULL,
+		.lang = r->lang,
 		.input = r->input, .input_len = r->input_len,
 		.stdout_max = stdout_cap(r),
 		.stderr_max = (size_t)r->lim.max_output,
@@ -248,6 +251,12 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	 * runtime; pooled ones run in the mode's. */
 	if (q->pool == NULL || q->debug)
 		return 0;
+	/* Pooled containers wait in python3 -I - (the pool's image, its
+	 * profile: the image ID below must match too). */
+	if (r->lang != CONFIG_LANG_PYTHON) {
+		runner_pool_count_miss(q->pool);
+		return 0;
+	}
 	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
 	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0) {
 		runner_pool_count_miss(q->pool);
@@ -627,6 +636,34 @@ run_cleanup(struct run *r)
 	r->warm = false;
 	/* Last: its container is gone by now, whichever way it ended. */
 	runner_slot_release(&r->slot);
+	free(r->own);
+	r->own = NULL;
+	r->c = NULL;
+}
+
+/* The run's profile (config_profile_use on a copy of the caller's config:
+ * its image fields, image record and probe records from here on). */
+static int
+run_profile(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	const struct runner_request *req = r->req;
+	int rc;
+
+	if ((r->own = malloc(sizeof(*r->own))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*r->own = *r->c;
+	if ((rc = config_profile_use(r->own, req->profile, req->lang, err,
+	    errlen)) < 0)
+		return rc;
+	r->c = r->own;
+	r->lang = config_lang_bit(req->lang);
+	util_strlcpy(res->profile, config_profile_current(r->c),
+	    sizeof(res->profile));
+	util_strlcpy(res->lang, config_lang_name(r->lang), sizeof(res->lang));
+	return 0;
 }
 
 /* Everything that may refuse or hold up a run before its container: the
@@ -640,7 +677,8 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 	const struct runner_request *req = r->req;
 	int rc;
 
-	if ((rc = runner_request_check(req, err, errlen)) < 0)
+	if ((rc = runner_request_check(req, err, errlen)) < 0 ||
+	    (rc = run_profile(r, res, err, errlen)) < 0)
 		return rc;
 	if (req->debug && (rc = runner_debug_admit(r->c, req->net,
 	    r->debug_pat, sizeof(r->debug_pat), err, errlen)) < 0)
@@ -649,8 +687,13 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 	 * change the image of a run already admitted, and its probe check
 	 * is for the image it runs in. */
 	if (image_pinned_id(r->c, r->image) < 0) {
-		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
-		    "image build`)");
+		if (r->c->image.profile[0] == '\0')
+			snprintf(err, errlen, "no sandbox image pinned (run "
+			    "`cordon image build`)");
+		else
+			snprintf(err, errlen, "no sandbox image pinned for "
+			    "profile %s (run `cordon image build --profile "
+			    "%s`)", r->c->image.profile, r->c->image.profile);
 		return -ENOENT;
 	}
 	util_strlcpy(res->image, r->image, sizeof(res->image));

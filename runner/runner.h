@@ -41,7 +41,14 @@ enum runner_status {
 struct runner_request {
 	const void *code;		/* program text (bytes), never on argv */
 	size_t code_len;
-	const char *lang;		/* NULL or "python" */
+	const char *lang;		/* NULL (python), "python", "bash" or
+					 * "node": the profile must offer it
+					 * (config_profile_use) */
+	const char *profile;		/* NULL: the config's current profile
+					 * (minimal as loaded), or, from
+					 * minimal, the first that offers
+					 * lang; else the profile's image,
+					 * image record and probe records */
 	enum runner_net net;
 	const char *policy;		/* --net proxy: the egress policy;
 					 * NULL: egress_default_policy. Only
@@ -125,6 +132,8 @@ struct runner_result {
 	bool warm;			/* ran in a container from the pool */
 	char code_sha256[65];
 	char image[80];			/* the image ID it ran in */
+	char profile[CONFIG_PROFILE_MAX + 1];	/* the image's profile */
+	char lang[8];			/* "python", "bash" or "node" */
 	enum runner_net net;
 	bool want_files;		/* --out was requested */
 	struct runner_file *files;

@@ -176,7 +176,7 @@ job_thread(void *arg)
 {
 	struct serve_job *j = arg;
 	struct serve_queue *q = j->q;
-	struct runner_request rq = { .lang = "python" };
+	struct runner_request rq = { 0 };
 	struct stage_dir st;
 
 	j->rc = serve_stage_files(q->tmp_dir, &j->parsed, &st, j->err,
@@ -190,6 +190,9 @@ job_thread(void *arg)
 		rq.timeout_s = j->parsed.timeout_s;
 		rq.max_output = j->parsed.max_output;
 		rq.keep = j->parsed.keep;
+		rq.lang = j->parsed.lang;
+		rq.profile = j->parsed.profile[0] != '\0' ?
+		    j->parsed.profile : NULL;
 		for (size_t i = 0; i < st.nin; i++)
 			rq.in[i] = st.in[i];
 		rq.nin = st.nin;

@@ -17,8 +17,8 @@
 #define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
 static const char *const allowed_keys[] = {
-	"code", "lang", "net", "policy", "timeout_s", "max_output", "keep",
-	"files",
+	"code", "lang", "language", "profile", "net", "policy", "timeout_s",
+	"max_output", "keep", "files",
 };
 
 void
@@ -80,6 +80,38 @@ parse_keep(const cJSON *root, const char **out)
 	return 0;
 }
 
+/* `language` ("lang" is its older name: one of them), `profile`: the
+ * profile must exist and offer the language (config_profile_pick), so a
+ * wrong pair is a 400 before the run is queued. */
+static int
+parse_lang(const struct config *c, const cJSON *root, struct serve_req *r,
+    char *err, size_t errlen)
+{
+	const struct config_profile *p;
+	const char *s = NULL, *prof = NULL;
+	int rc, rl;
+
+	rc = json_get_string(root, "language", &s);
+	rl = json_get_string(root, "lang", rc == 0 ? &prof : &s);
+	if (rc == 0 && rl == 0)
+		return bad(err, errlen, -EINVAL, "give 'language' or 'lang', "
+		    "not both");
+	if (rc == -EINVAL || rl == -EINVAL || (s != NULL &&
+	    config_lang_bit(s) == 0))
+		return bad(err, errlen, -EINVAL, "'language' must be "
+		    "\"python\", \"bash\" or \"node\"");
+	r->lang = config_lang_name(config_lang_bit(s));
+	prof = NULL;
+	rc = json_get_string(root, "profile", &prof);
+	if (rc == -EINVAL || (rc == 0 && !config_profile_name_valid(prof)))
+		return bad(err, errlen, -EINVAL, "'profile' must be a profile "
+		    "name (1-32 of [a-z0-9_-])");
+	if (rc == 0)
+		util_strlcpy(r->profile, prof, sizeof(r->profile));
+	return config_profile_pick(c, rc == 0 ? prof : NULL, r->lang, &p, err,
+	    errlen) < 0 ? -EINVAL : 0;
+}
+
 static int
 parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
     char *err, size_t errlen)
@@ -99,8 +131,8 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 			known = known || strcmp(m->string, allowed_keys[i]) == 0;
 		if (!known) {
 			snprintf(err, errlen, "unknown field '%.64s' (allowed: "
-			    "code, lang, net, policy, timeout_s, max_output, "
-			    "keep, files)", m->string);
+			    "code, language, profile, net, policy, timeout_s, "
+			    "max_output, keep, files)", m->string);
 			return -EINVAL;
 		}
 	}
@@ -112,9 +144,8 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 		return bad(err, errlen, -EFBIG, "'code' is too long");
 	if ((r->code = strdup(s)) == NULL)
 		return bad(err, errlen, -ENOMEM, "out of memory");
-	rc = json_get_string(root, "lang", &s);
-	if (rc == -EINVAL || (rc == 0 && strcmp(s, "python") != 0))
-		return bad(err, errlen, -EINVAL, "'lang' must be \"python\"");
+	if ((rc = parse_lang(c, root, r, err, errlen)) < 0)
+		return rc;
 	if ((rc = parse_net(root, r, err, errlen)) < 0)
 		return rc;
 	rc = json_get_int(root, "timeout_s", 1, TIMEOUT_MAX_ARG, &v);

@@ -29,6 +29,8 @@ struct serve_req {
 	uint64_t max_output;		/* 0: the config default */
 	const char *keep;		/* NULL (both) or a static "head",
 					 * "tail", "both" */
+	const char *lang;		/* static "python", "bash", "node" */
+	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the language's */
 	struct stage_file *files;	/* decoded (stage_files_parse) */
 	size_t nfiles;
 };

@@ -276,6 +276,204 @@ test_load_paths(void **state)
 	    sizeof(err)), -ENOENT);
 }
 
+/* The built-in profiles: minimal is image.* itself (today's image and
+ * record names), data and node derive their image names from image.name;
+ * every profile has python3 (the probe) and bash; node needs nodejs. */
+static void
+test_profiles_default(void **state)
+{
+	const char *j = "{\"image\":{\"name\":\"acme\",\"packages\":"
+	    "[\"python3\",\"python3-yaml\"],\"id\":\"sha256:1\"}}";
+	const struct config_profile *p;
+	struct config c;
+	char err[256] = "";
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(c.image.nprofiles, 3);
+	assert_string_equal(c.image.profile, "");
+	assert_string_equal(config_profile_current(&c), "minimal");
+	assert_string_equal(c.image.profiles[0].name, "minimal");
+	assert_string_equal(c.image.profiles[0].image_name, "cordon-sandbox");
+	assert_string_equal(c.image.profiles[1].name, "data");
+	assert_string_equal(c.image.profiles[1].image_name,
+	    "cordon-sandbox-data");
+	assert_int_equal(c.image.profiles[1].npackages, 5);
+	assert_string_equal(c.image.profiles[1].packages[0], "python3");
+	assert_string_equal(c.image.profiles[1].packages[4], "python3-scipy");
+	assert_int_equal(c.image.profiles[1].langs,
+	    CONFIG_LANG_PYTHON | CONFIG_LANG_BASH);
+	p = config_profile_find(&c, "node");
+	assert_non_null(p);
+	assert_int_equal(p->langs, CONFIG_LANG_PYTHON | CONFIG_LANG_BASH |
+	    CONFIG_LANG_NODE);
+	assert_null(config_profile_find(&c, "gpu"));
+	/* The file's image.* is minimal; the others follow its name. */
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_string_equal(c.image.profiles[0].image_name, "acme");
+	assert_int_equal(c.image.profiles[0].npackages, 2);
+	assert_string_equal(c.image.profiles[0].packages[1], "python3-yaml");
+	assert_string_equal(c.image.profiles[0].id, "sha256:1");
+	assert_string_equal(c.image.profiles[1].image_name, "acme-data");
+	assert_string_equal(c.image.profiles[2].image_name, "acme-node");
+	assert_string_equal(c.image.profiles[2].id, "");
+}
+
+static void
+test_profiles_parse(void **state)
+{
+	const char *j = "{\"image\":{\"profiles\":{\"node\":{\"packages\":"
+	    "[\"python3\",\"nodejs\",\"npm\"],\"id\":\"sha256:2\"},"
+	    "\"web\":{\"name\":\"my-web\",\"packages\":[\"python3\","
+	    "\"python3-requests\"]},\"tiny\":{}},\"name\":\"x\"}}";
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"image\":{\"profiles\":[]}}", "t.json: image.profiles: "
+		  "expected an object of NAME: {name, packages, id}" },
+		{ "{\"image\":{\"profiles\":{\"minimal\":{}}}}",
+		  "t.json: image.profiles.minimal: the minimal profile is "
+		  "image.name, image.packages and image.id themselves" },
+		{ "{\"image\":{\"profiles\":{\"Data\":{}}}}",
+		  "t.json: image.profiles: a profile name is 1-32 of [a-z0-9_-]" },
+		{ "{\"image\":{\"profiles\":{\"../x\":{}}}}",
+		  "t.json: image.profiles: a profile name is 1-32 of [a-z0-9_-]" },
+		{ "{\"image\":{\"profiles\":{\"data\":1}}}",
+		  "t.json: image.profiles.data: expected an object" },
+		{ "{\"image\":{\"profiles\":{\"data\":{\"pkgs\":[]}}}}",
+		  "t.json: unknown key 'image.profiles.data.pkgs'" },
+		{ "{\"image\":{\"profiles\":{\"data\":{\"packages\":"
+		  "[\"a b\"]}}}}", "t.json: image.profiles.data.packages: each "
+		  "entry must be a Debian package name" },
+		{ "{\"image\":{\"profiles\":{\"data\":{\"name\":7}}}}",
+		  "t.json: image.profiles.data.name: expected a string "
+		  "(too long?)" },
+		/* Every profile runs the probe, a Python program. */
+		{ "{\"image\":{\"profiles\":{\"node\":{\"packages\":"
+		  "[\"nodejs\"]}}}}", "t.json: image.profiles.node.packages: "
+		  "must include python3 (the probe is a Python program)" },
+		{ "{\"image\":{\"packages\":[\"python3-minimal\"]}}",
+		  "t.json: image.packages: must include python3 (the probe is "
+		  "a Python program)" },
+		{ "{\"image\":{\"profiles\":{\"a\":{},\"b\":{},\"c\":{},"
+		  "\"d\":{},\"e\":{},\"f\":{}}}}",
+		  "t.json: image.profiles: at most 8 profiles" },
+	};
+	const struct config_profile *p;
+	struct config c;
+	char err[512] = "";
+
+	(void)state;
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.image.nprofiles, 5);
+	p = config_profile_find(&c, "node");
+	assert_int_equal(p->npackages, 3);
+	assert_string_equal(p->id, "sha256:2");
+	/* image.name came after profiles: derived names still follow it. */
+	assert_string_equal(p->image_name, "x-node");
+	p = config_profile_find(&c, "web");
+	assert_string_equal(p->image_name, "my-web");
+	assert_int_equal(p->langs, CONFIG_LANG_PYTHON | CONFIG_LANG_BASH);
+	p = config_profile_find(&c, "tiny");
+	assert_int_equal(p->npackages, 1);
+	assert_string_equal(p->packages[0], "python3");
+	assert_string_equal(p->image_name, "x-tiny");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(config_parse(&c, rows[i].json,
+		    strlen(rows[i].json), "t.json", err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, rows[i].msg);
+		assert_int_equal(c.image.nprofiles, 3);
+	}
+}
+
+/* Which profile a run gets: an explicit one must offer the language (an
+ * error otherwise, never another language); without one, the current
+ * profile, or from minimal the first that has the language. */
+static void
+test_profile_pick(void **state)
+{
+	static const struct {
+		const char *profile, *lang, *got, *err;
+	} rows[] = {
+		{ NULL, NULL, "minimal", NULL },
+		{ NULL, "python", "minimal", NULL },
+		{ NULL, "bash", "minimal", NULL },
+		{ NULL, "node", "node", NULL },
+		{ "minimal", "python", "minimal", NULL },
+		{ "data", NULL, "data", NULL },
+		{ "data", "bash", "data", NULL },
+		{ "node", "node", "node", NULL },
+		{ "node", "python", "node", NULL },
+		{ "minimal", "node", NULL, "profile 'minimal' has no node (it "
+		  "offers python, bash): use a profile with nodejs in its "
+		  "packages, e.g. node" },
+		{ "data", "node", NULL, "profile 'data' has no node (it offers "
+		  "python, bash): use a profile with nodejs in its packages, "
+		  "e.g. node" },
+		{ "gpu", NULL, NULL, "unknown profile 'gpu'" },
+		{ NULL, "ruby", NULL, "unknown language 'ruby' (python, bash or "
+		  "node)" },
+		{ "data", "", NULL, "unknown language '' (python, bash or "
+		  "node)" },
+	};
+	struct config c, u;
+	const struct config_profile *p;
+	char err[256];
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int rc;
+		err[0] = '\0';
+		rc = config_profile_pick(&c, rows[i].profile, rows[i].lang, &p,
+		    err, sizeof(err));
+		if (rows[i].got == NULL) {
+			assert_int_equal(rc, -EINVAL);
+			assert_null(p);
+			assert_string_equal(err, rows[i].err);
+			continue;
+		}
+		assert_int_equal(rc, 0);
+		assert_string_equal(p->name, rows[i].got);
+	}
+	/* use: the image fields become the profile's; minimal again. */
+	u = c;
+	assert_int_equal(config_profile_use(&u, "data", NULL, err,
+	    sizeof(err)), 0);
+	assert_string_equal(u.image.profile, "data");
+	assert_string_equal(u.image.name, "cordon-sandbox-data");
+	assert_int_equal(u.image.npackages, 5);
+	assert_string_equal(config_profile_current(&u), "data");
+	/* From data, no profile and a language data has: stays. */
+	assert_int_equal(config_profile_use(&u, NULL, "bash", err,
+	    sizeof(err)), 0);
+	assert_string_equal(u.image.profile, "data");
+	/* From data (not minimal), node is not looked for elsewhere. */
+	assert_int_equal(config_profile_use(&u, NULL, "node", err,
+	    sizeof(err)), -EINVAL);
+	assert_string_equal(u.image.profile, "data");
+	assert_int_equal(config_profile_use(&u, "minimal", NULL, err,
+	    sizeof(err)), 0);
+	assert_string_equal(u.image.profile, "");
+	assert_string_equal(u.image.name, "cordon-sandbox");
+	assert_int_equal(u.image.npackages, 1);
+	assert_string_equal(u.image.packages[0], "python3");
+	/* Language bits and names. */
+	assert_int_equal(config_lang_bit(NULL), CONFIG_LANG_PYTHON);
+	assert_int_equal(config_lang_bit("node"), CONFIG_LANG_NODE);
+	assert_int_equal(config_lang_bit("js"), 0);
+	assert_string_equal(config_lang_name(CONFIG_LANG_BASH), "bash");
+	config_langs_format(CONFIG_LANG_PYTHON | CONFIG_LANG_NODE, err,
+	    sizeof(err));
+	assert_string_equal(err, "python, node");
+	assert_true(config_profile_name_valid("a_b-9"));
+	assert_false(config_profile_name_valid(""));
+	assert_false(config_profile_name_valid("A"));
+	assert_false(config_profile_name_valid(
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+}
+
 int
 main(void)
 {
@@ -286,6 +484,9 @@ main(void)
 		cmocka_unit_test(test_parse_serve),
 		cmocka_unit_test(test_parse_egress),
 		cmocka_unit_test(test_load_paths),
+		cmocka_unit_test(test_profiles_default),
+		cmocka_unit_test(test_profiles_parse),
+		cmocka_unit_test(test_profile_pick),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,8 @@ struct fake {
 	enum runner_net net;
 	int64_t timeout_s;
 	char keep[8];			/* "" when NULL */
+	char lang[8];
+	char profile[40];		/* "" when NULL */
 	char session[80];
 	size_t nin;
 	char in_names[8][64];		/* base names of the --in paths */
@@ -106,7 +108,10 @@ fake_run(const struct config *c, const struct runner_request *req,
 	util_strlcpy(f->keep, req->keep ? req->keep : "", sizeof(f->keep));
 	util_strlcpy(f->session, req->session ? req->session : "",
 	    sizeof(f->session));
-	assert_string_equal(req->lang, "python");
+	util_strlcpy(f->lang, req->lang ? req->lang : "(null)",
+	    sizeof(f->lang));
+	util_strlcpy(f->profile, req->profile ? req->profile : "",
+	    sizeof(f->profile));
 	f->nin = req->nin;
 	f->in_nested[0] = '\0';
 	f->live = req->output != NULL;
@@ -446,7 +451,7 @@ test_tools_list_schema(void **state)
 	assert_int_equal(cJSON_GetArraySize(req), 1);
 	assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "code");
 	props = cJSON_GetObjectItem(schema, "properties");
-	assert_int_equal(cJSON_GetArraySize(props), 6);
+	assert_int_equal(cJSON_GetArraySize(props), 8);
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
 	text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(
 	    props, "keep"), "enum"));
@@ -674,6 +679,98 @@ test_keep_argument(void **state)
 		assert_false(is_error(call(args, &root)));
 		assert_string_equal(fx->f.keep, keeps[i]);
 		cJSON_Delete(root);
+	}
+}
+
+/* `language` and `profile` reach the runner as given (python and the
+ * language's profile by default); a profile without the language, an
+ * unknown one, or an unknown language is an invalid-arguments result. */
+static void
+test_language_argument(void **state)
+{
+	static const struct { const char *args, *lang, *profile, *err; } rows[] = {
+		{ "{\"code\":\"1\"}", "python", "", NULL },
+		{ "{\"code\":\"1\",\"language\":\"bash\"}", "bash", "", NULL },
+		{ "{\"code\":\"1\",\"language\":\"node\"}", "node", "", NULL },
+		{ "{\"code\":\"1\",\"language\":\"python\",\"profile\":"
+		  "\"data\"}", "python", "data", NULL },
+		{ "{\"code\":\"1\",\"language\":\"node\",\"profile\":"
+		  "\"minimal\"}", NULL, NULL, "profile 'minimal' has no node "
+		  "(it offers python, bash): use a profile with nodejs in its "
+		  "packages, e.g. node" },
+		{ "{\"code\":\"1\",\"profile\":\"gpu\"}", NULL, NULL,
+		  "unknown profile 'gpu'" },
+		{ "{\"code\":\"1\",\"profile\":\"A/b\"}", NULL, NULL,
+		  "'profile' must be a profile name (1-32 of [a-z0-9_-])" },
+		{ "{\"code\":\"1\",\"language\":\"ruby\"}", NULL, NULL,
+		  "'language' must be \"python\", \"bash\" or \"node\"" },
+		{ "{\"code\":\"1\",\"language\":[\"bash\"]}", NULL, NULL,
+		  "'language' must be \"python\", \"bash\" or \"node\"" },
+	};
+	char want[512];
+	cJSON *root;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const cJSON *res;
+		int calls = fx->f.calls;
+		res = call(rows[i].args, &root);
+		if (rows[i].err == NULL) {
+			assert_false(is_error(res));
+			assert_int_equal(fx->f.calls, calls + 1);
+			assert_string_equal(fx->f.lang, rows[i].lang);
+			assert_string_equal(fx->f.profile, rows[i].profile);
+		} else {
+			assert_true(is_error(res));
+			assert_int_equal(fx->f.calls, calls);
+			snprintf(want, sizeof(want), "Invalid arguments for "
+			    "run_code: %s", rows[i].err);
+			assert_string_equal(block_text(res, 0), want);
+		}
+		cJSON_Delete(root);
+	}
+}
+
+/* The schema's `language` and `profile` enums: what is installed, from
+ * the image records in state_dir (python always; no record: every
+ * profile listed, none offered as built). */
+static void
+test_language_schema(void **state)
+{
+	const char *rec = "{\"id\":\"sha256:"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
+	    "\"inputs\":\"x\",\"name\":\"n\",\"built_at\":\"t\"}\n";
+	char path[600], *text;
+	const cJSON *props;
+	cJSON *r;
+
+	(void)state;
+	util_strlcpy(fx->c.state_dir, fx->tmp, sizeof(fx->c.state_dir));
+	for (int round = 0; round < 2; round++) {
+		r = send_msg("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
+		    "\"tools/list\"}");
+		props = cJSON_GetObjectItem(cJSON_GetObjectItem(
+		    cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+		    r, "result"), "tools"), 0), "inputSchema"), "properties");
+		text = cJSON_PrintUnformatted(cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(props, "language"), "enum"));
+		assert_string_equal(text, round == 0 ? "[\"python\"]" :
+		    "[\"python\",\"bash\",\"node\"]");
+		free(text);
+		text = cJSON_PrintUnformatted(cJSON_GetObjectItem(
+		    cJSON_GetObjectItem(props, "profile"), "enum"));
+		assert_string_equal(text, round == 0 ?
+		    "[\"minimal\",\"data\",\"node\"]" : "[\"node\"]");
+		free(text);
+		if (round == 1)
+			assert_non_null(strstr(cJSON_GetObjectItem(
+			    cJSON_GetObjectItem(props, "profile"),
+			    "description")->valuestring, "node: python, bash, "
+			    "node; Debian packages python3, nodejs."));
+		cJSON_Delete(r);
+		snprintf(path, sizeof(path), "%s/image-node.json", fx->tmp);
+		assert_int_equal(util_write_file_atomic(path, rec, strlen(rec),
+		    0644), 0);
 	}
 }
 
@@ -941,6 +1038,10 @@ main(void)
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_arguments, setup_init,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_language_argument,
+		    setup_init, teardown),
+		cmocka_unit_test_setup_teardown(test_language_schema,
+		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_argument, setup_init,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_progress_notifications,

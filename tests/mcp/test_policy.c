@@ -151,7 +151,7 @@ policy_prop(cJSON **root)
 	props = cJSON_GetObjectItem(cJSON_GetObjectItem(tool, "inputSchema"),
 	    "properties");
 	/* The other arguments are unchanged. */
-	assert_int_equal(cJSON_GetArraySize(props), 6);
+	assert_int_equal(cJSON_GetArraySize(props), 8);
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
 	assert_non_null(cJSON_GetObjectItem(props, "network"));
 	assert_non_null(cJSON_GetObjectItem(props, "timeout_s"));
@@ -322,12 +322,12 @@ test_arguments(void **state)
 		  NULL, "'policy' must be a policy name (1-64 of "
 		  "[A-Za-z0-9_-])" },
 		{ "{\"code\":\"1\",\"policies\":[\"a\"]}", NULL, "unknown "
-		  "argument (allowed: code, network, policy, timeout_s, "
-		  "keep, files)" },
+		  "argument (allowed: code, language, profile, network, "
+		  "policy, timeout_s, keep, files)" },
 		/* Debug runs are the root CLI's only (runner/debug.h). */
 		{ "{\"code\":\"1\",\"debug\":true}", NULL, "unknown "
-		  "argument (allowed: code, network, policy, timeout_s, "
-		  "keep, files)" },
+		  "argument (allowed: code, language, profile, network, "
+		  "policy, timeout_s, keep, files)" },
 	};
 	char text[640], want[640];
 	int runs;

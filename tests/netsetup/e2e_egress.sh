@@ -280,4 +280,18 @@ fi
 grep -q 'unknown egress policy "pol-b" (policies: pol-a)' "$T/gone.err" ||
 	fail "the refusal does not name the policies: $(cat "$T/gone.err")"
 echo "ok: $(cat "$T/gone.err")"
+
+step "8. a bash job in proxy mode: the prelude execs bash, its children get the proxy"
+cat >"$T/sh.sh" <<SH
+case "\$HTTP_PROXY" in http://cordon-*@*) echo proxy-set ;; *) echo "no proxy: \$HTTP_PROXY" ;; esac
+python3 -I - <<'PY'
+$(fetch_job 0 a.example.com)
+PY
+SH
+"$cordon" run --net proxy --policy pol-a --lang bash <"$T/sh.sh" >"$T/sh.json" 2>"$T/sh.err" ||
+	fail "bash run: $(cat "$T/sh.err")"
+[ "$(jget "$T/sh.json" 'd["lang"]' 'd["stdout"].split()')" = \
+	"bash ['proxy-set', 'a.example.com', '200', 'cordon-upstream-ok']" ] ||
+	fail "bash in proxy mode: $(cat "$T/sh.json")"
+echo "ok: bash got the run's proxy credential and reached a.example.com through it"
 echo "PASS in $(( $(date +%s) - start )) s"

@@ -208,6 +208,77 @@ test_holder_and_exec_argv(void **state)
 	dargv_cleanup(&warm);
 }
 
+/* bash and node: their interpreter, absolute, reading the code from
+ * stdin (never code on argv); through the prelude (which execs an argv
+ * that starts with '/') and as the --out wrapper's child (the arguments
+ * after its cap). The hardening set is the same as python's. */
+static void
+test_lang_argv(void **state)
+{
+	static const struct {
+		unsigned lang;
+		const char *cmd[3];
+	} rows[] = {
+		{ CONFIG_LANG_BASH, { "/bin/bash", "-s", NULL } },
+		{ CONFIG_LANG_NODE, { "/usr/bin/node", "-", NULL } },
+	};
+	struct config c;
+	struct dargv a, py;
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct docker_spec s = base_spec();
+		s.lang = rows[i].lang;
+		/* Plain: IMAGE CMD ARG. */
+		assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+		assert_string_equal(a.v[a.n - 3], IMG);
+		assert_string_equal(a.v[a.n - 2], rows[i].cmd[0]);
+		assert_string_equal(a.v[a.n - 1], rows[i].cmd[1]);
+		assert_false(has_arg(&a, "python3"));
+		/* Everything before the image is python's argv. */
+		s.lang = 0;
+		assert_int_equal(docker_run_argv(&c, &s, &py), 0);
+		assert_int_equal(py.n, a.n + 1);
+		for (size_t k = 0; k < a.n - 2; k++)
+			assert_string_equal(a.v[k], py.v[k]);
+		dargv_cleanup(&py);
+		dargv_cleanup(&a);
+		/* Prelude: python3 -I -c PRELUDE CMD ARG. */
+		s.lang = rows[i].lang;
+		s.prelude = "PRELUDE";
+		assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+		assert_string_equal(a.v[a.n - 6], "python3");
+		assert_string_equal(a.v[a.n - 5], "-I");
+		assert_string_equal(a.v[a.n - 4], "-c");
+		assert_string_equal(a.v[a.n - 3], "PRELUDE");
+		assert_string_equal(a.v[a.n - 2], rows[i].cmd[0]);
+		assert_string_equal(a.v[a.n - 1], rows[i].cmd[1]);
+		dargv_cleanup(&a);
+		/* Prelude and wrapper: ... -c WRAPPER CAP CMD ARG. */
+		s.wrapper = "WRAPPER";
+		s.wrapper_cap = 1000;
+		assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+		assert_string_equal(a.v[a.n - 6], "PRELUDE");
+		assert_string_equal(a.v[a.n - 5], "-c");
+		assert_string_equal(a.v[a.n - 4], "WRAPPER");
+		assert_string_equal(a.v[a.n - 3], "1000");
+		assert_string_equal(a.v[a.n - 2], rows[i].cmd[0]);
+		assert_string_equal(a.v[a.n - 1], rows[i].cmd[1]);
+		dargv_cleanup(&a);
+	}
+	/* An unknown language bit is refused, not run as python. */
+	{
+		struct docker_spec s = base_spec();
+		s.lang = 8;
+		assert_int_equal(docker_run_argv(&c, &s, &a), -EINVAL);
+		s.lang = CONFIG_LANG_PYTHON;
+		assert_int_equal(docker_run_argv(&c, &s, &a), 0);
+		assert_string_equal(a.v[a.n - 1], "-");
+		dargv_cleanup(&a);
+	}
+}
+
 /* container_spec: proxy-mode containers (cold and pooled alike) get the
  * prelude and no proxy URL anywhere on the argv; offline ones get the
  * argv they always had. */
@@ -374,8 +445,28 @@ test_request_check(void **state)
 
 	(void)state;
 	assert_int_equal(runner_request_check(&ok, err, sizeof(err)), 0);
+	/* Languages: python, bash, node; whether the profile has it is
+	 * config_profile_pick's (test_config). */
 	q = ok;
 	q.lang = "bash";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
+	q.lang = "node";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
+	q.lang = NULL;
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
+	q.lang = "ruby";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "unsupported language 'ruby' (python, bash "
+	    "or node)");
+	q.lang = "Python";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	q = ok;
+	q.profile = "data";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
+	q.profile = "../data";
+	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "profile: 1-32 characters of [a-z0-9_-]");
+	q.profile = "";
 	assert_int_equal(runner_request_check(&q, err, sizeof(err)), -EINVAL);
 	q = ok;
 	q.session = "a b";
@@ -501,6 +592,7 @@ main(void)
 		cmocka_unit_test(test_in_mount_and_wrapper),
 		cmocka_unit_test(test_prelude_argv),
 		cmocka_unit_test(test_holder_and_exec_argv),
+		cmocka_unit_test(test_lang_argv),
 		cmocka_unit_test(test_container_spec_modes),
 		cmocka_unit_test(test_config_values_flow),
 		cmocka_unit_test(test_bad_spec_values),

@@ -1,5 +1,6 @@
-/* Unit tests for the doctor's setuid scan of an image export (a tar), and
- * for the image build's stripping of those bits from its tree. */
+/* Unit tests for the doctor's setuid scan of an image export (a tar), for
+ * the image build's stripping of those bits from its tree, and for the
+ * line of each image profile. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -226,6 +227,81 @@ test_strip_setid(void **state)
 	util_rm_rf(out);
 }
 
+/* One image profile's line: built or not, present, probed, aged. */
+static void
+test_profile_line(void **state)
+{
+	static const char *const A =
+	    "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	static const char *const B =
+	    "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+	const int64_t now = 1800000000000LL, day = 86400000LL;
+	struct doctor_profile ok = { .name = "data", .langs =
+	    CONFIG_LANG_PYTHON | CONFIG_LANG_BASH, .built = true, .id = A,
+	    .present = true, .size_bytes = 1253000000, .made_ms = now - day,
+	    .probe_rc = 0, .probe_pass = true, .probe_at_ms = now - 30000,
+	    .probe_failed = "", .probe_image = A };
+	static const struct {
+		int what;		/* which change to ok */
+		enum doctor_verdict v;
+		const char *detail, *hint;
+	} rows[] = {
+		{ 0, DOCTOR_OK, "sha256:aaaaaaaaaaaa..., 1253 MB, packages 1 "
+		  "days old, offers python, bash; probe passed 30s ago", "" },
+		{ 1, DOCTOR_INFO, "not built (offers python, bash; 'cordon "
+		  "image build --profile data' when you need it)", "" },
+		{ 2, DOCTOR_FAIL, "missing: sha256:aaaaaaaaaaaa... is not "
+		  "present in dockerd", "run 'cordon image build --profile NAME' "
+		  "(it re-imports when the ID is gone)" },
+		{ 3, DOCTOR_WARN, "sha256:aaaaaaaaaaaa..., 1253 MB, packages 1 "
+		  "days old, offers python, bash; never probed", "run 'cordon "
+		  "probe --profile data' (its runs are refused until it passes)" },
+		{ 4, DOCTOR_FAIL, "sha256:aaaaaaaaaaaa..., 1253 MB, packages 1 "
+		  "days old, offers python, bash; probe failed: no_setid_files",
+		  "fix the failing controls, then rerun 'cordon probe --profile "
+		  "data'" },
+		{ 5, DOCTOR_WARN, "sha256:aaaaaaaaaaaa..., 1253 MB, packages 1 "
+		  "days old, offers python, bash; probe stale (passed 30s ago in "
+		  "another image)", "rerun 'cordon probe --profile data' (or let "
+		  "the next run probe first: probe_auto)" },
+		{ 6, DOCTOR_WARN, "sha256:aaaaaaaaaaaa..., 1253 MB, packages 40 "
+		  "days old, offers python, bash; probe passed 30s ago", "run "
+		  "'cordon image build --profile data --refresh' (security "
+		  "updates come through the mirror)" },
+		{ 7, DOCTOR_OK, "sha256:aaaaaaaaaaaa..., size unknown, offers "
+		  "python, bash; probe passed 30s ago", "" },
+	};
+	struct config c;
+	struct doctor_line l;
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct doctor_profile p = ok;
+		switch (rows[i].what) {
+		case 1: p.built = false; break;
+		case 2: p.present = false; break;
+		case 3: p.probe_rc = -ENOENT; break;
+		case 4: p.probe_pass = false;
+			p.probe_failed = "no_setid_files"; break;
+		case 5: p.probe_image = B; break;
+		case 6: p.made_ms = now - 40 * day; break;
+		case 7: p.size_bytes = -1; p.made_ms = -1; break;
+		}
+		memset(&l, 0, sizeof(l));
+		doctor_profile_line(&c, &p, now, &l);
+		assert_string_equal(l.what, "profile data");
+		assert_int_equal(l.verdict, rows[i].v);
+		assert_string_equal(l.detail, rows[i].detail);
+		assert_string_equal(l.hint, rows[i].hint);
+	}
+	/* Without require_probe, a missing record is no warning. */
+	c.require_probe = false;
+	ok.probe_rc = -ENOENT;
+	doctor_profile_line(&c, &ok, now, &l);
+	assert_int_equal(l.verdict, DOCTOR_OK);
+}
+
 int
 main(void)
 {
@@ -234,6 +310,7 @@ main(void)
 		cmocka_unit_test(test_long_names_and_formats),
 		cmocka_unit_test(test_damaged_headers),
 		cmocka_unit_test(test_strip_setid),
+		cmocka_unit_test(test_profile_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,6 +103,14 @@ check 403 "$(tcp -H "$A" -X POST "http://127.0.0.1:$port/v1/kill-all")" "tcp kil
 code=$(run "$tmp/r3" '{"code":"print(1)"}')
 [ "$code" = 200 ] || fail "a run after malformed requests: HTTP $code"
 echo "ok - malformed requests refused, service still serving"
+# Languages (issue 17): bash in the minimal profile runs; a language the
+# named profile lacks is a 400 before anything is queued.
+code=$(run "$tmp/r4" '{"code":"echo $((6*7))","language":"bash"}')
+[ "$code" = 200 ] && [ "$(jget "$tmp/r4" stdout)" = 42 ] && [ "$(jget "$tmp/r4" lang)" = bash ] ||
+	fail "a bash run: HTTP $code: $(cat "$tmp/r4")"
+check 400 "$(run "$tmp/m" '{"code":"1","language":"node","profile":"minimal"}')" "node in minimal"
+grep -q "profile 'minimal' has no node" "$tmp/m" || fail "node in minimal: $(cat "$tmp/m")"
+echo "ok - language bash runs; a language the profile lacks is a 400"
 
 # Nets and egress policies: refused with 403 (400 for a policy with net
 # none) and a JSON error before the run is queued, so no container starts
@@ -163,8 +171,8 @@ wait $bg_a1
 req "$tmp/metrics" http://cordon/metrics >/dev/null
 grep -q '^cordon_requests_refused_total{reason="over_limit"} 1$' "$tmp/metrics" ||
 	fail "metrics: $(cat "$tmp/metrics")"
-grep -q '^cordon_runs_total{status="ok"} 8$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
-grep -q '^cordon_run_latency_seconds_count 8$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
+grep -q '^cordon_runs_total{status="ok"} 9$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
+grep -q '^cordon_run_latency_seconds_count 9$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
 grep -q '^cordon_queue_depth 0$' "$tmp/metrics" || fail "metrics: $(cat "$tmp/metrics")"
 [ "$(grep -c '"session":"b"' "$tmp/audit.log")" = 3 ] && grep -q '"session":"a"' "$tmp/audit.log" ||
 	fail "the audit log does not name the tenants: $(cat "$tmp/audit.log")"

@@ -40,6 +40,8 @@ setup(void **state)
 	return 0;
 }
 
+#define LANG_MSG "'language' must be \"python\", \"bash\" or \"node\""
+
 static void
 test_req_ok(void **state)
 {
@@ -76,6 +78,23 @@ test_req_ok(void **state)
 	assert_int_equal(r.timeout_s, 0);
 	assert_int_equal(r.nfiles, 0);
 	assert_null(r.keep);
+	/* Default language python; no profile: the language's. */
+	assert_string_equal(r.lang, "python");
+	assert_string_equal(r.profile, "");
+	serve_req_cleanup(&r);
+	b = "{\"code\":\"echo 1\",\"language\":\"bash\",\"profile\":"
+	    "\"data\"}";
+	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
+	    sizeof(err)), 0);
+	assert_string_equal(r.lang, "bash");
+	assert_string_equal(r.profile, "data");
+	serve_req_cleanup(&r);
+	/* "lang", the older name, still works; node picks its profile. */
+	b = "{\"code\":\"1\",\"lang\":\"node\"}";
+	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
+	    sizeof(err)), 0);
+	assert_string_equal(r.lang, "node");
+	assert_string_equal(r.profile, "");
 	serve_req_cleanup(&r);
 }
 
@@ -90,17 +109,32 @@ test_req_bad(void **state)
 		{ "{}", -EINVAL, "missing field 'code'" },
 		{ "{\"code\":1}", -EINVAL, "'code' must be a string" },
 		{ "{\"code\":\"x\",\"Code\":\"y\"}", -EINVAL, "unknown field 'Code' "
-		  "(allowed: code, lang, net, policy, timeout_s, max_output, keep, "
-		  "files)" },
+		  "(allowed: code, language, profile, net, policy, timeout_s, "
+		  "max_output, keep, files)" },
 		{ "{\"code\":\"x\",\"skip_probe_check\":true}", -EINVAL,
-		  "unknown field 'skip_probe_check' (allowed: code, lang, net, "
-		  "policy, timeout_s, max_output, keep, files)" },
+		  "unknown field 'skip_probe_check' (allowed: code, language, "
+		  "profile, net, policy, timeout_s, max_output, keep, files)" },
 		/* Debug runs are the root CLI's only (runner/debug.h). */
 		{ "{\"code\":\"x\",\"debug\":true}", -EINVAL,
-		  "unknown field 'debug' (allowed: code, lang, net, "
-		  "policy, timeout_s, max_output, keep, files)" },
-		{ "{\"code\":\"x\",\"lang\":\"js\"}", -EINVAL, "'lang' must be \"python\"" },
-		{ "{\"code\":\"x\",\"lang\":null}", -EINVAL, "'lang' must be \"python\"" },
+		  "unknown field 'debug' (allowed: code, language, profile, "
+		  "net, policy, timeout_s, max_output, keep, files)" },
+		{ "{\"code\":\"x\",\"lang\":\"js\"}", -EINVAL, LANG_MSG },
+		{ "{\"code\":\"x\",\"lang\":null}", -EINVAL, LANG_MSG },
+		{ "{\"code\":\"x\",\"language\":\"Python\"}", -EINVAL,
+		  LANG_MSG },
+		{ "{\"code\":\"x\",\"language\":\"bash\",\"lang\":\"bash\"}",
+		  -EINVAL, "give 'language' or 'lang', not both" },
+		/* The profile must exist and offer the language. */
+		{ "{\"code\":\"x\",\"profile\":\"../x\"}", -EINVAL,
+		  "'profile' must be a profile name (1-32 of [a-z0-9_-])" },
+		{ "{\"code\":\"x\",\"profile\":1}", -EINVAL,
+		  "'profile' must be a profile name (1-32 of [a-z0-9_-])" },
+		{ "{\"code\":\"x\",\"profile\":\"gpu\"}", -EINVAL,
+		  "unknown profile 'gpu'" },
+		{ "{\"code\":\"x\",\"profile\":\"data\",\"language\":"
+		  "\"node\"}", -EINVAL, "profile 'data' has no node (it offers "
+		  "python, bash): use a profile with nodejs in its packages, "
+		  "e.g. node" },
 		{ "{\"code\":\"x\",\"net\":\"host\"}", -EINVAL,
 		  "'net' must be \"none\" or \"proxy\"" },
 		{ "{\"code\":\"x\",\"net\":0}", -EINVAL,

@@ -133,9 +133,19 @@ const schema = tools[0].inputSchema;
 let r0, r;
 check(schema.additionalProperties === false &&
   JSON.stringify(Object.keys(schema.properties).sort()) ===
-  JSON.stringify(['code', 'files', 'keep', 'network', 'policy', 'timeout_s']) &&
+  JSON.stringify(['code', 'files', 'keep', 'language', 'network', 'policy', 'profile',
+    'timeout_s']) &&
   JSON.stringify(schema.required) === '["code"]',
-  'the input schema is code/network/policy/timeout_s/keep/files, additionalProperties false', schema);
+  'the input schema is code/language/profile/network/policy/timeout_s/keep/files, ' +
+  'additionalProperties false', schema);
+// language and profile (issue 17): enums of what is installed; this host
+// has at least the minimal profile (python, bash).
+check(schema.properties.language.enum.includes('python') &&
+  schema.properties.language.enum.includes('bash') &&
+  schema.properties.language.default === 'python' &&
+  schema.properties.profile.enum.includes('minimal'),
+  'language and profile are enums of what is installed', [schema.properties.language,
+    schema.properties.profile]);
 check(JSON.stringify(schema.properties.keep.enum) === '["both","head","tail"]',
   'keep is both, head or tail', schema.properties.keep);
 // policy: the proxy's policies as an enum, or a plain string saying why
@@ -173,8 +183,19 @@ for (const [k, v] of [['status', 'bogus'], ['exit_code', '0'], ['stdout', null],
   check(!outCheck({ ...r.structuredContent, [k]: v }).valid,
     `the outputSchema rejects ${k}=${JSON.stringify(v)}`);
 }
+check(d.lang === 'python' && d.profile === 'minimal', 'python in minimal by default', d);
 const { stdout: _dropped, ...noStdout } = r.structuredContent;
 check(!outCheck(noStdout).valid, 'the outputSchema rejects a result without stdout');
+// bash in the same sandbox, the code on stdin (bash -s).
+r = await client.callTool({ name: 'run_code',
+  arguments: { code: 'echo $((6*7)) $(uname -r)', language: 'bash' } });
+d = runData(r);
+check(r.isError === false && d.stdout === '42 4.4.0\n' && d.lang === 'bash',
+  'language bash runs bash in gVisor', d);
+r = await client.callTool({ name: 'run_code',
+  arguments: { code: 'console.log(1)', language: 'node', profile: 'minimal' } });
+check(r.isError === true && r.content[0].text.includes("profile 'minimal' has no node"),
+  'a language the profile lacks is an error result', r);
 
 // Output that keeps the end (issue 17): past the cap (1 MiB), the default
 // keeps the first half, a marker line and the end, where the traceback is.
