@@ -11,6 +11,12 @@
 # supervisor's restart, the refusal to go down under a running sandbox, and
 # that `net down` leaves nothing. Fails (never skips) when something is
 # missing, unless CORDON_E2E=skip.
+# CORDON_E2E_EGRESS_RUNTIME (default cordon-egress) and
+# CORDON_E2E_DEBUG_EGRESS_RUNTIME (default cordon-debug-egress) name the
+# runtimes to prove; CORDON_E2E_STACK=netstack|host makes the test fail
+# unless that runtime really runs that network stack (runsc's own netstack,
+# --network=sandbox, or the host kernel's, --network=host): the suites run
+# once per stack (tests/netsetup/meson.build).
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 missing() {
@@ -28,8 +34,11 @@ for t in iptables ip6tables ip nsenter python3; do
 done
 docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
 "$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-egress"' ||
-	missing "runtime cordon-egress is not registered with dockerd"
+rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
+drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
+want_stack=${CORDON_E2E_STACK:-}
+. "$here/stack.sh"
+check_stack
 img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
 [ -n "$img" ] || missing "no pinned sandbox image"
 [ -x "$proxy" ] || missing "no cordon-proxy at $proxy"
@@ -48,7 +57,7 @@ chmod 755 "$T"  # the proxy runs as nobody and reads the allowlist here
 export CORDON_CONFIG="$T/cordon.json"
 cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
- "state_dir": "$T/state", "runtime_egress": "cordon-egress",
+ "state_dir": "$T/state", "runtime_egress": "$rt", "runtime_debug_egress": "$drt",
  "audit_log": "$T/audit.log", "image": {"id": "$img"}}
 EOF
 pids=()
@@ -111,8 +120,8 @@ echo "ok: probe --net proxy --warm passed"
 "$cordon" probe --net proxy --debug >"$T/probe-debug.json" 2>&1 ||
 	fail "probe --net proxy --debug: $(cat "$T/probe-debug.json")"
 grep -q '"debug":true' "$T/probe-debug.json" || fail "the debug probe was not a debug one: $(cat "$T/probe-debug.json")"
-grep -q 'runtime cordon-debug-egress (runsc)' "$T/probe-debug.json" ||
-	fail "the debug probe did not run in cordon-debug-egress: $(cat "$T/probe-debug.json")"
+grep -q "runtime $drt (runsc)" "$T/probe-debug.json" ||
+	fail "the debug probe did not run in $drt: $(cat "$T/probe-debug.json")"
 dlog=$(jget "$T/probe-debug.json" 'd["debug_log"]')
 case $dlog in /*/[0-9a-f]*) rm -rf -- "$dlog" ;; esac
 echo "ok: probe --net proxy --debug passed"
@@ -202,6 +211,7 @@ run_probe() {
 		[ "$("$docker" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] && break
 		sleep 0.1
 	done
+	check_container_stack "$name"
 	if [ "$mode" = sealed ]; then
 		"$cordon" net seal "$name" || { exec 7>&-; fail "net seal $name"; }
 	fi
