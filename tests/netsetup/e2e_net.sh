@@ -62,7 +62,7 @@ cat >"$CORDON_CONFIG" <<EOF
 EOF
 pids=()
 cleanup() {
-	"$docker" rm -f nstest-a-host nstest-a-sealed nstest-b >/dev/null 2>&1
+	"$docker" rm -f nstest-a-host nstest-a-sealed nstest-b nstest-nsfilter >/dev/null 2>&1
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -109,6 +109,9 @@ iptables -S | grep -- "$br"
 step "cordon probe --net proxy and cordon run --net proxy (the real runner path)"
 "$cordon" probe --net proxy >"$T/probe.json" 2>&1 || fail "probe --net proxy: $(cat "$T/probe.json")"
 echo "ok: probe --net proxy passed"
+grep -q "\"network_stack\":\"$rt_stack\"" "$T/probe.json" ||
+	fail "the probe report does not say network_stack $rt_stack: $(cat "$T/probe.json")"
+echo "ok: the probe report says network_stack $rt_stack"
 # The warm pool's path: a pre-started proxy-mode container, sealed before
 # it is handed out, then given its program (what `cordon serve --pool` does).
 "$cordon" probe --net proxy --warm >"$T/probe-warm.json" 2>&1 ||
@@ -236,6 +239,35 @@ step "probe from an unsealed proxy-mode sandbox (host firewall only)"
 run_probe nstest-a-host host
 step "probe from a sealed proxy-mode sandbox (as the runner runs jobs)"
 run_probe nstest-a-sealed sealed
+
+step "does the container's netns filter this stack? (what the seal can add)"
+# A rule in the sandbox's own network namespace that rejects the proxy
+# port. With the host kernel's stack (--network=host) it applies and the
+# proxy becomes unreachable: the seal's rules work there. With gVisor's
+# netstack it does not (gVisor issue 7168: netstack's packets bypass the
+# netns's netfilter), so under netstack only the host-side rules count.
+fifo="$T/fifo-nsfilter"
+mkfifo "$fifo"
+timeout 60 "$docker" run -i --rm --name nstest-nsfilter "${hard[@]}" "${runargs[@]}" \
+	"$img" python3 -I - <"$fifo" >"$T/nsfilter.out" 2>&1 &
+nspid=$!
+exec 7>"$fifo"
+for _ in $(seq 300); do
+	[ "$("$docker" inspect -f '{{.State.Running}}' nstest-nsfilter 2>/dev/null)" = true ] && break
+	sleep 0.1
+done
+key=$("$docker" inspect -f '{{.NetworkSettings.SandboxKey}}' nstest-nsfilter)
+nsenter --net="$key" -- iptables -w -I OUTPUT -p tcp -d "$gw" --dport 3128 -j REJECT ||
+	{ exec 7>&-; fail "cannot add the rule in nstest-nsfilter's netns"; }
+printf 'import socket\ns = socket.socket(); s.settimeout(5)\ntry:\n    s.connect(("%s", 3128)); print("connected")\nexcept Exception as e:\n    print("blocked", e)\n' "$gw" >&7
+exec 7>&-
+wait "$nspid"
+got=$(tail -n1 "$T/nsfilter.out")
+case $rt_stack in
+host) [ "${got%% *}" = blocked ] || fail "host stack: a rule in the container's netns did not apply: $got" ;;
+netstack) [ "$got" = connected ] || fail "netstack: expected the netns rule to be bypassed (gVisor 7168), got: $got" ;;
+esac
+echo "ok: $rt_stack stack, a REJECT rule for gateway:3128 in the container's netns -> $got"
 
 step "net down refuses while a sandbox is attached"
 if "$cordon" net down >"$T/down0.txt" 2>&1; then fail "net down went ahead with B attached"; fi
