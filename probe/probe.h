@@ -125,6 +125,10 @@ struct probe_run_opts {
 					 * must hold. Such a report is never
 					 * recorded: it does not stand for the
 					 * runtime jobs use. */
+	const char *stack;		/* the runtime's network stack, as
+					 * docker_runtime_stack says ("netstack",
+					 * "host", "none"); NULL: unknown. The
+					 * report's "network_stack". */
 };
 
 /* Runs the probe: sets a random host marker variable that must not reach

@@ -29,7 +29,7 @@ probe_outcome_cleanup(struct probe_outcome *out)
 /* The report JSON with the run's details added; NULL on ENOMEM. */
 static cJSON *
 report_json(const struct probe_report *rep, const struct probe_outcome *out,
-    bool debug)
+    bool debug, const char *stack)
 {
 	cJSON *j = probe_report_to_json(rep);
 
@@ -38,6 +38,8 @@ report_json(const struct probe_report *rep, const struct probe_outcome *out,
 	cJSON_AddStringToObject(j, "container", out->container);
 	cJSON_AddBoolToObject(j, "warm", out->warm);
 	cJSON_AddBoolToObject(j, "debug", debug);
+	cJSON_AddStringToObject(j, "network_stack",
+	    stack != NULL ? stack : "unknown");
 	if (debug)
 		cJSON_AddStringToObject(j, "debug_log", out->debug_log);
 	cJSON_AddStringToObject(j, "run_status",
@@ -132,7 +134,7 @@ probe_run(const struct config *c, const struct probe_run_opts *o,
 	if (!o->debug && (rc = probe_state_write(c, rep)) < 0)
 		snprintf(err, errlen, "cannot record the result in %s: %s",
 		    c->state_dir, strerror(-rc));
-	*json = report_json(rep, &out, o->debug);
+	*json = report_json(rep, &out, o->debug, o->stack);
 	probe_outcome_cleanup(&out);
 	return 0;
 }

@@ -201,6 +201,31 @@ docker_runtime_parse(const char *json, size_t len, const char *name,
 	return rc;
 }
 
+const char *
+docker_runtime_stack(const char *args)
+{
+	const char *stack = "netstack", *p = args, *end;
+	size_t n;
+
+	while (p != NULL && *p != '\0') {
+		while (*p == ' ')
+			p++;
+		end = strchr(p, ' ');
+		n = end != NULL ? (size_t)(end - p) : strlen(p);
+		if (n == strlen("--network=host") &&
+		    strncmp(p, "--network=host", n) == 0)
+			stack = "host";
+		else if (n == strlen("--network=none") &&
+		    strncmp(p, "--network=none", n) == 0)
+			stack = "none";
+		else if (n > strlen("--network=") &&
+		    strncmp(p, "--network=", strlen("--network=")) == 0)
+			stack = "netstack";
+		p = end;
+	}
+	return stack;
+}
+
 static int
 check_runtime(const struct config *c, const char *runtime, char *err,
     size_t errlen)

@@ -55,6 +55,13 @@ struct docker_runtime {
 int docker_runtime_parse(const char *json, size_t len, const char *name,
     struct docker_runtime *rt);
 
+/* The network stack runsc runs with these runtimeArgs (as joined by
+ * docker_runtime_parse): "host" (--network=host: the host kernel's stack
+ * in Docker's netns), "none" (--network=none: loopback only) or
+ * "netstack" (--network=sandbox or no --network: gVisor's own stack). The
+ * last --network wins, as in runsc's flag parsing. Pure. */
+const char *docker_runtime_stack(const char *args);
+
 /* Decides whether gc removes a container from its labels: the deadline
  * (epoch s) has passed, or the owner pid is not alive. Missing or bad
  * labels count as expired. alive may be NULL (owner treated alive). Pure

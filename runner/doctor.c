@@ -7,11 +7,14 @@
 #include "runner/doctor.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <cjson/cJSON.h>
 
 #include "common/proc.h"
 #include "common/util.h"
@@ -66,13 +69,64 @@ run(const char *const *argv, int64_t ms, size_t outmax, struct cbuf **out)
 	return rc;
 }
 
-/* One runtime's line, from the text of `docker info`'s runtimes. */
+/* What the stack words mean, for the runtime lines. */
+static const char *
+stack_text(const char *stack)
+{
+	return strcmp(stack, "none") == 0 ? "none, loopback only" :
+	    strcmp(stack, "host") == 0 ? "the host kernel's stack in Docker's netns" :
+	    "gVisor's netstack";
+}
+
+/* The "why" of scripts/egress-runtime's record for runtime name
+ * (STATE_DIR/egress-runtime.json for cordon-egress, else
+ * egress-runtime-NAME.json), in why[]: "" when there is none, it is about
+ * another runsc path, or it does not fit. */
 static void
-check_runtime(const struct cbuf *info, const char *name,
-    const char *runsc_version, struct doctor_line *l)
+egress_why(const struct config *c, const char *name, const char *path,
+    char *why, size_t len)
+{
+	char file[PATH_MAX];
+	cJSON *j = NULL;
+	const cJSON *w, *p;
+	char *text = NULL;
+	size_t n = 0;
+	int k;
+
+	why[0] = '\0';
+	if (strcmp(name, "cordon-egress") == 0)
+		k = snprintf(file, sizeof(file), "%s/egress-runtime.json",
+		    c->state_dir);
+	else
+		k = snprintf(file, sizeof(file), "%s/egress-runtime-%s.json",
+		    c->state_dir, name);
+	if (k < 0 || (size_t)k >= sizeof(file) ||
+	    util_read_file(file, 1 << 16, &text, &n) < 0)
+		return;
+	j = cJSON_ParseWithLength(text, n);
+	free(text);
+	w = cJSON_GetObjectItemCaseSensitive(j, "why");
+	p = cJSON_GetObjectItemCaseSensitive(j, "path");
+	if (cJSON_IsString(w) && (!cJSON_IsString(p) ||
+	    strcmp(p->valuestring, path) == 0) &&
+	    !util_strlcpy(why, w->valuestring, len))
+		why[0] = '\0';	/* too long: the caller points to the file */
+	cJSON_Delete(j);
+}
+
+/* One runtime's line, from the text of `docker info`'s runtimes: its
+ * runsc (and that runsc's own version: the egress one may be the build of
+ * scripts/runsc-build, not the runsc on PATH) and its network stack; for
+ * the egress runtime, why scripts/egress-runtime chose that stack. */
+static void
+check_runtime(const struct config *c, const struct cbuf *info,
+    const char *name, const char *runsc_version, bool egress,
+    struct doctor_line *l)
 {
 	struct docker_runtime rt;
-	char what[96];
+	struct cbuf *vout = NULL;
+	char what[96], version[64], why[256] = "";
+	const char *stack;
 
 	snprintf(what, sizeof(what), "runtime %s", name);
 	if (docker_runtime_parse(cbuf_data(info), cbuf_len(info), name,
@@ -87,11 +141,35 @@ check_runtime(const struct cbuf *info, const char *name,
 		    rt.path[0] != '\0' ? rt.path : "(none)");
 		return;
 	}
-	line_set(l, DOCTOR_OK, what, NULL, "%s %s (runsc %s; network: %s)",
-	    rt.path, rt.args, runsc_version,
-	    strstr(rt.args, "--network=none") ? "none, loopback only" :
-	    strstr(rt.args, "--network=host") ? "host stack in Docker's netns" :
-	    "runsc netstack");
+	util_strlcpy(version, runsc_version, sizeof(version));
+	if (rt.path[0] == '/') {
+		const char *ver[] = { rt.path, "--version", NULL };
+
+		if (run(ver, 10000, 4096, &vout) == 0) {
+			sscanf(cbuf_data(vout), "runsc version %63s", version);
+			cbuf_free(vout);
+		}
+	}
+	stack = docker_runtime_stack(rt.args);
+	if (egress)
+		egress_why(c, name, rt.path, why, sizeof(why));
+	if (egress) {
+		char d[sizeof(l->detail)];
+		int n = snprintf(d, sizeof(d), "%s %s (runsc %s); egress jobs "
+		    "use %s: %s", rt.path, rt.args, version,
+		    stack_text(stack), why);
+
+		/* The reason when it fits, else where it is written. */
+		if (why[0] == '\0' || n < 0 || (size_t)n >= sizeof(d))
+			line_set(l, DOCTOR_OK, what, NULL, "%s %s (runsc %s); "
+			    "egress jobs use %s (why: scripts/egress-"
+			    "runtime's record in %s)", rt.path, rt.args,
+			    version, stack_text(stack), c->state_dir);
+		else
+			line_set(l, DOCTOR_OK, what, NULL, "%s", d);
+	} else
+		line_set(l, DOCTOR_OK, what, NULL, "%s %s (runsc %s; network: "
+		    "%s)", rt.path, rt.args, version, stack_text(stack));
 }
 
 void
@@ -173,9 +251,11 @@ check_runtimes(const struct config *c, struct doctor_line *l, size_t *n,
 		return;
 	}
 	if (*n < max)
-		check_runtime(out, c->runtime_offline, version, &l[(*n)++]);
+		check_runtime(c, out, c->runtime_offline, version, false,
+		    &l[(*n)++]);
 	if (*n < max)
-		check_runtime(out, c->runtime_egress, version, &l[(*n)++]);
+		check_runtime(c, out, c->runtime_egress, version, true,
+		    &l[(*n)++]);
 	if (*n < max)
 		check_debug_runtime(out, c->runtime_debug, &l[(*n)++]);
 	if (*n < max)

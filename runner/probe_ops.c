@@ -85,9 +85,11 @@ inspector_main(void *arg)
 }
 
 /* Whether dockerd registers runtime with a runsc binary (false when
- * `docker info` fails). */
+ * `docker info` fails); *stack gets its network stack
+ * (docker_runtime_stack), or stays NULL. */
 static bool
-runtime_is_runsc(const struct config *c, const char *runtime)
+runtime_is_runsc(const struct config *c, const char *runtime,
+    const char **stack)
 {
 	const char *argv[] = { c->docker, "info", "--format",
 	    "{{json .Runtimes}}", NULL };
@@ -95,10 +97,13 @@ runtime_is_runsc(const struct config *c, const char *runtime)
 	struct docker_runtime rt;
 	bool ok;
 
+	*stack = NULL;
 	if (out == NULL)
 		return false;
 	ok = docker_runtime_parse(cbuf_data(out), cbuf_len(out), runtime,
 	    &rt) == 0 && strstr(rt.path, "runsc") != NULL;
+	if (ok)
+		*stack = docker_runtime_stack(rt.args);
 	cbuf_free(out);
 	return ok;
 }
@@ -222,7 +227,7 @@ probe_locked(const struct config *c, const char *mode, bool warm, bool debug,
 	else
 		runtime = o.proxy_url != NULL ? c->runtime_egress :
 		    c->runtime_offline;
-	o.runtime_is_runsc = runtime_is_runsc(c, runtime);
+	o.runtime_is_runsc = runtime_is_runsc(c, runtime, &o.stack);
 	return probe_run(c, &o, &ops, (void *)c, rep, json, err, errlen);
 }
 

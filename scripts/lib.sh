@@ -139,21 +139,45 @@ runtime_args() {
 		die "could not read $DAEMON_JSON"
 }
 
-# Installs the %ID% wrapper (scripts/runsc-debug) with the runsc found on
-# PATH; prints "changed" when it wrote it.
+# The path of a registered runtime, or nothing.
+runtime_path() {
+	[ -s "$DAEMON_JSON" ] || return 0
+	jq -r --arg n "$1" '.runtimes[$n].path // empty' "$DAEMON_JSON" ||
+		die "could not read $DAEMON_JSON"
+}
+
+# The debug wrapper's path for a runsc: $DEBUG_WRAPPER for Debian's (the
+# one on PATH), $DEBUG_WRAPPER-built for any other (the one
+# scripts/runsc-build installs).
+debug_wrapper_for() {
+	local runsc=${1:-} deb
+	deb=$(command -v runsc) || die "runsc not installed"
+	if [ -z "$runsc" ] || [ "$runsc" = "$deb" ]; then
+		echo "$DEBUG_WRAPPER"
+	else
+		echo "$DEBUG_WRAPPER-built"
+	fi
+}
+
+# Installs the %ID% wrapper (scripts/runsc-debug) for a runsc (default: the
+# one found on PATH) at debug_wrapper_for's path; prints "changed" when it
+# wrote it. install_debug_wrapper [RUNSC]
 install_debug_wrapper() {
-	local runsc want
-	runsc=$(command -v runsc) || die "runsc not installed"
+	local runsc=${1:-} wrapper want
+	if [ -z "$runsc" ]; then
+		runsc=$(command -v runsc) || die "runsc not installed"
+	fi
+	wrapper=$(debug_wrapper_for "$runsc")
 	want=$(sed "s|@RUNSC@|$runsc|" "$CORDON_ROOT/scripts/runsc-debug") ||
 		die "cannot read $CORDON_ROOT/scripts/runsc-debug"
-	if [ -x "$DEBUG_WRAPPER" ] && [ "$(cat "$DEBUG_WRAPPER")" = "$want" ]; then
+	if [ -x "$wrapper" ] && [ "$(cat "$wrapper")" = "$want" ]; then
 		return 0
 	fi
-	mkdir -p "$(dirname "$DEBUG_WRAPPER")" || die "cannot create $(dirname "$DEBUG_WRAPPER")"
-	printf '%s\n' "$want" >"$DEBUG_WRAPPER.tmp" &&
-		chmod 0755 "$DEBUG_WRAPPER.tmp" &&
-		mv "$DEBUG_WRAPPER.tmp" "$DEBUG_WRAPPER" ||
-		die "cannot install $DEBUG_WRAPPER"
+	mkdir -p "$(dirname "$wrapper")" || die "cannot create $(dirname "$wrapper")"
+	printf '%s\n' "$want" >"$wrapper.tmp" &&
+		chmod 0755 "$wrapper.tmp" &&
+		mv "$wrapper.tmp" "$wrapper" ||
+		die "cannot install $wrapper"
 	echo changed
 }
 
@@ -169,9 +193,10 @@ debug_log_dir_prepare() {
 
 # Registers a debug runtime: the wrapper, with the base runtime's
 # arguments (its network mode) plus runsc's debug flags.
-# register_debug_runtime NAME BASE_ARGS_JSON; prints "changed" or nothing.
+# register_debug_runtime NAME BASE_ARGS_JSON [RUNSC]; prints "changed" or
+# nothing. RUNSC: the base runtime's runsc (default: the one on PATH).
 register_debug_runtime() {
-	local name=$1 base=$2 args
+	local name=$1 base=$2 runsc=${3:-} args
 	case $DEBUG_LOG_DIR in
 	/*) ;;
 	*) die "the debug log directory must be an absolute path: $DEBUG_LOG_DIR" ;;
@@ -180,11 +205,11 @@ register_debug_runtime() {
 	*[!A-Za-z0-9/_.-]*) die "the debug log directory may hold only [A-Za-z0-9/_.-]: $DEBUG_LOG_DIR" ;;
 	esac
 	debug_log_dir_prepare
-	install_debug_wrapper >/dev/null
+	install_debug_wrapper "$runsc" >/dev/null
 	args=$(jq -c -n --argjson b "$base" --arg d "$DEBUG_LOG_DIR" \
 		'$b + ["--debug", "--strace", ("--debug-log=" + $d + "/%ID%/")]') ||
 		die "bad base arguments for $name: $base"
-	merge_runtime "$name" "$args" "$DEBUG_WRAPPER"
+	merge_runtime "$name" "$args" "$(debug_wrapper_for "$runsc")"
 }
 
 # Removes one runtime from daemon.json (no-op when it is not there).

@@ -19,6 +19,12 @@
 # and that the control socket is root-only and no token reaches the
 # proxy's log. (5, a tenant limited to nets ["none"], is in serve_e2e.)
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
+# CORDON_E2E_EGRESS_RUNTIME (default cordon-egress) and
+# CORDON_E2E_DEBUG_EGRESS_RUNTIME (default cordon-debug-egress) name the
+# runtimes to prove; CORDON_E2E_STACK=netstack|host makes the test fail
+# unless that runtime really runs that network stack (runsc's own netstack,
+# --network=sandbox, or the host kernel's, --network=host): the suites run
+# once per stack (tests/netsetup/meson.build).
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 missing() {
@@ -35,8 +41,11 @@ for t in iptables ip python3; do
 done
 docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
 "$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-egress"' ||
-	missing "runtime cordon-egress is not registered with dockerd"
+rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
+drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
+want_stack=${CORDON_E2E_STACK:-}
+. "$here/stack.sh"
+check_stack
 img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
 [ -n "$img" ] || missing "no pinned sandbox image"
 
@@ -51,7 +60,7 @@ export CORDON_CONFIG="$T/cordon.json"
 # each run do.
 cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
- "state_dir": "$T/state", "runtime_egress": "cordon-egress",
+ "state_dir": "$T/state", "runtime_egress": "$rt", "runtime_debug_egress": "$drt",
  "audit_log": "$T/audit.log", "image": {"id": "$img"}, "require_probe": false,
  "egress_default_policy": "pol-a", "egress_run_max_conns": 3}
 EOF

@@ -11,6 +11,12 @@
 # supervisor's restart, the refusal to go down under a running sandbox, and
 # that `net down` leaves nothing. Fails (never skips) when something is
 # missing, unless CORDON_E2E=skip.
+# CORDON_E2E_EGRESS_RUNTIME (default cordon-egress) and
+# CORDON_E2E_DEBUG_EGRESS_RUNTIME (default cordon-debug-egress) name the
+# runtimes to prove; CORDON_E2E_STACK=netstack|host makes the test fail
+# unless that runtime really runs that network stack (runsc's own netstack,
+# --network=sandbox, or the host kernel's, --network=host): the suites run
+# once per stack (tests/netsetup/meson.build).
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 missing() {
@@ -28,8 +34,11 @@ for t in iptables ip6tables ip nsenter python3; do
 done
 docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
 "$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-egress"' ||
-	missing "runtime cordon-egress is not registered with dockerd"
+rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
+drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
+want_stack=${CORDON_E2E_STACK:-}
+. "$here/stack.sh"
+check_stack
 img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
 [ -n "$img" ] || missing "no pinned sandbox image"
 [ -x "$proxy" ] || missing "no cordon-proxy at $proxy"
@@ -48,12 +57,12 @@ chmod 755 "$T"  # the proxy runs as nobody and reads the allowlist here
 export CORDON_CONFIG="$T/cordon.json"
 cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
- "state_dir": "$T/state", "runtime_egress": "cordon-egress",
+ "state_dir": "$T/state", "runtime_egress": "$rt", "runtime_debug_egress": "$drt",
  "audit_log": "$T/audit.log", "image": {"id": "$img"}}
 EOF
 pids=()
 cleanup() {
-	"$docker" rm -f nstest-a-host nstest-a-sealed nstest-b >/dev/null 2>&1
+	"$docker" rm -f nstest-a-host nstest-a-sealed nstest-b nstest-nsfilter >/dev/null 2>&1
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -100,6 +109,9 @@ iptables -S | grep -- "$br"
 step "cordon probe --net proxy and cordon run --net proxy (the real runner path)"
 "$cordon" probe --net proxy >"$T/probe.json" 2>&1 || fail "probe --net proxy: $(cat "$T/probe.json")"
 echo "ok: probe --net proxy passed"
+grep -q "\"network_stack\":\"$rt_stack\"" "$T/probe.json" ||
+	fail "the probe report does not say network_stack $rt_stack: $(cat "$T/probe.json")"
+echo "ok: the probe report says network_stack $rt_stack"
 # The warm pool's path: a pre-started proxy-mode container, sealed before
 # it is handed out, then given its program (what `cordon serve --pool` does).
 "$cordon" probe --net proxy --warm >"$T/probe-warm.json" 2>&1 ||
@@ -111,8 +123,8 @@ echo "ok: probe --net proxy --warm passed"
 "$cordon" probe --net proxy --debug >"$T/probe-debug.json" 2>&1 ||
 	fail "probe --net proxy --debug: $(cat "$T/probe-debug.json")"
 grep -q '"debug":true' "$T/probe-debug.json" || fail "the debug probe was not a debug one: $(cat "$T/probe-debug.json")"
-grep -q 'runtime cordon-debug-egress (runsc)' "$T/probe-debug.json" ||
-	fail "the debug probe did not run in cordon-debug-egress: $(cat "$T/probe-debug.json")"
+grep -q "runtime $drt (runsc)" "$T/probe-debug.json" ||
+	fail "the debug probe did not run in $drt: $(cat "$T/probe-debug.json")"
 dlog=$(jget "$T/probe-debug.json" 'd["debug_log"]')
 case $dlog in /*/[0-9a-f]*) rm -rf -- "$dlog" ;; esac
 echo "ok: probe --net proxy --debug passed"
@@ -202,6 +214,7 @@ run_probe() {
 		[ "$("$docker" inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" = true ] && break
 		sleep 0.1
 	done
+	check_container_stack "$name"
 	if [ "$mode" = sealed ]; then
 		"$cordon" net seal "$name" || { exec 7>&-; fail "net seal $name"; }
 	fi
@@ -226,6 +239,35 @@ step "probe from an unsealed proxy-mode sandbox (host firewall only)"
 run_probe nstest-a-host host
 step "probe from a sealed proxy-mode sandbox (as the runner runs jobs)"
 run_probe nstest-a-sealed sealed
+
+step "does the container's netns filter this stack? (what the seal can add)"
+# A rule in the sandbox's own network namespace that rejects the proxy
+# port. With the host kernel's stack (--network=host) it applies and the
+# proxy becomes unreachable: the seal's rules work there. With gVisor's
+# netstack it does not (gVisor issue 7168: netstack's packets bypass the
+# netns's netfilter), so under netstack only the host-side rules count.
+fifo="$T/fifo-nsfilter"
+mkfifo "$fifo"
+timeout 60 "$docker" run -i --rm --name nstest-nsfilter "${hard[@]}" "${runargs[@]}" \
+	"$img" python3 -I - <"$fifo" >"$T/nsfilter.out" 2>&1 &
+nspid=$!
+exec 7>"$fifo"
+for _ in $(seq 300); do
+	[ "$("$docker" inspect -f '{{.State.Running}}' nstest-nsfilter 2>/dev/null)" = true ] && break
+	sleep 0.1
+done
+key=$("$docker" inspect -f '{{.NetworkSettings.SandboxKey}}' nstest-nsfilter)
+nsenter --net="$key" -- iptables -w -I OUTPUT -p tcp -d "$gw" --dport 3128 -j REJECT ||
+	{ exec 7>&-; fail "cannot add the rule in nstest-nsfilter's netns"; }
+printf 'import socket\ns = socket.socket(); s.settimeout(5)\ntry:\n    s.connect(("%s", 3128)); print("connected")\nexcept Exception as e:\n    print("blocked", e)\n' "$gw" >&7
+exec 7>&-
+wait "$nspid"
+got=$(tail -n1 "$T/nsfilter.out")
+case $rt_stack in
+host) [ "${got%% *}" = blocked ] || fail "host stack: a rule in the container's netns did not apply: $got" ;;
+netstack) [ "$got" = connected ] || fail "netstack: expected the netns rule to be bypassed (gVisor 7168), got: $got" ;;
+esac
+echo "ok: $rt_stack stack, a REJECT rule for gateway:3128 in the container's netns -> $got"
 
 step "net down refuses while a sandbox is attached"
 if "$cordon" net down >"$T/down0.txt" 2>&1; then fail "net down went ahead with B attached"; fi

@@ -145,6 +145,7 @@ test_good_run_passes_and_is_recorded(void **state)
 
 	(void)state;
 	o.warm = true;
+	o.stack = "netstack";
 	assert_int_equal(probe_run(&cfg, &o, &fake_ops, &f, &rep, &j, err,
 	    sizeof(err)), 0);
 	assert_string_equal(err, "");
@@ -171,6 +172,9 @@ test_good_run_passes_and_is_recorded(void **state)
 	assert_string_equal(cJSON_GetObjectItem(j, "run_status")->valuestring,
 	    "ok");
 	assert_null(cJSON_GetObjectItem(j, "probe_stderr"));
+	/* The report says which network stack the runtime runs. */
+	assert_string_equal(cJSON_GetObjectItem(j, "network_stack")->valuestring,
+	    "netstack");
 	cJSON_Delete(j);
 	assert_int_equal(probe_state_read(&cfg, "none", &pass, &at, failed,
 	    sizeof(failed)), 0);
@@ -210,6 +214,9 @@ test_failing_run_fails_and_is_recorded(void **state)
 	assert_non_null(j);
 	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "pass")));
 	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(j, "warm")));
+	/* No stack given: said so, not guessed. */
+	assert_string_equal(cJSON_GetObjectItem(j, "network_stack")->valuestring,
+	    "unknown");
 	se = cJSON_GetObjectItem(j, "probe_stderr");
 	assert_true(cJSON_IsString(se));
 	assert_non_null(strstr(se->valuestring, "it broke"));

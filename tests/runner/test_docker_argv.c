@@ -499,6 +499,40 @@ test_request_check(void **state)
 	assert_int_equal(runner_request_check(&q, err, sizeof(err)), 0);
 }
 
+/* docker_runtime_stack: which network stack runsc runs with given
+ * runtimeArgs (the doctor's and the probe's "network_stack"). */
+static void
+test_runtime_stack(void **state)
+{
+	static const struct {
+		const char *args, *stack;
+	} t[] = {
+		{ "", "netstack" },
+		{ "--network=sandbox", "netstack" },
+		{ "--network=host", "host" },
+		{ "--network=none", "none" },
+		{ "--debug --network=host --strace", "host" },
+		{ "--network=none --debug", "none" },
+		/* A longer or shorter word is not host. */
+		{ "--network=hostile", "netstack" },
+		{ "--network=hos", "netstack" },
+		{ "x--network=host", "netstack" },
+		/* The last --network wins, as in runsc's flag parsing. */
+		{ "--network=host --network=sandbox", "netstack" },
+		{ "--network=sandbox --network=host", "host" },
+		{ "  --network=host  ", "host" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const char *got = docker_runtime_stack(t[i].args);
+
+		if (strcmp(got, t[i].stack) != 0)
+			fail_msg("'%s': %s, want %s", t[i].args, got,
+			    t[i].stack);
+	}
+}
+
 /* docker_runtime_parse over `docker info --format '{{json .Runtimes}}'`
  * texts, real and hostile. */
 static const struct runtime_case {
@@ -599,6 +633,7 @@ main(void)
 		cmocka_unit_test(test_limits_clamped),
 		cmocka_unit_test(test_request_check),
 		cmocka_unit_test(test_runtime_parse),
+		cmocka_unit_test(test_runtime_stack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,6 +180,71 @@ mkdir -p "$dbg/u" && (cd "$dbg/u" && umask 022 &&
 	printf '#!/bin/sh\numask\n' >"$bin/runsc" && "$w" --log "$logp" >"$dbg/u/mask")
 check "the wrapper runs runsc with umask 077" grep -qx 0077 "$dbg/u/mask"
 
+# --- a debug twin for another runsc (the one scripts/runsc-build installs)
+built="$work/built/runsc"
+mkdir -p "$(dirname "$built")"
+printf '#!/bin/sh\necho built\n' >"$built"
+chmod +x "$built"
+cp "$dbg/libexec/runsc-debug" "$work/wrapper-before"
+res=$(CORDON_DAEMON_JSON=$dj CORDON_DEBUG_LOG_DIR=$dbg/logs \
+	CORDON_DEBUG_WRAPPER=$dbg/libexec/runsc-debug PATH="$bin:$PATH" bash -c '
+	set -euo pipefail; . "$0/scripts/lib.sh"
+	changed=$(register_debug_runtime "$1" "$2" "$3"); echo "out=$changed"
+' "$src" cordon-debug-egress '["--network=sandbox"]' "$built" 2>"$work/dbg.err"); rc=$?
+check "register_debug_runtime with another runsc succeeds (rc=$rc)" test "$rc" -eq 0 -a "$res" = "out=changed"
+check "its wrapper is a second one, naming that runsc" \
+	grep -qx "RUNSC=$built" "$dbg/libexec/runsc-debug-built"
+check "the runtime's path is that second wrapper, its arguments the netstack ones" \
+	"$real_jq" -e --arg w "$dbg/libexec/runsc-debug-built" '.runtimes["cordon-debug-egress"].path == $w and
+		.runtimes["cordon-debug-egress"].runtimeArgs[0] == "--network=sandbox"' "$dj"
+check "the wrapper for the runsc on PATH is left as it was" cmp -s "$dbg/libexec/runsc-debug" "$work/wrapper-before"
+got=$(CORDON_DAEMON_JSON=$dj bash -c '. "$0/scripts/lib.sh"; runtime_path cordon-debug-egress' "$src")
+check "runtime_path reads a runtime's path" test "$got" = "$dbg/libexec/runsc-debug-built"
+
+# --- scripts/egress-runtime: bad requests are refused before anything -----
+out=$(CORDON_DAEMON_JSON=$dj "$src/scripts/egress-runtime" --stack bogus 2>&1); rc=$?
+check "egress-runtime --stack bogus exits non-zero (rc=$rc)" test "$rc" -ne 0
+check "and names the allowed stacks" grep -q "must be auto, netstack or host, not 'bogus'" <<<"$out"
+out=$(CORDON_DAEMON_JSON=$dj "$src/scripts/egress-runtime" --name 'a b' 2>&1); rc=$?
+check "egress-runtime with a bad runtime name exits non-zero (rc=$rc)" test "$rc" -ne 0
+check "and says so" grep -q "bad runtime name 'a b'" <<<"$out"
+out=$(CORDON_DAEMON_JSON=$dj "$src/scripts/egress-runtime" --frob 2>&1); rc=$?
+check "egress-runtime with an unknown option prints its usage (rc=$rc)" \
+	test "$rc" -ne 0 -a -n "$(grep 'usage: scripts/egress-runtime' <<<"$out")"
+
+# --- the e2e tests' stack detection (tests/netsetup/stack.sh) -------------
+stk() { bash -c '. "$0/tests/netsetup/stack.sh"; stack_of_args "$1"' "$src" "$1"; }
+check "runsc with no --network runs its netstack" test "$(stk '--root /r boot x')" = netstack
+check "--network=sandbox is netstack" test "$(stk '--network=sandbox --root /r boot')" = netstack
+check "--network=host is the host stack" test "$(stk '--root /r --network=host boot')" = host
+check "--network=none is none" test "$(stk '--network=none')" = none
+check "--network=hostile is not taken for host" test "$(stk '--network=hostile')" = netstack
+
+# --- scripts/runsc-build: the patch and --check ----------------------------
+patch="$src/scripts/runsc/gvisor-10704-root-netns.patch"
+check "the runsc patch is upstream commit 19f6b0c07" \
+	grep -q '^From 19f6b0c07fcdf8c3ac4d6d4bc5eafff9585e1e6b ' "$patch"
+check "it touches runsc/sandbox/network.go only" \
+	test "$(grep '^+++ ' "$patch")" = "+++ b/runsc/sandbox/network.go"
+check "it replaces the rmem_default check by dev_weight" \
+	test -n "$(grep -Fxe '-	err := unix.Access("/proc/sys/net/core/rmem_default", unix.F_OK)' "$patch")" \
+	-a -n "$(grep -Fxe '+	err := unix.Access("/proc/sys/net/core/dev_weight", unix.F_OK)' "$patch")"
+rb() { RUNSC_OUT=$work/rb/runsc RUNSC_CACHE=$work/rb/cache "$src/scripts/runsc-build" "$@" >"$work/rb.out" 2>&1; }
+rb --check; rc=$?
+check "runsc-build --check with nothing built exits 3 (rc=$rc)" test "$rc" -eq 3
+check "and says it is not built" grep -q 'is not built: run scripts/runsc-build' "$work/rb.out"
+mkdir -p "$work/rb"
+printf '#!/bin/sh\n' >"$work/rb/runsc"
+chmod +x "$work/rb/runsc"
+printf '{"fingerprint":"0000","sha256":"0000"}\n' >"$work/rb/runsc.json"
+rb --check; rc=$?
+check "runsc-build --check with a stale build exits 3 (rc=$rc)" test "$rc" -eq 3
+check "and says it is stale" grep -q 'is stale' "$work/rb.out"
+check "--check builds and installs nothing" test ! -e "$work/rb/cache" -a "$(cat "$work/rb/runsc")" = '#!/bin/sh'
+rb --frob; rc=$?
+check "runsc-build with an unknown option exits non-zero (rc=$rc)" test "$rc" -ne 0 -a "$rc" -ne 3
+check "and prints its usage" grep -q 'usage: scripts/runsc-build' "$work/rb.out"
+
 # --- signal_dockerd: the pidfile's dockerd only ---------------------------
 fake="$work/sig"
 mkdir -p "$fake"
