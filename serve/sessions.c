@@ -89,6 +89,26 @@ unlist(struct serve_session *se)
 
 static void work_done(evutil_socket_t fd, short what, void *arg);
 
+static void
+reply_sent(struct evhttp_request *req, void *arg)
+{
+	struct serve_sessions *ss = arg;
+
+	(void)req;
+	ss->sending--;
+	ss->on_idle(ss->arg);
+}
+
+/* Keeps the loop (a stop) until the reply to req is written. */
+static void
+hold_reply(struct serve_sessions *ss, struct evhttp_request *req)
+{
+	if (evhttp_request_get_connection(req) == NULL)
+		return;
+	evhttp_request_set_on_complete_cb(req, reply_sent, ss);
+	ss->sending++;
+}
+
 static void *
 work_thread(void *arg)
 {
@@ -238,6 +258,7 @@ start_done(struct serve_sessions *ss, struct work *w)
 	int code;
 
 	se->starting = false;
+	hold_reply(ss, w->req);
 	if (w->rc < 0) {
 		unlist(se);
 		code = w->rc == -EOPNOTSUPP ? 400 :
@@ -275,6 +296,7 @@ call_done(struct serve_sessions *ss, struct work *w)
 
 	se->busy = false;
 	se->last_ms = time_mono_ms();
+	hold_reply(ss, w->req);
 	if (w->rc < 0) {
 		code = w->rc == -ESHUTDOWN ? 410 :
 		    serve_reply_status(w->rc, &reason);
@@ -546,6 +568,7 @@ serve_sessions_init(struct serve_sessions *ss)
 
 	TAILQ_INIT(&ss->live);
 	ss->threads = 0;
+	ss->sending = 0;
 	if ((ss->tick = event_new(ss->base, -1, EV_PERSIST, on_tick, ss)) ==
 	    NULL || event_add(ss->tick, &one) < 0)
 		return -ENOMEM;
@@ -555,7 +578,7 @@ serve_sessions_init(struct serve_sessions *ss)
 bool
 serve_sessions_busy(const struct serve_sessions *ss)
 {
-	return ss->threads > 0 || !TAILQ_EMPTY(&ss->live);
+	return ss->threads > 0 || ss->sending > 0 || !TAILQ_EMPTY(&ss->live);
 }
 
 void

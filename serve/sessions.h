@@ -63,6 +63,7 @@ struct serve_sessions {
 	struct serve_session_list live;
 	struct event *tick;
 	int threads;			/* start/call/end threads in flight */
+	int sending;			/* replies not yet written */
 	int64_t started, ended;		/* counters (log) */
 };
 
