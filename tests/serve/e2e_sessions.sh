@@ -179,7 +179,37 @@ check 404 "$(call "$tmp/m" "$id8" '{"code":"1"}')" "call after kill-all"
 check 404 "$(call "$tmp/m" "$idb" '{"code":"1"}' "$B")" "tenant b's call after kill-all"
 echo "ok - kill-all ends every session"
 
-# 9. SIGTERM of the service: a session idle and one in a call; no session
+# 9. MCP: run_code with a session name keeps state across two calls, and
+# closing the connection (stdin EOF) removes the session's container.
+CORDON_CONFIG="$cfgfile" python3 - "$cordon" >"$tmp/mcp.out" 2>"$tmp/mcp.err" <<'PY' ||
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True)
+def rpc(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
+                              "params": params}) + "\n")
+    p.stdin.flush()
+    return json.loads(p.stdout.readline())
+rpc(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "e2e", "version": "1"}})
+r1 = rpc(1, "tools/call", {"name": "run_code", "arguments": {
+    "code": "import statistics\nxs = [2, 4]", "session": "analysis"}})
+r2 = rpc(2, "tools/call", {"name": "run_code", "arguments": {
+    "code": "xs.append(6)\nprint(statistics.mean(xs))", "session": "analysis"}})
+p.stdin.close()
+rc = p.wait(timeout=60)
+s1, s2 = r1["result"]["structuredContent"], r2["result"]["structuredContent"]
+print(s2["stdout"].strip(), s1["container"], s2["container"], s1["session_new"],
+      s2["session_new"], rc)
+PY
+	fail "mcp session: $(cat "$tmp/mcp.out" "$tmp/mcp.err")"
+read -r mout mctr1 mctr2 mnew1 mnew2 mrc <"$tmp/mcp.out"
+[ "$mout" = 4 ] && [ "$mctr1" = "$mctr2" ] && [ "$mnew1" = True ] && [ "$mnew2" = False ] &&
+	[ "$mrc" = 0 ] || fail "mcp session: $(cat "$tmp/mcp.out" "$tmp/mcp.err")"
+gone "$mctr1" || fail "closing the MCP connection left $mctr1"
+echo "ok - MCP run_code session: state across two calls; EOF removes the container"
+
+# 10. SIGTERM of the service: a session idle and one in a call; no session
 # container is left, and the service exits 0.
 check 201 "$(create "$tmp/s9")" "session before SIGTERM"
 ctr9=$(jget "$tmp/s9" container)
