@@ -209,6 +209,15 @@ read -r mout mctr1 mctr2 mnew1 mnew2 mrc <"$tmp/mcp.out"
 gone "$mctr1" || fail "closing the MCP connection left $mctr1"
 echo "ok - MCP run_code session: state across two calls; EOF removes the container"
 
+# The data-analysis example (examples/session_analysis.py) across three calls.
+python3 "$CORDON_SOURCE_ROOT/examples/session_analysis.py" --socket "$sock" \
+	--token aaaaaaaaaaaaaaaa >"$tmp/ex.out" 2>&1 || fail "example: $(cat "$tmp/ex.out")"
+grep -q '^300 rows loaded' "$tmp/ex.out" && grep -q '^west .*mean=' "$tmp/ex.out" &&
+	grep -q '^plot.svg [0-9]* bytes; <svg' "$tmp/ex.out" || fail "example: $(cat "$tmp/ex.out")"
+exctr=$(sed -n 's/.*(container \(cordon-[0-9a-f]*\),.*/\1/p' "$tmp/ex.out")
+[ -n "$exctr" ] && gone "$exctr" || fail "the example's session container is left: $(cat "$tmp/ex.out")"
+echo "ok - examples/session_analysis.py: a CSV loaded, summarised and plotted across 3 calls"
+
 # 10. SIGTERM of the service: a session idle and one in a call; no session
 # container is left, and the service exits 0.
 check 201 "$(create "$tmp/s9")" "session before SIGTERM"
