@@ -107,6 +107,7 @@ static const struct field serve_fields[] = {
 	SINT("probe_interval_s", probe_interval_s, 60, 30 * 86400),
 	SINT("pool", pool, 0, 64),
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
+	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
@@ -254,6 +255,7 @@ config_defaults(struct config *c)
 	c->serve.probe_interval_s = 3600;
 	c->serve.pool = 0;
 	c->serve.pool_max_age_s = 900;
+	c->serve.sessions_per_tenant = 4;
 }
 
 static int fail(char *err, size_t errlen, const char *name, const char *fmt,

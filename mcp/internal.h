@@ -25,6 +25,7 @@ struct mcp_server {
 	char protocol[32];
 	mcp_notify_fn notify;		/* NULL: no notifications */
 	void *notify_arg;
+	struct mcp_sessions *sessions;	/* run_code's named sessions */
 };
 
 /* mcp.c: ids (and progress tokens) are strings or integers; printed
@@ -62,5 +63,26 @@ struct runner_stream *mcp_progress_stream(struct mcp_progress *p);
 /* After the run: sends what is queued, then frees p. Returns the bytes of
  * output dropped from the notifications. */
 uint64_t mcp_progress_finish(struct mcp_progress *p);
+
+/* sessions.c: run_code's `session`: named sessions of this connection
+ * (runner/session.h), ended by mcp_sessions_free. */
+#define MCP_SESSION_NAME_MAX 64	/* [A-Za-z0-9._-] */
+#define MCP_SESSIONS_MAX 64
+struct mcp_sessions;
+
+bool mcp_session_name_valid(const char *name);
+/* At most max (<= MCP_SESSIONS_MAX) sessions at once; NULL on ENOMEM. */
+struct mcp_sessions *mcp_sessions_new(size_t max);
+/* Ends every session (removes its container). Accepts NULL. */
+void mcp_sessions_free(struct mcp_sessions *t);
+/* Runs req in session name, starting it first when there is none
+ * (*is_new; its container labelled label). The runner_session_call
+ * contract; a call that ends its session (*ended) drops the name, so the
+ * next call with it starts afresh. -EBUSY while another call runs in it,
+ * -EAGAIN when a new one would pass the limit, or the start's error. */
+int mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
+    const char *name, const char *label, const struct runner_request *req,
+    struct runner_result *res, bool *is_new, bool *ended, char *err,
+    size_t errlen);
 
 #endif

@@ -588,6 +588,11 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 	s->notify_arg = opts->notify_arg;
 	if (opts->session != NULL)
 		util_strlcpy(s->session, opts->session, sizeof(s->session));
+	if ((s->sessions = mcp_sessions_new((size_t)
+	    opts->config->serve.sessions_per_tenant)) == NULL) {
+		free(s);
+		return -ENOMEM;
+	}
 	*out = s;
 	return 0;
 }
@@ -595,6 +600,8 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 void
 mcp_server_free(struct mcp_server *s)
 {
+	if (s != NULL)
+		mcp_sessions_free(s->sessions);
 	free(s);
 }
 

@@ -22,6 +22,7 @@
 #include "runner/pool.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
+#include "serve/sessions.h"
 #include "serve/tenant.h"
 
 struct event;
@@ -129,6 +130,7 @@ struct serve_server {
 	struct serve_tenants tenants;
 	struct serve_metrics metrics;
 	struct serve_queue queue;
+	struct serve_sessions sessions;	/* sessions.h */
 	bool paused, draining;
 	struct runner_pool_stats pool_at_signal;	/* for the summary */
 };

@@ -201,6 +201,7 @@ route_kill_all(struct serve_server *s, struct evhttp_request *req,
 	    "queued, pool paused", (long long)s->metrics.active,
 	    (long long)s->metrics.queue_depth);
 	s->paused = true;
+	serve_sessions_end_all(&s->sessions, "kill-all");
 	/* Before the sweep, so that no new warm container appears. */
 	if (s->pool != NULL)
 		runner_pool_pause(s->pool, true);
@@ -259,6 +260,12 @@ serve_routes_handle(struct evhttp_request *req, void *arg)
 		    "WWW-Authenticate", "Bearer");
 		serve_reply_error(req, 401, "Unauthorized", "a valid bearer "
 		    "token is required");
+		return;
+	}
+	if (strncmp(path, "/v1/sessions", 12) == 0) {
+		serve_sessions_route(&s->sessions, req, (size_t)tenant, path,
+		    s->draining ? "the service is shutting down" : s->paused ?
+		    "stopped by kill-all; POST /v1/resume first" : NULL);
 		return;
 	}
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)

@@ -38,6 +38,7 @@ server_maybe_exit(void *arg)
 	struct timeval grace = { 2, 0 };
 
 	if (!s->draining || serve_queue_busy(&s->queue) ||
+	    serve_sessions_busy(&s->sessions) ||
 	    serve_prober_busy(s->prober))
 		return;
 	event_base_loopexit(s->base, s->queue.sending == 0 ? NULL : &grace);
@@ -70,6 +71,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		(void)unlink(s->socket_path);
 	s->socket_path[0] = '\0';
 	serve_queue_flush(&s->queue, "the service is shutting down");
+	serve_sessions_end_all(&s->sessions, "the service is stopping");
 	server_maybe_exit(s);
 }
 
@@ -92,7 +94,8 @@ listener_init(struct serve_server *s, struct serve_listener *l, bool tcp,
 	evhttp_set_max_headers_size(l->http, 16384);
 	/* Never time out a client that waits for a long run. */
 	evhttp_set_timeout(l->http, t > INT_MAX ? INT_MAX : (int)t);
-	evhttp_set_allowed_methods(l->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+	evhttp_set_allowed_methods(l->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(l->http, serve_routes_handle, l);
 	return 0;
 }
@@ -206,6 +209,13 @@ serve_server_new(const struct serve_server_opts *opts,
 	    .tenants = &s->tenants, .metrics = &s->metrics,
 	    .tmp_dir = s->tmp_dir, .on_idle = server_maybe_exit, .arg = s };
 	serve_queue_init(&s->queue);
+	s->sessions = (struct serve_sessions){ .base = s->base, .c = c,
+	    .tenants = &s->tenants, .on_idle = server_maybe_exit, .arg = s };
+	if (serve_sessions_init(&s->sessions) < 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto bad;
+	}
 	if ((rc = server_listen(s, sock, tcp, err, errlen)) < 0)
 		goto bad;
 	if ((s->sig_ev[0] = evsignal_new(s->base, SIGTERM, on_signal, s)) ==
@@ -254,6 +264,7 @@ serve_server_free(struct serve_server *s)
 		if (s->sig_ev[i] != NULL)
 			event_free(s->sig_ev[i]);
 	serve_prober_free(s->prober);
+	serve_sessions_cleanup(&s->sessions);
 	runner_pool_free(s->pool);
 	for (size_t i = 0; i < s->nlis; i++)
 		if (s->lis[i].http != NULL)

@@ -451,7 +451,8 @@ test_tools_list_schema(void **state)
 	assert_int_equal(cJSON_GetArraySize(req), 1);
 	assert_string_equal(cJSON_GetArrayItem(req, 0)->valuestring, "code");
 	props = cJSON_GetObjectItem(schema, "properties");
-	assert_int_equal(cJSON_GetArraySize(props), 8);
+	assert_int_equal(cJSON_GetArraySize(props), 9);
+	assert_non_null(cJSON_GetObjectItem(props, "session"));
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
 	text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(
 	    props, "keep"), "enum"));

@@ -151,7 +151,8 @@ policy_prop(cJSON **root)
 	props = cJSON_GetObjectItem(cJSON_GetObjectItem(tool, "inputSchema"),
 	    "properties");
 	/* The other arguments are unchanged. */
-	assert_int_equal(cJSON_GetArraySize(props), 8);
+	assert_int_equal(cJSON_GetArraySize(props), 9);
+	assert_non_null(cJSON_GetObjectItem(props, "session"));
 	assert_non_null(cJSON_GetObjectItem(props, "code"));
 	assert_non_null(cJSON_GetObjectItem(props, "network"));
 	assert_non_null(cJSON_GetObjectItem(props, "timeout_s"));
@@ -323,11 +324,11 @@ test_arguments(void **state)
 		  "[A-Za-z0-9_-])" },
 		{ "{\"code\":\"1\",\"policies\":[\"a\"]}", NULL, "unknown "
 		  "argument (allowed: code, language, profile, network, "
-		  "policy, timeout_s, keep, files)" },
+		  "policy, timeout_s, keep, files, session)" },
 		/* Debug runs are the root CLI's only (runner/debug.h). */
 		{ "{\"code\":\"1\",\"debug\":true}", NULL, "unknown "
 		  "argument (allowed: code, language, profile, network, "
-		  "policy, timeout_s, keep, files)" },
+		  "policy, timeout_s, keep, files, session)" },
 	};
 	char text[640], want[640];
 	int runs;

@@ -1,0 +1,85 @@
+/*
+ * Sessions in `cordon serve` (runner/session.h): `POST /v1/sessions`,
+ * `POST /v1/sessions/ID/runs`, `DELETE /v1/sessions/ID`. A session belongs
+ * to the tenant that created it: any other tenant gets 404 for its id. One
+ * call at a time per session (a second concurrent call is refused 409).
+ * Idle timeout and maximum lifetime are enforced by a 1 s tick on the
+ * loop; kill-all and the service's stop end every session. Starting,
+ * calling and ending run on worker threads; the table and the accounting
+ * belong to the loop's thread.
+ */
+#ifndef CORDON_SERVE_SESSIONS_H
+#define CORDON_SERVE_SESSIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "common/config.h"
+#include "runner/runner.h"
+
+#define SERVE_SESSION_IDLE_DEFAULT_S 300
+#define SERVE_SESSION_LIFE_DEFAULT_S 3600
+#define SERVE_SESSION_S_MAX 86400
+#define SERVE_SESSION_ID_LEN 20		/* "ses_" + 16 hex */
+
+/* A parsed `POST /v1/sessions` body. */
+struct serve_session_opts {
+	bool has_net;			/* false: the tenant's default */
+	enum runner_net net;
+	char policy[CONFIG_POLICY_MAX + 1];	/* "" none named */
+	int64_t idle_timeout_s;		/* 1..SERVE_SESSION_S_MAX */
+	int64_t max_lifetime_s;		/* 1..SERVE_SESSION_S_MAX */
+};
+
+/* Parses body[0..len): {net?, policy?, profile?, idle_timeout_s?,
+ * max_lifetime_s?}; profile may only be "default" (the pinned image: no
+ * other profile exists yet). Unknown fields and wrong types are refused.
+ * 0, or -EINVAL with a one-line reason in err. Pure. */
+int serve_session_opts_parse(const char *body, size_t len,
+    struct serve_session_opts *o, char *err, size_t errlen);
+
+/* The session id in a path "/v1/sessions/ID" or "/v1/sessions/ID/runs":
+ * 1 for the session itself, 2 for its runs, 0 for "/v1/sessions", -1 for
+ * anything else. id gets ID (SERVE_SESSION_ID_LEN + 1 bytes) when it has
+ * the form of one. Pure. */
+int serve_session_path(const char *path, char *id);
+
+struct event;
+struct event_base;
+struct evhttp_request;
+struct serve_tenants;
+struct serve_metrics;
+struct serve_session;
+TAILQ_HEAD(serve_session_list, serve_session);
+
+struct serve_sessions {
+	struct event_base *base;	/* owner */
+	const struct config *c;		/* owner */
+	struct serve_tenants *tenants;	/* owner */
+	void (*on_idle)(void *);	/* owner: a thread ended */
+	void *arg;
+	struct serve_session_list live;
+	struct event *tick;
+	int threads;			/* start/call/end threads in flight */
+	int sending;			/* replies not yet written */
+	int64_t started, ended;		/* counters (log) */
+};
+
+/* 0, or -ENOMEM. */
+int serve_sessions_init(struct serve_sessions *ss);
+/* Requests under /v1/sessions (path as above), for tenant. paused or
+ * draining: new sessions and calls are refused 503 (why). */
+void serve_sessions_route(struct serve_sessions *ss,
+    struct evhttp_request *req, size_t tenant, const char *path,
+    const char *unavailable);
+/* Ends every session: idle ones now, a running call is cancelled and its
+ * session ended when it returns. */
+void serve_sessions_end_all(struct serve_sessions *ss, const char *why);
+/* True while a session exists or a thread of one is in flight. */
+bool serve_sessions_busy(const struct serve_sessions *ss);
+/* After the loop: frees (every session must have ended). */
+void serve_sessions_cleanup(struct serve_sessions *ss);
+
+#endif

@@ -1,0 +1,202 @@
+/* run_code's `session` argument (mcp/sessions.c) against the fake docker
+ * CLI running the real session driver with this host's python3
+ * (tests/runner/fake-docker.sh, FAKE_MODE=python): state across calls of
+ * one name, names kept apart, session_new/session_ended in the result, a
+ * timeout that ends the session so the next call starts afresh, bad
+ * arguments, and every container removed when the server (the
+ * connection) is freed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "mcp/mcp.h"
+#include "../runner/fake_docker.h"
+
+#define INIT "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"," \
+	"\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}," \
+	"\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
+
+static struct fake_docker fk;
+
+static int
+never_run(const struct config *c, const struct runner_request *req,
+    struct runner_result *res, char *err, size_t errlen, void *arg)
+{
+	(void)c; (void)req; (void)res; (void)arg;
+	snprintf(err, errlen, "a session's call went to the run function");
+	return -EIO;
+}
+
+/* The structuredContent of a tools/call reply (caller deletes the
+ * returned root); *sc NULL for an error result. */
+static cJSON *
+call(struct mcp_server *s, const char *args, const cJSON **sc, bool *error)
+{
+	char msg[2048], *reply = NULL;
+	cJSON *root, *result;
+
+	snprintf(msg, sizeof(msg), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":"
+	    "\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":"
+	    "%s}}", args);
+	assert_int_equal(mcp_handle(s, msg, strlen(msg), &reply), 0);
+	assert_non_null(reply);
+	root = cJSON_Parse(reply);
+	free(reply);
+	assert_non_null(root);
+	result = cJSON_GetObjectItem(root, "result");
+	assert_non_null(result);
+	*error = cJSON_IsTrue(cJSON_GetObjectItem(result, "isError"));
+	*sc = cJSON_GetObjectItem(result, "structuredContent");
+	return root;
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static bool
+flag(const cJSON *o, const char *k)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItem(o, k));
+}
+
+static void
+test_sessions(void **state)
+{
+	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
+	struct mcp_server *s;
+	const cJSON *sc;
+	char *reply = NULL, ctr[64], ctr2[64], *log;
+	cJSON *root;
+	bool error;
+
+	(void)state;
+	assert_int_equal(mcp_server_new(&o, &s), 0);
+	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
+	free(reply);
+
+	root = call(s, "{\"code\":\"x = 20\",\"session\":\"a\"}", &sc, &error);
+	assert_false(error);
+	assert_string_equal(str(sc, "session"), "a");
+	assert_true(flag(sc, "session_new"));
+	assert_false(flag(sc, "session_ended"));
+	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"x = 1\",\"session\":\"b\"}", &sc, &error);
+	util_strlcpy(ctr2, str(sc, "container"), sizeof(ctr2));
+	assert_string_not_equal(ctr, ctr2);
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"x += 1\\nprint(x * 2)\",\"session\":\"a\"}",
+	    &sc, &error);
+	assert_false(error);
+	assert_string_equal(str(sc, "stdout"), "42\n");
+	assert_false(flag(sc, "session_new"));
+	assert_string_equal(str(sc, "container"), ctr);
+	cJSON_Delete(root);
+
+	/* A timeout ends "a"; the next call starts a fresh one. */
+	root = call(s, "{\"code\":\"import time\\ntime.sleep(20)\","
+	    "\"session\":\"a\",\"timeout_s\":1}", &sc, &error);
+	assert_true(error);
+	assert_string_equal(str(sc, "status"), "timeout");
+	assert_true(flag(sc, "session_ended"));
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"print('x' in globals())\",\"session\":"
+	    "\"a\"}", &sc, &error);
+	assert_string_equal(str(sc, "stdout"), "False\n");
+	assert_true(flag(sc, "session_new"));
+	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
+	cJSON_Delete(root);
+
+	/* Bad arguments. */
+	root = call(s, "{\"code\":\"1\",\"session\":\"a b\"}", &sc, &error);
+	assert_true(error);
+	assert_null(sc);
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"network\":"
+	    "\"proxy\"}", &sc, &error);
+	assert_true(error);
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"files\":[]}", &sc,
+	    &error);
+	assert_true(error);
+	cJSON_Delete(root);
+
+	/* Closing the connection ends every session. */
+	mcp_server_free(s);
+	log = fake_docker_log(&fk);
+	assert_true(fake_docker_removed(log, ctr));
+	assert_true(fake_docker_removed(log, ctr2));
+	free(log);
+}
+
+static void
+test_limit(void **state)
+{
+	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
+	struct mcp_server *s;
+	const cJSON *sc;
+	char *reply = NULL, args[128];
+	cJSON *root;
+	bool error;
+
+	(void)state;
+	fk.cfg.serve.sessions_per_tenant = 2;
+	assert_int_equal(mcp_server_new(&o, &s), 0);
+	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
+	free(reply);
+	for (int i = 0; i < 3; i++) {
+		snprintf(args, sizeof(args), "{\"code\":\"1\",\"session\":"
+		    "\"s%d\"}", i);
+		root = call(s, args, &sc, &error);
+		assert_int_equal(error, i == 2);
+		if (i == 2) {
+			char *t = cJSON_PrintUnformatted(root);
+
+			assert_non_null(strstr(t, "its limit"));
+			free(t);
+		}
+		cJSON_Delete(root);
+	}
+	mcp_server_free(s);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	if (fake_docker_setup(&fk) < 0)
+		return -1;
+	setenv("FAKE_MODE", "python", 1);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	return fake_docker_teardown(&fk);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limit, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
