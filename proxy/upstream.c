@@ -89,10 +89,14 @@ upstream_connected(struct conn *c)
 	r->connect_ms = time_mono_ms() - r->attempt_ms;
 	proxy_metrics_connect_observe(c->srv->m, r->connect_ms);
 	proxy_conn_format_addr(sa, r->address, sizeof(r->address));
-	/* The plan is spent: a long-lived tunnel keeps none of it. */
-	free(r->addrs);
-	r->addrs = NULL;
-	r->naddrs = r->next_addr = 0;
+	/* The plan is spent: a long-lived tunnel keeps none of it. An
+	 * inspected one still needs the checked address it connected to
+	 * (inspect.c connects there again for later requests). */
+	if (!r->inspect) {
+		free(r->addrs);
+		r->addrs = NULL;
+		r->naddrs = r->next_addr = 0;
+	}
 	(void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY,
 	    &one, sizeof(one));
 	r->decision = "allow";

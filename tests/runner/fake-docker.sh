@@ -51,9 +51,9 @@ run)
 		fi
 		prev=$a
 	done
-	job ;;
+	job "$@" ;;
 exec)	# the warm pool's job, in a running (fake) container
-	job ;;
+	job "$@" ;;
 inspect)
 	case "$*" in
 	*"{{.State.Status}}"*)

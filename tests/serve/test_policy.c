@@ -50,8 +50,8 @@ test_req_policy(void **state)
 		"{\"code\":\"1\",\"policy\":\"a.list\"}",
 		"{\"code\":\"1\",\"policy\":\"a b\"}",
 		"{\"code\":\"1\",\"policy\":\"\\u00e9\"}",
-		"{\"code\":\"1\",\"policy\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-		"aaaaaaaaaaaaaaaaaaaaaaaaa\"}",		/* 65 */
+		("{\"code\":\"1\",\"policy\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaaaaaaaaaaaa\"}"),		/* 65 */
 		"{\"code\":\"1\",\"policy\":1}",
 		"{\"code\":\"1\",\"policy\":null}",
 		"{\"code\":\"1\",\"policy\":[\"pypi\"]}",
