@@ -134,9 +134,9 @@ let r0, r;
 check(schema.additionalProperties === false &&
   JSON.stringify(Object.keys(schema.properties).sort()) ===
   JSON.stringify(['code', 'files', 'keep', 'language', 'network', 'policy', 'profile',
-    'timeout_s']) &&
+    'session', 'timeout_s']) &&
   JSON.stringify(schema.required) === '["code"]',
-  'the input schema is code/language/profile/network/policy/timeout_s/keep/files, ' +
+  'the input schema is code/language/profile/network/policy/timeout_s/keep/files/session, ' +
   'additionalProperties false', schema);
 // language and profile (issue 17): enums of what is installed; this host
 // has at least the minimal profile (python, bash).
