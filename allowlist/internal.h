@@ -126,6 +126,11 @@ struct allowlist {
 /* host.c */
 /* Checks a host name (not a wildcard, not lowercased yet) of len bytes.
  * Returns true when valid; otherwise writes a message into msg. */
+/* parse.c, shared with options.c: a quoted excerpt for diagnostics, and
+ * the whitespace of the file format (a newline ends a line). */
+const char *al_quote(const char *s, size_t len, char *out, size_t outlen);
+bool al_space(char c);
+
 bool al_name_check(const char *s, size_t len, char *msg, size_t msglen);
 /* True when the last label of s is numeric (decimal or 0x...), i.e. s can
  * only be an IPv4 address. */

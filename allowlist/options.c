@@ -33,33 +33,6 @@ opts_error(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 
 /* Quotes option text for a message: printable ASCII as is, other bytes as
  * \xNN, cut at about 100 bytes. */
-static const char *
-opts_quote(const char *s, size_t len, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 8 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (o > 100) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (c >= 0x20 && c < 0x7f)
-			out[o++] = (char)c;
-		else
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static bool
-opts_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
 static int
 hexval(char c)
 {
@@ -231,7 +204,7 @@ opts_method(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 		    i + 1 < m.len)))
 			other = true;
 	}
-	opts_quote(m.s, m.len, q, sizeof(q));
+	al_quote(m.s, m.len, q, sizeof(q));
 	if (other) {
 		opts_error(al, diag, line, "'%s' is not a method name "
 		    "(upper-case letters, and '-' inside, as in 'GET')", q);
@@ -271,7 +244,7 @@ opts_path(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 	const char *star = memchr(p.s, '*', p.len), *why;
 	char q[128];
 
-	opts_quote(p.s, p.len, q, sizeof(q));
+	al_quote(p.s, p.len, q, sizeof(q));
 	if (p.len > ALLOWLIST_PATTERN_MAX) {
 		opts_error(al, diag, line, "path pattern '%s' is longer than "
 		    "%d bytes", q, ALLOWLIST_PATTERN_MAX);
@@ -322,7 +295,7 @@ opts_list(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 			j++;
 		if (j == i) {
 			opts_error(al, diag, line, "empty item in the %s= list "
-			    "'%s'", key, opts_quote(s, len, q, sizeof(q)));
+			    "'%s'", key, al_quote(s, len, q, sizeof(q)));
 			return false;
 		}
 		sp.s = s + i;
@@ -334,7 +307,7 @@ opts_list(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 			if (opts_span_eq(out[k], sp.s, sp.len)) {
 				opts_error(al, diag, line, "%s '%s' is listed "
 				    "twice", paths ? "path pattern" : "method",
-				    opts_quote(sp.s, sp.len, q, sizeof(q)));
+				    al_quote(sp.s, sp.len, q, sizeof(q)));
 				return false;
 			}
 		}
@@ -373,14 +346,14 @@ opts_inject(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 	if (colon == NULL || colon == s || colon == s + len - 1) {
 		opts_error(al, diag, line, "inject= takes HEADER:SECRET (a "
 		    "header name and the name of a secret in the secrets "
-		    "store): '%s'", opts_quote(s, len, q, sizeof(q)));
+		    "store): '%s'", al_quote(s, len, q, sizeof(q)));
 		return false;
 	}
 	o->header.s = s;
 	o->header.len = (size_t)(colon - s);
 	o->secret.s = colon + 1;
 	o->secret.len = len - o->header.len - 1;
-	opts_quote(o->header.s, o->header.len, q, sizeof(q));
+	al_quote(o->header.s, o->header.len, q, sizeof(q));
 	for (size_t i = 0; i < o->header.len; i++) {
 		if (!opts_tchar((unsigned char)o->header.s[i])) {
 			opts_error(al, diag, line, "'%s' is not a header name "
@@ -402,7 +375,7 @@ opts_inject(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
 	if (!al_secret_name_ok(o->secret.s, o->secret.len)) {
 		opts_error(al, diag, line, "'%s' is not a secret name (1-%d "
 		    "letters, digits, '.', '_' or '-', not starting with '.')",
-		    opts_quote(o->secret.s, o->secret.len, q, sizeof(q)),
+		    al_quote(o->secret.s, o->secret.len, q, sizeof(q)),
 		    ALLOWLIST_SECRET_NAME_MAX);
 		return false;
 	}
@@ -477,17 +450,17 @@ al_opts_parse(struct allowlist *al, struct allowlist_diag *diag,
 	while (i < len) {
 		size_t j, n;
 		const char *t, *eq;
-		while (i < len && opts_space(s[i]))
+		while (i < len && al_space(s[i]))
 			i++;
 		if (i == len)
 			break;
-		for (j = i; j < len && !opts_space(s[j]); j++)
+		for (j = i; j < len && !al_space(s[j]); j++)
 			;
 		t = s + i;
 		n = j - i;
 		i = j;
 		eq = memchr(t, '=', n);
-		opts_quote(t, eq != NULL ? (size_t)(eq - t) + 1 : n, q,
+		al_quote(t, eq != NULL ? (size_t)(eq - t) + 1 : n, q,
 		    sizeof(q));
 		if (n == 7 && memcmp(t, "inspect", 7) == 0) {
 			if (o->inspect)
@@ -538,7 +511,7 @@ al_opts_parse(struct allowlist *al, struct allowlist_diag *diag,
 	if (first != NULL && !o->inspect) {
 		opts_error(al, diag, line, "'%s' needs 'inspect' on the same "
 		    "entry (the proxy sees requests only in connections it "
-		    "inspects)", opts_quote(first, flen, q, sizeof(q)));
+		    "inspects)", al_quote(first, flen, q, sizeof(q)));
 		return false;
 	}
 	if (o->inspect && opts_canon(o, len) < 0) {

@@ -35,6 +35,35 @@ struct parse_ports {
 	bool given;
 };
 
+/* Printable text of s[0..len) for a diagnostic: non-printing bytes as
+ * \xNN, cut with "..." after about 100 bytes. */
+const char *
+al_quote(const char *s, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && o + 8 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (o > 100) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (c >= 0x20 && c < 0x7f)
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+	}
+	out[o] = '\0';
+	return out;
+}
+
+bool
+al_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
 static void
 parse_error(struct parse *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -57,33 +86,6 @@ parse_error(struct parse *p, const char *fmt, ...)
 
 /* Quotes user text for a message: printable ASCII as is, other bytes as
  * \xNN, cut at about 100 bytes. */
-static const char *
-parse_quote(const char *s, size_t len, char *out, size_t outlen)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 8 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (o > 100) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (c >= 0x20 && c < 0x7f)
-			out[o++] = (char)c;
-		else
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static bool
-parse_is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
 /* ":80,443" after the host: fills pp, or reports and returns false. */
 static bool
 parse_ports(struct parse *p, const char *s, size_t len, struct parse_ports *pp)
@@ -104,18 +106,18 @@ parse_ports(struct parse *p, const char *s, size_t len, struct parse_ports *pp)
 			j++;
 		if (j == i) {
 			parse_error(p, "empty port in list '%s'",
-			    parse_quote(s, len, q, sizeof(q)));
+			    al_quote(s, len, q, sizeof(q)));
 			return false;
 		}
 		/* The proxy's parser: a port has one spelling everywhere. */
 		rc = util_port_parse(s + i, j - i, &v);
 		if (rc == -ERANGE) {
 			parse_error(p, "port %s is out of range (1-65535)",
-			    parse_quote(s + i, j - i, q, sizeof(q)));
+			    al_quote(s + i, j - i, q, sizeof(q)));
 			return false;
 		} else if (rc != 0) {
 			parse_error(p, "malformed port '%s' (%s)",
-			    parse_quote(s + i, j - i, q, sizeof(q)),
+			    al_quote(s + i, j - i, q, sizeof(q)),
 			    rc == -EDOM ? "no leading zeros" : "ports are "
 			    "numbers from 1 to 65535");
 			return false;
@@ -348,7 +350,7 @@ parse_host(struct parse *p, bool deny, const char *s, size_t len,
 	if (memchr(s, '*', len) != NULL) {
 		parse_error(p, "'*' is only allowed as a whole leading label, "
 		    "as in '*.example.com': '%s'",
-			    parse_quote(os, olen, q, sizeof(q)));
+			    al_quote(os, olen, q, sizeof(q)));
 		return;
 	}
 	if (len > 1 && s[len - 1] == '.')
@@ -357,12 +359,12 @@ parse_host(struct parse *p, bool deny, const char *s, size_t len,
 		if (wild) {
 			parse_error(p, "wildcards apply to host names, not IP "
 			    "addresses: '%s'",
-			    parse_quote(os, olen, q, sizeof(q)));
+			    al_quote(os, olen, q, sizeof(q)));
 			return;
 		}
 		if (!al_ip_parse(s, len, AF_INET, &h)) {
 			parse_error(p, "'%s' is not a valid IPv4 address",
-			    parse_quote(os, olen, q, sizeof(q)));
+			    al_quote(os, olen, q, sizeof(q)));
 			return;
 		}
 		parse_entry_add(p, deny ? AL_DENY_EXACT : AL_ALLOW_EXACT,
@@ -403,12 +405,12 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 		if (c >= 0x80) {
 			parse_error(p, "non-ASCII byte in '%s': write "
 			    "internationalised names as punycode (xn--...)",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		if (c < 0x20 || c == 0x7f) {
 			parse_error(p, "invalid character 0x%02x in '%s'", c,
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 	}
@@ -427,13 +429,13 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 		const char *end = s + len;
 		if (close == NULL) {
 			parse_error(p, "missing ']' in '%s'",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		if (close + 1 < end && close[1] != ':') {
 			parse_error(p, "unexpected text after ']' in '%s' "
 			    "(write [IPv6]:PORT)",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		if (close + 1 < end && !parse_ports(p, close + 2,
@@ -441,7 +443,7 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 			return;
 		if (!al_ip_parse(s + 1, (size_t)(close - s - 1), AF_INET6, &h)) {
 			parse_error(p, "invalid IPv6 address in '%s'",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		parse_entry_add(p, deny ? AL_DENY_EXACT : AL_ALLOW_EXACT,
@@ -454,13 +456,13 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 		if (memmem(s, len, "://", 3) != NULL) {
 			parse_error(p, "'%s' looks like a URL: write the host "
 			    "name only, with :PORT if needed",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		if (!al_ip_parse(s, len, AF_INET6, &h)) {
 			parse_error(p, "invalid IPv6 address '%s' (to add "
 			    "ports, write [2001:db8::1]:443)",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		parse_entry_add(p, deny ? AL_DENY_EXACT : AL_ALLOW_EXACT,
@@ -471,7 +473,7 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 		if (memmem(s, len, "://", 3) != NULL) {
 			parse_error(p, "'%s' looks like a URL: write the host "
 			    "name only, with :PORT if needed",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 		if (!parse_ports(p, colon + 1, len - (size_t)(colon + 1 - s),
@@ -480,7 +482,7 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 		len = (size_t)(colon - s);
 		if (len == 0) {
 			parse_error(p, "missing host before ':' in '%s'",
-			    parse_quote(text, tlen, q, sizeof(q)));
+			    al_quote(text, tlen, q, sizeof(q)));
 			return;
 		}
 	}
@@ -496,17 +498,17 @@ parse_line(struct parse *p, const char *s, size_t len)
 
 	if (hash != NULL)
 		len = (size_t)(hash - s);
-	while (len > 0 && parse_is_space(s[len - 1]))
+	while (len > 0 && al_space(s[len - 1]))
 		len--;
-	while (len > 0 && parse_is_space(*s)) {
+	while (len > 0 && al_space(*s)) {
 		s++;
 		len--;
 	}
 	if (len == 0)
 		return;
-	for (tok = 0; tok < len && !parse_is_space(s[tok]); tok++)
+	for (tok = 0; tok < len && !al_space(s[tok]); tok++)
 		;
-	for (rest = tok; rest < len && parse_is_space(s[rest]); rest++)
+	for (rest = tok; rest < len && al_space(s[rest]); rest++)
 		;
 	if (rest == len) {
 		parse_entry(p, s, tok);

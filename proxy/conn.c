@@ -66,6 +66,63 @@ proxy_conn_idle_timeout_ms(const struct conn *c)
 	return c->srv->cfg->idle_timeout_ms;
 }
 
+/*
+ * Reads the client's next request head into a new *hrp. Parses only once
+ * the head can be complete: the parser restarts from the beginning, so
+ * re-running it on every byte would be quadratic. Returns 0 to wait for
+ * more (nothing allocated), -1 when it failed the connection (no memory),
+ * or 1 with *hrp (caller frees) and *rcp the parser's answer (the head's
+ * length, or a negative errno); then the head timer is stopped and the
+ * request counted.
+ */
+int
+proxy_conn_head_parse(struct conn *c, struct http_request **hrp, int *rcp)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+	size_t len = evbuffer_get_length(in), max = proxy_conn_max_header(c);
+	struct http_request *hr;
+	const char *buf;
+	int rc;
+
+	if (len == 0)
+		return 0;
+	if (len > max)
+		len = max;
+	if (len < max) {
+		struct evbuffer_ptr p;
+		size_t from = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
+
+		evbuffer_ptr_set(in, &p, from, EVBUFFER_PTR_SET);
+		p = evbuffer_search(in, "\r\n\r\n", 4, &p);
+		if (p.pos < 0) {
+			c->head_scanned = (uint32_t)len;
+			return 0;
+		}
+	}
+	c->head_scanned = 0;
+	hr = malloc(sizeof(*hr));
+	if (c->req == NULL)
+		c->req = proxy_conn_req_new();
+	if (hr == NULL || c->req == NULL) {
+		free(hr);
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return -1;
+	}
+	buf = (const char *)evbuffer_pullup(in, (ssize_t)len);
+	rc = buf == NULL ? -ENOMEM : proxy_http_request_parse(buf, len, max,
+	    hr);
+	if (rc == -EAGAIN && len < max) {
+		free(hr);
+		c->head_scanned = (uint32_t)len;
+		return 0;	/* leading empty lines: wait for more */
+	}
+	event_del(&c->timer);
+	c->nrequests++;
+	*hrp = hr;
+	*rcp = rc;
+	return 1;
+}
+
 int
 proxy_conn_max_header(const struct conn *c)
 {

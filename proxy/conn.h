@@ -211,6 +211,8 @@ void proxy_conn_close_when_flushed(struct conn *c);
 void proxy_conn_next_request(struct conn *c);
 int proxy_conn_idle_timeout_ms(const struct conn *c);
 int proxy_conn_max_header(const struct conn *c);
+int proxy_conn_head_parse(struct conn *c, struct http_request **hrp,
+    int *rcp);
 struct proxy_metrics *proxy_conn_metrics(const struct conn *c);
 bool proxy_conn_draining(const struct conn *c);
 struct event_base *proxy_conn_base(const struct conn *c);

@@ -393,45 +393,11 @@ static void
 inspect_head_process(struct conn *c)
 {
 	struct evbuffer *ib = bufferevent_get_input(c->cli);
-	size_t len = evbuffer_get_length(ib), max = proxy_conn_max_header(c);
 	struct http_request *hr;
-	const char *buf;
 	int rc;
 
-	if (len == 0)
+	if (proxy_conn_head_parse(c, &hr, &rc) <= 0)
 		return;
-	if (len > max)
-		len = max;
-	if (len < max) {
-		struct evbuffer_ptr p;
-		size_t from = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
-
-		evbuffer_ptr_set(ib, &p, from, EVBUFFER_PTR_SET);
-		p = evbuffer_search(ib, "\r\n\r\n", 4, &p);
-		if (p.pos < 0) {
-			c->head_scanned = (uint32_t)len;
-			return;
-		}
-	}
-	c->head_scanned = 0;
-	hr = malloc(sizeof(*hr));
-	if (c->req == NULL)
-		c->req = proxy_conn_req_new();
-	if (hr == NULL || c->req == NULL) {
-		free(hr);
-		proxy_conn_fail(c, 503, "error", "no-memory");
-		return;
-	}
-	buf = (const char *)evbuffer_pullup(ib, (ssize_t)len);
-	rc = buf == NULL ? -ENOMEM : proxy_http_request_parse(buf, len, max,
-	    hr);
-	if (rc == -EAGAIN && len < max) {
-		free(hr);
-		c->head_scanned = (uint32_t)len;
-		return;
-	}
-	event_del(&c->timer);
-	c->nrequests++;
 	snprintf(c->req->host, sizeof(c->req->host), "%s", c->insp->host);
 	c->req->port = c->insp->port;
 	c->req->run = c->run;

@@ -139,48 +139,12 @@ static void
 request_head_process(struct conn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cli);
-	size_t len = evbuffer_get_length(in), max = proxy_conn_max_header(c);
 	struct http_request *hr;
 	struct host_parsed hp;
-	const char *buf;
 	int rc;
 
-	if (len == 0)
+	if (proxy_conn_head_parse(c, &hr, &rc) <= 0)
 		return;
-	if (len > max)
-		len = max;
-	/* Parse only once the head can be complete: the parser restarts from
-	 * the beginning, so re-running it on every byte would be quadratic. */
-	if (len < max) {
-		struct evbuffer_ptr p;
-		size_t from = c->head_scanned > 3 ? c->head_scanned - 3 : 0;
-
-		evbuffer_ptr_set(in, &p, from, EVBUFFER_PTR_SET);
-		p = evbuffer_search(in, "\r\n\r\n", 4, &p);
-		if (p.pos < 0) {
-			c->head_scanned = (uint32_t)len;
-			return;
-		}
-	}
-	c->head_scanned = 0;
-	hr = malloc(sizeof(*hr));
-	if (c->req == NULL)
-		c->req = proxy_conn_req_new();
-	if (hr == NULL || c->req == NULL) {
-		free(hr);
-		proxy_conn_fail(c, 503, "error", "no-memory");
-		return;
-	}
-	buf = (const char *)evbuffer_pullup(in, (ssize_t)len);
-	rc = buf == NULL ? -ENOMEM : proxy_http_request_parse(buf, len, max,
-	    hr);
-	if (rc == -EAGAIN && len < max) {
-		free(hr);
-		c->head_scanned = (uint32_t)len;
-		return;	/* leading empty lines: wait for more */
-	}
-	event_del(&c->timer);
-	c->nrequests++;
 	if (rc == -EAGAIN || rc == -EMSGSIZE) {
 		proxy_conn_fail(c, 431, "error", "headers-too-large");
 	} else if (rc == -ENOMEM) {
