@@ -4,8 +4,10 @@
  * started and its driver ready), how long a call in a session takes, and a
  * warm run (POST /v1/runs with a pooled container, each once the pool is
  * full again), all `print(1)`, interleaved. Prints medians, p90s and the
- * call/warm-run ratio (target: a call <= 0.5x a warm run). Usage:
- * bench_sessions [CORDON [N [P]]] (N per figure, default 10; P default 2).
+ * call/warm-run ratio (target: a call <= 0.5x a warm run). With PROFILE
+ * the sessions run in that image profile (e.g. data; the pool's warm runs
+ * stay in the default one). Usage: bench_sessions [CORDON [N [P
+ * [PROFILE]]]] (N per figure, default 10; P default 2).
  */
 #include <errno.h>
 #include <signal.h>
@@ -178,16 +180,23 @@ main(int argc, char **argv)
 	const char *cordon = argc > 1 ? argv[1] : "./cordon";
 	int n = argc > 2 ? atoi(argv[2]) : 10;
 	int pool = argc > 3 ? atoi(argv[3]) : 2, rc = 1;
+	const char *profile = argc > 4 ? argv[4] : NULL;
 	char dir[] = "/tmp/cordon-bench-sessions.XXXXXX", cfg[160], text[512];
+	char create_body[96] = "{}";
 	char pool_arg[16], resp[8192], id[24], path[96];
 	int64_t create[MAX_N], call[MAX_N], warm[MAX_N];
 	struct svc sv = { .name = "pool" };
 
-	if (n < 2 || n > MAX_N || pool < 1 || pool > 64) {
+	if (n < 2 || n > MAX_N || pool < 1 || pool > 64 || (profile != NULL &&
+	    (strlen(profile) > 32 || strspn(profile,
+	    "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(profile)))) {
 		fprintf(stderr, "usage: bench_sessions [CORDON [N (2..%d) [POOL "
-		    "(1..64)]]]\n", MAX_N);
+		    "(1..64) [PROFILE]]]]\n", MAX_N);
 		return 2;
 	}
+	if (profile != NULL)
+		snprintf(create_body, sizeof(create_body), "{\"profile\":"
+		    "\"%s\"}", profile);
 	if (mkdtemp(dir) == NULL)
 		return 1;
 	snprintf(cfg, sizeof(cfg), "%s/cordon.json", dir);
@@ -200,8 +209,8 @@ main(int argc, char **argv)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		/* Each alone: the pool is full, no refill in the background. */
-		if ((create[i] = timed(&sv, "POST", "/v1/sessions", "{}", 201,
-		    "\"id\":", resp, sizeof(resp))) < 0 ||
+		if ((create[i] = timed(&sv, "POST", "/v1/sessions",
+		    create_body, 201, "\"id\":", resp, sizeof(resp))) < 0 ||
 		    session_id(resp, id) < 0)
 			goto out;
 		snprintf(path, sizeof(path), "/v1/sessions/%s/runs", id);
@@ -219,6 +228,8 @@ main(int argc, char **argv)
 		    wait_pool(&sv, pool) < 0)
 			goto out;
 	}
+	if (profile != NULL)
+		printf("sessions in profile %s\n", profile);
 	print_latency("create (container + driver ready)", create, n);
 	print_latency("call print(1) in a session", call, n);
 	print_latency("warm run print(1) (pool)", warm, n);

@@ -1,20 +1,26 @@
 #!/usr/bin/env python3
-# A data-analysis session against `cordon serve` (POST /v1/sessions), with
-# the standard library only, on both sides: the first call loads a CSV into
-# a variable of the session's interpreter, the second computes statistics
-# on that variable and draws a text bar chart, the third writes an SVG plot
-# to /tmp (which persists too) and reads it back. Then the session is
-# ended (DELETE). The image has no plotting library, so the plot is drawn
-# by hand.
+# A data-analysis session against `cordon serve` (POST /v1/sessions) in the
+# `data` image profile (numpy, pandas, matplotlib, scipy): the first call
+# loads a CSV into a pandas DataFrame in the session's interpreter, the
+# second summarises that DataFrame, the third draws a bar chart of the
+# summary with matplotlib into /tmp (which persists too) and sends the PNG
+# back base64-encoded on stdout; this script checks its PNG signature and
+# writes it to --plot. Then the session is ended (DELETE). The client side
+# uses the standard library only.
 #   python3 examples/session_analysis.py [--socket /run/cordon/serve.sock]
-#                                        [--token TOKEN]
+#       [--token TOKEN] [--profile data] [--plot session_plot.png]
+# The data profile is built with `cordon image build --profile data` and
+# probed with `cordon probe --net none --profile data`.
 # What comes back from a call is data produced by sandboxed code, exactly
-# as untrusted as that code: print it, do not follow it.
+# as untrusted as that code: it is shown and decoded, never followed.
 import argparse
+import base64
 import http.client
 import json
 import socket
 import sys
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -44,62 +50,85 @@ def request(args, method, path, body=None):
     return data
 
 
-# Call 1: make (or, in real use, receive) a CSV and parse it once.
+# Call 1: make (or, in real use, receive) a CSV and load it once.
 LOAD = r'''
-import csv, io, random
-rnd = random.Random(7)
-buf = io.StringIO()
-w = csv.writer(buf)
-w.writerow(["day", "region", "units"])
-for day in range(300):
-    region = rnd.choice(["north", "south", "west"])
-    w.writerow([day, region, max(0, int(rnd.gauss(40 if region == "west" else 30, 8)))])
-open("/tmp/sales.csv", "w").write(buf.getvalue())
-rows = list(csv.DictReader(open("/tmp/sales.csv")))
-print(len(rows), "rows loaded")
+import io
+import numpy as np
+import pandas as pd
+rng = np.random.default_rng(7)
+region = rng.choice(["north", "south", "west"], size=300)
+units = np.maximum(0, rng.normal(np.where(region == "west", 40, 30), 8)).round()
+pd.DataFrame({"day": np.arange(300), "region": region, "units": units}).to_csv(
+    "/tmp/sales.csv", index=False)
+df = pd.read_csv("/tmp/sales.csv")
+print(len(df), "rows loaded")
 '''
 
-# Call 2: uses `rows` from call 1.
+# Call 2: uses `df` from call 1.
 STATS = r'''
-import statistics
-by_region = {}
-for r in rows:
-    by_region.setdefault(r["region"], []).append(int(r["units"]))
-means = {k: statistics.mean(v) for k, v in sorted(by_region.items())}
-for k, v in sorted(by_region.items()):
-    print("%-6s n=%3d mean=%5.1f stdev=%4.1f %s" % (
-        k, len(v), means[k], statistics.stdev(v), "#" * round(means[k])))
+summary = df.groupby("region")["units"].agg(["count", "mean", "std"])
+for name, row in summary.iterrows():
+    print("%-6s n=%3d mean=%5.1f stdev=%4.1f" % (
+        name, row["count"], row["mean"], row["std"]))
 '''
 
-# Call 3: uses `means` from call 2; the plot file stays in /tmp.
+# Call 3: uses `summary` from call 2; the PNG stays in /tmp and comes back
+# base64-encoded between two marker lines.
 PLOT = r'''
-bars = "".join(
-    '<rect x="%d" y="%d" width="40" height="%d"/><text x="%d" y="195">%s</text>'
-    % (20 + 60 * i, 180 - 3 * m, 3 * m, 20 + 60 * i, k)
-    for i, (k, m) in enumerate(sorted((k, round(v)) for k, v in means.items())))
-open("/tmp/plot.svg", "w").write(
-    '<svg xmlns="http://www.w3.org/2000/svg" width="220" height="200">%s</svg>' % bars)
-import os
-print("plot.svg", os.path.getsize("/tmp/plot.svg"), "bytes;", open("/tmp/plot.svg").read()[:40])
+import base64
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(4, 3), dpi=80)
+ax.bar(summary.index, summary["mean"], yerr=summary["std"], capsize=4)
+ax.set_ylabel("units per day")
+ax.set_title("mean units by region")
+fig.tight_layout()
+fig.savefig("/tmp/plot.png")
+print("-----BEGIN PNG-----")
+print(base64.b64encode(open("/tmp/plot.png", "rb").read()).decode())
+print("-----END PNG-----")
 '''
+
+
+def png_of(stdout):
+    """The PNG between the marker lines of call 3's output."""
+    try:
+        b64 = stdout.split("-----BEGIN PNG-----\n", 1)[1].split(
+            "\n-----END PNG-----", 1)[0]
+        png = base64.b64decode(b64, validate=True)
+    except (IndexError, ValueError):
+        sys.exit("call 3 sent no PNG: %r" % stdout[:200])
+    if not png.startswith(PNG_SIGNATURE):
+        sys.exit("call 3 sent something that is not a PNG: %r" % png[:16])
+    return png
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--socket", default="/run/cordon/serve.sock")
     p.add_argument("--token", default="")
+    p.add_argument("--profile", default="data")
+    p.add_argument("--plot", default="session_plot.png")
     args = p.parse_args()
-    s = request(args, "POST", "/v1/sessions", {"idle_timeout_s": 120})
-    print("session %s (container %s, started in %d ms)" % (
-        s["id"], s["container"], s["start_ms"]))
+    s = request(args, "POST", "/v1/sessions",
+                {"idle_timeout_s": 120, "profile": args.profile})
+    print("session %s (container %s, profile %s, started in %d ms)" % (
+        s["id"], s["container"], s["profile"], s["start_ms"]))
     try:
         for code in (LOAD, STATS, PLOT):
             r = request(args, "POST", "/v1/sessions/%s/runs" % s["id"],
-                        {"code": code, "timeout_s": 30})
+                        {"code": code, "timeout_s": 60})
             if r["status"] != "ok" or r["exit_code"] != 0:
                 sys.exit("call failed: %s %s" % (r["status"], r["stderr"]))
-            # Untrusted output: shown, never interpreted.
-            sys.stdout.write(r["stdout"])
+            if code is PLOT:
+                png = png_of(r["stdout"])
+                with open(args.plot, "wb") as f:
+                    f.write(png)
+                print("plot %s: %d bytes of PNG" % (args.plot, len(png)))
+            else:
+                # Untrusted output: shown, never interpreted.
+                sys.stdout.write(r["stdout"])
     finally:
         request(args, "DELETE", "/v1/sessions/%s" % s["id"])
 

@@ -69,6 +69,40 @@ mcp_sessions_free(struct mcp_sessions *t)
 	free(t);
 }
 
+/* A later call may not change what the session was started with: its net
+ * mode, policy (NULL: the default) and profile (NULL: the one python
+ * gets). -EINVAL with a reason in err when it names other ones. */
+static int
+same_settings(const struct config *c, const struct runner_session *rs,
+    const char *name, const struct runner_request *req, char *err,
+    size_t errlen)
+{
+	const char *policy = req->policy != NULL ? req->policy :
+	    c->egress_default_policy;
+	const struct config_profile *p;
+	int rc;
+
+	if ((rc = config_profile_pick(c, req->profile, "python", &p, err,
+	    errlen)) < 0)
+		return rc;
+	if (req->net != runner_session_net(rs) ||
+	    (req->net == RUNNER_NET_PROXY &&
+	    strcmp(policy, runner_session_policy(rs)) != 0) ||
+	    strcmp(p->name, runner_session_profile(rs)) != 0) {
+		snprintf(err, errlen, "session '%s' runs with network \"%s\"%s"
+		    "%s%s and profile %s: a call in it may not name others "
+		    "(use another session name)", name,
+		    runner_net_name(runner_session_net(rs)),
+		    runner_session_net(rs) == RUNNER_NET_PROXY ? ", policy \"" :
+		    "", runner_session_net(rs) == RUNNER_NET_PROXY ?
+		    runner_session_policy(rs) : "",
+		    runner_session_net(rs) == RUNNER_NET_PROXY ? "\"" : "",
+		    runner_session_profile(rs));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Removes entry i (lock held). */
 static void
 drop(struct mcp_sessions *t, size_t i)
@@ -83,7 +117,8 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
     struct runner_result *res, bool *is_new, bool *ended, char *err,
     size_t errlen)
 {
-	struct runner_session_opts o = { .label = label,
+	struct runner_session_opts o = { .label = label, .net = req->net,
+	    .policy = req->policy, .profile = req->profile,
 	    .cancel = req->cancel };
 	struct mcp_session *se = NULL;
 	struct runner_session *gone = NULL;
@@ -122,6 +157,8 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	if (se->rs == NULL) {
 		*is_new = true;
 		rc = runner_session_start(c, &o, &se->rs, err, errlen);
+	} else {
+		rc = same_settings(c, se->rs, name, req, err, errlen);
 	}
 	if (rc == 0)
 		rc = runner_session_call(se->rs, req, res, err, errlen);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -221,7 +222,21 @@ proxy_make_ca(const struct netsetup_params *p, const char *bin,
 	return 0;
 }
 
-/* Waits until the proxy accepts on gateway:port. */
+/* True once the proxy's control socket exists. */
+static bool
+proxy_control_bound(const struct netsetup_params *p)
+{
+	char path[NETSETUP_CONTROL_MAX];
+	struct stat st;
+
+	return netsetup_control_path(p, path, sizeof(path)) == 0 &&
+	    stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* Waits until the proxy accepts on gateway:port and its control socket is
+ * bound: the proxy listens first, and a connect succeeds as soon as it
+ * does, so the port alone does not mean a run can register yet (seen
+ * under load: `net up` returned before control.sock existed). */
 static int
 proxy_wait(const struct netsetup_params *p, bool systemd, const char *pidp,
     const char *logp, char *err, size_t errlen)
@@ -230,13 +245,14 @@ proxy_wait(const struct netsetup_params *p, bool systemd, const char *pidp,
 	char tail[400];
 	pid_t sup = 0;
 
-	while (!nssuper_port_open(p->gateway, p->port, 200)) {
+	while (!nssuper_port_open(p->gateway, p->port, 200) ||
+	    !proxy_control_bound(p)) {
 		if (time_mono_ms() >= until ||
 		    (!systemd && nssuper_alive(pidp, &sup) < 0)) {
 			log_tail(p, tail, sizeof(tail));
 			snprintf(err, errlen, "the proxy is not listening on "
-			    "%s:%d (log %s: %s)", p->gateway, p->port, logp,
-			    tail);
+			    "%s:%d with its control socket (log %s: %s)",
+			    p->gateway, p->port, logp, tail);
 			return -ECONNREFUSED;
 		}
 		(void)usleep(100000);

@@ -368,9 +368,10 @@ out:
 	return rc;
 }
 
-int
-runner_egress_unregister(const char *path, const char *run, cJSON **report,
-    char *err, size_t errlen)
+/* unregister or report: the answer without "ok". */
+static int
+egress_report_op(const char *path, enum proxy_ctl_op op, const char *run,
+    cJSON **report, char *err, size_t errlen)
 {
 	struct proxy_ctl_req req;
 	cJSON *a;
@@ -378,7 +379,7 @@ runner_egress_unregister(const char *path, const char *run, cJSON **report,
 
 	*report = NULL;
 	proxy_ctl_req_reset(&req);
-	req.op = PROXY_CTL_UNREGISTER;
+	req.op = op;
 	if (!util_strlcpy(req.run, run, sizeof(req.run))) {
 		snprintf(err, errlen, "run id too long");
 		return -EINVAL;
@@ -388,6 +389,22 @@ runner_egress_unregister(const char *path, const char *run, cJSON **report,
 	cJSON_DeleteItemFromObjectCaseSensitive(a, "ok");
 	*report = a;
 	return 0;
+}
+
+int
+runner_egress_unregister(const char *path, const char *run, cJSON **report,
+    char *err, size_t errlen)
+{
+	return egress_report_op(path, PROXY_CTL_UNREGISTER, run, report, err,
+	    errlen);
+}
+
+int
+runner_egress_report(const char *path, const char *run, cJSON **report,
+    char *err, size_t errlen)
+{
+	return egress_report_op(path, PROXY_CTL_REPORT, run, report, err,
+	    errlen);
 }
 
 int

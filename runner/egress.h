@@ -74,6 +74,11 @@ int runner_egress_register(const char *path,
 int runner_egress_unregister(const char *path, const char *run,
     cJSON **report, char *err, size_t errlen);
 
+/* report: the same report so far, the run staying registered (a session
+ * after each call). */
+int runner_egress_report(const char *path, const char *run,
+    cJSON **report, char *err, size_t errlen);
+
 /* The credential line, "http://RUN:TOKEN@GATEWAY:PORT\n", into buf. Pure.
  * 0, -EINVAL (run or token breaks proxy/cred.h's rules) or -ENOSPC. */
 int runner_egress_cred_line(char *buf, size_t len, const char *run,

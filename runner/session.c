@@ -5,9 +5,12 @@
  * run, and kept running between calls; each call writes one framed
  * request to `docker run -i`'s stdin and reads one result frame back from
  * its stdout against the call's deadline. Any call that does not end with
- * its frame removes the container.
+ * its frame removes the container. Net proxy: sealed and registered with
+ * the proxy once, like a proxy-mode run (runner.c), before the credential
+ * and nonce lines are written; unregistered when the session ends.
  */
 #include "runner/session.h"
+#include "runner/session_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,24 +36,6 @@
 #define SESSION_DIAG_MAX 4096	/* docker's / the driver's own stderr */
 #define SESSION_REAP_MS 5000
 
-struct runner_session {
-	const struct config *c;
-	char name[RUNNER_NAME_MAX];
-	char image[IMAGE_ID_MAX];
-	char nonce[RUNNER_SESSION_NONCE_LEN + 1];
-	char label[RUNNER_SESSION_MAX + 1];
-	enum runner_net net;
-	struct runner_limits lim;	/* memory, cpus of the container */
-	pid_t pid;			/* `docker run -i`, its own group */
-	int in_fd, out_fd, err_fd;
-	int status;			/* wait status once reaped */
-	bool reaped, ended, removed;
-	struct cbuf *diag;		/* the tail of its stderr */
-	unsigned char *buf;		/* the result stream, not yet used */
-	size_t len, cap;
-	uint64_t seq;			/* the last call's */
-	int64_t start_ms;
-};
 
 /* What one exchange with the driver came to. */
 struct io {
@@ -261,6 +246,7 @@ runner_session_end(struct runner_session *s)
 	if (s == NULL)
 		return;
 	s->ended = true;
+	runner_session_egress_end(s);
 	if (s->pid > 0 && !s->removed) {
 		/* By name first: killing `docker run` does not stop the
 		 * container. */
@@ -274,6 +260,7 @@ runner_session_end(struct runner_session *s)
 	close_fd(&s->in_fd);
 	close_fd(&s->out_fd);
 	close_fd(&s->err_fd);
+	explicit_bzero(s->token, sizeof(s->token));
 }
 
 void
@@ -283,7 +270,9 @@ runner_session_free(struct runner_session *s)
 		return;
 	runner_session_end(s);
 	cbuf_free(s->diag);
+	cJSON_Delete(s->last_report);
 	free(s->buf);
+	free(s->own);
 	free(s);
 }
 
@@ -305,6 +294,24 @@ runner_session_start_ms(const struct runner_session *s)
 	return s->start_ms;
 }
 
+enum runner_net
+runner_session_net(const struct runner_session *s)
+{
+	return s->net;
+}
+
+const char *
+runner_session_profile(const struct runner_session *s)
+{
+	return config_profile_current(s->c);
+}
+
+const char *
+runner_session_policy(const struct runner_session *s)
+{
+	return s->policy;
+}
+
 /* The first line of what docker (or the driver) said on stderr. */
 static void
 sess_explain(struct runner_session *s, const char *what, char *err,
@@ -321,6 +328,26 @@ sess_explain(struct runner_session *s, const char *what, char *err,
 		snprintf(err, errlen, "%s", what);
 }
 
+/* The session's profile: a copy of the caller's config pointed at it
+ * (config_profile_use), used from here on. Sessions run python. */
+static int
+sess_profile(struct runner_session *s, const struct runner_session_opts *o,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	if ((s->own = malloc(sizeof(*s->own))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*s->own = *s->c;
+	if ((rc = config_profile_use(s->own, o->profile, "python", err,
+	    errlen)) < 0)
+		return rc;
+	s->c = s->own;
+	return 0;
+}
+
 static int
 sess_admit(struct runner_session *s, const struct runner_session_opts *o,
     char *err, size_t errlen)
@@ -329,26 +356,30 @@ sess_admit(struct runner_session *s, const struct runner_session_opts *o,
 	struct runner_request probe = { .session = label };
 	int rc;
 
-	if (o->net == RUNNER_NET_PROXY) {
-		snprintf(err, errlen, "sessions with net proxy are not "
-		    "supported yet; use net none, or single runs for proxy "
-		    "mode");
-		return -EOPNOTSUPP;
-	}
-	if (o->policy != NULL && o->policy[0] != '\0') {
+	if (o->net != RUNNER_NET_PROXY && o->policy != NULL &&
+	    o->policy[0] != '\0') {
 		snprintf(err, errlen, "a policy is only for net proxy");
 		return -EINVAL;
 	}
-	if ((rc = runner_request_check(&probe, err, errlen)) < 0)
+	if ((rc = runner_request_check(&probe, err, errlen)) < 0 ||
+	    (rc = sess_profile(s, o, err, errlen)) < 0)
 		return rc;
 	util_strlcpy(s->label, label, sizeof(s->label));
 	if (image_pinned_id(s->c, s->image) < 0) {
-		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
-		    "image build`)");
+		if (s->c->image.profile[0] == '\0')
+			snprintf(err, errlen, "no sandbox image pinned (run "
+			    "`cordon image build`)");
+		else
+			snprintf(err, errlen, "no sandbox image pinned for "
+			    "profile %s (run `cordon image build --profile "
+			    "%s`)", s->c->image.profile, s->c->image.profile);
 		return -ENOENT;
 	}
-	return runner_probe_ensure(s->c, runner_net_name(o->net), s->image,
-	    NULL, NULL, o->cancel, err, errlen);
+	if ((rc = runner_probe_ensure(s->c, runner_net_name(o->net), s->image,
+	    NULL, NULL, o->cancel, err, errlen)) < 0)
+		return rc;
+	return o->net == RUNNER_NET_PROXY ? runner_session_egress_admit(s, o,
+	    err, errlen) : 0;
 }
 
 static int
@@ -358,7 +389,7 @@ sess_launch(struct runner_session *s, const struct runner_session_opts *o,
 	int64_t life = o->max_lifetime_s > 0 ? o->max_lifetime_s : 3600;
 	struct container_start cs = {
 		.name = s->name, .image = s->image, .session = s->label,
-		.lim = &s->lim,
+		.lim = &s->lim, .na = s->net == RUNNER_NET_PROXY ? &s->na : NULL,
 		.label_deadline_s = time_wall_ms() / 1000 + life +
 		    CONTAINER_GC_GRACE_S,
 	};
@@ -367,7 +398,9 @@ sess_launch(struct runner_session *s, const struct runner_session_opts *o,
 	int rc;
 
 	container_spec(s->c, &cs, &spec);
-	/* The driver in place of `python3 -I -`: the same argv otherwise. */
+	/* The driver in place of `python3 -I -`: the same argv otherwise
+	 * (net proxy: the egress prelude reads its line, then execs python3
+	 * -I -c DRIVER CAP). */
 	spec.wrapper = runner_session_driver;
 	if ((rc = docker_run_argv(s->c, &spec, &a)) < 0) {
 		snprintf(err, errlen, "cannot build the session's docker argv");
@@ -389,7 +422,9 @@ runner_session_start(const struct config *c,
 	struct runner_session *s;
 	struct runner_request none = { 0 };
 	struct runner_slot slot = { .fd = -1 };
-	char hex[17], line[RUNNER_SESSION_NONCE_LEN + 2];
+	unsigned char *first = NULL;
+	size_t first_len = 0;
+	char hex[17];
 	struct io io = { 0 };
 	int64_t t0;
 	int rc;
@@ -423,11 +458,23 @@ runner_session_start(const struct config *c,
 	t0 = time_mono_ms();
 	if ((rc = sess_launch(s, o, err, errlen)) < 0)
 		goto bad;
-	snprintf(line, sizeof(line), "%s\n", s->nonce);
-	io = (struct io){ .out = (const unsigned char *)line,
-	    .out_len = strlen(line), .deadline = t0 +
-	    s->lim.timeout_s * 1000, .cancel = o->cancel };
+	/* Nothing is written to a proxy-mode container not sealed, nor to
+	 * one the proxy does not know. */
+	if (s->net == RUNNER_NET_PROXY && (rc = runner_session_egress_register(s, o, t0 +
+	    s->lim.timeout_s * 1000, err, errlen)) < 0)
+		goto bad;
+	if ((rc = runner_session_first_lines(s, &first,
+	    &first_len)) < 0) {
+		snprintf(err, errlen, "cannot assemble the driver's first "
+		    "lines");
+		goto bad;
+	}
+	io = (struct io){ .out = first, .out_len = first_len,
+	    .deadline = t0 + s->lim.timeout_s * 1000, .cancel = o->cancel };
 	rc = sess_exchange(s, &io);
+	explicit_bzero(first, first_len);
+	free(first);
+	first = NULL;
 	if (rc == 0 && io.f.kind != RUNNER_SESSION_READY)
 		rc = -EPROTO;
 	if (rc < 0) {
@@ -443,6 +490,10 @@ runner_session_start(const struct config *c,
 	*out = s;
 	return 0;
 bad:
+	if (first != NULL) {
+		explicit_bzero(first, first_len);
+		free(first);
+	}
 	runner_slot_release(&slot);
 	runner_session_free(s);
 	if (err[0] == '\0')
@@ -641,6 +692,8 @@ runner_session_call(struct runner_session *s,
 	}
 	if (rc == 0)
 		rc = sess_fill_empty(res);
+	if (rc == 0)
+		runner_session_egress_report(s, res);
 out:
 	free(msg);
 	res->duration_ms = time_mono_ms() - t0;

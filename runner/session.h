@@ -39,8 +39,13 @@ extern const char runner_session_driver[];
 struct runner_session;
 
 struct runner_session_opts {
-	enum runner_net net;		/* only RUNNER_NET_NONE today */
-	const char *policy;		/* must be NULL for net none */
+	enum runner_net net;
+	const char *policy;		/* net proxy: the egress policy (NULL:
+					 * egress_default_policy); must be
+					 * NULL for net none */
+	const char *profile;		/* the image profile (NULL: the
+					 * config's current one); it must
+					 * offer python */
 	const char *label;		/* cordon.session label and audit; NULL:
 					 * "session" ([A-Za-z0-9._-], <= 64) */
 	int64_t max_lifetime_s;		/* the label deadline for `cordon gc`;
@@ -51,15 +56,27 @@ struct runner_session_opts {
 /* Starts a session's container and waits for its driver's ready frame
  * (at most limits.timeout_s), in a host-wide run slot held only while it
  * starts. Refuses, as runner_run does, without a pinned image or a
- * passing probe record; -EOPNOTSUPP for net proxy (not supported for
- * sessions yet). 0 and *out (runner_session_free), or a negative errno
- * with a one-line reason in err; nothing is left running on failure. */
+ * passing probe record (of the session's profile and net mode).
+ *
+ * Net proxy: as a proxy-mode run (runner.c), the policy must exist in the
+ * running proxy, the container is sealed and registered with the proxy
+ * (one run identity, the container's name, with one token, for the whole
+ * session: its deadline is max_lifetime_s) before anything is written to
+ * it, and the credential reaches the driver as the first line of its
+ * stdin through the egress prelude. The registration ends with the
+ * session (runner_session_end).
+ *
+ * 0 and *out (runner_session_free), or a negative errno with a one-line
+ * reason in err; nothing is left running or registered on failure. */
 int runner_session_start(const struct config *c,
     const struct runner_session_opts *o, struct runner_session **out,
     char *err, size_t errlen);
 
 /* Runs req->code (and req->timeout_s, max_output, keep, cancel; other
- * fields are ignored) in the session, in a host-wide run slot. Returns 0
+ * fields are ignored) in the session, in a host-wide run slot. In net
+ * proxy mode res->egress is the proxy's report of the session's egress so
+ * far (every call's, not only this one's) and res->policy its policy.
+ * Returns 0
  * with a result (res->status: ok, output_truncated, or timeout, oom,
  * closed_early, sandbox_error, which also end the session; an exception
  * is status ok, exit_code 1, the traceback in stderr; SystemExit(N) is
@@ -76,6 +93,10 @@ bool runner_session_ended(const struct runner_session *s);
 const char *runner_session_container(const struct runner_session *s);
 /* Milliseconds its start took (docker run to the ready frame). */
 int64_t runner_session_start_ms(const struct runner_session *s);
+/* Its net mode, profile name and (net proxy) policy. */
+enum runner_net runner_session_net(const struct runner_session *s);
+const char *runner_session_profile(const struct runner_session *s);
+const char *runner_session_policy(const struct runner_session *s);
 
 /* Removes the container (if not yet) and kills and reaps `docker run`.
  * Idempotent. */

@@ -29,6 +29,8 @@ struct serve_session {
 	char id[SERVE_SESSION_ID_LEN + 1];
 	size_t tenant;
 	enum runner_net net;
+	char policy[CONFIG_POLICY_MAX + 1];	/* "": the default one */
+	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the current one */
 	struct runner_session *rs;	/* NULL while starting */
 	int64_t created_ms, last_ms;	/* monotonic */
 	int64_t idle_s, life_s;
@@ -115,6 +117,8 @@ work_thread(void *arg)
 	struct work *w = arg;
 	struct serve_session *se = w->se;
 	struct runner_session_opts o = { .net = se->net, .label = w->label,
+	    .policy = se->policy[0] != '\0' ? se->policy : NULL,
+	    .profile = se->profile[0] != '\0' ? se->profile : NULL,
 	    .max_lifetime_s = se->life_s, .cancel = &se->cancel };
 	struct runner_request rq = { 0 };
 
@@ -237,7 +241,10 @@ reply_session(struct serve_session *se, struct evhttp_request *req,
 	    cJSON_AddStringToObject(o, "container",
 	    runner_session_container(se->rs)) == NULL ||
 	    cJSON_AddStringToObject(o, "net", runner_net_name(se->net)) ==
-	    NULL || cJSON_AddStringToObject(o, "profile", "default") == NULL ||
+	    NULL || cJSON_AddStringToObject(o, "profile",
+	    runner_session_profile(se->rs)) == NULL ||
+	    (se->net == RUNNER_NET_PROXY && cJSON_AddStringToObject(o,
+	    "policy", runner_session_policy(se->rs)) == NULL) ||
 	    cJSON_AddNumberToObject(o, "idle_timeout_s",
 	    (double)se->idle_s) == NULL ||
 	    cJSON_AddNumberToObject(o, "max_lifetime_s",
@@ -374,6 +381,7 @@ route_create(struct serve_sessions *ss, struct evhttp_request *req,
     size_t tenant)
 {
 	const struct serve_tenant *t = &ss->tenants->t[tenant];
+	const struct config_profile *prof;
 	struct serve_session_opts o;
 	struct serve_session *se;
 	struct work *w;
@@ -398,10 +406,9 @@ route_create(struct serve_sessions *ss, struct evhttp_request *req,
 		    "Forbidden" : "Bad Request", err);
 		return;
 	}
-	if (o.net == RUNNER_NET_PROXY) {
-		serve_reply_error(req, 400, "Bad Request", "sessions with net "
-		    "proxy are not supported yet: use net none, or single "
-		    "runs (POST /v1/runs) for proxy mode");
+	if (config_profile_pick(ss->c, o.profile[0] != '\0' ? o.profile :
+	    NULL, "python", &prof, err, sizeof(err)) < 0) {
+		serve_reply_error(req, 400, "Bad Request", err);
 		return;
 	}
 	if (tenant_sessions(ss, tenant) >= ss->c->serve.sessions_per_tenant) {
@@ -423,6 +430,8 @@ route_create(struct serve_sessions *ss, struct evhttp_request *req,
 	snprintf(se->id, sizeof(se->id), "ses_%s", hex);
 	se->tenant = tenant;
 	se->net = o.net;
+	util_strlcpy(se->policy, o.policy, sizeof(se->policy));
+	util_strlcpy(se->profile, o.profile, sizeof(se->profile));
 	se->idle_s = o.idle_timeout_s;
 	se->life_s = o.max_lifetime_s;
 	se->starting = true;

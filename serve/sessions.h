@@ -29,13 +29,16 @@ struct serve_session_opts {
 	bool has_net;			/* false: the tenant's default */
 	enum runner_net net;
 	char policy[CONFIG_POLICY_MAX + 1];	/* "" none named */
+	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the config's current
+						 * one ("default" names it) */
 	int64_t idle_timeout_s;		/* 1..SERVE_SESSION_S_MAX */
 	int64_t max_lifetime_s;		/* 1..SERVE_SESSION_S_MAX */
 };
 
 /* Parses body[0..len): {net?, policy?, profile?, idle_timeout_s?,
- * max_lifetime_s?}; profile may only be "default" (the pinned image: no
- * other profile exists yet). Unknown fields and wrong types are refused.
+ * max_lifetime_s?}; profile is a profile name (its existence is the
+ * caller's to check: config_profile_pick), "default" the config's current
+ * one. Unknown fields and wrong types are refused.
  * 0, or -EINVAL with a one-line reason in err. Pure. */
 int serve_session_opts_parse(const char *body, size_t len,
     struct serve_session_opts *o, char *err, size_t errlen);

@@ -84,9 +84,14 @@ parse_session(const cJSON *root, struct serve_session_opts *o, char *err,
 		return -EINVAL;
 	}
 	rc = json_get_string(root, "profile", &s);
-	if (rc != -ENOENT && (rc < 0 || strcmp(s, "default") != 0))
-		return bad(err, errlen, "'profile' must be \"default\" (the "
-		    "pinned image; no other profile exists)");
+	if (rc == 0 && config_profile_name_valid(s)) {
+		if (strcmp(s, "default") != 0)
+			util_strlcpy(o->profile, s, sizeof(o->profile));
+	} else if (rc != -ENOENT) {
+		snprintf(err, errlen, "'profile' must be a profile name (1-%d "
+		    "of [a-z0-9_-]), or \"default\"", CONFIG_PROFILE_MAX);
+		return -EINVAL;
+	}
 	if ((rc = parse_secs(root, "idle_timeout_s",
 	    SERVE_SESSION_IDLE_DEFAULT_S, &o->idle_timeout_s, err,
 	    errlen)) < 0)

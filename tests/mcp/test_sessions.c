@@ -66,6 +66,17 @@ str(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* The first text block of a tools/call reply. */
+static const char *
+text(const cJSON *root)
+{
+	const cJSON *c = cJSON_GetObjectItem(cJSON_GetObjectItem(root,
+	    "result"), "content");
+	const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(c, 0), "text");
+
+	return cJSON_IsString(t) ? t->valuestring : "";
+}
+
 static bool
 flag(const cJSON *o, const char *k)
 {
@@ -125,8 +136,26 @@ test_sessions(void **state)
 	assert_true(error);
 	assert_null(sc);
 	cJSON_Delete(root);
+	/* A later call may not change the session's settings. */
 	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"network\":"
 	    "\"proxy\"}", &sc, &error);
+	assert_true(error);
+	assert_non_null(strstr(text(root), "may not name others"));
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"profile\":"
+	    "\"data\"}", &sc, &error);
+	assert_true(error);
+	assert_non_null(strstr(text(root), "may not name others"));
+	cJSON_Delete(root);
+	/* The same settings named explicitly are the session's own. */
+	root = call(s, "{\"code\":\"print(2)\",\"session\":\"a\","
+	    "\"network\":\"none\",\"profile\":\"minimal\"}", &sc, &error);
+	assert_false(error);
+	assert_string_equal(str(sc, "stdout"), "2\n");
+	assert_false(flag(sc, "session_new"));
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"language\":"
+	    "\"bash\"}", &sc, &error);
 	assert_true(error);
 	cJSON_Delete(root);
 	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"files\":[]}", &sc,

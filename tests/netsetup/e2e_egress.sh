@@ -16,6 +16,11 @@
 #     refuses with FILE:LINE, and a SIGHUP straight to the proxy too);
 #  7. a removed policy denies a live run with policy-removed, and a new run
 #     naming it is refused before it starts;
+#  8. a bash job gets the proxy through the prelude;
+#  9. a proxy-mode session (cordon serve, POST /v1/sessions net proxy)
+#     keeps one proxy identity across calls (state kept too), each call's
+#     result has the session's egress so far, and DELETE ends both its
+#     container and its registration (its credential is then refused);
 # and that the control socket is root-only and no token reaches the
 # proxy's log. (5, a tenant limited to nets ["none"], is in serve_e2e.)
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
@@ -303,4 +308,70 @@ SH
 	"bash ['proxy-set', 'a.example.com', '200', 'cordon-upstream-ok']" ] ||
 	fail "bash in proxy mode: $(cat "$T/sh.json")"
 echo "ok: bash got the run's proxy credential and reached a.example.com through it"
+
+step "9. a proxy-mode session (cordon serve): one proxy identity across calls, each result has the session's egress so far, the credential ends with the session"
+"$cordon" serve --socket "$T/serve.sock" >"$T/serve.log" 2>&1 &
+spid=$!
+pids+=($spid)
+# sreq OUT CURL-ARGS...: HTTP over the service's socket; prints the status.
+sreq() { local o=$1; shift; curl -s -o "$o" -w '%{http_code}' --max-time 120 --unix-socket "$T/serve.sock" "$@"; }
+for _ in $(seq 100); do [ "$(sreq "$T/h" http://cordon/v1/health 2>/dev/null)" = 200 ] && break; sleep 0.1; done
+[ "$(sreq "$T/h" http://cordon/v1/health)" = 200 ] || fail "cordon serve did not answer: $(cat "$T/serve.log")"
+code=$(sreq "$T/s.json" -H 'Content-Type: application/json' -d '{"net":"proxy","policy":"pol-a","idle_timeout_s":120}' http://cordon/v1/sessions)
+[ "$code" = 201 ] || fail "proxy-mode session create: HTTP $code: $(cat "$T/s.json") $(tail -n3 "$T/serve.log")"
+read -r sid sctr snet spol < <(jget "$T/s.json" 'd["id"]' 'd["container"]' 'd["net"]' 'd["policy"]')
+[ "$snet $spol" = "proxy pol-a" ] || fail "session settings: $(cat "$T/s.json")"
+[ "$("$docker" inspect -f '{{.HostConfig.Runtime}} {{.HostConfig.NetworkMode}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}}' "$sctr")" = "$rt $net true [ALL]" ] ||
+	fail "session container: $("$docker" inspect -f '{{.HostConfig.Runtime}} {{.HostConfig.NetworkMode}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}}' "$sctr")"
+# scall OUT FILE: runs FILE's code in the session.
+scall() { python3 -I -c 'import json,sys; print(json.dumps({"code": open(sys.argv[1]).read(), "timeout_s": 30}))' "$2" >"$T/body.json"
+	sreq "$1" -H 'Content-Type: application/json' -d @"$T/body.json" "http://cordon/v1/sessions/$sid/runs"; }
+cat >"$T/s1.py" <<PY
+import os, urllib.request, urllib.error
+from urllib.parse import urlsplit
+me = urlsplit(os.environ["HTTP_PROXY"])
+def get(h):
+    try:
+        r = urllib.request.urlopen("http://%s:$port/" % h, timeout=10)
+        return "%s %d %s" % (h, r.status, r.read().decode().split()[0])
+    except urllib.error.HTTPError as e:
+        return "%s %d %s" % (h, e.code, e.headers.get("X-Cordon-Error"))
+print(get("a.example.com"))
+PY
+printf 'print(get("b.example.com"))\nprint("me", me.username, me.password)\n' >"$T/s2.py"
+code=$(scall "$T/c1.json" "$T/s1.py")
+[ "$code" = 200 ] || fail "session call 1: HTTP $code: $(cat "$T/c1.json")"
+[ "$(jget "$T/c1.json" 'd["stdout"].strip()' 'd["policy"]' 'len(d["egress"])')" = "a.example.com 200 cordon-upstream-ok pol-a 1" ] ||
+	fail "session call 1: $(cat "$T/c1.json")"
+code=$(scall "$T/c2.json" "$T/s2.py")
+[ "$code" = 200 ] || fail "session call 2: HTTP $code: $(cat "$T/c2.json")"
+out=$(jget "$T/c2.json" 'd["stdout"]')
+echo "$out" | grep -qx "b.example.com 403 not-on-policy pol-a" || fail "session call 2 (the function from call 1, a host off its policy): $out"
+read -r _ srun stoken < <(echo "$out" | grep '^me ')
+[ "$srun" = "$sctr" ] || fail "the session's proxy identity is '$srun', not its container $sctr"
+[ "$(jget "$T/c2.json" '[(e["host"], e["decision"], e["status"]) for e in d["egress"]]' 'd["egress_allowed"]' 'd["egress_denied"]')" = \
+	"[('a.example.com', 'allowed', 200), ('b.example.com', 'denied', 403)] 1 1" ] ||
+	fail "call 2's egress is not the session's two attempts so far: $(jget "$T/c2.json" 'd["egress"]')"
+[ "$(grep -c "\"run\":\"$sctr\"" "$plog")" -ge 2 ] || fail "the access log does not show both calls under run $sctr: $(tail -n4 "$plog")"
+ctl "{\"op\":\"report\",\"run\":\"$sctr\"}" | grep -q '"ok":true' || fail "the session is not registered with the proxy between calls"
+echo "ok: session $sid ($sctr): call 1 reached a.example.com, call 2 used call 1's function and got not-on-policy, one run identity, egress so far in each result"
+code=$(sreq "$T/d.json" -X DELETE "http://cordon/v1/sessions/$sid")
+[ "$code" = 200 ] || [ "$code" = 204 ] || fail "DELETE session: HTTP $code: $(cat "$T/d.json")"
+for _ in $(seq 100); do "$docker" inspect "$sctr" >/dev/null 2>&1 || break; sleep 0.1; done
+! "$docker" inspect "$sctr" >/dev/null 2>&1 || fail "the session's container $sctr is still there after DELETE"
+ctl "{\"op\":\"report\",\"run\":\"$sctr\"}" | grep -q 'unknown run' || fail "the proxy still knows the ended session: $(ctl "{\"op\":\"report\",\"run\":\"$sctr\"}")"
+sed -e "s/$old_run/$srun/; s/$old_token/$stoken/" "$T/old.py" >"$T/sold.py"
+"$cordon" run --net proxy --policy pol-a <"$T/sold.py" >"$T/sold.json" 2>"$T/sold.err" ||
+	fail "ended-session credential run: $(cat "$T/sold.err" "$T/sold.json")"
+jget "$T/sold.json" 'd["stdout"]' | grep -q '^HTTP/1.1 407' || fail "an ended session's credential was accepted: $(cat "$T/sold.json")"
+! grep -q "$stoken" "$plog" "$T/audit.log" "$T/serve.log" || fail "the session's token is in a log"
+echo "ok: DELETE removed $sctr and its registration; its credential then gets $(jget "$T/sold.json" 'd["stdout"].strip()'); no token in the logs"
+# The service's own scheduled probes use this network too: stop it (SIGTERM
+# waits for what it started) before the cleanup's `net down`, which
+# refuses while a container is attached.
+kill -TERM "$spid"
+for _ in $(seq 600); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$spid" 2>/dev/null || fail "cordon serve did not exit within 60 s of SIGTERM: $(tail -n5 "$T/serve.log")"
+wait "$spid" || fail "cordon serve exited non-zero: $(tail -n5 "$T/serve.log")"
+[ -z "$("$docker" ps -aq --filter network="$net")" ] || fail "containers left on $net: $("$docker" ps -a --filter network="$net")"
 echo "PASS in $(( $(date +%s) - start )) s"

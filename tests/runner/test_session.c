@@ -309,18 +309,55 @@ test_driver_exit_ends_session(void **state)
 	runner_session_free(s);
 }
 
+/* Net proxy needs the egress network up: without it the start is refused
+ * before any container exists (the proxy-mode flow itself runs against a
+ * real proxy in tests/netsetup/e2e_egress.sh). */
 static void
-test_proxy_refused(void **state)
+test_proxy_needs_egress(void **state)
 {
 	struct runner_session_opts o = { .net = RUNNER_NET_PROXY };
+	struct runner_session *s = NULL;
+	char err[256], *log;
+
+	(void)state;
+	assert_true(runner_session_start(&fk.cfg, &o, &s, err,
+	    sizeof(err)) < 0);
+	assert_null(s);
+	assert_non_null(strstr(err, "cordon net up"));
+	log = fake_docker_log(&fk);
+	assert_null(strstr(log, "run "));
+	free(log);
+}
+
+/* A policy without net proxy is refused. */
+static void
+test_policy_needs_proxy(void **state)
+{
+	struct runner_session_opts o = { .net = RUNNER_NET_NONE,
+	    .policy = "default" };
 	struct runner_session *s = NULL;
 	char err[256];
 
 	(void)state;
 	assert_int_equal(runner_session_start(&fk.cfg, &o, &s, err,
-	    sizeof(err)), -EOPNOTSUPP);
+	    sizeof(err)), -EINVAL);
 	assert_null(s);
-	assert_non_null(strstr(err, "not supported"));
+	assert_non_null(strstr(err, "only for net proxy"));
+}
+
+/* An unknown profile is refused by name. */
+static void
+test_unknown_profile(void **state)
+{
+	struct runner_session_opts o = { .profile = "nosuch" };
+	struct runner_session *s = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(runner_session_start(&fk.cfg, &o, &s, err,
+	    sizeof(err)), -EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(err, "nosuch"));
 }
 
 int
@@ -342,7 +379,11 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_exit_ends_session,
 		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_proxy_refused, setup,
+		cmocka_unit_test_setup_teardown(test_proxy_needs_egress, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_policy_needs_proxy, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_profile, setup,
 		    teardown),
 	};
 

@@ -209,14 +209,19 @@ read -r mout mctr1 mctr2 mnew1 mnew2 mrc <"$tmp/mcp.out"
 gone "$mctr1" || fail "closing the MCP connection left $mctr1"
 echo "ok - MCP run_code session: state across two calls; EOF removes the container"
 
-# The data-analysis example (examples/session_analysis.py) across three calls.
+# The data-analysis example (examples/session_analysis.py) across three calls
+# in the data profile: pandas loads a CSV, summarises it, matplotlib plots it
+# and the PNG comes back (the example checks its signature; so does this).
 python3 "$CORDON_SOURCE_ROOT/examples/session_analysis.py" --socket "$sock" \
-	--token aaaaaaaaaaaaaaaa >"$tmp/ex.out" 2>&1 || fail "example: $(cat "$tmp/ex.out")"
+	--token aaaaaaaaaaaaaaaa --plot "$tmp/plot.png" >"$tmp/ex.out" 2>&1 || fail "example: $(cat "$tmp/ex.out")"
 grep -q '^300 rows loaded' "$tmp/ex.out" && grep -q '^west .*mean=' "$tmp/ex.out" &&
-	grep -q '^plot.svg [0-9]* bytes; <svg' "$tmp/ex.out" || fail "example: $(cat "$tmp/ex.out")"
+	grep -q "^plot $tmp/plot.png: [0-9]* bytes of PNG" "$tmp/ex.out" || fail "example: $(cat "$tmp/ex.out")"
+[ "$(head -c 8 "$tmp/plot.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+	fail "the example's plot is not a PNG: $(head -c 16 "$tmp/plot.png" | od -c | head -2)"
+grep -q '(container cordon-[0-9a-f]*, profile data,' "$tmp/ex.out" || fail "example's session profile: $(cat "$tmp/ex.out")"
 exctr=$(sed -n 's/.*(container \(cordon-[0-9a-f]*\),.*/\1/p' "$tmp/ex.out")
 [ -n "$exctr" ] && gone "$exctr" || fail "the example's session container is left: $(cat "$tmp/ex.out")"
-echo "ok - examples/session_analysis.py: a CSV loaded, summarised and plotted across 3 calls"
+echo "ok - examples/session_analysis.py: in the data profile a CSV loaded with pandas, summarised and plotted with matplotlib across 3 calls ($(stat -c %s "$tmp/plot.png") bytes of PNG)"
 
 # 10. SIGTERM of the service: a session idle and one in a call; no session
 # container is left, and the service exits 0.

@@ -43,8 +43,24 @@ test_opts_all(void **state)
 	assert_true(o.has_net);
 	assert_int_equal(o.net, RUNNER_NET_PROXY);
 	assert_string_equal(o.policy, "pypi");
+	assert_string_equal(o.profile, "");	/* "default": the current */
 	assert_int_equal(o.idle_timeout_s, 5);
 	assert_int_equal(o.max_lifetime_s, 86400);
+}
+
+static void
+test_opts_profile(void **state)
+{
+	const char *b = "{\"profile\":\"data\"}";
+	struct serve_session_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(serve_session_opts_parse(b, strlen(b), &o, err,
+	    sizeof(err)), 0);
+	assert_string_equal(o.profile, "data");
+	assert_false(o.has_net);
+	assert_string_equal(o.policy, "");
 }
 
 static void
@@ -57,8 +73,10 @@ test_opts_refused(void **state)
 		{ "{\"net\":\"host\"}", "'net' must be" },
 		{ "{\"net\":1}", "'net' must be" },
 		{ "{\"policy\":\"a b\"}", "'policy' must be a policy name" },
-		{ "{\"profile\":\"data\"}", "'profile' must be \"default\"" },
-		{ "{\"profile\":null}", "'profile' must be \"default\"" },
+		{ "{\"profile\":\"Data\"}", "'profile' must be a profile name" },
+		{ "{\"profile\":\"\"}", "'profile' must be a profile name" },
+		{ "{\"profile\":null}", "'profile' must be a profile name" },
+		{ "{\"profile\":7}", "'profile' must be a profile name" },
 		{ "{\"idle_timeout_s\":0}", "'idle_timeout_s' must be" },
 		{ "{\"idle_timeout_s\":1.5}", "'idle_timeout_s' must be" },
 		{ "{\"idle_timeout_s\":\"5\"}", "'idle_timeout_s' must be" },
@@ -120,6 +138,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts_defaults),
 		cmocka_unit_test(test_opts_all),
+		cmocka_unit_test(test_opts_profile),
 		cmocka_unit_test(test_opts_refused),
 		cmocka_unit_test(test_paths),
 	};

@@ -1,0 +1,87 @@
+/*
+ * Internal to runner/session*.c: the session's state, shared by the host
+ * side of the driver protocol (session.c) and its proxy-mode egress
+ * (session_egress.c). Nothing else includes this.
+ */
+#ifndef CORDON_RUNNER_SESSION_INTERNAL_H
+#define CORDON_RUNNER_SESSION_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/cbuf.h"
+#include "common/config.h"
+#include "netsetup/netsetup.h"
+#include "proxy/cred.h"
+#include "runner/image.h"
+#include "runner/runner.h"
+#include "runner/session.h"
+
+struct runner_session {
+	const struct config *c;		/* own: the caller's, at its profile */
+	struct config *own;
+	char name[RUNNER_NAME_MAX];
+	char image[IMAGE_ID_MAX];
+	char nonce[RUNNER_SESSION_NONCE_LEN + 1];
+	char label[RUNNER_SESSION_MAX + 1];
+	enum runner_net net;
+	struct runner_limits lim;	/* memory, cpus of the container */
+	pid_t pid;			/* `docker run -i`, its own group */
+	int in_fd, out_fd, err_fd;
+	int status;			/* wait status once reaped */
+	bool reaped, ended, removed;
+	struct cbuf *diag;		/* the tail of its stderr */
+	unsigned char *buf;		/* the result stream, not yet used */
+	size_t len, cap;
+	uint64_t seq;			/* the last call's */
+	int64_t start_ms;
+	/* Net proxy: the endpoint, the container's egress settings (their
+	 * argv points into na itself: never copied), the run's credential
+	 * and where the proxy sees it from. */
+	struct netsetup_endpoint ep;
+	struct netsetup_run_args na;
+	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];
+	char addr[NETSETUP_ADDR_MAX];
+	char policy[CONFIG_POLICY_MAX + 1];
+	bool registered;
+	cJSON *last_report;		/* the unregister's, until a call's
+					 * result takes it */
+	char egress_error[128];
+};
+
+/* Net proxy, before any container: egress up (netsetup_ready), the policy
+ * known to the running proxy, the session's credential. 0 or a negative
+ * errno with a reason in err. */
+int runner_session_egress_admit(struct runner_session *s,
+    const struct runner_session_opts *o, char *err, size_t errlen);
+
+/* Net proxy, once the container runs and before anything is written to
+ * it: the seal (which gives its address), then the registration for the
+ * session's lifetime (o->max_lifetime_s). 0 or a negative errno with a
+ * reason in err; the caller removes the container on failure. */
+int runner_session_egress_register(struct runner_session *s,
+    const struct runner_session_opts *o, int64_t deadline_ms, char *err,
+    size_t errlen);
+
+/* The driver's first input: (net proxy) the credential line for the
+ * prelude, then the nonce line. 0 and *out (caller clears and frees), or
+ * a negative errno. */
+int runner_session_first_lines(struct runner_session *s, unsigned char **out,
+    size_t *outlen);
+
+/* Ends the proxy's registration, if any (the proxy closes what the
+ * session still has open), keeping its last report for the call that
+ * ended the session. Idempotent. */
+void runner_session_egress_end(struct runner_session *s);
+
+/* Net proxy, after a call: res->policy, and res->egress, the session's
+ * egress so far (the last report when the call ended the session), or
+ * res->egress_error saying why there is none. No-op offline. */
+void runner_session_egress_report(struct runner_session *s,
+    struct runner_result *res);
+
+#endif
