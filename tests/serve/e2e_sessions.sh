@@ -88,15 +88,20 @@ check 404 "$(call "$tmp/m" "$id" '{"code":"1"}' "$L")" "the local tenant calls a
 echo "ok - another tenant's session id is 404 (call and DELETE)"
 
 # Bad requests.
-check 400 "$(create "$tmp/m" '{"profile":"data"}')" "unknown profile"
+check 400 "$(create "$tmp/m" '{"profile":"nosuch"}')" "unknown profile"
+grep -q "nosuch" "$tmp/m" || fail "unknown profile: $(cat "$tmp/m")"
 check 400 "$(create "$tmp/m" '{"idle_timeout_s":0}')" "idle 0"
 check 400 "$(create "$tmp/m" '{"nope":1}')" "unknown field"
-check 400 "$(create "$tmp/m" '{"net":"proxy"}' "$L")" "net proxy"
-grep -q 'not supported' "$tmp/m" || fail "net proxy: $(cat "$tmp/m")"
+check 400 "$(create "$tmp/m" '{"policy":"default"}')" "a policy without net proxy"
+grep -q "applies only to net" "$tmp/m" || fail "policy without net proxy: $(cat "$tmp/m")"
+# Tenant a has no "nets": only its own net (none); a proxy-mode session
+# (tests/netsetup/e2e_egress.sh step 9) is the tenant's to be allowed.
+check 403 "$(create "$tmp/m" '{"net":"proxy"}')" "net proxy for tenant a"
+grep -q 'may not use net ..proxy' "$tmp/m" || fail "net proxy for tenant a: $(cat "$tmp/m")"
 check 400 "$(call "$tmp/m" "$id" '{"code":"1","net":"none"}')" "net on a call"
 check 404 "$(call "$tmp/m" ses_0000000000000000 '{"code":"1"}')" "unknown id"
 check 405 "$(req "$tmp/m" -H "$A" "http://cordon/v1/sessions/$id")" "GET a session"
-echo "ok - bad session requests: 400/404/405"
+echo "ok - bad session requests: 400/403/404/405"
 
 # 3. Per-tenant limit (2), and DELETE removes the container.
 check 201 "$(create "$tmp/s2")" "second session"
