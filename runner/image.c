@@ -118,6 +118,22 @@ image_pinned_id(const struct config *c, char id[IMAGE_ID_MAX])
 }
 
 int
+image_pinned_require(const struct config *c, char id[IMAGE_ID_MAX],
+    char *err, size_t errlen)
+{
+	if (image_pinned_id(c, id) == 0)
+		return 0;
+	if (c->image.profile[0] == '\0')
+		snprintf(err, errlen, "no sandbox image pinned (run `cordon "
+		    "image build`)");
+	else
+		snprintf(err, errlen, "no sandbox image pinned for profile %s "
+		    "(run `cordon image build --profile %s`)", c->image.profile,
+		    c->image.profile);
+	return -ENOENT;
+}
+
+int
 image_profile_pinned_id(const struct config *c, const char *profile,
     char id[IMAGE_ID_MAX])
 {

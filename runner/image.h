@@ -41,6 +41,11 @@ int image_record_read(const struct config *c, struct image_record *rec);
  * recorded one. Never a tag. 0 or -ENOENT (nothing built yet). */
 int image_pinned_id(const struct config *c, char id[IMAGE_ID_MAX]);
 
+/* image_pinned_id for something about to run: -ENOENT comes with the
+ * user's next step in err (which `cordon image build` pins it). */
+int image_pinned_require(const struct config *c, char id[IMAGE_ID_MAX],
+    char *err, size_t errlen);
+
 /* image_pinned_id of profile (config_profile_use on a copy of c): 0 or
  * -ENOENT (nothing built), -EINVAL (no such profile), -ENOMEM. */
 int image_profile_pinned_id(const struct config *c, const char *profile,

@@ -686,16 +686,8 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 	/* Once per run: a re-pin meanwhile (`cordon image build`) does not
 	 * change the image of a run already admitted, and its probe check
 	 * is for the image it runs in. */
-	if (image_pinned_id(r->c, r->image) < 0) {
-		if (r->c->image.profile[0] == '\0')
-			snprintf(err, errlen, "no sandbox image pinned (run "
-			    "`cordon image build`)");
-		else
-			snprintf(err, errlen, "no sandbox image pinned for "
-			    "profile %s (run `cordon image build --profile "
-			    "%s`)", r->c->image.profile, r->c->image.profile);
-		return -ENOENT;
-	}
+	if ((rc = image_pinned_require(r->c, r->image, err, errlen)) < 0)
+		return rc;
 	util_strlcpy(res->image, r->image, sizeof(res->image));
 	if (!req->skip_probe_check && (rc = runner_probe_ensure(r->c,
 	    runner_net_name(req->net), r->image, req->note, req->note_arg,

@@ -365,17 +365,8 @@ sess_admit(struct runner_session *s, const struct runner_session_opts *o,
 	    (rc = sess_profile(s, o, err, errlen)) < 0)
 		return rc;
 	util_strlcpy(s->label, label, sizeof(s->label));
-	if (image_pinned_id(s->c, s->image) < 0) {
-		if (s->c->image.profile[0] == '\0')
-			snprintf(err, errlen, "no sandbox image pinned (run "
-			    "`cordon image build`)");
-		else
-			snprintf(err, errlen, "no sandbox image pinned for "
-			    "profile %s (run `cordon image build --profile "
-			    "%s`)", s->c->image.profile, s->c->image.profile);
-		return -ENOENT;
-	}
-	if ((rc = runner_probe_ensure(s->c, runner_net_name(o->net), s->image,
+	if ((rc = image_pinned_require(s->c, s->image, err, errlen)) < 0 ||
+	    (rc = runner_probe_ensure(s->c, runner_net_name(o->net), s->image,
 	    NULL, NULL, o->cancel, err, errlen)) < 0)
 		return rc;
 	return o->net == RUNNER_NET_PROXY ? runner_session_egress_admit(s, o,
