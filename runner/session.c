@@ -451,8 +451,9 @@ runner_session_start(const struct config *c,
 		goto bad;
 	/* Nothing is written to a proxy-mode container not sealed, nor to
 	 * one the proxy does not know. */
-	if (s->net == RUNNER_NET_PROXY && (rc = runner_session_egress_register(s, o, t0 +
-	    s->lim.timeout_s * 1000, err, errlen)) < 0)
+	if (s->net == RUNNER_NET_PROXY && (rc =
+	    runner_session_egress_register(s, o, t0 + s->lim.timeout_s * 1000,
+	    err, errlen)) < 0)
 		goto bad;
 	if ((rc = runner_session_first_lines(s, &first,
 	    &first_len)) < 0) {

@@ -63,6 +63,30 @@ render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
 	prom_sample_u64(p, "cordon_pool_misses_total", NULL, m->pool_misses);
 }
 
+/* Sessions: the live gauge, starts and ends, and calls by status. */
+static void
+render_sessions(struct prom *p, const struct serve_metrics *m)
+{
+	static const char *const calls = "cordon_session_calls_total";
+
+	prom_help_type(p, "cordon_sessions_live", "Sessions that exist now "
+	    "(starting, idle or in a call).", "gauge");
+	prom_sample_i64(p, "cordon_sessions_live", NULL, m->sessions_live);
+	prom_help_type(p, "cordon_sessions_started_total",
+	    "Sessions whose container started.", "counter");
+	prom_sample_u64(p, "cordon_sessions_started_total", NULL,
+	    m->sessions_started);
+	prom_help_type(p, "cordon_sessions_ended_total",
+	    "Sessions ended, for any reason.", "counter");
+	prom_sample_u64(p, "cordon_sessions_ended_total", NULL,
+	    m->sessions_ended);
+	prom_help_type(p, calls, "Calls in sessions, by status (error: no "
+	    "result was produced).", "counter");
+	for (int i = 0; i < SERVE_NSTATUS; i++)
+		prom_sample_u64(p, calls, (const char *[]){ "status",
+		    status_label(i), NULL }, m->session_calls[i]);
+}
+
 char *
 serve_metrics_render(const struct serve_metrics *m)
 {
@@ -91,6 +115,7 @@ serve_metrics_render(const struct serve_metrics *m)
 	prom_sample_u64(&p, refused, (const char *[]){ "reason", "forbidden",
 	    NULL }, m->forbidden);
 	render_latency_and_pool(&p, m);
+	render_sessions(&p, m);
 	text = p.error == 0 ? cbuf_steal(b, NULL) : NULL;
 	cbuf_free(b);
 	return text;

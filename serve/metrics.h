@@ -29,6 +29,9 @@ struct serve_metrics {
 	int64_t pool_size;
 	uint64_t pool_hits;
 	uint64_t pool_misses;		/* runs started cold */
+	int64_t sessions_live;		/* set before rendering */
+	uint64_t sessions_started, sessions_ended;	/* likewise */
+	uint64_t session_calls[SERVE_NSTATUS];	/* by status, + "error" */
 };
 
 /* Upper bounds of the latency buckets, in seconds. */

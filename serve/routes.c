@@ -178,6 +178,7 @@ route_metrics(struct serve_server *s, struct evhttp_request *req,
 
 	(void)tenant;
 	s->metrics.pool_size = pool_idle(s, NULL);
+	serve_sessions_metrics(&s->sessions, &s->metrics);
 	text = serve_metrics_render(&s->metrics);
 	if (text == NULL) {
 		serve_reply_error(req, 500, "Internal Server Error",

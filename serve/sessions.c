@@ -304,6 +304,9 @@ call_done(struct serve_sessions *ss, struct work *w)
 	se->busy = false;
 	se->last_ms = time_mono_ms();
 	hold_reply(ss, w->req);
+	if (ss->metrics != NULL)
+		ss->metrics->session_calls[w->rc < 0 ? SERVE_STATUS_ERROR :
+		    (int)w->res.status]++;
 	if (w->rc < 0) {
 		code = w->rc == -ESHUTDOWN ? 410 :
 		    serve_reply_status(w->rc, &reason);
@@ -501,6 +504,74 @@ route_call(struct serve_sessions *ss, struct evhttp_request *req,
 	    on_close, se);
 }
 
+/* One session as GET shows it: its settings and state, never its nonce,
+ * token or output. */
+static cJSON *
+session_json(const struct serve_session *se, int64_t now)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *state = se->starting ? "starting" : se->busy ? "busy" :
+	    "idle";
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	ok = cJSON_AddStringToObject(o, "id", se->id) != NULL &&
+	    cJSON_AddStringToObject(o, "state", state) != NULL &&
+	    cJSON_AddStringToObject(o, "net", runner_net_name(se->net)) !=
+	    NULL &&
+	    cJSON_AddNumberToObject(o, "idle_timeout_s",
+	    (double)se->idle_s) != NULL && cJSON_AddNumberToObject(o,
+	    "max_lifetime_s", (double)se->life_s) != NULL;
+	if (ok && se->rs != NULL)
+		ok = cJSON_AddStringToObject(o, "container",
+		    runner_session_container(se->rs)) != NULL &&
+		    cJSON_AddStringToObject(o, "profile",
+		    runner_session_profile(se->rs)) != NULL &&
+		    (se->net != RUNNER_NET_PROXY || cJSON_AddStringToObject(o,
+		    "policy", runner_session_policy(se->rs)) != NULL) &&
+		    cJSON_AddNumberToObject(o, "age_s", (double)((now -
+		    se->created_ms) / 1000)) != NULL &&
+		    cJSON_AddNumberToObject(o, "idle_s", (double)(se->busy ? 0 :
+		    (now - se->last_ms) / 1000)) != NULL;
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* GET /v1/sessions: the calling tenant's sessions (only its own). */
+static void
+route_list(struct serve_sessions *ss, struct evhttp_request *req,
+    size_t tenant)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *one;
+	const struct serve_session *se;
+	int64_t now = time_mono_ms();
+	bool ok = o != NULL && a != NULL && cJSON_AddItemToObject(o,
+	    "sessions", a);
+
+	if (!ok)
+		cJSON_Delete(a);
+	TAILQ_FOREACH(se, &ss->live, link) {
+		if (!ok || se->tenant != tenant)
+			continue;
+		one = session_json(se, now);
+		ok = one != NULL && cJSON_AddItemToArray(a, one);
+		if (!ok)
+			cJSON_Delete(one);
+	}
+	if (!ok) {
+		cJSON_Delete(o);
+		serve_reply_error(req, 500, "Internal Server Error",
+		    "out of memory");
+		return;
+	}
+	serve_reply_json(req, 200, "OK", o);
+	cJSON_Delete(o);
+}
+
 void
 serve_sessions_route(struct serve_sessions *ss, struct evhttp_request *req,
     size_t tenant, const char *path, const char *unavailable)
@@ -515,14 +586,28 @@ serve_sessions_route(struct serve_sessions *ss, struct evhttp_request *req,
 		    "no such endpoint" : "no such session");
 		return;
 	}
-	if ((kind == 0 || kind == 2) && m != EVHTTP_REQ_POST) {
+	if ((kind == 2 && m != EVHTTP_REQ_POST) || (kind == 0 &&
+	    m != EVHTTP_REQ_POST && m != EVHTTP_REQ_GET) || (kind == 1 &&
+	    m != EVHTTP_REQ_DELETE && m != EVHTTP_REQ_GET)) {
 		serve_reply_error(req, 405, "Method Not Allowed",
 		    "method not allowed");
 		return;
 	}
-	if (kind == 1 && m != EVHTTP_REQ_DELETE) {
-		serve_reply_error(req, 405, "Method Not Allowed",
-		    "method not allowed");
+	/* Reading is allowed while paused or draining. */
+	if (m == EVHTTP_REQ_GET) {
+		cJSON *one;
+
+		if (kind == 0) {
+			route_list(ss, req, tenant);
+			return;
+		}
+		if ((one = session_json(se, time_mono_ms())) == NULL) {
+			serve_reply_error(req, 500, "Internal Server Error",
+			    "out of memory");
+			return;
+		}
+		serve_reply_json(req, 200, "OK", one);
+		cJSON_Delete(one);
 		return;
 	}
 	if (kind != 1 && unavailable != NULL) {
@@ -538,6 +623,19 @@ serve_sessions_route(struct serve_sessions *ss, struct evhttp_request *req,
 		serve_reply(req, 200, "OK", "application/json",
 		    "{\"ended\":true}\n", 15);
 	}
+}
+
+void
+serve_sessions_metrics(const struct serve_sessions *ss,
+    struct serve_metrics *m)
+{
+	const struct serve_session *se;
+
+	m->sessions_live = 0;
+	TAILQ_FOREACH(se, &ss->live, link)
+		m->sessions_live++;
+	m->sessions_started = (uint64_t)ss->started;
+	m->sessions_ended = (uint64_t)ss->ended;
 }
 
 void

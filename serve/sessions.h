@@ -67,7 +67,8 @@ struct serve_sessions {
 	struct event *tick;
 	int threads;			/* start/call/end threads in flight */
 	int sending;			/* replies not yet written */
-	int64_t started, ended;		/* counters (log) */
+	int64_t started, ended;		/* counters (log, metrics) */
+	struct serve_metrics *metrics;	/* owner; NULL: none kept */
 };
 
 /* 0, or -ENOMEM. */
@@ -80,6 +81,9 @@ void serve_sessions_route(struct serve_sessions *ss,
 /* Ends every session: idle ones now, a running call is cancelled and its
  * session ended when it returns. */
 void serve_sessions_end_all(struct serve_sessions *ss, const char *why);
+/* Copies the session figures into m (before rendering it). */
+void serve_sessions_metrics(const struct serve_sessions *ss,
+    struct serve_metrics *m);
 /* True while a session exists or a thread of one is in flight. */
 bool serve_sessions_busy(const struct serve_sessions *ss);
 /* After the loop: frees (every session must have ended). */

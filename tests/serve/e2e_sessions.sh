@@ -85,7 +85,29 @@ grep -q 'no such session' "$tmp/m" || fail "tenant b: $(cat "$tmp/m")"
 check 404 "$(req "$tmp/m" -H "$B" -X DELETE "http://cordon/v1/sessions/$id")" "tenant b deletes a's session"
 running "$ctr" || fail "tenant b's DELETE touched a's container"
 check 404 "$(call "$tmp/m" "$id" '{"code":"1"}' "$L")" "the local tenant calls a's session"
-echo "ok - another tenant's session id is 404 (call and DELETE)"
+check 404 "$(req "$tmp/m" -H "$B" "http://cordon/v1/sessions/$id")" "tenant b reads a's session"
+echo "ok - another tenant's session id is 404 (call, GET and DELETE)"
+
+# GET: a tenant sees its own sessions, never another's; no nonce, token
+# or output in what it sees.
+check 200 "$(req "$tmp/la" -H "$A" http://cordon/v1/sessions)" "list a"
+check 200 "$(req "$tmp/lb" -H "$B" http://cordon/v1/sessions)" "list b"
+python3 - "$tmp/la" "$tmp/lb" "$id" "$ctr" <<'PY' || fail "session lists: $(cat "$tmp/la" "$tmp/lb")"
+import json, sys
+a = json.load(open(sys.argv[1]))["sessions"]
+b = json.load(open(sys.argv[2]))["sessions"]
+mine = [s for s in a if s["id"] == sys.argv[3]]
+assert len(mine) == 1 and mine[0]["container"] == sys.argv[4], a
+assert mine[0]["state"] == "idle" and mine[0]["net"] == "none" and mine[0]["profile"] == "minimal", mine
+assert set(mine[0]) == {"id", "state", "net", "idle_timeout_s", "max_lifetime_s", "container", "profile", "age_s", "idle_s"}, mine
+assert not any(s["id"] == sys.argv[3] for s in b), b
+PY
+check 200 "$(req "$tmp/g1" -H "$A" "http://cordon/v1/sessions/$id")" "GET a's session"
+[ "$(jget "$tmp/g1" container) $(jget "$tmp/g1" state)" = "$ctr idle" ] || fail "GET session: $(cat "$tmp/g1")"
+check 200 "$(req "$tmp/met" http://cordon/metrics)" "metrics"
+grep -q '^cordon_sessions_live [1-9]' "$tmp/met" && grep -q '^cordon_session_calls_total{status="ok"} [1-9]' "$tmp/met" ||
+	fail "session metrics: $(grep session "$tmp/met")"
+echo "ok - GET /v1/sessions lists only the tenant's own; GET /v1/sessions/ID; session metrics"
 
 # Bad requests.
 check 400 "$(create "$tmp/m" '{"profile":"nosuch"}')" "unknown profile"
@@ -100,7 +122,8 @@ check 403 "$(create "$tmp/m" '{"net":"proxy"}')" "net proxy for tenant a"
 grep -q 'may not use net ..proxy' "$tmp/m" || fail "net proxy for tenant a: $(cat "$tmp/m")"
 check 400 "$(call "$tmp/m" "$id" '{"code":"1","net":"none"}')" "net on a call"
 check 404 "$(call "$tmp/m" ses_0000000000000000 '{"code":"1"}')" "unknown id"
-check 405 "$(req "$tmp/m" -H "$A" "http://cordon/v1/sessions/$id")" "GET a session"
+check 405 "$(req "$tmp/m" -H "$A" -d "{}" "http://cordon/v1/sessions/$id")" "POST to a session"
+check 405 "$(req "$tmp/m" -H "$A" -X DELETE http://cordon/v1/sessions)" "DELETE all sessions"
 echo "ok - bad session requests: 400/403/404/405"
 
 # 3. Per-tenant limit (2), and DELETE removes the container.

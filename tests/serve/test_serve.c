@@ -321,6 +321,11 @@ test_metrics(void **state)
 	serve_metrics_observe(&m, SERVE_STATUS_ERROR, 400000);
 	serve_metrics_observe(&m, 99, 1);
 	m.forbidden = 3;
+	m.sessions_live = 2;
+	m.sessions_started = 5;
+	m.sessions_ended = 3;
+	m.session_calls[RUNNER_OK] = 7;
+	m.session_calls[RUNNER_OOM] = 1;
 	t = serve_metrics_render(&m);
 	assert_non_null(t);
 	assert_non_null(strstr(t, "# TYPE cordon_runs_total counter\n"));
@@ -341,6 +346,16 @@ test_metrics(void **state)
 	assert_non_null(strstr(t, "\ncordon_active_runs 1\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_size 0\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_misses_total 4\n"));
+	assert_non_null(strstr(t, "\ncordon_sessions_live 2\n"));
+	assert_non_null(strstr(t, "# TYPE cordon_sessions_started_total "
+	    "counter\ncordon_sessions_started_total 5\n"));
+	assert_non_null(strstr(t, "\ncordon_sessions_ended_total 3\n"));
+	assert_non_null(strstr(t, "\ncordon_session_calls_total"
+	    "{status=\"ok\"} 7\n"));
+	assert_non_null(strstr(t, "\ncordon_session_calls_total"
+	    "{status=\"oom\"} 1\n"));
+	assert_non_null(strstr(t, "\ncordon_session_calls_total"
+	    "{status=\"error\"} 0\n"));
 	assert_int_equal(t[strlen(t) - 1], '\n');
 	free(t);
 }
