@@ -21,6 +21,8 @@
 #     keeps one proxy identity across calls (state kept too), each call's
 #     result has the session's egress so far, and DELETE ends both its
 #     container and its registration (its credential is then refused);
+# 10. a warm proxy-mode run from the same service's pool (--pool 1) takes
+#     the pooled container, registered only while the run has it;
 # and that the control socket is root-only and no token reaches the
 # proxy's log. (5, a tenant limited to nets ["none"], is in serve_e2e.)
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
@@ -72,6 +74,14 @@ EOF
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	# cordon serve removes its containers before it exits, and net down
+	# refuses while one is still attached: give it up to 30 s.
+	for _ in $(seq 300); do
+		alive=0
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && break
+		sleep 0.1
+	done
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	rm -rf "$T"
@@ -310,7 +320,7 @@ SH
 echo "ok: bash got the run's proxy credential and reached a.example.com through it"
 
 step "9. a proxy-mode session (cordon serve): one proxy identity across calls, each result has the session's egress so far, the credential ends with the session"
-"$cordon" serve --socket "$T/serve.sock" >"$T/serve.log" 2>&1 &
+"$cordon" serve --socket "$T/serve.sock" --pool 1 >"$T/serve.log" 2>&1 &
 spid=$!
 pids+=($spid)
 # sreq OUT CURL-ARGS...: HTTP over the service's socket; prints the status.
@@ -366,6 +376,30 @@ sed -e "s/$old_run/$srun/; s/$old_token/$stoken/" "$T/old.py" >"$T/sold.py"
 jget "$T/sold.json" 'd["stdout"]' | grep -q '^HTTP/1.1 407' || fail "an ended session's credential was accepted: $(cat "$T/sold.json")"
 ! grep -q "$stoken" "$plog" "$T/audit.log" "$T/serve.log" || fail "the session's token is in a log"
 echo "ok: DELETE removed $sctr and its registration; its credential then gets $(jget "$T/sold.json" 'd["stdout"].strip()'); no token in the logs"
+step "10. a warm proxy-mode run (the same service's --pool 1): the pooled container registers only when a run takes it"
+for _ in $(seq 300); do
+	sreq "$T/h" http://cordon/v1/health >/dev/null
+	[ "$(jget "$T/h" 'd["pool"]["proxy"]')" = 1 ] && break
+	sleep 0.1
+done
+[ "$(jget "$T/h" 'd["pool"]["proxy"]')" = 1 ] || fail "no warm proxy-mode container in 30 s: $(cat "$T/h") $(tail -n5 "$T/serve.log")"
+wctr=$("$docker" ps -q --filter label=cordon=1 --filter network="$net" --filter "label=cordon.owner_pid=$spid" | head -1)
+[ -n "$wctr" ] || fail "no pooled container on $net"
+wname=$("$docker" inspect -f '{{.Name}}' "$wctr"); wname=${wname#/}
+ctl "{\"op\":\"report\",\"run\":\"$wname\"}" | grep -q 'unknown run' || fail "an idle pooled container $wname is registered with the proxy"
+fetch_job 0 a.example.com b.example.com >"$T/w.py"
+python3 -I -c 'import json,sys; print(json.dumps({"code": open(sys.argv[1]).read(), "net": "proxy", "policy": "pol-a", "timeout_s": 60}))' "$T/w.py" >"$T/wbody.json"
+code=$(sreq "$T/w.json" -H 'Content-Type: application/json' -d @"$T/wbody.json" http://cordon/v1/runs)
+[ "$code" = 200 ] || fail "warm proxy run: HTTP $code: $(cat "$T/w.json")"
+[ "$(jget "$T/w.json" 'd["warm"]' 'd["container"]' 'd["policy"]')" = "True $wname pol-a" ] || fail "the proxy-mode run was not the warm one ($wname): $(cat "$T/w.json")"
+out=$(jget "$T/w.json" 'd["stdout"]')
+echo "$out" | grep -qx "a.example.com 200 cordon-upstream-ok" && echo "$out" | grep -qx "b.example.com 403 not-on-policy pol-a" ||
+	fail "warm proxy run: $out"
+[ "$(jget "$T/w.json" '[(e["host"], e["decision"]) for e in d["egress"]]')" = "[('a.example.com', 'allowed'), ('b.example.com', 'denied')]" ] ||
+	fail "warm proxy run's egress: $(jget "$T/w.json" 'd["egress"]')"
+ctl "{\"op\":\"report\",\"run\":\"$wname\"}" | grep -q 'unknown run' || fail "the warm run $wname is still registered after its answer"
+echo "ok: warm proxy-mode run in $wname (policy pol-a): a allowed, b not-on-policy, its egress exactly those two; unregistered before and after"
+
 # The service's own scheduled probes use this network too: stop it (SIGTERM
 # waits for what it started) before the cleanup's `net down`, which
 # refuses while a container is attached.
