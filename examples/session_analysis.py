@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # A data-analysis session against `cordon serve` (POST /v1/sessions) in the
-# `data` image profile (numpy, pandas, matplotlib, scipy): the first call
-# loads a CSV into a pandas DataFrame in the session's interpreter, the
+# `data` image profile (numpy, pandas, matplotlib, scipy): the CSV goes in
+# with the session's creation (`files`: read-only at /in for the session's
+# life), the first call loads it into a pandas DataFrame, the
 # second summarises that DataFrame, the third draws a bar chart of the
 # summary with matplotlib into /tmp (which persists too) and sends the PNG
 # back base64-encoded on stdout; this script checks its PNG signature and
@@ -15,8 +16,11 @@
 # as untrusted as that code: it is shown and decoded, never followed.
 import argparse
 import base64
+import csv
 import http.client
+import io
 import json
+import random
 import socket
 import sys
 
@@ -50,17 +54,10 @@ def request(args, method, path, body=None):
     return data
 
 
-# Call 1: make (or, in real use, receive) a CSV and load it once.
+# Call 1: load the CSV that came with the session, once.
 LOAD = r'''
-import io
-import numpy as np
 import pandas as pd
-rng = np.random.default_rng(7)
-region = rng.choice(["north", "south", "west"], size=300)
-units = np.maximum(0, rng.normal(np.where(region == "west", 40, 30), 8)).round()
-pd.DataFrame({"day": np.arange(300), "region": region, "units": units}).to_csv(
-    "/tmp/sales.csv", index=False)
-df = pd.read_csv("/tmp/sales.csv")
+df = pd.read_csv("/in/sales.csv")
 print(len(df), "rows loaded")
 '''
 
@@ -91,6 +88,19 @@ print("-----END PNG-----")
 '''
 
 
+def sales_csv():
+    """A day-by-region sales table (in real use: the agent's data)."""
+    rnd = random.Random(7)
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["day", "region", "units"])
+    for day in range(300):
+        region = rnd.choice(["north", "south", "west"])
+        mean = 40 if region == "west" else 30
+        w.writerow([day, region, max(0, round(rnd.gauss(mean, 8)))])
+    return out.getvalue().encode()
+
+
 def png_of(stdout):
     """The PNG between the marker lines of call 3's output."""
     try:
@@ -111,8 +121,11 @@ def main():
     p.add_argument("--profile", default="data")
     p.add_argument("--plot", default="session_plot.png")
     args = p.parse_args()
+    files = [{"path": "sales.csv",
+              "content_b64": base64.b64encode(sales_csv()).decode()}]
     s = request(args, "POST", "/v1/sessions",
-                {"idle_timeout_s": 120, "profile": args.profile})
+                {"idle_timeout_s": 120, "profile": args.profile,
+                 "files": files})
     print("session %s (container %s, profile %s, started in %d ms)" % (
         s["id"], s["container"], s["profile"], s["start_ms"]))
     try:

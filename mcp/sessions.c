@@ -82,6 +82,12 @@ same_settings(const struct config *c, const struct runner_session *rs,
 	const struct config_profile *p;
 	int rc;
 
+	if (req->nin > 0) {
+		snprintf(err, errlen, "session '%s' has started: 'files' go "
+		    "only with the call that starts a session (they are in "
+		    "/in); write later data from the code", name);
+		return -EINVAL;
+	}
 	if ((rc = config_profile_pick(c, req->profile, "python", &p, err,
 	    errlen)) < 0)
 		return rc;
@@ -119,7 +125,7 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 {
 	struct runner_session_opts o = { .label = label, .net = req->net,
 	    .policy = req->policy, .profile = req->profile,
-	    .cancel = req->cancel };
+	    .in = req->in, .nin = req->nin, .cancel = req->cancel };
 	struct mcp_session *se = NULL;
 	struct runner_session *gone = NULL;
 	size_t i;

@@ -28,6 +28,7 @@
 #include "runner/container.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
+#include "runner/files.h"
 #include "runner/image.h"
 #include "runner/oomlog.h"
 #include "runner/probe_ops.h"
@@ -261,6 +262,11 @@ runner_session_end(struct runner_session *s)
 	close_fd(&s->out_fd);
 	close_fd(&s->err_fd);
 	explicit_bzero(s->token, sizeof(s->token));
+	/* After the container: its /in is a bind mount of this. */
+	if (s->in_dir[0] != '\0' && (s->pid <= 0 || s->reaped)) {
+		(void)util_rm_rf(s->in_dir);
+		s->in_dir[0] = '\0';
+	}
 }
 
 void
@@ -381,6 +387,7 @@ sess_launch(struct runner_session *s, const struct runner_session_opts *o,
 	struct container_start cs = {
 		.name = s->name, .image = s->image, .session = s->label,
 		.lim = &s->lim, .na = s->net == RUNNER_NET_PROXY ? &s->na : NULL,
+		.in_dir = s->in_dir[0] != '\0' ? s->in_dir : NULL,
 		.label_deadline_s = time_wall_ms() / 1000 + life +
 		    CONTAINER_GC_GRACE_S,
 	};
@@ -443,8 +450,17 @@ runner_session_start(const struct config *c,
 		goto bad;
 	}
 	snprintf(s->name, sizeof(s->name), "cordon-%s", hex);
-	if ((rc = sess_admit(s, o, err, errlen)) < 0 ||
-	    (rc = runner_slot_acquire(c, o->cancel, &slot, err, errlen)) < 0)
+	if ((rc = sess_admit(s, o, err, errlen)) < 0)
+		goto bad;
+	if (o->nin > RUNNER_MAX_IN) {
+		snprintf(err, errlen, "at most %d --in paths", RUNNER_MAX_IN);
+		rc = -EINVAL;
+		goto bad;
+	}
+	if (o->nin > 0 && (rc = files_stage_in(s->c, s->name, o->in, o->nin,
+	    s->in_dir, sizeof(s->in_dir), err, errlen)) < 0)
+		goto bad;
+	if ((rc = runner_slot_acquire(c, o->cancel, &slot, err, errlen)) < 0)
 		goto bad;
 	t0 = time_mono_ms();
 	if ((rc = sess_launch(s, o, err, errlen)) < 0)

@@ -50,6 +50,10 @@ struct runner_session_opts {
 					 * "session" ([A-Za-z0-9._-], <= 64) */
 	int64_t max_lifetime_s;		/* the label deadline for `cordon gc`;
 					 * 0: 3600 */
+	const char *const *in;		/* host paths copied in, read-only at
+					 * /in for the session's life, as a
+					 * run's --in (files_stage_in) */
+	size_t nin;			/* <= RUNNER_MAX_IN */
 	const atomic_int *cancel;	/* may be NULL: stops the start */
 };
 

@@ -6,6 +6,7 @@
 #ifndef CORDON_RUNNER_SESSION_INTERNAL_H
 #define CORDON_RUNNER_SESSION_INTERNAL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,6 +52,8 @@ struct runner_session {
 	cJSON *last_report;		/* the unregister's, until a call's
 					 * result takes it */
 	char egress_error[128];
+	char in_dir[PATH_MAX];		/* "" none: the staged --in copy,
+					 * removed after the container */
 };
 
 /* Net proxy, before any container: egress up (netsetup_ready), the policy

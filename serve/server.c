@@ -211,7 +211,7 @@ serve_server_new(const struct serve_server_opts *opts,
 	serve_queue_init(&s->queue);
 	s->sessions = (struct serve_sessions){ .base = s->base, .c = c,
 	    .tenants = &s->tenants, .metrics = &s->metrics,
-	    .on_idle = server_maybe_exit, .arg = s };
+	    .tmp_dir = s->tmp_dir, .on_idle = server_maybe_exit, .arg = s };
 	if (serve_sessions_init(&s->sessions) < 0) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;

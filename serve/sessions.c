@@ -55,6 +55,8 @@ struct work {
 	struct runner_session *rs;	/* WORK_START's, WORK_END's */
 	char label[RUNNER_SESSION_MAX + 1];
 	int64_t t0_ms;
+	struct stage_file *files;	/* WORK_START: copied in at /in */
+	size_t nfiles;
 };
 
 static int64_t
@@ -122,10 +124,20 @@ work_thread(void *arg)
 	    .max_lifetime_s = se->life_s, .cancel = &se->cancel };
 	struct runner_request rq = { 0 };
 
+	struct stage_dir st = { .nin = 0 };
+
 	switch (w->kind) {
 	case WORK_START:
-		w->rc = runner_session_start(w->ss->c, &o, &w->rs, w->err,
-		    sizeof(w->err));
+		/* Written to a private directory, then copied under the
+		 * state dir by the start (files_stage_in), as a run's. */
+		w->rc = stage_write(w->ss->tmp_dir, "cordon-session", w->files,
+		    w->nfiles, &st, w->err, sizeof(w->err));
+		o.in = (const char *const *)st.in;
+		o.nin = st.nin;
+		if (w->rc == 0)
+			w->rc = runner_session_start(w->ss->c, &o, &w->rs,
+			    w->err, sizeof(w->err));
+		stage_dir_cleanup(&st);
 		break;
 	case WORK_CALL:
 		rq.code = w->call.code;
@@ -153,6 +165,7 @@ work_free(struct work *w)
 		event_free(w->done_ev);
 	serve_req_cleanup(&w->call);
 	runner_result_cleanup(&w->res);
+	stage_files_free(w->files, w->nfiles);
 	free(w);
 }
 
@@ -379,19 +392,55 @@ body_of(struct evhttp_request *req, size_t *len)
 	return *len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
 }
 
+/* What may refuse a new session before anything starts: the tenant's
+ * nets and policies, the profile, the tenant's session limit. 0, or the
+ * HTTP status with reason and a message in err. */
+static int
+create_check(struct serve_sessions *ss, size_t tenant,
+    struct serve_session_opts *o, const char **reason, char *err,
+    size_t errlen)
+{
+	const struct serve_tenant *t = &ss->tenants->t[tenant];
+	const struct config_profile *prof;
+	int rc;
+
+	if (!o->has_net)
+		o->net = t->net;
+	if ((rc = serve_tenant_check(ss->c, t->conf, o->net, o->policy, err,
+	    errlen)) < 0) {
+		*reason = rc == -EPERM ? "Forbidden" : "Bad Request";
+		return rc == -EPERM ? 403 : 400;
+	}
+	if (config_profile_pick(ss->c, o->profile[0] != '\0' ? o->profile :
+	    NULL, "python", &prof, err, errlen) < 0) {
+		*reason = "Bad Request";
+		return 400;
+	}
+	if (tenant_sessions(ss, tenant) >= ss->c->serve.sessions_per_tenant) {
+		snprintf(err, errlen, "tenant '%s' has %lld session(s), its "
+		    "limit (serve.sessions_per_tenant); end one first",
+		    t->name, (long long)tenant_sessions(ss, tenant));
+		*reason = "Too Many Requests";
+		return 429;
+	}
+	return 0;
+}
+
 static void
 route_create(struct serve_sessions *ss, struct evhttp_request *req,
     size_t tenant)
 {
 	const struct serve_tenant *t = &ss->tenants->t[tenant];
-	const struct config_profile *prof;
+	struct stage_file *files = NULL;
+	size_t nfiles = 0;
 	struct serve_session_opts o;
 	struct serve_session *se;
 	struct work *w;
+	const char *reason = "Bad Request";
 	char err[512], hex[17];
 	size_t len;
 	const char *body = body_of(req, &len);
-	int rc;
+	int rc, code;
 
 	if (body == NULL || len > ss->c->serve.body_max_bytes) {
 		serve_reply_error(req, 413, "Payload Too Large", "body too big");
@@ -401,34 +450,30 @@ route_create(struct serve_sessions *ss, struct evhttp_request *req,
 		serve_reply_error(req, 400, "Bad Request", err);
 		return;
 	}
-	if (!o.has_net)
-		o.net = t->net;
-	if ((rc = serve_tenant_check(ss->c, t->conf, o.net, o.policy, err,
-	    sizeof(err))) < 0) {
-		serve_reply_error(req, rc == -EPERM ? 403 : 400, rc == -EPERM ?
-		    "Forbidden" : "Bad Request", err);
-		return;
+	code = create_check(ss, tenant, &o, &reason, err, sizeof(err));
+	rc = code == 0 && o.files != NULL ? stage_files_parse(ss->c, o.files,
+	    STAGE_CONTENT_BASE64, &files, &nfiles, err, sizeof(err)) : 0;
+	serve_session_opts_cleanup(&o);
+	if (rc < 0) {
+		code = rc == -EFBIG ? 413 : rc == -ENOMEM ? 500 : 400;
+		reason = rc == -EFBIG ? "Payload Too Large" : rc == -ENOMEM ?
+		    "Internal Server Error" : "Bad Request";
 	}
-	if (config_profile_pick(ss->c, o.profile[0] != '\0' ? o.profile :
-	    NULL, "python", &prof, err, sizeof(err)) < 0) {
-		serve_reply_error(req, 400, "Bad Request", err);
-		return;
-	}
-	if (tenant_sessions(ss, tenant) >= ss->c->serve.sessions_per_tenant) {
-		snprintf(err, sizeof(err), "tenant '%s' has %lld session(s), "
-		    "its limit (serve.sessions_per_tenant); end one first",
-		    t->name, (long long)tenant_sessions(ss, tenant));
-		serve_reply_error(req, 429, "Too Many Requests", err);
+	if (code != 0) {
+		serve_reply_error(req, code, reason, err);
 		return;
 	}
 	if ((se = calloc(1, sizeof(*se))) == NULL ||
 	    util_random_hex(hex, 8) < 0 ||
 	    (w = work_new(ss, se, WORK_START, req)) == NULL) {
 		free(se);
+		stage_files_free(files, nfiles);
 		serve_reply_error(req, 500, "Internal Server Error",
 		    "out of memory");
 		return;
 	}
+	w->files = files;
+	w->nfiles = nfiles;
 	se->ss = ss;
 	snprintf(se->id, sizeof(se->id), "ses_%s", hex);
 	se->tenant = tenant;

@@ -33,15 +33,21 @@ struct serve_session_opts {
 						 * one ("default" names it) */
 	int64_t idle_timeout_s;		/* 1..SERVE_SESSION_S_MAX */
 	int64_t max_lifetime_s;		/* 1..SERVE_SESSION_S_MAX */
+	cJSON *files;			/* NULL, or the `files` array as
+					 * given (owned; checked later by
+					 * stage_files_parse) */
 };
 
 /* Parses body[0..len): {net?, policy?, profile?, idle_timeout_s?,
- * max_lifetime_s?}; profile is a profile name (its existence is the
- * caller's to check: config_profile_pick), "default" the config's current
- * one. Unknown fields and wrong types are refused.
+ * max_lifetime_s?, files?}; profile is a profile name (its existence is
+ * the caller's to check: config_profile_pick), "default" the config's
+ * current one; files must be an array (its entries are the caller's to
+ * check, with the config's caps: stage_files_parse). Unknown fields and
+ * wrong types are refused; serve_session_opts_cleanup frees o.
  * 0, or -EINVAL with a one-line reason in err. Pure. */
 int serve_session_opts_parse(const char *body, size_t len,
     struct serve_session_opts *o, char *err, size_t errlen);
+void serve_session_opts_cleanup(struct serve_session_opts *o);
 
 /* The session id in a path "/v1/sessions/ID" or "/v1/sessions/ID/runs":
  * 1 for the session itself, 2 for its runs, 0 for "/v1/sessions", -1 for
@@ -69,6 +75,7 @@ struct serve_sessions {
 	int sending;			/* replies not yet written */
 	int64_t started, ended;		/* counters (log, metrics) */
 	struct serve_metrics *metrics;	/* owner; NULL: none kept */
+	const char *tmp_dir;		/* owner: where `files` are staged */
 };
 
 /* 0, or -ENOMEM. */

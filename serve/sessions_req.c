@@ -16,6 +16,7 @@
 
 static const char *const session_keys[] = {
 	"net", "policy", "profile", "idle_timeout_s", "max_lifetime_s",
+	"files",
 };
 
 static int
@@ -64,7 +65,7 @@ parse_session(const cJSON *root, struct serve_session_opts *o, char *err,
 		if (!known) {
 			snprintf(err, errlen, "unknown field '%.64s' (allowed: "
 			    "net, policy, profile, idle_timeout_s, "
-			    "max_lifetime_s)", m->string);
+			    "max_lifetime_s, files)", m->string);
 			return -EINVAL;
 		}
 	}
@@ -117,10 +118,25 @@ serve_session_opts_parse(const char *body, size_t len,
 	if ((root = cJSON_ParseWithLength(body, len)) == NULL)
 		return bad(err, errlen, "the body is not valid JSON");
 	rc = parse_session(root, o, err, errlen);
+	/* `files` is kept whole for stage_files_parse, which needs the
+	 * config's caps. */
+	if (rc == 0 && (o->files = cJSON_DetachItemFromObjectCaseSensitive(root,
+	    "files")) != NULL && !cJSON_IsArray(o->files))
+		rc = bad(err, errlen, "'files' must be an array of {path, "
+		    "content_b64}");
 	cJSON_Delete(root);
-	if (rc < 0)
+	if (rc < 0) {
+		serve_session_opts_cleanup(o);
 		memset(o, 0, sizeof(*o));
+	}
 	return rc;
+}
+
+void
+serve_session_opts_cleanup(struct serve_session_opts *o)
+{
+	cJSON_Delete(o->files);
+	o->files = NULL;
 }
 
 int

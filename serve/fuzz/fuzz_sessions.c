@@ -27,8 +27,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0 && (o.idle_timeout_s < 1 || o.max_lifetime_s < 1 ||
 	    o.idle_timeout_s > SERVE_SESSION_S_MAX ||
 	    o.max_lifetime_s > SERVE_SESSION_S_MAX ||
-	    (o.policy[0] != '\0' && !config_policy_name_valid(o.policy))))
+	    (o.policy[0] != '\0' && !config_policy_name_valid(o.policy)) ||
+	    (o.profile[0] != '\0' && !config_profile_name_valid(o.profile)) ||
+	    (o.files != NULL && !cJSON_IsArray(o.files))))
 		abort();
+	if (rc != 0 && o.files != NULL)
+		abort();	/* refused: nothing is left to free */
+	serve_session_opts_cleanup(&o);
 	if ((path = malloc(size + 1)) == NULL)
 		return 0;
 	memcpy(path, data, size);

@@ -89,7 +89,7 @@ test_sessions(void **state)
 	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
 	struct mcp_server *s;
 	const cJSON *sc;
-	char *reply = NULL, ctr[64], ctr2[64], *log;
+	char *reply = NULL, ctr[64], ctr2[64], ctr3[64], *log;
 	cJSON *root;
 	bool error;
 
@@ -158,16 +158,28 @@ test_sessions(void **state)
 	    "\"bash\"}", &sc, &error);
 	assert_true(error);
 	cJSON_Delete(root);
-	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"files\":[]}", &sc,
-	    &error);
+	/* files: only with the call that starts a session; then at /in. */
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\",\"files\":"
+	    "[{\"path\":\"x.csv\",\"content\":\"1,2\\n\"}]}", &sc, &error);
 	assert_true(error);
+	assert_non_null(strstr(text(root), "only with the call that starts"));
 	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"print(3)\",\"session\":\"c\",\"files\":"
+	    "[{\"path\":\"x.csv\",\"content\":\"1,2\\n\"}]}", &sc, &error);
+	assert_false(error);
+	assert_true(flag(sc, "session_new"));
+	util_strlcpy(ctr3, str(sc, "container"), sizeof(ctr3));
+	cJSON_Delete(root);
+	log = fake_docker_log(&fk);
+	assert_non_null(strstr(log, ",dst=/in,readonly"));
+	free(log);
 
 	/* Closing the connection ends every session. */
 	mcp_server_free(s);
 	log = fake_docker_log(&fk);
 	assert_true(fake_docker_removed(log, ctr));
 	assert_true(fake_docker_removed(log, ctr2));
+	assert_true(fake_docker_removed(log, ctr3));
 	free(log);
 }
 

@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +172,22 @@ call(struct runner_session *s, const char *code, int64_t timeout_s,
 	return rc;
 }
 
+/* Entries of dir (not . and ..); -1 when it cannot be read. */
+static int
+dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
 static struct runner_session *
 start(void)
 {
@@ -309,6 +327,32 @@ test_driver_exit_ends_session(void **state)
 	runner_session_free(s);
 }
 
+/* --in paths are copied under the state dir, mounted read-only at /in,
+ * and removed with the session. */
+static void
+test_in_files(void **state)
+{
+	char src[PATH_MAX], staged[PATH_MAX + 64], *log;
+	const char *in[1] = { src };
+	struct runner_session_opts o = { .label = "t.ses_in", .in = in,
+	    .nin = 1 };
+	struct runner_session *s = NULL;
+	char err[256];
+
+	(void)state;
+	snprintf(src, sizeof(src), "%s/data.csv", fk.dir);
+	assert_int_equal(util_write_file_atomic(src, "x,1\n", 4, 0644), 0);
+	if (runner_session_start(&fk.cfg, &o, &s, err, sizeof(err)) < 0)
+		fail_msg("start: %s", err);
+	log = fake_docker_log(&fk);
+	assert_non_null(strstr(log, ",dst=/in,readonly"));
+	free(log);
+	snprintf(staged, sizeof(staged), "%s/in", fk.cfg.state_dir);
+	assert_true(dir_entries(staged) == 1);
+	runner_session_free(s);
+	assert_true(dir_entries(staged) == 0);
+}
+
 /* Net proxy needs the egress network up: without it the start is refused
  * before any container exists (the proxy-mode flow itself runs against a
  * real proxy in tests/netsetup/e2e_egress.sh). */
@@ -379,6 +423,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_exit_ends_session,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_in_files, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_proxy_needs_egress, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_policy_needs_proxy, setup,

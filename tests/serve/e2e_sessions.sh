@@ -109,6 +109,23 @@ grep -q '^cordon_sessions_live [1-9]' "$tmp/met" && grep -q '^cordon_session_cal
 	fail "session metrics: $(grep session "$tmp/met")"
 echo "ok - GET /v1/sessions lists only the tenant's own; GET /v1/sessions/ID; session metrics"
 
+# files at creation: read-only at /in for the session's life; bad files 400.
+check 201 "$(create "$tmp/sf" '{"files":[{"path":"d/n.txt","content_b64":"NDIK"}]}')" "session with files"
+idf=$(jget "$tmp/sf" id)
+check 200 "$(call "$tmp/cf" "$idf" '{"code":"v = int(open(\"/in/d/n.txt\").read())\ntry:\n    open(\"/in/d/w\", \"w\")\nexcept OSError as e:\n    print(\"ro\", e.errno in (13, 30))"}')" "read /in"
+[ "$(jget "$tmp/cf" stdout)" = "ro True" ] || fail "files in a session (EACCES or EROFS writing /in): $(cat "$tmp/cf")"
+check 200 "$(call "$tmp/cf2" "$idf" '{"code":"print(v + 1)"}')" "after /in"
+[ "$(jget "$tmp/cf2" stdout)" = 43 ] || fail "files in a session, call 2: $(cat "$tmp/cf2")"
+ls /var/lib/cordon/in | grep -q "^$(jget "$tmp/sf" container)\." || fail "no /in copy of the files session under /var/lib/cordon/in"
+check 200 "$(req "$tmp/m" -H "$A" -X DELETE "http://cordon/v1/sessions/$idf")" "DELETE the files session"
+check 400 "$(create "$tmp/m" '{"files":[{"path":"../x","content_b64":"NDIK"}]}')" "unsafe files path"
+grep -q "'files'" "$tmp/m" || fail "unsafe files path: $(cat "$tmp/m")"
+ctrf=$(jget "$tmp/sf" container)
+gone "$ctrf" || fail "DELETE left $ctrf"
+for _ in $(seq 50); do ls /var/lib/cordon/in 2>/dev/null | grep -q "^$ctrf\." || break; sleep 0.1; done
+! ls /var/lib/cordon/in 2>/dev/null | grep -q "^$ctrf\." || fail "the session's /in copy is left after DELETE: $(ls /var/lib/cordon/in)"
+echo "ok - files at creation are at /in across calls and not writable there, removed with the session; an unsafe path is 400"
+
 # Bad requests.
 check 400 "$(create "$tmp/m" '{"profile":"nosuch"}')" "unknown profile"
 grep -q "nosuch" "$tmp/m" || fail "unknown profile: $(cat "$tmp/m")"

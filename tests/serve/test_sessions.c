@@ -63,6 +63,30 @@ test_opts_profile(void **state)
 	assert_string_equal(o.policy, "");
 }
 
+/* `files` is kept as given, for stage_files_parse with the config's caps;
+ * anything but an array is refused here. */
+static void
+test_opts_files(void **state)
+{
+	const char *b = "{\"files\":[{\"path\":\"a.csv\",\"content_b64\":"
+	    "\"eCwxCg==\"}]}";
+	struct serve_session_opts o;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(serve_session_opts_parse(b, strlen(b), &o, err,
+	    sizeof(err)), 0);
+	assert_true(cJSON_IsArray(o.files));
+	assert_int_equal(cJSON_GetArraySize(o.files), 1);
+	serve_session_opts_cleanup(&o);
+	assert_null(o.files);
+	b = "{\"files\":{}}";
+	assert_int_equal(serve_session_opts_parse(b, strlen(b), &o, err,
+	    sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "'files' must be an array"));
+	assert_null(o.files);
+}
+
 static void
 test_opts_refused(void **state)
 {
@@ -139,6 +163,7 @@ main(void)
 		cmocka_unit_test(test_opts_defaults),
 		cmocka_unit_test(test_opts_all),
 		cmocka_unit_test(test_opts_profile),
+		cmocka_unit_test(test_opts_files),
 		cmocka_unit_test(test_opts_refused),
 		cmocka_unit_test(test_paths),
 	};
