@@ -1,7 +1,7 @@
 /*
  * What the service says on stderr (common/log.h, the proxy's format: one
  * line per event, "cordon: LEVEL: ..."): the start-up line, the warm
- * pool's fills and failures (its on_note, on the pool's thread), and the
+ * pool's fills and failures (its on_note, on the pool's threads), and the
  * shutdown summary. Never code, output, credentials or tokens: only
  * counts, container names, modes, and docker's or the prober's reasons.
  */
