@@ -14,11 +14,11 @@
  * credential line and code, and from then on it is a cold run: same
  * deadline, caps, end-state inspection and removal (the exec's exit code
  * is the job's, from the daemon). A taken container is always removed
- * after its run: a pooled container never serves a second run. A background thread
- * refills the pool, up to max_starts starts at once (each on a thread of
- * its own), and replaces a container that died, outlived the
- * max age, or was started from an image no longer pinned. The pool
- * never makes a run wait: an empty pool means a cold start.
+ * after its run: a pooled container never serves a second run. A
+ * background thread refills the pool, up to max_starts starts at once
+ * (each on a thread of its own), and replaces a container that died,
+ * outlived the max age, or was started from an image no longer pinned.
+ * The pool never makes a run wait: an empty pool means a cold start.
  */
 #ifndef CORDON_RUNNER_POOL_H
 #define CORDON_RUNNER_POOL_H
