@@ -8,8 +8,11 @@
  * reversed every round, so load drift hits all alike; each batch starts
  * with that service's pool full and idle. Prints, per clients x pool:
  * runs/s, median and p99 latency, the runs served warm and cold, and the
- * ratios against pool 0. Usage: bench_pool [CORDON [N [R]]] (N runs per
- * figure, default 24, in R batches, default 2).
+ * ratios against pool 0. Then, per pool, the refill after a burst: as
+ * many runs at once as the pool holds (all warm), and the time from the
+ * last answer until the pool is full again, REFILLS times interleaved.
+ * Usage: bench_pool [CORDON [N [R]]] (N runs per figure, default 24, in R
+ * batches, default 2).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,6 +30,7 @@
 #define MAX_N 400
 #define NSVC 4
 #define NK 3
+#define REFILLS 3
 
 static const int clients[NK] = { 1, 2, 8 };
 
@@ -173,6 +177,46 @@ wait_rest(const struct bench_svc *sv, int size)
 	return -1;
 }
 
+/* One burst of size runs at once into sv's full pool, then the ms from
+ * the last answer until it is full again (polled every 20 ms), or -1. */
+static int64_t
+refill_ms(const struct bench_svc *sv, int size)
+{
+	struct cell *c = calloc(1, sizeof(*c));
+	int64_t t0, ms = -1;
+
+	if (c == NULL || wait_rest(sv, size) < 0 ||
+	    batch_run(sv, size, size, c) < 0)
+		goto out;
+	t0 = time_mono_ms();
+	for (int i = 0; i < 6000 && ms < 0; i++) {
+		cJSON *p = pool_health(sv);
+
+		if (p != NULL && num(p, "none") >= size)
+			ms = time_mono_ms() - t0;
+		cJSON_Delete(p);
+		if (ms < 0)
+			usleep(20 * 1000);
+	}
+	if (c->warm != size)
+		fprintf(stderr, "bench_pool: %s: %d of the burst's %d runs "
+		    "warm\n", sv->name, c->warm, size);
+out:
+	free(c);
+	return ms;
+}
+
+/* sv's pool.starts_max, or -1. */
+static int64_t
+serve_starts_max(const struct bench_svc *sv)
+{
+	cJSON *p = pool_health(sv);
+	int64_t v = p != NULL ? num(p, "starts_max") : -1;
+
+	cJSON_Delete(p);
+	return v;
+}
+
 static double
 rate(const struct cell *c)
 {
@@ -257,7 +301,7 @@ main(int argc, char **argv)
 	char dir[] = "/tmp/cordon-bench-pool.XXXXXX", cfg[160], cerr[256];
 	struct bench_svc sv[NSVC];
 	struct config c;
-	int64_t t0 = time_mono_ms();
+	int64_t t0 = time_mono_ms(), refill[NSVC][REFILLS];
 	bool warm;
 
 	if (n < 2 || n > MAX_N || rounds < 1 || rounds > n) {
@@ -303,8 +347,28 @@ main(int argc, char **argv)
 			}
 		}
 	}
+	for (int r = 0; r < REFILLS; r++)
+		for (int i = 1; i < NSVC; i++) {
+			int s = r % 2 == 0 ? i : NSVC - i;
+
+			if ((refill[s][r] = refill_ms(&sv[s], defs[s].size)) < 0)
+				goto out;
+		}
 	print_table();
 	print_pools(sv);
+	for (int s = 1; s < NSVC; s++) {
+		printf("%-16s refill after a burst of %d warm runs: median %lld "
+		    "ms (sorted: ", defs[s].label, defs[s].size,
+		    (long long)bench_pct(refill[s], REFILLS, 50));
+		for (int r = 0; r < REFILLS; r++)
+			printf("%s%lld", r > 0 ? ", " : "",
+			    (long long)refill[s][r]);
+		printf(")\n");
+	}
+	printf("refill of 4, %lld starts at once / one at a time: %.2fx "
+	    "(medians)\n", (long long)serve_starts_max(&sv[2]),
+	    (double)bench_pct(refill[2], REFILLS, 50) /
+	    (double)bench_pct(refill[3], REFILLS, 50));
 	printf("each batch starts with its pool full; runs past it are served "
 	    "from the refill or cold. x: against pool 0 with as many clients. "
 	    "Wall time %lld s.\n", (long long)((time_mono_ms() - t0) / 1000));
