@@ -96,7 +96,7 @@ serve_note_shutdown(struct serve_server *s)
 	uint64_t idle = 0, starts = 0;
 	int left = 0, rc;
 
-	/* Joins the pool's thread: its start in flight is removed by name
+	/* Joins the pool's thread: its starts in flight are removed by name
 	 * (container_abort), then every idle one. */
 	if (s->pool != NULL) {
 		runner_pool_stop(s->pool);
