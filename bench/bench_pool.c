@@ -80,8 +80,12 @@ run_one(const struct bench_svc *sv, bool *warm)
 	if (code != 200 || strstr(resp, "\"status\":\"ok\"") == NULL ||
 	    strstr(resp, "\"stdout\":\"1\\n\"") == NULL ||
 	    (!*warm && strstr(resp, "\"warm\":false") == NULL)) {
-		fprintf(stderr, "bench_pool: %s run failed (HTTP %d): %.300s\n",
-		    sv->name, code, resp);
+		const char *b = strstr(resp, "\r\n\r\n");
+
+		/* The whole result: its status and error say why (on a shared
+		 * dockerd, another user's `cordon kill-all` gives sandbox_error). */
+		fprintf(stderr, "bench_pool: %s run failed (HTTP %d): %.2000s\n",
+		    sv->name, code, b != NULL ? b + 4 : resp);
 		return -1;
 	}
 	return ms;
