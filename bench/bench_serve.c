@@ -14,12 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "bench_svc.h"
 #include "common/config.h"
 #include "common/proc.h"
 #include "common/util.h"
@@ -28,56 +27,8 @@
 
 #define MAX_N 200
 
-struct svc {
-	const char *name;
-	char sock[108];
-	struct proc *p;
-};
-
 /* A generous deadline: 8 concurrent cold starts on 2 cores take seconds. */
 static const char body[] = "{\"code\":\"print(1)\\n\",\"timeout_s\":120}";
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* One HTTP request over the socket; returns the status code or -1, and
- * the response in resp (NUL-terminated, truncated to len). */
-static int
-http(const struct svc *sv, const char *method, const char *path,
-    const char *data, char *resp, size_t len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char req[512];
-	size_t got = 0;
-	ssize_t n;
-	int fd, code = -1, rl;
-
-	util_strlcpy(sa.sun_path, sv->sock, sizeof(sa.sun_path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		goto out;
-	rl = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: cordon\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n%s", method, path,
-	    data != NULL ? strlen(data) : 0, data != NULL ? data : "");
-	if (rl < 0 || (size_t)rl >= sizeof(req) ||
-	    write(fd, req, (size_t)rl) != rl)
-		goto out;
-	while (got + 1 < len && (n = read(fd, resp + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	resp[got] = '\0';
-	if (sscanf(resp, "HTTP/1.1 %d", &code) != 1)
-		code = -1;
-out:
-	close(fd);
-	return code;
-}
-
 /* The warm runs' timing_ms, per step (runner_timing's order). */
 #define NSTEP 7
 static const char *const step_names[NSTEP] = { "stdin", "run", "exit", "cli",
@@ -113,11 +64,12 @@ keep_timing(const char *resp, int64_t wall)
 /* Wall ms of one print(1) run, or -1 when it did not return ok/"1" (or,
  * want_warm >= 0, was not warm/cold as asked). */
 static int64_t
-run_one(const struct svc *sv, int want_warm)
+run_one(const struct bench_svc *sv, int want_warm)
 {
 	char resp[8192];
 	int64_t t0 = time_mono_ms();
-	int code = http(sv, "POST", "/v1/runs", body, resp, sizeof(resp));
+	int code = bench_svc_http(sv, "POST", "/v1/runs", body, resp,
+	    sizeof(resp));
 	int64_t ms = time_mono_ms() - t0;
 
 	if (code != 200 || strstr(resp, "\"status\":\"ok\"") == NULL ||
@@ -232,13 +184,14 @@ exec_stop(const struct config *c)
 
 /* The pool's latest removal after an answer (ms), or -1. */
 static int64_t
-pool_remove_ms(const struct svc *sv)
+pool_remove_ms(const struct bench_svc *sv)
 {
 	char resp[4096];
 	const char *q;
 	long long v;
 
-	if (http(sv, "GET", "/v1/health", NULL, resp, sizeof(resp)) != 200 ||
+	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
+	    sizeof(resp)) != 200 ||
 	    (q = strstr(resp, "\"remove_ms_last\":")) == NULL ||
 	    sscanf(q + 17, "%lld", &v) != 1)
 		return -1;
@@ -247,13 +200,14 @@ pool_remove_ms(const struct svc *sv)
 
 /* Idle offline containers of sv's pool, or -1. */
 static int
-pool_idle(const struct svc *sv)
+pool_idle(const struct bench_svc *sv)
 {
 	char resp[4096];
 	const char *q;
 	int n;
 
-	if (http(sv, "GET", "/v1/health", NULL, resp, sizeof(resp)) != 200 ||
+	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
+	    sizeof(resp)) != 200 ||
 	    (q = strstr(resp, "\"pool\":{")) == NULL ||
 	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1)
 		return -1;
@@ -261,7 +215,7 @@ pool_idle(const struct svc *sv)
 }
 
 static int
-wait_pool(const struct svc *sv, int want)
+wait_pool(const struct bench_svc *sv, int want)
 {
 	for (int i = 0; i < 1200; i++) {
 		if (pool_idle(sv) >= want)
@@ -273,7 +227,7 @@ wait_pool(const struct svc *sv, int want)
 }
 
 struct client {
-	const struct svc *sv;
+	const struct bench_svc *sv;
 	int runs;
 	int failed;
 };
@@ -291,7 +245,7 @@ client_main(void *arg)
 
 /* k clients share n runs; returns runs/s or -1. */
 static double
-throughput(const struct svc *sv, int k, int n)
+throughput(const struct bench_svc *sv, int k, int n)
 {
 	pthread_t th[8];
 	struct client cl[8];
@@ -311,58 +265,10 @@ throughput(const struct svc *sv, int k, int n)
 	return failed > 0 || ms <= 0 ? -1 : (double)n * 1000.0 / (double)ms;
 }
 
-static int
-svc_start(struct svc *sv, const char *cordon, const char *dir, const char *cfg,
-    const char *pool)
-{
-	const char *av[] = { cordon, "serve", "--config", cfg, "--socket",
-	    sv->sock, "--pool", pool, NULL };
-	struct proc_opts o = { .argv = av, .stdout_max = 4096,
-	    .stderr_max = 4096 };
-	char resp[4096];
-
-	snprintf(sv->sock, sizeof(sv->sock), "%s/%s.sock", dir, sv->name);
-	if (proc_spawn(&o, &sv->p) < 0) {
-		fprintf(stderr, "bench_serve: cannot start %s\n", cordon);
-		return -1;
-	}
-	for (int i = 0; i < 100; i++) {
-		if (http(sv, "GET", "/v1/health", NULL, resp, sizeof(resp)) ==
-		    200)
-			return 0;
-		usleep(100 * 1000);
-	}
-	fprintf(stderr, "bench_serve: the %s service did not answer\n",
-	    sv->name);
-	return -1;
-}
-
-static void
-svc_stop(struct svc *sv)
-{
-	if (sv->p == NULL)
-		return;
-	proc_kill(sv->p, SIGTERM);
-	(void)proc_communicate(sv->p, time_mono_ms() + 60000, NULL);
-	(void)proc_reap(sv->p, time_mono_ms() + 5000);
-	proc_free(sv->p);
-	sv->p = NULL;
-}
-
-/* Sorts v; the nearest-rank percentile pc (1..100). */
-static int64_t
-pct(int64_t *v, int n, int pc)
-{
-	int k = (n * pc + 99) / 100;
-
-	qsort(v, (size_t)n, sizeof(v[0]), cmp_i64);
-	return v[k < 1 ? 0 : k - 1];
-}
-
 static void
 print_latency(const char *what, int64_t *ms, int n)
 {
-	int64_t p90 = pct(ms, n, 90), p99 = pct(ms, n, 99);
+	int64_t p90 = bench_pct(ms, n, 90), p99 = bench_pct(ms, n, 99);
 
 	printf("%-22s median %4lld ms, p90 %4lld ms, p99 %4lld ms (n=%d)\n",
 	    what, (long long)ms[n / 2], (long long)p90, (long long)p99, n);
@@ -376,7 +282,7 @@ print_breakdown(void)
 	    "the exit status; cli: to the CLI's exit):\n ", nsteps);
 	for (int k = 0; k < NSTEP && nsteps > 0; k++)
 		printf(" %s %lld", step_names[k],
-		    (long long)pct(steps[k], nsteps, 50));
+		    (long long)bench_pct(steps[k], nsteps, 50));
 	printf("\n");
 }
 
@@ -389,7 +295,7 @@ main(int argc, char **argv)
 	char dir[] = "/tmp/cordon-bench-serve.XXXXXX", cfg[160], text[512];
 	char pool_arg[16];
 	int64_t cold[MAX_N], warm[MAX_N], ex[MAX_N], removal[MAX_N];
-	struct svc cs = { .name = "cold" }, ws = { .name = "warm" };
+	struct bench_svc cs = { .name = "cold" }, ws = { .name = "warm" };
 	double r[2][2];
 	struct config c;
 	char cerr[256];
@@ -410,8 +316,8 @@ main(int argc, char **argv)
 	    "\"serve\":{\"global_limit\":8,\"queue_max\":64}}", dir);
 	snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
 	if (util_write_file_atomic(cfg, text, strlen(text), 0644) < 0 ||
-	    svc_start(&cs, cordon, dir, cfg, "0") < 0 ||
-	    svc_start(&ws, cordon, dir, cfg, pool_arg) < 0)
+	    bench_svc_start(&cs, cordon, dir, cfg, "0") < 0 ||
+	    bench_svc_start(&ws, cordon, dir, cfg, pool_arg) < 0)
 		goto out;
 	/* Warm the page cache, not measured. */
 	if (exec_start(&c) < 0 || exec_one(&c) < 0 || run_one(&cs, 0) < 0 ||
@@ -443,13 +349,13 @@ main(int argc, char **argv)
 	print_latency("docker exec print(1)", ex, n);
 	print_breakdown();
 	printf("  off the answer's path: removal after the answer %lld ms "
-	    "(median)\n", (long long)pct(removal, n, 50));
+	    "(median)\n", (long long)bench_pct(removal, n, 50));
 	printf("serve warm/cold median ratio: %.3f (target <= 0.3; pool %d "
 	    "per mode)\n", (double)warm[n / 2] / (double)cold[n / 2], pool);
 	printf("serve warm/docker exec: median %.3f, p99 %.3f (target: median "
 	    "<= 0.35 and <= 40 ms, p99 <= 100 ms)\n",
 	    (double)warm[n / 2] / (double)ex[n / 2],
-	    (double)pct(warm, n, 99) / (double)pct(ex, n, 99));
+	    (double)bench_pct(warm, n, 99) / (double)bench_pct(ex, n, 99));
 	printf("serve throughput, cold: %.2f runs/s with 2 clients, %.2f with "
 	    "8 (%d runs each)\n", r[0][0], r[0][1], n);
 	printf("serve throughput, pool %d: %.2f runs/s with 2 clients, %.2f "
@@ -458,8 +364,8 @@ main(int argc, char **argv)
 	rc = 0;
 out:
 	exec_stop(&c);
-	svc_stop(&ws);
-	svc_stop(&cs);
+	bench_svc_stop(&ws);
+	bench_svc_stop(&cs);
 	(void)util_rm_rf(dir);
 	return rc;
 }

@@ -14,73 +14,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "bench_svc.h"
 #include "common/proc.h"
 #include "common/util.h"
 
 #define MAX_N 200
 
-struct svc {
-	const char *name;
-	char sock[108];
-	struct proc *p;
-};
-
 static const char body[] = "{\"code\":\"print(1)\\n\",\"timeout_s\":120}";
-static int
-cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* One HTTP request over the socket; returns the status code or -1, and
- * the response in resp (NUL-terminated, truncated to len). */
-static int
-http(const struct svc *sv, const char *method, const char *path,
-    const char *data, char *resp, size_t len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char req[512];
-	size_t got = 0;
-	ssize_t n;
-	int fd, code = -1, rl;
-
-	util_strlcpy(sa.sun_path, sv->sock, sizeof(sa.sun_path));
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		goto out;
-	rl = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: cordon\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n%s", method, path,
-	    data != NULL ? strlen(data) : 0, data != NULL ? data : "");
-	if (rl < 0 || (size_t)rl >= sizeof(req) ||
-	    write(fd, req, (size_t)rl) != rl)
-		goto out;
-	while (got + 1 < len && (n = read(fd, resp + got, len - 1 - got)) > 0)
-		got += (size_t)n;
-	resp[got] = '\0';
-	if (sscanf(resp, "HTTP/1.1 %d", &code) != 1)
-		code = -1;
-out:
-	close(fd);
-	return code;
-}
-
 /* Idle offline containers of sv's pool, or -1. */
 static int
-pool_idle(const struct svc *sv)
+pool_idle(const struct bench_svc *sv)
 {
 	char resp[4096];
 	const char *q;
 	int n;
 
-	if (http(sv, "GET", "/v1/health", NULL, resp, sizeof(resp)) != 200 ||
+	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
+	    sizeof(resp)) != 200 ||
 	    (q = strstr(resp, "\"pool\":{")) == NULL ||
 	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1)
 		return -1;
@@ -88,7 +40,7 @@ pool_idle(const struct svc *sv)
 }
 
 static int
-wait_pool(const struct svc *sv, int want)
+wait_pool(const struct bench_svc *sv, int want)
 {
 	for (int i = 0; i < 1200; i++) {
 		if (pool_idle(sv) >= want)
@@ -101,12 +53,12 @@ wait_pool(const struct svc *sv, int want)
 
 /* Wall ms of one request whose reply must carry want; -1 otherwise. */
 static int64_t
-timed(const struct svc *sv, const char *method, const char *path,
+timed(const struct bench_svc *sv, const char *method, const char *path,
     const char *data, int want_code, const char *want, char *resp,
     size_t len)
 {
 	int64_t t0 = time_mono_ms();
-	int code = http(sv, method, path, data, resp, len);
+	int code = bench_svc_http(sv, method, path, data, resp, len);
 	int64_t ms = time_mono_ms() - t0;
 
 	if (code != want_code || strstr(resp, want) == NULL) {
@@ -128,50 +80,13 @@ session_id(const char *resp, char *id)
 	return 0;
 }
 
-static int
-svc_start(struct svc *sv, const char *cordon, const char *dir, const char *cfg,
-    const char *pool)
-{
-	const char *av[] = { cordon, "serve", "--config", cfg, "--socket",
-	    sv->sock, "--pool", pool, NULL };
-	struct proc_opts o = { .argv = av, .stdout_max = 4096,
-	    .stderr_max = 4096 };
-	char resp[4096];
-
-	snprintf(sv->sock, sizeof(sv->sock), "%s/%s.sock", dir, sv->name);
-	if (proc_spawn(&o, &sv->p) < 0) {
-		fprintf(stderr, "bench_sessions: cannot start %s\n", cordon);
-		return -1;
-	}
-	for (int i = 0; i < 100; i++) {
-		if (http(sv, "GET", "/v1/health", NULL, resp, sizeof(resp)) ==
-		    200)
-			return 0;
-		usleep(100 * 1000);
-	}
-	fprintf(stderr, "bench_sessions: the %s service did not answer\n",
-	    sv->name);
-	return -1;
-}
-
-static void
-svc_stop(struct svc *sv)
-{
-	if (sv->p == NULL)
-		return;
-	proc_kill(sv->p, SIGTERM);
-	(void)proc_communicate(sv->p, time_mono_ms() + 60000, NULL);
-	(void)proc_reap(sv->p, time_mono_ms() + 5000);
-	proc_free(sv->p);
-	sv->p = NULL;
-}
-
 static void
 print_latency(const char *what, int64_t *ms, int n)
 {
-	qsort(ms, (size_t)n, sizeof(ms[0]), cmp_i64);
+	int64_t p90 = bench_pct(ms, n, 90);	/* sorts ms */
+
 	printf("sessions %s: median %lld ms, p90 %lld ms (n=%d)\n", what,
-	    (long long)ms[n / 2], (long long)ms[(n * 9 + 9) / 10 - 1], n);
+	    (long long)ms[n / 2], (long long)p90, n);
 }
 
 int
@@ -185,7 +100,7 @@ main(int argc, char **argv)
 	char create_body[96] = "{}";
 	char pool_arg[16], resp[8192], id[24], path[96];
 	int64_t create[MAX_N], call[MAX_N], warm[MAX_N];
-	struct svc sv = { .name = "pool" };
+	struct bench_svc sv = { .name = "pool" };
 
 	if (n < 2 || n > MAX_N || pool < 1 || pool > 64 || (profile != NULL &&
 	    (strlen(profile) > 32 || strspn(profile,
@@ -204,7 +119,7 @@ main(int argc, char **argv)
 	    "\"serve\":{\"sessions_per_tenant\":4}}", dir);
 	snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
 	if (util_write_file_atomic(cfg, text, strlen(text), 0644) < 0 ||
-	    svc_start(&sv, cordon, dir, cfg, pool_arg) < 0 ||
+	    bench_svc_start(&sv, cordon, dir, cfg, pool_arg) < 0 ||
 	    wait_pool(&sv, pool) < 0)
 		goto out;
 	for (int i = 0; i < n; i++) {
@@ -237,7 +152,7 @@ main(int argc, char **argv)
 	    (double)call[n / 2] / (double)warm[n / 2]);
 	rc = 0;
 out:
-	svc_stop(&sv);
+	bench_svc_stop(&sv);
 	(void)util_rm_rf(dir);
 	return rc;
 }

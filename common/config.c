@@ -107,6 +107,7 @@ static const struct field serve_fields[] = {
 	SINT("probe_interval_s", probe_interval_s, 60, 30 * 86400),
 	SINT("pool", pool, 0, 64),
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
+	SINT("pool_starts", pool_starts, 0, 16),	/* POOL_STARTS_MAX */
 	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
 };
 

@@ -107,6 +107,7 @@ struct config_serve {
 	int64_t probe_interval_s;	/* scheduled probe, per net mode */
 	int64_t pool;			/* warm containers per net mode */
 	int64_t pool_max_age_s;		/* an idle one is replaced after */
+	int64_t pool_starts;		/* pool starts at once; 0: online CPUs */
 	int64_t sessions_per_tenant;	/* live sessions per tenant; 0: none */
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];
 	size_t ntenants;

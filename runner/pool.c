@@ -1,9 +1,11 @@
 /*
- * The warm pool's thread (pool.h): a single background thread does every
- * slow step (docker calls, seals, removals) outside the lock, and tells
- * the owner what it did (on_note). pool_take.c holds the side runs call;
- * runner_pool_take only moves an entry out of a list, so a run never
- * waits on the pool.
+ * The warm pool's thread (pool.h): a background thread does the slow
+ * steps (docker calls, seals, removals) outside the lock and hands each
+ * start to a worker thread of its own, up to max_starts at once, so that
+ * a refill after a burst of takes is not one start after another. Both
+ * tell the owner what they did (on_note). pool_take.c holds the side runs
+ * call; runner_pool_take only moves an entry out of a list, so a run
+ * never waits on the pool.
  */
 #include "runner/pool_internal.h"
 
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/util.h"
 #include "probe/probe.h"
@@ -109,13 +112,15 @@ start_stop(void *arg)
 	return proc_gone(w->cli) ? -ECHILD : 0;
 }
 
-/* Starts one container for mode m and waits until it runs (and, egress,
- * is sealed). Runs on the pool's thread, without the lock. -ECANCELED
- * when the pool was stopped or paused meanwhile. On failure e->p (NULL
- * when nothing was spawned) is left to the caller to destroy. */
+/* Starts one container for mode m (egress: sealed to ep) and waits until
+ * it runs (and, egress, is sealed). Runs on a start's worker thread,
+ * without the lock. -ECANCELED when the pool was stopped or paused
+ * meanwhile. On failure e->p (NULL when nothing was spawned) is left to
+ * the caller to destroy. */
 static int
 start_one(struct runner_pool *p, int m, const char *image,
-    struct pool_entry *e, char *err, size_t errlen)
+    const struct netsetup_endpoint *ep, struct pool_entry *e, char *err,
+    size_t errlen)
 {
 	const struct config *c = p->c;
 	struct netsetup_run_args na;
@@ -144,12 +149,12 @@ start_one(struct runner_pool *p, int m, const char *image,
 	}
 	snprintf(e->name, sizeof(e->name), "cordon-%s", hex);
 	if (m == RUNNER_NET_PROXY) {
-		if ((rc = netsetup_run_args(c, &p->net_ep, &na)) < 0) {
+		if ((rc = netsetup_run_args(c, ep, &na)) < 0) {
 			snprintf(err, errlen, "cannot build the egress options");
 			return rc;
 		}
 		cs.na = &na;
-		e->ep = p->net_ep;
+		e->ep = *ep;
 	}
 	if ((rc = container_spawn(c, &cs, &e->p)) < 0) {
 		snprintf(err, errlen, "cannot run %.100s: %s", c->docker,
@@ -229,14 +234,17 @@ entry_stale(struct runner_pool *p, int m, struct pool_entry *e,
 	return NULL;
 }
 
-/* Under the lock: the mode to start a container for, or -1. */
+/* Under the lock: the mode to start one more container for, or -1: one
+ * below its size counting its starts in flight, fewest of both first,
+ * while fewer than max_starts are in flight. */
 static int
 pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 {
 	int64_t now = time_mono_ms();
 	int best = -1;
 
-	if (p->paused || p->stop || image[0] == '\0')
+	if (p->paused || p->stop || image[0] == '\0' ||
+	    p->starting >= p->max_starts)
 		return -1;
 	/* A start costs about a second of CPU: on a small host it would
 	 * slow the warm runs just handed out, so it waits for them a little
@@ -244,10 +252,12 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 	if (p->inflight > 0 && now - p->last_take_ms < POOL_DEFER_MS)
 		return -1;
 	for (int m = 0; m < 2; m++) {
-		if (!ok[m] || (int64_t)p->nidle[m] >= p->o.size ||
-		    now < p->next_try_ms[m])
+		int64_t have = (int64_t)p->nidle[m] + p->starting_m[m];
+
+		if (!ok[m] || have >= p->o.size || now < p->next_try_ms[m])
 			continue;
-		if (best < 0 || p->nidle[m] < p->nidle[best])
+		if (best < 0 || have < (int64_t)p->nidle[best] +
+		    p->starting_m[best])
 			best = m;
 	}
 	return best;
@@ -262,6 +272,7 @@ record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
 {
 	*give_up = rc < 0;
 	p->starting--;
+	p->starting_m[m]--;
 	if (rc < 0 && (rc == -ECANCELED || p->stop || p->paused)) {
 		p->aborted++;		/* not a failure */
 		p->filled[m] = false;
@@ -292,10 +303,11 @@ record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
 	return RUNNER_POOL_FULL;
 }
 
-/* One start for mode m, on the pool's thread without the lock: start,
- * count, note; a start given up is removed by name before this returns. */
+/* One start for mode m, without the lock: start, count, note; a start
+ * given up is removed by name before this returns. */
 static void
-pool_start(struct runner_pool *p, int m, const char *image)
+pool_start(struct runner_pool *p, int m, const char *image,
+    const struct netsetup_endpoint *ep)
 {
 	struct pool_entry e;
 	enum runner_pool_event ev;
@@ -304,7 +316,7 @@ pool_start(struct runner_pool *p, int m, const char *image)
 	bool give_up;
 	int rc;
 
-	rc = start_one(p, m, image, &e, err, sizeof(err));
+	rc = start_one(p, m, image, ep, &e, err, sizeof(err));
 	pthread_mutex_lock(&p->mu);
 	ev = record_start(p, m, rc, &e, err, &give_up);
 	pthread_mutex_unlock(&p->mu);
@@ -364,37 +376,121 @@ destroy_victims(struct runner_pool *p, size_t nv)
 }
 
 static void *
+worker_main(void *arg)
+{
+	struct pool_worker *w = arg;
+	struct runner_pool *p = w->p;
+
+	pool_start(p, w->m, w->image, &w->ep);
+	pthread_mutex_lock(&p->mu);
+	w->done = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* Under the lock: hands the starts pick_mode allows to worker threads
+ * (one counted in starting from here until record_start). A start whose
+ * thread cannot be made runs here, on the pool's thread, lock dropped.
+ * How many were begun. */
+static int
+launch_starts(struct runner_pool *p, const bool ok[2], const char *image)
+{
+	int m, n = 0;
+
+	while ((m = pick_mode(p, ok, image)) >= 0) {
+		struct pool_worker *w = NULL;
+
+		for (size_t i = 0; i < POOL_STARTS_MAX && w == NULL; i++)
+			if (!p->workers[i].busy)
+				w = &p->workers[i];
+		if (w == NULL)		/* all still to be joined */
+			break;
+		*w = (struct pool_worker){ .p = p, .m = m, .ep = p->net_ep,
+		    .busy = true };
+		util_strlcpy(w->image, image, sizeof(w->image));
+		p->starting++;
+		p->starting_m[m]++;
+		n++;
+		if (pthread_create(&w->t, NULL, worker_main, w) == 0)
+			continue;
+		w->busy = false;
+		pthread_mutex_unlock(&p->mu);
+		pool_start(p, m, image, &p->net_ep);
+		pthread_mutex_lock(&p->mu);
+	}
+	return n;
+}
+
+/* Joins the workers that are done (all of them, and waits for them, when
+ * all is set). Takes and drops the lock. */
+static void
+join_workers(struct runner_pool *p, bool all)
+{
+	for (size_t i = 0; i < POOL_STARTS_MAX; i++) {
+		struct pool_worker *w = &p->workers[i];
+		bool join;
+
+		pthread_mutex_lock(&p->mu);
+		join = w->busy && (all || w->done);
+		pthread_mutex_unlock(&p->mu);
+		if (!join)
+			continue;
+		/* Only this thread reads or clears busy: no race. */
+		pthread_join(w->t, NULL);
+		pthread_mutex_lock(&p->mu);
+		w->busy = false;
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+static void *
 pool_main(void *arg)
 {
 	struct runner_pool *p = arg;
 	char image[IMAGE_ID_MAX];
 	bool ok[2] = { false, false };
 	size_t nv;
-	int m;
+	int begun;
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
 		pthread_mutex_unlock(&p->mu);
+		join_workers(p, false);
 		if (image_pinned_id(p->c, image) < 0)
 			image[0] = '\0';
 		modes_ok(p, image, ok);
 		pthread_mutex_lock(&p->mu);
 		nv = collect_victims(p, ok, image);
-		if ((m = pick_mode(p, ok, image)) >= 0)
-			p->starting++;
+		begun = launch_starts(p, ok, image);
 		pthread_mutex_unlock(&p->mu);
 		destroy_victims(p, nv);
-		if (m >= 0)
-			pool_start(p, m, image);
 		pthread_mutex_lock(&p->mu);
-		if (m < 0 && !p->stop)
-			runner_pool_cond_wait(p, p->inflight > 0 ? 100 : POOL_TICK_MS);
+		if (begun == 0 && !p->stop)
+			runner_pool_cond_wait(p, p->inflight > 0 ? 100 :
+			    POOL_TICK_MS);
 	}
-	/* Stopping: nothing idle survives the pool. */
+	pthread_mutex_unlock(&p->mu);
+	/* Stopping: each start in flight gives up (start_stop) and removes
+	 * its container by name; then nothing idle survives the pool (a start
+	 * counted before the stop is in the idle list by now). */
+	join_workers(p, true);
+	pthread_mutex_lock(&p->mu);
 	nv = collect_victims(p, ok, "");
 	pthread_mutex_unlock(&p->mu);
 	destroy_victims(p, nv);
 	return NULL;
+}
+
+/* max_starts of the options: 0 is the online CPUs. */
+static int64_t
+starts_resolve(int64_t want)
+{
+	long n = want > 0 ? (long)want : sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return n > POOL_STARTS_MAX ? POOL_STARTS_MAX : (int64_t)n;
 }
 
 int
@@ -407,9 +503,11 @@ runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
 	int rc;
 
 	*out = NULL;
-	if (o->size < 1 || o->size > POOL_MAX_SIZE || o->max_age_s < 1) {
-		snprintf(err, errlen, "pool size must be 1..%d and max age at "
-		    "least 1 s", POOL_MAX_SIZE);
+	if (o->size < 1 || o->size > POOL_MAX_SIZE || o->max_age_s < 1 ||
+	    o->max_starts < 0 || o->max_starts > POOL_STARTS_MAX) {
+		snprintf(err, errlen, "pool size must be 1..%d, max age at "
+		    "least 1 s and parallel starts 0..%d", POOL_MAX_SIZE,
+		    POOL_STARTS_MAX);
 		return -EINVAL;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
@@ -419,6 +517,7 @@ runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
 	p->c = c;
 	p->o = *o;
 	p->remove_ms_last = -1;
+	p->max_starts = starts_resolve(o->max_starts);
 	util_strlcpy(p->session, o->session != NULL ? o->session : "pool",
 	    sizeof(p->session));
 	p->o.session = p->session;
@@ -460,8 +559,9 @@ runner_pool_stop(struct runner_pool *p)
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	/* The thread gives up its start in flight (start_stop), waits for
-	 * `docker run` to create it, removes it and the idle ones. */
+	/* The thread's workers give up their starts in flight (start_stop),
+	 * each waits for its `docker run` to create the container and removes
+	 * it; the thread joins them, then removes the idle ones. */
 	pthread_join(p->thread, NULL);
 	p->joined = true;
 }

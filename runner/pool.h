@@ -14,10 +14,11 @@
  * credential line and code, and from then on it is a cold run: same
  * deadline, caps, end-state inspection and removal (the exec's exit code
  * is the job's, from the daemon). A taken container is always removed
- * after its run: a pooled container never serves a second run. A background thread
- * refills the pool, and replaces a container that died, outlived the
- * max age, or was started from an image no longer pinned. The pool
- * never makes a run wait: an empty pool means a cold start.
+ * after its run: a pooled container never serves a second run. A
+ * background thread refills the pool, up to max_starts starts at once
+ * (each on a thread of its own), and replaces a container that died,
+ * outlived the max age, or was started from an image no longer pinned.
+ * The pool never makes a run wait: an empty pool means a cold start.
  */
 #ifndef CORDON_RUNNER_POOL_H
 #define CORDON_RUNNER_POOL_H
@@ -33,6 +34,7 @@
 #include "runner/runner.h"
 
 #define POOL_MAX_SIZE 64	/* idle containers per mode */
+#define POOL_STARTS_MAX 16	/* starts in flight at once, at most */
 
 /* What the pool tells its owner (runner_pool_opts.on_note), so that the
  * service can log it: the pool itself never prints. */
@@ -60,11 +62,15 @@ struct runner_pool_opts {
 	int64_t size;		/* idle containers per net mode, 1..64 */
 	int64_t max_age_s;	/* replace an idle one older than this */
 	bool modes[2];		/* which modes to keep (index runner_net) */
+	/* Starts in flight at once, 0..POOL_STARTS_MAX (0: the online CPUs,
+	 * capped at POOL_STARTS_MAX); never more than the free places. */
+	int64_t max_starts;
 	const char *session;	/* container label; NULL: "pool" */
 	bool skip_probe_check;	/* only `cordon probe --warm`: keep the
 				 * pool even while no probe passes */
-	/* NULL, or called on the pool's thread, without its lock, for each
-	 * event; n is valid during the call only. */
+	/* NULL, or called on one of the pool's threads (its own, or a
+	 * start's: several at once), without its lock, for each event; n is
+	 * valid during the call only. */
 	void (*on_note)(void *arg, const struct runner_pool_note *n);
 	void *note_arg;
 };
@@ -72,6 +78,7 @@ struct runner_pool_opts {
 struct runner_pool_stats {
 	int64_t idle[2];	/* ready now, per mode */
 	int64_t starting;	/* being started */
+	int64_t max_starts;	/* at most this many at once */
 	uint64_t hits;		/* runs given a warm container */
 	uint64_t misses;	/* runs that asked and started cold */
 	uint64_t started;	/* containers made ready */
@@ -119,9 +126,10 @@ int runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms);
 
 void runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s);
 
-/* Stops the thread: a start in flight is given up (its container removed
- * by name once `docker run` created it, container_abort), every idle
- * container is removed, and then the thread is joined. Returns when no
+/* Stops the thread: every start in flight is given up (its container
+ * removed by name once `docker run` created it, container_abort; their
+ * threads joined), every idle container is removed, and then the thread
+ * is joined. Returns when no
  * container of the pool is left; the stats stay readable. Idempotent. */
 void runner_pool_stop(struct runner_pool *p);
 

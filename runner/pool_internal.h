@@ -21,6 +21,19 @@
 #define POOL_BACKOFF_MIN_MS 1000
 #define POOL_BACKOFF_MAX_MS 30000
 
+/* One start in flight, on a thread of its own (pool.c): the pool's thread
+ * fills in m, image and ep, the worker sets done (under mu) when its
+ * start is counted, noted and, given up, removed. */
+struct pool_worker {
+	struct runner_pool *p;
+	pthread_t t;
+	int m;
+	char image[IMAGE_ID_MAX];
+	struct netsetup_endpoint ep;	/* egress: the proxy to seal to */
+	bool busy;			/* a thread was started: join it */
+	bool done;			/* ... and it has finished */
+};
+
 /* An idle container on its way out, with why. */
 struct pool_victim {
 	struct pool_entry e;
@@ -40,7 +53,10 @@ struct runner_pool {
 	bool thread_up, stop, paused, joined;
 	struct pool_entry idle[2][POOL_MAX_SIZE];	/* oldest first */
 	size_t nidle[2];
-	int64_t starting;
+	int64_t starting;		/* starts in flight, all modes */
+	int64_t starting_m[2];		/* ... per mode */
+	int64_t max_starts;		/* at most this many at once */
+	struct pool_worker workers[POOL_STARTS_MAX];
 	int64_t inflight;		/* warm runs not finished yet (their
 					 * containers not removed yet) */
 	int64_t removing;		/* removals after a run's answer */
@@ -51,7 +67,7 @@ struct runner_pool {
 	int64_t next_try_ms[2], backoff_ms[2];
 	bool filled[2];			/* FULL was noted since the last
 					 * failure or pause */
-	/* Thread-only: the egress network as last checked. */
+		/* Thread-only: the egress network as last checked. */
 	bool net_ok;
 	int64_t net_checked_ms;
 	struct netsetup_endpoint net_ep;

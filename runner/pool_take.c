@@ -70,6 +70,7 @@ runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
 	s->idle[0] = (int64_t)p->nidle[0];
 	s->idle[1] = (int64_t)p->nidle[1];
 	s->starting = p->starting;
+	s->max_starts = p->max_starts;
 	s->hits = p->hits;
 	s->misses = p->misses;
 	s->started = p->started;

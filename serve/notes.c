@@ -1,7 +1,7 @@
 /*
  * What the service says on stderr (common/log.h, the proxy's format: one
  * line per event, "cordon: LEVEL: ..."): the start-up line, the warm
- * pool's fills and failures (its on_note, on the pool's thread), and the
+ * pool's fills and failures (its on_note, on the pool's threads), and the
  * shutdown summary. Never code, output, credentials or tokens: only
  * counts, container names, modes, and docker's or the prober's reasons.
  */
@@ -96,7 +96,7 @@ serve_note_shutdown(struct serve_server *s)
 	uint64_t idle = 0, starts = 0;
 	int left = 0, rc;
 
-	/* Joins the pool's thread: its start in flight is removed by name
+	/* Joins the pool's thread: its starts in flight are removed by name
 	 * (container_abort), then every idle one. */
 	if (s->pool != NULL) {
 		runner_pool_stop(s->pool);

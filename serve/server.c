@@ -132,6 +132,7 @@ server_pool_start(struct serve_server *s,
 	struct runner_pool_opts po = {
 		.size = opts->pool >= 0 ? opts->pool : s->c->serve.pool,
 		.max_age_s = s->c->serve.pool_max_age_s,
+		.max_starts = s->c->serve.pool_starts,
 		.modes = { true, true },
 		.on_note = serve_note_pool, .note_arg = s,
 	};

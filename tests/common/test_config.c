@@ -105,13 +105,15 @@ test_parse_serve(void **state)
 	const char *j = "{\"serve\":{\"socket\":\"/tmp/s.sock\","
 	    "\"listen\":\"127.0.0.1:8700\",\"global_limit\":8,"
 	    "\"queue_max\":3,\"body_max\":\"1m\",\"probe_interval_s\":600,"
-	    "\"tenants\":[{\"name\":\"a\",\"token\":\"aaaaaaaaaaaaaaaa\","
+	    "\"pool_starts\":3,\"tenants\":[{\"name\":\"a\",\"token\":\"aaaaaaaaaaaaaaaa\","
 	    "\"max_concurrent\":1,\"max_queue\":0},{\"name\":\"b\","
 	    "\"token\":\"bbbbbbbbbbbbbbbb\",\"net\":\"proxy\"}]}}";
 	static const struct { const char *json, *msg; } rows[] = {
 		{ "{\"serve\":{\"sockett\":\"x\"}}",
 		  "t.json: unknown key 'serve.sockett'" },
 		{ "{\"serve\":[]}", "t.json: serve: expected an object" },
+		{ "{\"serve\":{\"pool_starts\":17}}",
+		  "t.json: serve.pool_starts: expected a whole number in [0, 16]" },
 		{ "{\"serve\":{\"global_limit\":0}}",
 		  "t.json: serve.global_limit: expected a whole number in [1, 1024]" },
 		{ "{\"serve\":{\"tenants\":{}}}",
@@ -161,6 +163,7 @@ test_parse_serve(void **state)
 	config_defaults(&c);
 	assert_string_equal(c.serve.socket, "/run/cordon/serve.sock");
 	assert_int_equal(c.serve.ntenants, 0);
+	assert_int_equal(c.serve.pool_starts, 0);	/* online CPUs */
 	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
 	    sizeof(err)), 0);
 	assert_string_equal(c.serve.socket, "/tmp/s.sock");
@@ -169,6 +172,7 @@ test_parse_serve(void **state)
 	assert_int_equal(c.serve.queue_max, 3);
 	assert_int_equal(c.serve.body_max_bytes, 1 << 20);
 	assert_int_equal(c.serve.probe_interval_s, 600);
+	assert_int_equal(c.serve.pool_starts, 3);
 	assert_int_equal(c.serve.ntenants, 2);
 	assert_int_equal(c.serve.tenants[0].max_queue, 0);
 	assert_int_equal(c.serve.tenants[1].max_queue, -1);

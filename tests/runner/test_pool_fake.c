@@ -26,16 +26,10 @@
 #include "runner/pool.h"
 #include "runner/runner.h"
 #include "fake_docker.h"
-
-#define MAX_NAMES 256
+#include "fake_pool.h"
 
 static struct fake_docker fk;
 static struct runner_pool *live;	/* freed by teardown if a test failed */
-
-struct names {
-	char v[MAX_NAMES][RUNNER_NAME_MAX];
-	size_t n;
-};
 
 static int
 setup(void **state)
@@ -88,42 +82,6 @@ stats(struct runner_pool *p)
 
 	runner_pool_stats(p, &s);
 	return s;
-}
-
-/* The container names of the `run` lines of log, in order. */
-static void
-run_names(const char *log, struct names *out)
-{
-	out->n = 0;
-	for (const char *l = log; *l != '\0'; ) {
-		const char *end = strchr(l, '\n'), *nm;
-
-		if (end == NULL)
-			end = l + strlen(l);
-		if (strncmp(l, "run ", 4) == 0 &&
-		    (nm = strstr(l, " --name ")) != NULL && nm < end) {
-			size_t len;
-
-			nm += 8;
-			len = strcspn(nm, " \n");
-			assert_true(len < RUNNER_NAME_MAX);
-			assert_true(out->n < MAX_NAMES);
-			memcpy(out->v[out->n], nm, len);
-			out->v[out->n][len] = '\0';
-			out->n++;
-		}
-		l = *end != '\0' ? end + 1 : end;
-	}
-}
-
-/* run_names of the fake docker's log so far. */
-static void
-logged_run_names(struct names *out)
-{
-	char *log = fake_docker_log(&fk);
-
-	run_names(log, out);
-	free(log);
 }
 
 static size_t
@@ -225,27 +183,6 @@ removed_after(size_t off, const char *name)
 
 	free(log);
 	return yes;
-}
-
-/* Polls until every name in n has an `rm` line, or ms pass. */
-static bool
-all_removed_within(const struct names *n, int64_t ms)
-{
-	int64_t end = time_mono_ms() + ms;
-
-	for (;;) {
-		char *log = fake_docker_log(&fk);
-		size_t i;
-
-		for (i = 0; i < n->n && fake_docker_removed(log, n->v[i]); i++)
-			;
-		free(log);
-		if (i == n->n)
-			return true;
-		if (time_mono_ms() >= end)
-			return false;
-		usleep(50000);
-	}
 }
 
 static bool
@@ -556,18 +493,18 @@ test_slow_start_cut_by_pause_and_free(void **state)
 	assert_string_equal(s.last_error, "");
 	/* Its container is removed. (Cut early enough, the fake may not
 	 * have logged its `run` line yet: at most one.) */
-	logged_run_names(n);
+	logged_run_names(&fk, n);
 	assert_true(n->n <= 1);
-	assert_true(all_removed_within(n, 5000));
+	assert_true(all_removed_within(&fk, n, 5000));
 
 	runner_pool_pause(pool, false);
 	assert_true(starting_within(pool, 5000));
 	t0 = time_mono_ms();
 	pool_free(pool);
 	assert_true(time_mono_ms() - t0 < 5000);
-	logged_run_names(n);
+	logged_run_names(&fk, n);
 	assert_true(n->n <= 2);
-	assert_true(all_removed_within(n, 0));
+	assert_true(all_removed_within(&fk, n, 0));
 	free(n);
 }
 
@@ -596,11 +533,11 @@ test_stop_during_create_leaves_nothing(void **state)
 	assert_int_equal(stats(pool).aborted, 1);
 	assert_int_equal(stats(pool).failed, 0);
 	usleep(800000);			/* past any late create */
-	logged_run_names(n);
+	logged_run_names(&fk, n);
 	assert_int_equal(n->n, 1);
 	snprintf(marker, sizeof(marker), "%s.%s", fk.log, n->v[0]);
 	assert_int_equal(access(marker, F_OK), -1);	/* not left */
-	assert_true(all_removed_within(n, 0));
+	assert_true(all_removed_within(&fk, n, 0));
 	unsetenv("FAKE_CREATE_DELAY");
 	pool_free(pool);
 	free(n);
@@ -642,7 +579,7 @@ test_max_age_replaces(void **state)
 	free(log);
 	assert_true(first->n >= N);
 	first->n = N;
-	assert_true(all_removed_within(first, 5000));
+	assert_true(all_removed_within(&fk, first, 5000));
 	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
 	s = stats(pool);
 	assert_true(s.started >= 2 * N);
@@ -675,7 +612,7 @@ test_pause_empties_and_stops(void **state)
 	assert_non_null(n);
 	pool = pool_new(N, 60);
 	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
-	logged_run_names(n);
+	logged_run_names(&fk, n);
 	assert_int_equal(n->n, N);
 
 	runner_pool_pause(pool, true);
@@ -684,7 +621,7 @@ test_pause_empties_and_stops(void **state)
 	    time_mono_ms() - t0 < 5000)
 		usleep(20000);
 	assert_int_equal(stats(pool).idle[RUNNER_NET_NONE], 0);
-	assert_true(all_removed_within(n, 5000));
+	assert_true(all_removed_within(&fk, n, 5000));
 	assert_true(stats(pool).retired >= N);
 
 	/* While paused, runs start cold... */
@@ -753,7 +690,7 @@ test_dead_container_replaced(void **state)
 	assert_non_null(n);
 	pool = pool_new(1, 60);
 	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
-	logged_run_names(n);
+	logged_run_names(&fk, n);
 	assert_int_equal(n->n, 1);
 	assert_true((pid = cli_pid_of(n->v[0])) > 0);
 	assert_int_equal(kill(pid, SIGKILL), 0);
@@ -767,7 +704,7 @@ test_dead_container_replaced(void **state)
 	while (stats(pool).retired < 1 && time_mono_ms() - t0 < 5000)
 		usleep(20000);
 	assert_int_equal(stats(pool).retired, 1);
-	assert_true(all_removed_within(n, 5000));
+	assert_true(all_removed_within(&fk, n, 5000));
 	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
 	pool_free(pool);
 	free(n);
@@ -785,10 +722,10 @@ test_free_removes_idle(void **state)
 	assert_non_null(n);
 	pool = pool_new(N, 60);
 	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
-	logged_run_names(n);
+	logged_run_names(&fk, n);
 	assert_int_equal(n->n, N);
 	pool_free(pool);
-	assert_true(all_removed_within(n, 0));
+	assert_true(all_removed_within(&fk, n, 0));
 	/* Every `docker run` CLI was killed and reaped. */
 	errno = 0;
 	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);

@@ -46,6 +46,12 @@ wait_full
 names=$(pool_names)
 [ "$(grep -c . <<<"$names")" -ge "$N" ] || fail "docker shows no pool containers: $names"
 echo "ok - the pool filled to $N ($(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s)"
+# serve.pool_starts 0 (the default): one start in flight per online CPU.
+cpus=$(getconf _NPROCESSORS_ONLN)
+[ "$cpus" -le 16 ] || cpus=16
+[ "$(jget "$tmp/h" pool.starts_max)" = "$cpus" ] ||
+	fail "pool.starts_max is not the online CPUs ($cpus): $(cat "$tmp/h")"
+echo "ok - the refill starts up to $cpus container(s) at once (pool.starts_max)"
 
 # 1. Same hardening as a cold container: compare what Docker recorded. A
 # run with a file always starts cold (its /in mount is fixed at start).

@@ -1,0 +1,304 @@
+/* Unit tests of the warm pool's parallel refill (runner/pool.c,
+ * runner_pool_opts.max_starts) against the fake docker CLI
+ * (tests/runner/fake-docker.sh): with $FAKE_START_DELAY a started
+ * container stays "created" that many seconds, so starts pile up in
+ * flight and can be counted; with $FAKE_CREATE_DELAY the "daemon" creates
+ * the container only that long after `run`, even if its CLI is killed
+ * (issue 22). The call log says which containers were started and which
+ * removed; the marker files say which still exist. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "runner/pool.h"
+#include "runner/runner.h"
+#include "fake_docker.h"
+#include "fake_pool.h"
+
+static struct fake_docker fk;
+static struct runner_pool *live;	/* freed by teardown if a test failed */
+
+static int
+setup(void **state)
+{
+	(void)state;
+	/* Only while no pool thread runs: it forks with this environment. */
+	setenv("FAKE_MODE", "ok", 1);
+	unsetenv("FAKE_START_DELAY");
+	unsetenv("FAKE_CREATE_DELAY");
+	return fake_docker_setup(&fk);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	runner_pool_free(live);
+	live = NULL;
+	unsetenv("FAKE_START_DELAY");
+	unsetenv("FAKE_CREATE_DELAY");
+	return fake_docker_teardown(&fk);
+}
+
+static struct runner_pool *
+pool_new(int64_t size, int64_t max_starts)
+{
+	struct runner_pool_opts o = { .size = size, .max_age_s = 60,
+	    .max_starts = max_starts, .modes = { true, false } };
+	struct runner_pool *p = NULL;
+	char err[256];
+
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    0);
+	assert_non_null(p);
+	live = p;
+	return p;
+}
+
+static void
+pool_free(struct runner_pool *p)
+{
+	assert_ptr_equal(p, live);
+	live = NULL;
+	runner_pool_free(p);
+}
+
+static struct runner_pool_stats
+stats(struct runner_pool *p)
+{
+	struct runner_pool_stats s;
+
+	runner_pool_stats(p, &s);
+	return s;
+}
+
+/* Polls until the log has want `run` lines (into n), or ms pass. */
+static bool
+runs_logged_within(struct names *n, size_t want, int64_t ms)
+{
+	int64_t end = time_mono_ms() + ms;
+
+	for (;;) {
+		logged_run_names(&fk, n);
+		if (n->n >= want)
+			return true;
+		if (time_mono_ms() >= end)
+			return false;
+		usleep(20000);
+	}
+}
+
+/* No marker of the fake's "daemon" is left for any name in n: none of
+ * those containers exists. */
+static bool
+none_left(const struct names *n)
+{
+	char marker[256];
+
+	for (size_t i = 0; i < n->n; i++) {
+		snprintf(marker, sizeof(marker), "%s.%s", fk.log, n->v[i]);
+		if (access(marker, F_OK) == 0)
+			return false;
+	}
+	return true;
+}
+
+/* K starts are in flight at once: K `docker run`s are logged while none
+ * of their containers is running yet, and no K+1st is begun while the
+ * pool still has places free. Stopped, all K are removed. */
+static void
+test_k_starts_overlap(void **state)
+{
+	enum { SIZE = 5, K = 3 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct names *n = malloc(sizeof(*n));
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_START_DELAY", "60", 1);	/* "created" for 60 s */
+	pool = pool_new(SIZE, K);
+	assert_int_equal(stats(pool).max_starts, K);
+	assert_true(runs_logged_within(n, K, 5000));
+	s = stats(pool);
+	assert_int_equal(s.starting, K);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	assert_int_equal(s.started, 0);
+	/* Bounded by K, although SIZE - K places are free. */
+	usleep(1500000);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, K);
+	assert_int_equal(stats(pool).starting, K);
+	t0 = time_mono_ms();
+	pool_free(pool);
+	assert_true(time_mono_ms() - t0 < 10000);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, K);
+	assert_true(all_removed_within(&fk, n, 0));
+	assert_true(none_left(n));
+	free(n);
+}
+
+/* Fewer free places than max_starts: only as many starts as places. */
+static void
+test_starts_bounded_by_places(void **state)
+{
+	enum { SIZE = 2, K = 8 };
+	struct runner_pool *pool;
+	struct names *n = malloc(sizeof(*n));
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_START_DELAY", "60", 1);
+	pool = pool_new(SIZE, K);
+	assert_true(runs_logged_within(n, SIZE, 5000));
+	usleep(1500000);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, SIZE);
+	assert_int_equal(stats(pool).starting, SIZE);
+	pool_free(pool);
+	assert_true(all_removed_within(&fk, n, 0));
+	assert_true(none_left(n));
+	free(n);
+}
+
+/* Parallel starts fill the pool, and refill it after takes, with every
+ * start counted once and nothing failed. */
+static void
+test_parallel_fill_and_refill(void **state)
+{
+	enum { SIZE = 4, K = 4, TAKES = 3 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct names *n = malloc(sizeof(*n));
+
+	(void)state;
+	assert_non_null(n);
+	pool = pool_new(SIZE, K);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	s = stats(pool);
+	assert_int_equal(s.started, SIZE);
+	assert_int_equal(s.starting, 0);
+	assert_int_equal(s.failed, 0);
+	for (int i = 0; i < TAKES; i++) {
+		struct runner_request q = { .code = "print(1)\n",
+		    .code_len = 9, .pool = pool };
+		struct runner_result res;
+		char err[256];
+
+		assert_int_equal(runner_run(&fk.cfg, &q, &res, err,
+		    sizeof(err)), 0);
+		assert_true(res.warm);
+		assert_string_equal(res.out, "print(1)\n");
+		runner_result_cleanup(&res);
+	}
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	s = stats(pool);
+	assert_int_equal(s.started, SIZE + TAKES);
+	assert_int_equal(s.hits, TAKES);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], SIZE);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, SIZE + TAKES);
+	pool_free(pool);
+	assert_true(all_removed_within(&fk, n, 0));
+	assert_true(none_left(n));
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	free(n);
+}
+
+/* Issue 22 with K starts in flight: each `docker run` is still inside the
+ * create (the fake "daemon" creates the container 1 s after `run`, even
+ * once the CLI is killed, and `rm` finds nothing before) when the pool is
+ * paused and stopped, as SIGTERM does. Every one is given up (not a
+ * failure), removed once it exists, and nothing is left afterwards. */
+static void
+test_stop_during_k_creates_leaves_nothing(void **state)
+{
+	enum { SIZE = 4, K = 4 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct names *n = malloc(sizeof(*n));
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_CREATE_DELAY", "1", 1);
+	setenv("FAKE_START_DELAY", "60", 1);
+	pool = pool_new(SIZE, K);
+	assert_true(runs_logged_within(n, K, 5000));
+	assert_int_equal(stats(pool).starting, K);
+	t0 = time_mono_ms();
+	runner_pool_pause(pool, true);
+	runner_pool_stop(pool);
+	assert_true(time_mono_ms() - t0 < 10000);
+	s = stats(pool);
+	assert_int_equal(s.starting, 0);
+	assert_int_equal(s.aborted, K);
+	assert_int_equal(s.failed, 0);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	usleep(1300000);		/* past any late create */
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, K);
+	assert_true(all_removed_within(&fk, n, 0));
+	assert_true(none_left(n));
+	pool_free(pool);
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	free(n);
+}
+
+/* 0 is the online CPUs (capped); out of range is refused. */
+static void
+test_max_starts_option(void **state)
+{
+	struct runner_pool_opts o = { .size = 1, .max_age_s = 60,
+	    .modes = { true, false } };
+	struct runner_pool *p = (struct runner_pool *)0x1;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char err[256];
+
+	(void)state;
+	p = pool_new(1, 0);
+	assert_int_equal(stats(p).max_starts, cpus < 1 ? 1 :
+	    cpus > POOL_STARTS_MAX ? POOL_STARTS_MAX : cpus);
+	pool_free(p);
+	p = (struct runner_pool *)0x1;
+	o.max_starts = -1;
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    -EINVAL);
+	assert_null(p);
+	o.max_starts = POOL_STARTS_MAX + 1;
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &p, err, sizeof(err)),
+	    -EINVAL);
+	assert_null(p);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(test_k_starts_overlap),
+		T(test_starts_bounded_by_places),
+		T(test_parallel_fill_and_refill),
+		T(test_stop_during_k_creates_leaves_nothing),
+		T(test_max_starts_option),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
