@@ -1,9 +1,11 @@
 /*
- * runner_run (runner.h): one job in one fresh container. The deadline
- * covers everything from `docker run` on; at the deadline, on cancel, and
- * on every other exit path the container is removed by name (`docker rm
- * -f`) and the CLI's process group killed and reaped. No --rm: the end
- * state (OOMKilled, whether it started) is inspected before removal.
+ * runner_run (runner.h): one job in one fresh container, started by a
+ * `docker run -i` process or (cold, offline, default daemon: apirun.h)
+ * over the Engine API socket. The deadline covers everything from the
+ * start on; at the deadline, on cancel, and on every other exit path the
+ * container is removed by name (`docker rm -f`) and any CLI's process
+ * group killed and reaped. No --rm: the end state (OOMKilled, whether it
+ * started) is inspected before removal.
  */
 #include "runner/runner.h"
 
@@ -22,10 +24,13 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "proxy/cred.h"
+#include "runner/apirun.h"
+#include "runner/collect.h"
 #include "runner/container.h"
 #include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
+#include "runner/dockerapi.h"
 #include "runner/egress.h"
 #include "runner/files.h"
 #include "runner/image.h"
@@ -50,6 +55,8 @@ struct run {
 	size_t input_len;
 	struct proc *p;			/* the job's CLI: run, or (warm) exec */
 	struct proc *holder;		/* warm: the container's `docker run` */
+	struct apirun *api;		/* cold over the Engine API, not r->p */
+	bool use_api;
 	int64_t start, deadline;
 	bool finished, timed_out, cancelled, oom, sandbox_error;
 	bool not_started;		/* docker's own failure, no job ran */
@@ -208,8 +215,50 @@ stdout_cap(const struct run *r)
 	    (uint64_t)l->out_max_files * 1024 + 20480);
 }
 
+static void run_stop(struct run *r, const char *name);
+
+/* The container's streams, from whichever path ran it. */
+static struct cbuf *
+run_out(struct run *r)
+{
+	return r->api != NULL ? apirun_stdout(r->api) : proc_stdout(r->p);
+}
+
+static struct cbuf *
+run_err(struct run *r)
+{
+	return r->api != NULL ? apirun_stderr(r->api) : proc_stderr(r->p);
+}
+
+/* The API path: a start cut short by the deadline or a cancel is a
+ * result (run_wait stops it), as for the CLI; a refusal by the daemon is
+ * explained as the CLI path's (run_explain_failure), with the daemon's
+ * own answer when the preflight finds nothing wrong. */
 static int
-run_spawn(struct run *r, const char *name)
+run_spawn_api(struct run *r, const struct container_start *cs,
+    const char *name, char *err, size_t errlen)
+{
+	char why[512];
+	int rc;
+
+	rc = container_api_start(r->c, cs, r->deadline, r->req->cancel,
+	    &r->api, why, sizeof(why));
+	if (rc == -ETIMEDOUT || rc == -EINTR) {
+		r->timed_out = rc == -ETIMEDOUT;
+		r->cancelled = rc == -EINTR;
+		return 0;
+	}
+	if (rc < 0) {
+		run_stop(r, name);
+		if (rc != -EIO || runner_preflight(r->c, r->req->net, err,
+		    errlen) == 0)
+			snprintf(err, errlen, "%s", why);
+	}
+	return rc;
+}
+
+static int
+run_spawn(struct run *r, const char *name, char *err, size_t errlen)
 {
 	struct container_start cs = {
 		.name = name, .image = r->image, .session = r->req->session,
@@ -231,7 +280,14 @@ run_spawn(struct run *r, const char *name)
 		.stderr_keep = r->keep,
 	};
 
-	return container_spawn(r->c, &cs, &r->p);
+	int rc;
+
+	if (r->use_api)
+		return run_spawn_api(r, &cs, name, err, errlen);
+	if ((rc = container_spawn(r->c, &cs, &r->p)) < 0)
+		snprintf(err, errlen, "cannot run %s: %s", r->c->docker,
+		    strerror(-rc));
+	return rc;
 }
 
 /* Takes a warm container from the pool when the run can use one: it was
@@ -298,6 +354,10 @@ run_stop(struct run *r, const char *name)
 {
 	struct docker_state st;
 
+	if (r->use_api) {
+		(void)container_api_abort(r->c, name, r->api);
+		return;
+	}
 	/* Its logs are named by its ID: learn it while it still exists. */
 	if (r->req->debug && docker_inspect_state(r->c, name, &st) == 0)
 		util_strlcpy(r->id, st.id, sizeof(r->id));
@@ -331,7 +391,8 @@ run_finish(struct run *r, const char *name)
 	int64_t t0 = time_mono_ms();
 	bool died = false;
 
-	r->cli_exit = proc_exit_code(r->p);
+	r->cli_exit = r->api != NULL ? apirun_exit_code(r->api) :
+	    proc_exit_code(r->p);
 	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0 ||
 	    r->req->debug)
 		rc = docker_inspect_state(r->c, name, &st);
@@ -401,7 +462,12 @@ run_times(struct run *r, int64_t exit_at)
 	struct proc_times t;
 	int64_t ran;
 
-	proc_get_times(r->p, &t);
+	if (r->api != NULL) {
+		apirun_get_times(r->api, &t);
+		exit_at = t.exited;
+	} else {
+		proc_get_times(r->p, &t);
+	}
 	if (t.fed > 0)
 		r->t_begin = t.fed;
 	if (exit_at <= 0)
@@ -431,7 +497,10 @@ run_relay_start(struct run *r)
 		outwrap_marker(r->nonce, marker);
 	runner_relay_init(&r->relay, r->req->output, r->req->output_arg,
 	    r->lim.max_output, out ? marker : NULL, out ? sizeof(marker) : 0);
-	proc_set_output(r->p, runner_relay_chunk, &r->relay);
+	if (r->api != NULL)
+		apirun_set_output(r->api, runner_relay_chunk, &r->relay);
+	else
+		proc_set_output(r->p, runner_relay_chunk, &r->relay);
 }
 
 /* A warm run's exec, watched with its sandbox: when the sandbox dies
@@ -470,11 +539,20 @@ run_wait(struct run *r, const char *name)
 {
 	int rc;
 
+	/* An API start cut short: nothing to wait for. */
+	if (r->timed_out || r->cancelled) {
+		run_stop(r, name);
+		return 0;
+	}
 	run_relay_start(r);
-	rc = r->warm ? run_communicate_warm(r) : proc_communicate(r->p,
-	    r->deadline, r->req->cancel);
+	rc = r->api != NULL ? apirun_communicate(r->api, r->deadline,
+	    r->req->cancel) : r->warm ? run_communicate_warm(r) :
+	    proc_communicate(r->p, r->deadline, r->req->cancel);
 	if (r->req->output != NULL) {
-		proc_set_output(r->p, NULL, NULL);
+		if (r->api != NULL)
+			apirun_set_output(r->api, NULL, NULL);
+		else
+			proc_set_output(r->p, NULL, NULL);
 		runner_relay_flush(&r->relay);
 	}
 
@@ -494,80 +572,12 @@ run_wait(struct run *r, const char *name)
 	return 0;
 }
 
-/* One stream as the --out wrapper relayed it: kept[0..len) is what it
- * passed on (its first cbuf_keep_head bytes at once, then the last ones
- * it held back), seen what the job wrote. Rebuilt into *out the way a cap
- * on the host keeps it: the same head, marker and tail. */
-static int
-run_rekeep(const struct run *r, const char *kept, size_t len,
-    unsigned long long seen, struct cbuf **out)
-{
-	size_t max = (size_t)r->lim.max_output;
-	size_t h = cbuf_keep_head(max, r->keep);
-	struct cbuf *b = cbuf_new_keep(max, r->keep);
-
-	if (h > len)
-		h = len;
-	if (b == NULL || cbuf_append(b, kept, h) < 0 || (seen > len &&
-	    cbuf_gap(b, seen - len) < 0) ||
-	    cbuf_append(b, kept + h, len - h) < 0) {
-		cbuf_free(b);
-		return -ENOMEM;
-	}
-	*out = b;
-	return 0;
-}
-
 /* Moves the kept output into res, splitting off the --out archive. */
 static int
 run_collect(struct run *r, struct runner_result *res)
 {
-	struct cbuf *out = proc_stdout(r->p), *errb = proc_stderr(r->p);
-	struct cbuf *jo = out, *je = errb, *own_o = NULL, *own_e = NULL;
-	struct outwrap_split sp;
-	bool split = false;
-	int rc = 0;
-
-	if (r->req->out_dir != NULL) {
-		res->want_files = true;
-		split = outwrap_split(cbuf_data(out), cbuf_len(out), r->nonce,
-		    &sp) == 0;
-		if (!split)
-			snprintf(res->files_error, sizeof(res->files_error),
-			    "no archive came back (the job was stopped, or "
-			    "its output went past the cap)");
-		/* Without the marker, what came is all the job's. */
-		if ((rc = run_rekeep(r, cbuf_data(out), split ? sp.stdout_len :
-		    cbuf_len(out), split ? sp.out_seen : cbuf_seen(out),
-		    &own_o)) < 0)
-			goto done;
-		jo = own_o;
-		if (split && !cbuf_truncated(errb)) {
-			if ((rc = run_rekeep(r, cbuf_data(errb), cbuf_len(errb),
-			    sp.err_seen, &own_e)) < 0)
-				goto done;
-			je = own_e;
-		}
-	}
-	res->out_truncated = cbuf_truncated(jo);
-	res->err_truncated = cbuf_truncated(je);
-	res->out = cbuf_steal(jo, &res->out_len);
-	res->err = cbuf_steal(je, &res->err_len);
-	if (res->out == NULL || res->err == NULL) {
-		rc = -ENOMEM;
-		goto done;
-	}
-	if (split && (rc = files_unpack_out(r->c, sp.tar, sp.tar_len,
-	    r->req->out_dir, res)) < 0 && rc != -ENOMEM) {
-		snprintf(res->files_error, sizeof(res->files_error),
-		    "cannot write into --out %.60s: %s", r->req->out_dir,
-		    strerror(-rc));
-		rc = 0;
-	}
-done:
-	cbuf_free(own_o);
-	cbuf_free(own_e);
-	return rc;
+	return runner_collect(r->c, r->req->out_dir, r->nonce,
+	    (size_t)r->lim.max_output, r->keep, run_out(r), run_err(r), res);
 }
 
 static enum runner_status
@@ -591,7 +601,7 @@ static int
 run_explain_failure(struct run *r, struct runner_result *res, char *err,
     size_t errlen)
 {
-	const char *e = cbuf_data(proc_stderr(r->p));
+	const char *e = cbuf_data(run_err(r));
 	int rc;
 
 	if ((rc = runner_preflight(r->c, r->req->net, err, errlen)) < 0)
@@ -622,6 +632,8 @@ run_cleanup(struct run *r)
 	r->egress = NULL;
 	proc_free(r->p);
 	r->p = NULL;
+	apirun_free(r->api);
+	r->api = NULL;
 	proc_free(r->holder);		/* its container is gone */
 	r->holder = NULL;
 	if (r->in_dir[0] != '\0')
@@ -741,6 +753,10 @@ runner_run(const struct config *c, const struct runner_request *req,
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;
+	/* Proxy mode keeps the CLI: its egress options are CLI flags, and
+	 * its seal waits for a running container (container_seal). Debug
+	 * runs keep it too (runner/debug.h reads the CLI's container). */
+	r.use_api = !r.proxy && !req->debug && dockerapi_cold_usable(r.c);
 	if ((rc = run_take_warm(&r, res, err, errlen)) < 0) {
 		run_stop(&r, res->container);
 		goto bad;
@@ -751,9 +767,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 		    strerror(-rc));
 		goto bad;
 	} else if ((r.t_begin = time_mono_ms(),
-	    rc = run_spawn(&r, res->container)) < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", c->docker,
-		    strerror(-rc));
+	    rc = run_spawn(&r, res->container, err, errlen)) < 0) {
 		goto bad;
 	} else if (r.proxy && ((rc = container_seal(c, &r.ep, res->container,
 	    r.deadline, r.addr, err, errlen)) < 0 || (rc = run_register(&r,
