@@ -109,6 +109,8 @@ head_parse(const char *buf, size_t hlen, struct head *h)
 		if ((e = memchr(p, '\r', (size_t)(end - p))) == NULL ||
 		    e[1] != '\n')
 			return -EBADMSG;
+		if (memchr(p, '\n', (size_t)(e - p)) != NULL)
+			return -EBADMSG;
 		if ((v = header_value(p, e, "Content-Length", &vl)) != NULL) {
 			long long n = 0;
 			if (vl == 0 || vl > 15)
