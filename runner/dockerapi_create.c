@@ -61,6 +61,14 @@ add_host(cJSON *root, const struct config *c, const struct docker_spec *s)
 	cJSON *a, *t, *lc;
 	char buf[128];
 
+	/* What the CLI sends when no flag sets them. */
+	cJSON_AddArrayToObject(h, "Devices");
+	cJSON_AddArrayToObject(h, "Dns");
+	cJSON_AddArrayToObject(h, "DnsOptions");
+	cJSON_AddArrayToObject(h, "DnsSearch");
+	t = cJSON_AddObjectToObject(h, "RestartPolicy");
+	cJSON_AddStringToObject(t, "Name", "no");
+	cJSON_AddNumberToObject(t, "MaximumRetryCount", 0);
 	cJSON_AddStringToObject(h, "Runtime", s->runtime);
 	cJSON_AddStringToObject(h, "NetworkMode", s->network);
 	a = cJSON_AddArrayToObject(h, "CapDrop");
@@ -76,8 +84,9 @@ add_host(cJSON *root, const struct config *c, const struct docker_spec *s)
 	cJSON_AddNumberToObject(h, "MemorySwap", (double)s->memory);
 	cJSON_AddNumberToObject(h, "NanoCpus", (double)nano_cpus(s->cpus));
 	a = cJSON_AddArrayToObject(h, "Ulimits");
-	add_ulimit(a, "nofile", (long long)l->nofile);
+	/* In name order, as the CLI sends them (its options are a map). */
 	add_ulimit(a, "fsize", (long long)l->fsize_bytes);
+	add_ulimit(a, "nofile", (long long)l->nofile);
 	add_ulimit(a, "nproc", (long long)l->nproc);
 	cJSON_AddNumberToObject(h, "PidsLimit", (double)l->pids_limit);
 	cJSON_AddStringToObject(h, "IpcMode", "none");

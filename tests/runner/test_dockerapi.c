@@ -284,12 +284,12 @@ test_create_body(void **state)
 	assert_true(jpath_num(o, "HostConfig", "Memory") == 268435456.0);
 	assert_true(jpath_num(o, "HostConfig", "MemorySwap") == 268435456.0);
 	assert_true(jpath_num(o, "HostConfig", "NanoCpus") == 1250000000.0);
-	snprintf(want, sizeof(want), "[{\"Name\":\"nofile\",\"Hard\":%lld,"
-	    "\"Soft\":%lld},{\"Name\":\"fsize\",\"Hard\":%llu,\"Soft\":%llu},"
+	snprintf(want, sizeof(want), "[{\"Name\":\"fsize\",\"Hard\":%llu,"
+	    "\"Soft\":%llu},{\"Name\":\"nofile\",\"Hard\":%lld,\"Soft\":%lld},"
 	    "{\"Name\":\"nproc\",\"Hard\":%lld,\"Soft\":%lld}]",
-	    (long long)l->nofile, (long long)l->nofile,
 	    (unsigned long long)l->fsize_bytes,
-	    (unsigned long long)l->fsize_bytes, (long long)l->nproc,
+	    (unsigned long long)l->fsize_bytes,
+	    (long long)l->nofile, (long long)l->nofile, (long long)l->nproc,
 	    (long long)l->nproc);
 	ASSERT_JSON(o, "HostConfig", "Ulimits", want);
 	assert_true(jpath_num(o, "HostConfig", "PidsLimit") ==
