@@ -39,55 +39,8 @@
 #include "runner/pool.h"
 #include "runner/probe_ops.h"
 #include "runner/relay.h"
+#include "runner/run_internal.h"
 #include "runner/slot.h"
-
-struct run {
-	const struct config *c;		/* own, or the caller's */
-	struct config *own;		/* the caller's, at the run's profile */
-	unsigned lang;			/* CONFIG_LANG_* */
-	const struct runner_request *req;
-	struct runner_limits lim;
-	enum cbuf_keep keep;		/* of both streams past the cap */
-	char image[IMAGE_ID_MAX];
-	char nonce[OUTWRAP_NONCE_LEN + 1];
-	char in_dir[PATH_MAX];
-	unsigned char *input;		/* what goes to the container's stdin */
-	size_t input_len;
-	struct proc *p;			/* the job's CLI: run, or (warm) exec */
-	struct proc *holder;		/* warm: the container's `docker run` */
-	struct apirun *api;		/* cold over the Engine API, not r->p */
-	bool use_api;
-	int64_t start, deadline;
-	bool finished, timed_out, cancelled, oom, sandbox_error;
-	bool not_started;		/* docker's own failure, no job ran */
-	bool warm;			/* its container came from req->pool */
-	int cli_exit;
-	bool proxy;			/* --net proxy: egress settings below */
-	struct netsetup_endpoint ep;
-	struct netsetup_run_args na;
-	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];	/* the run's credential */
-	char addr[NETSETUP_ADDR_MAX];	/* the container's, from the seal */
-	char run_id[RUNNER_NAME_MAX];	/* registered under this name */
-	bool registered;		/* unregister before returning */
-	cJSON *egress;			/* the proxy's report, until moved */
-	char egress_error[128];
-	int64_t reg_ms, unreg_ms;
-	struct runner_slot slot;	/* host-wide; held until the end */
-	char debug_pat[RUNNER_DEBUG_PAT_MAX];	/* debug: --debug-log */
-	char id[72];			/* debug: the container's full ID */
-	struct runner_relay relay;	/* live output (req->output) */
-	struct runner_timing *tm;	/* res->timing */
-	bool exec_lost;			/* warm: its sandbox died, the exec's
-					 * CLI was killed (run_communicate_warm) */
-	bool remove_later;		/* warm, ended by itself: its container
-					 * is still there, for run_cleanup */
-	char name[RUNNER_NAME_MAX];	/* ... by this name */
-	int64_t t_begin;		/* code handed over (fed or spawned) */
-};
-
-/* Seconds the proxy keeps a run's credential past the run's deadline: the
- * unregister normally comes first; this only bounds a runner that died. */
-#define RUN_EGRESS_GRACE_MS 5000
 
 /* A warm run: how long its exec may outlive its sandbox's holder. */
 #define RUN_HOLDER_GRACE_MS 500
@@ -140,67 +93,6 @@ run_input(struct run *r, const char *name)
 	    r->req->code_len, &r->input, &r->input_len);
 	explicit_bzero(cred, sizeof(cred));
 	return rc;
-}
-
-/* Proxy mode: the policy must exist in the running proxy before any
- * container starts. */
-static int
-run_policy(struct run *r, struct runner_result *res, char *err,
-    size_t errlen)
-{
-	const char *policy = r->req->policy != NULL ? r->req->policy :
-	    r->c->egress_default_policy;
-
-	util_strlcpy(res->policy, policy, sizeof(res->policy));
-	return runner_egress_policy_check(r->ep.control, policy, err, errlen);
-}
-
-/* Proxy mode: tells the proxy about this run (address, policy, token,
- * limits), after the seal and before any code is written. */
-static int
-run_register(struct run *r, const char *name, const char *addr,
-    const char *policy, char *err, size_t errlen)
-{
-	int64_t t0 = time_mono_ms();
-	struct runner_egress_reg reg = {
-		.run = name, .addr = addr, .policy = policy, .token = r->token,
-		.deadline_ms = time_wall_ms() + (r->deadline - t0) +
-		    RUN_EGRESS_GRACE_MS,
-		.max_conns = r->c->egress_run_max_conns,
-		.bytes_up = r->c->egress_run_bytes_up,
-		.bytes_down = r->c->egress_run_bytes_down,
-	};
-	char why[400];
-	int rc;
-
-	rc = runner_egress_register(r->ep.control, &reg, why, sizeof(why));
-	r->reg_ms = time_mono_ms() - t0;
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot register the run with the proxy: "
-		    "%s", why);
-		return rc;
-	}
-	util_strlcpy(r->run_id, name, sizeof(r->run_id));
-	r->registered = true;
-	return 0;
-}
-
-/* Ends the registration (the proxy closes what the run still has open)
- * and keeps its egress report, or why there is none. */
-static void
-run_unregister(struct run *r)
-{
-	int64_t t0 = time_mono_ms();
-	char why[400];
-
-	if (!r->registered)
-		return;
-	r->registered = false;
-	if (runner_egress_unregister(r->ep.control, r->run_id, &r->egress,
-	    why, sizeof(why)) < 0)
-		snprintf(r->egress_error, sizeof(r->egress_error), "%.127s",
-		    why);
-	r->unreg_ms = time_mono_ms() - t0;
 }
 
 /* Bytes of stdout to keep: the job's cap, plus the --out archive. */
