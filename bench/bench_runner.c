@@ -103,8 +103,9 @@ time_one(const char *const *argv, char *const *envp)
 		return -1;
 	ms = r.exit_code == 0 && !r.timed_out ? r.duration_ms : -1;
 	if (ms < 0)
-		fprintf(stderr, "bench_runner: %s failed: %.200s\n", argv[0],
-		    cbuf_data(r.err));
+		fprintf(stderr, "bench_runner: %s failed (exit %d%s): "
+		    "%.200s\n", argv[0], r.exit_code, r.timed_out ?
+		    ", timed out" : "", cbuf_data(r.err));
 	proc_result_cleanup(&r);
 	return ms;
 }
