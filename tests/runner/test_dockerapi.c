@@ -186,6 +186,29 @@ test_error_message(void **state)
 /* The create body: every hardening field, from one spec. */
 static struct config cfg;
 
+/* docker_api "never", or another CLI binary: the CLI path. */
+static void
+test_cold_usable(void **state)
+{
+	struct config c = cfg;
+
+	(void)state;
+	assert_string_equal(c.docker_api, "auto");
+	strcpy(c.docker_api, "never");
+	assert_false(dockerapi_cold_usable(&c));
+	strcpy(c.docker_api, "auto");
+	strcpy(c.docker, "/opt/other/docker");
+	assert_false(dockerapi_cold_usable(&c));
+	assert_false(dockerapi_usable(&c));
+	strcpy(c.docker, "docker");
+	setenv("DOCKER_HOST", "tcp://127.0.0.1:2375", 1);
+	assert_false(dockerapi_cold_usable(&c));
+	unsetenv("DOCKER_HOST");
+	/* With the defaults, as the socket's presence says. */
+	assert_int_equal(dockerapi_cold_usable(&c),
+	    access(DOCKERAPI_SOCKET, W_OK) == 0);
+}
+
 static cJSON *
 body_of(const struct docker_spec *s)
 {
@@ -767,6 +790,7 @@ main(void)
 		cmocka_unit_test(test_response_every_cut),
 		cmocka_unit_test(test_request_format),
 		cmocka_unit_test(test_error_message),
+		cmocka_unit_test(test_cold_usable),
 		cmocka_unit_test(test_create_body),
 		cmocka_unit_test(test_create_table),
 		cmocka_unit_test(test_create_refusals),
