@@ -335,6 +335,7 @@ dockerapi_request_format(const char *method, const char *path,
     const char *body, bool upgrade, char **out, size_t *outlen)
 {
 	size_t blen = body != NULL ? strlen(body) : 0;
+	const char *conn;
 	char *s = NULL;
 	int n;
 
@@ -344,15 +345,15 @@ dockerapi_request_format(const char *method, const char *path,
 	    strlen(method) || path[0] != '/' ||
 	    !token_ok(path, "\"<>\\^`{|}#"))
 		return -EINVAL;
+	conn = upgrade ? "Connection: Upgrade\r\nUpgrade: tcp\r\n" :
+	    "Connection: close\r\n";
 	if (body != NULL)
 		n = asprintf(&s, "%s %s HTTP/1.1\r\nHost: docker\r\n%s"
 		    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-		    "\r\n%s", method, path, upgrade ? "Connection: Upgrade\r\n"
-		    "Upgrade: tcp\r\n" : "Connection: close\r\n", blen, body);
+		    "\r\n%s", method, path, conn, blen, body);
 	else
 		n = asprintf(&s, "%s %s HTTP/1.1\r\nHost: docker\r\n%s%s\r\n",
-		    method, path, upgrade ? "Connection: Upgrade\r\n"
-		    "Upgrade: tcp\r\n" : "Connection: close\r\n", strcmp(method, "GET") == 0 ||
+		    method, path, conn, strcmp(method, "GET") == 0 ||
 		    strcmp(method, "DELETE") == 0 ? "" :
 		    "Content-Length: 0\r\n");
 	if (n < 0)
