@@ -174,6 +174,12 @@ run_spawn(struct run *r, const char *name, char *err, size_t errlen)
 
 	int rc;
 
+	/* Cold runs only (a warm one's container came from the pool).
+	 * Proxy mode keeps the CLI: its egress options are CLI flags, and
+	 * its seal waits for a running container (container_seal). Debug
+	 * runs keep it too (runner/debug.h reads the CLI's container). */
+	r->use_api = !r->proxy && !r->req->debug &&
+	    dockerapi_cold_usable(r->c);
 	if (r->use_api)
 		return run_spawn_api(r, &cs, name, err, errlen);
 	if ((rc = container_spawn(r->c, &cs, &r->p)) < 0)
@@ -645,10 +651,6 @@ runner_run(const struct config *c, const struct runner_request *req,
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;
-	/* Proxy mode keeps the CLI: its egress options are CLI flags, and
-	 * its seal waits for a running container (container_seal). Debug
-	 * runs keep it too (runner/debug.h reads the CLI's container). */
-	r.use_api = !r.proxy && !req->debug && dockerapi_cold_usable(r.c);
 	if ((rc = run_take_warm(&r, res, err, errlen)) < 0) {
 		run_stop(&r, res->container);
 		goto bad;
