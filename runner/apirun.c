@@ -221,6 +221,8 @@ bad:
 	return rc;
 }
 
+static void attach_write(struct apirun *a);
+
 int
 apirun_start(struct apirun *a, int64_t deadline_ms, const atomic_int *cancel,
     char *err, size_t errlen)
@@ -255,6 +257,9 @@ apirun_start(struct apirun *a, int64_t deadline_ms, const atomic_int *cancel,
 		return rc;
 	if (cancelled(cancel))
 		return -EINTR;
+	/* As `docker run -i`: stdin flows from the attach on; what the
+	 * socket takes now waits in the container's stdin for the start. */
+	attach_write(a);
 	snprintf(path, sizeof(path), "/containers/%s/start", a->name);
 	if ((rc = dockerapi_call(a->sock, "POST", path, NULL, deadline_ms,
 	    &r)) < 0) {
