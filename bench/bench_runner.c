@@ -1,12 +1,15 @@
 /*
- * Runner latency: `print(1)` through `cordon run` against a raw `docker
- * run --rm -i` with the same flags (the argv the runner builds), run
- * interleaved in one process so both see the same machine load. Prints
- * median and p90 of each and the ratio. Then, when `cordon net up` state
+ * Runner latency: `print(1)` through `cordon run` on the Engine API path
+ * (config docker_api "auto") and on the CLI path ("never"), against a raw
+ * `docker run --rm -i` with the same flags (the argv the runner builds),
+ * run interleaved in one process (the order rotating) so all three see
+ * the same machine load. Prints median, p90 and p99 of each and the
+ * ratios to raw docker run. Then, when `cordon net up` state
  * is there, proxy-mode runs through runner_run: the median of the
  * register + unregister calls to the proxy beside the run's total.
  * Usage: bench_runner [CORDON [N]].
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,57 @@
 
 static const char code[] = "print(1)\n";
 
+extern char **environ;
+
+/* The environment with CORDON_CONFIG=path instead of the caller's. */
+struct benv {
+	char *v[512];
+	char cfg[600];
+};
+
+static void
+benv_init(struct benv *e, const char *path)
+{
+	size_t n = 0;
+
+	snprintf(e->cfg, sizeof(e->cfg), "CORDON_CONFIG=%s", path);
+	e->v[n++] = e->cfg;
+	for (char **p = environ; *p != NULL && n < 510; p++)
+		if (strncmp(*p, "CORDON_CONFIG=", 14) != 0)
+			e->v[n++] = *p;
+	e->v[n] = NULL;
+}
+
+/* A copy of the config file in use (or of {}) with docker_api set, at
+ * path. 0 or -1. */
+static int
+config_variant(const char *api, const char *path)
+{
+	const char *src = getenv("CORDON_CONFIG");
+	char *text = NULL, *out;
+	size_t len;
+	cJSON *o;
+	int rc;
+
+	if (src == NULL || *src == '\0')
+		src = "/etc/cordon/cordon.json";
+	if (util_read_file(src, 1 << 20, &text, &len) < 0)
+		text = strdup("{}");
+	o = cJSON_Parse(text != NULL ? text : "{}");
+	free(text);
+	if (o == NULL)
+		return -1;
+	cJSON_DeleteItemFromObject(o, "docker_api");
+	cJSON_AddStringToObject(o, "docker_api", api);
+	out = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (out == NULL)
+		return -1;
+	rc = util_write_file_atomic(path, out, strlen(out), 0600);
+	free(out);
+	return rc < 0 ? -1 : 0;
+}
+
 static int
 cmp_i64(const void *a, const void *b)
 {
@@ -36,9 +90,10 @@ cmp_i64(const void *a, const void *b)
 
 /* Runs argv with code on stdin; returns wall ms or -1 on failure. */
 static int64_t
-time_one(const char *const *argv)
+time_one(const char *const *argv, char *const *envp)
 {
-	struct proc_opts o = { .argv = argv, .stdin_data = code,
+	struct proc_opts o = { .argv = argv, .envp = (const char *const *)envp,
+	    .stdin_data = code,
 	    .stdin_len = strlen(code), .stdout_max = 65536,
 	    .stderr_max = 65536 };
 	struct proc_result r;
@@ -48,8 +103,9 @@ time_one(const char *const *argv)
 		return -1;
 	ms = r.exit_code == 0 && !r.timed_out ? r.duration_ms : -1;
 	if (ms < 0)
-		fprintf(stderr, "bench_runner: %s failed: %.200s\n", argv[0],
-		    cbuf_data(r.err));
+		fprintf(stderr, "bench_runner: %s failed (exit %d%s): "
+		    "%.200s\n", argv[0], r.exit_code, r.timed_out ?
+		    ", timed out" : "", cbuf_data(r.err));
 	proc_result_cleanup(&r);
 	return ms;
 }
@@ -148,44 +204,65 @@ main(int argc, char **argv)
 	const char *cordon = argc > 1 ? argv[1] : "cordon";
 	int n = argc > 2 ? atoi(argv[2]) : 15;
 	const char *cargv[] = { cordon, "run", NULL };
-	static int64_t tc[MAX_N], tr[MAX_N];
+	static int64_t t[3][MAX_N];
+	static const char *const names[3] = { "cordon api", "cordon cli",
+	    "docker run" };
+	static struct benv env_api, env_cli;
+	char dir[] = "/tmp/cordon-bench-runner.XXXXXX", p_api[64], p_cli[64];
 	struct config c;
 	char err[256];
+	int rc = 1;
 
 	if (n < 2 || n > MAX_N || config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "usage: bench_runner [CORDON [N<=200]] (%s)\n",
 		    err);
 		return 2;
 	}
-	/* One warm-up of each, not counted. */
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	snprintf(p_api, sizeof(p_api), "%s/api.json", dir);
+	snprintf(p_cli, sizeof(p_cli), "%s/cli.json", dir);
+	if (config_variant("auto", p_api) < 0 ||
+	    config_variant("never", p_cli) < 0) {
+		fprintf(stderr, "bench_runner: cannot write the config "
+		    "variants\n");
+		goto done;
+	}
+	benv_init(&env_api, p_api);
+	benv_init(&env_cli, p_cli);
+	/* One warm-up of each, not counted; the order rotates, so none
+	 * always follows another. */
 	for (int i = -1; i < n; i++) {
 		struct dargv raw;
-		int64_t a, b;
+		int64_t v[3];
 		if (raw_argv(&c, &raw) < 0) {
 			fprintf(stderr, "bench_runner: no pinned image\n");
-			return 1;
+			goto done;
 		}
-		/* Alternate which goes first, so neither always follows. */
-		if (i % 2 == 0) {
-			a = time_one(cargv);
-			b = time_one((const char *const *)raw.v);
-		} else {
-			b = time_one((const char *const *)raw.v);
-			a = time_one(cargv);
+		for (int k = 0; k < 3; k++) {
+			int which = (i + 3 + k) % 3;
+			v[which] = which == 2 ?
+			    time_one((const char *const *)raw.v, NULL) :
+			    time_one(cargv, which == 0 ? env_api.v : env_cli.v);
 		}
 		dargv_cleanup(&raw);
-		if (a < 0 || b < 0)
-			return 1;
-		if (i >= 0) {
-			tc[i] = a;
-			tr[i] = b;
-		}
+		if (v[0] < 0 || v[1] < 0 || v[2] < 0)
+			goto done;
+		for (int k = 0; i >= 0 && k < 3; k++)
+			t[k][i] = v[k];
 	}
-	report("cordon run", tc, n);
-	report("docker run", tr, n);
-	printf("ratio (median cordon / raw): %.3f  (p90: %.3f, p99: %.3f; "
-	    "target <= 0.8)\n", (double)tc[n / 2] / (double)tr[n / 2],
-	    (double)pct(tc, n, 90) / (double)pct(tr, n, 90),
-	    (double)pct(tc, n, 99) / (double)pct(tr, n, 99));
-	return bench_proxy_mode(&c);
+	for (int k = 0; k < 3; k++)
+		report(names[k], t[k], n);
+	for (int k = 0; k < 2; k++)
+		printf("ratio %s / docker run: median %.3f  (p90: %.3f, p99: "
+		    "%.3f; target <= 0.8)\n", names[k],
+		    (double)t[k][n / 2] / (double)t[2][n / 2],
+		    (double)pct(t[k], n, 90) / (double)pct(t[2], n, 90),
+		    (double)pct(t[k], n, 99) / (double)pct(t[2], n, 99));
+	printf("ratio cordon api / cordon cli: median %.3f\n",
+	    (double)t[0][n / 2] / (double)t[1][n / 2]);
+	rc = bench_proxy_mode(&c);
+done:
+	(void)util_rm_rf(dir);
+	return rc;
 }

@@ -32,6 +32,7 @@ struct field {
 
 static const struct field top_fields[] = {
 	STR("docker", docker),
+	STR("docker_api", docker_api),
 	STR("state_dir", state_dir),
 	STR("cache_dir", cache_dir),
 	STR("audit_log", audit_log),
@@ -205,6 +206,7 @@ config_defaults(struct config *c)
 {
 	memset(c, 0, sizeof(*c));
 	strcpy(c->docker, "docker");
+	strcpy(c->docker_api, "auto");
 	strcpy(c->state_dir, "/var/lib/cordon");
 	strcpy(c->cache_dir, "/var/cache/cordon");
 	strcpy(c->audit_log, "/var/log/cordon/audit.log");
@@ -804,6 +806,10 @@ config_check(const struct config *c, const char *name, char *err,
 		return fail(err, errlen, name,
 		    "limits.pids_limit must be at least twice limits.nproc "
 		    "(the host-side limit also counts gVisor's own processes)");
+	if (strcmp(c->docker_api, "auto") != 0 &&
+	    strcmp(c->docker_api, "never") != 0)
+		return fail(err, errlen, name, "docker_api: \"auto\" or "
+		    "\"never\"");
 	if (!config_policy_name_valid(c->egress_default_policy))
 		return fail(err, errlen, name, "egress_default_policy: a policy "
 		    "name (1-%d of [A-Za-z0-9_-])", CONFIG_POLICY_MAX);

@@ -116,6 +116,9 @@ struct config_serve {
 struct config {
 	char path[512];			/* file it came from, "" for defaults */
 	char docker[256];		/* docker CLI */
+	char docker_api[8];		/* "auto": cold runs over the Engine
+					 * API socket when usable; "never": the
+					 * CLI (runner/dockerapi.h) */
 	char state_dir[256];		/* image records, probe results */
 	char cache_dir[256];		/* rootfs tarballs */
 	char audit_log[256];

@@ -8,10 +8,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/util.h"
+#include "runner/apirun.h"
 #include "runner/docker.h"
 #include "runner/dockerapi.h"
 #include "runner/egress.h"
@@ -83,6 +85,53 @@ container_exec_spawn(const struct config *c, const struct container_start *s,
     struct proc **out)
 {
 	return spawn(c, s, true, out);
+}
+
+int
+container_api_start(const struct config *c, const struct container_start *s,
+    int64_t deadline_ms, const atomic_int *cancel, struct apirun **out,
+    char *err, size_t errlen)
+{
+	struct docker_spec spec;
+	struct apirun_opts o = { .sock = DOCKERAPI_SOCKET, .name = s->name,
+	    .input = s->input, .input_len = s->input_len,
+	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max,
+	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep };
+	char *body = NULL;
+	int rc;
+
+	*out = NULL;
+	container_spec(c, s, &spec);
+	if ((rc = dockerapi_create_body(c, &spec, &body)) < 0) {
+		snprintf(err, errlen, "cannot build the container's create "
+		    "request: %s", strerror(-rc));
+		return rc;
+	}
+	o.body = body;
+	rc = apirun_new(&o, out);
+	free(body);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s", strerror(-rc));
+		return rc;
+	}
+	return apirun_start(*out, deadline_ms, cancel, err, errlen);
+}
+
+int
+container_api_abort(const struct config *c, const char *name,
+    const struct apirun *a)
+{
+	int64_t end = time_mono_ms() + CONTAINER_API_ABORT_MS;
+	int rc;
+
+	/* A create cut short before its answer may still be carried out by
+	 * the daemon: look again for a while (as container_abort does while
+	 * a `docker run` lives). One refused or answered is final. */
+	while ((rc = container_remove(c, name)) == -ENOENT && a != NULL &&
+	    !apirun_created(a) && apirun_http_status(a) == 0 &&
+	    time_mono_ms() < end)
+		(void)poll(NULL, 0, 50);
+	return rc;
 }
 
 int

@@ -7,6 +7,7 @@
 #ifndef CORDON_RUNNER_CONTAINER_H
 #define CORDON_RUNNER_CONTAINER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,6 +59,27 @@ int container_spawn(const struct config *c, const struct container_start *s,
  * warm pool's entry: s->hold). 0 and *out, or a negative errno. */
 int container_exec_spawn(const struct config *c,
     const struct container_start *s, struct proc **out);
+
+struct apirun;				/* runner/apirun.h */
+
+#define CONTAINER_API_ABORT_MS 2000	/* container_api_abort: how long a
+					 * create cut short may still come */
+
+/* A cold run's container over the Engine API (apirun.h): the same spec
+ * as container_spawn's argv, created, attached, waited for and started
+ * before deadline_ms. *out is the session whenever one was made (also on
+ * failure: container_api_abort uses it; caller apirun_frees). 0 or
+ * apirun_start's result (-ETIMEDOUT, -EINTR, -EIO with the daemon's
+ * answer in err, ...). */
+int container_api_start(const struct config *c,
+    const struct container_start *s, int64_t deadline_ms,
+    const atomic_int *cancel, struct apirun **out, char *err, size_t errlen);
+
+/* Removes NAME of an API session a (may be NULL) that did not end by
+ * itself; a create cut short before its answer is looked for again
+ * until CONTAINER_API_ABORT_MS. 0, -ENOENT or the removal's errno. */
+int container_api_abort(const struct config *c, const char *name,
+    const struct apirun *a);
 
 /* `docker rm -f NAME`: through the API socket when that is the configured
  * daemon (saves a CLI start), else the CLI. 0, -ENOENT or an errno. */

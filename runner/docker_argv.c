@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* The whole environment of the job: nothing from the host. */
-static const char *const job_env[] = {
+const char *const docker_job_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"HOME=/tmp",
 	"LANG=C.UTF-8",
@@ -104,8 +104,8 @@ check_value(const char *s, const char *forbidden)
 	return 0;
 }
 
-static int
-check_spec(const struct config *c, const struct docker_spec *s)
+int
+docker_spec_check(const struct config *c, const struct docker_spec *s)
 {
 	if (check_value(s->name, " ,=:/") < 0 ||
 	    check_value(s->image_id, " ,=/") < 0 ||
@@ -179,9 +179,9 @@ add_hardening(struct dargv *a, const struct config *c,
 	dargv_add(a, "--log-driver=none");
 	dargv_add(a, "--pull=never");
 	dargv_add(a, "--workdir=/tmp");
-	for (size_t i = 0; job_env[i] != NULL; i++) {
+	for (size_t i = 0; docker_job_env[i] != NULL; i++) {
 		dargv_add(a, "--env");
-		dargv_add(a, job_env[i]);
+		dargv_add(a, docker_job_env[i]);
 	}
 }
 
@@ -240,6 +240,20 @@ add_job_command(struct dargv *a, const struct docker_spec *s)
 		dargv_add(a, job[i]);
 }
 
+/* What follows the image: the holder, or the job's command line. */
+static void
+add_command(struct dargv *a, const struct docker_spec *s)
+{
+	if (s->holder) {
+		dargv_add(a, "python3");
+		dargv_add(a, "-I");
+		dargv_add(a, "-c");
+		dargv_add(a, DARGV_HOLDER);
+	} else {
+		add_job_command(a, s);
+	}
+}
+
 static int
 dargv_finish(struct dargv *a)
 {
@@ -260,7 +274,7 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 	int rc;
 
 	dargv_init(a);
-	if ((rc = check_spec(c, s)) < 0)
+	if ((rc = docker_spec_check(c, s)) < 0)
 		return rc;
 	dargv_add(a, c->docker);
 	dargv_add(a, "run");
@@ -276,14 +290,15 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 	for (size_t i = 0; i < s->nextra; i++)
 		dargv_add(a, s->extra[i]);
 	dargv_add(a, s->image_id);
-	if (s->holder) {
-		dargv_add(a, "python3");
-		dargv_add(a, "-I");
-		dargv_add(a, "-c");
-		dargv_add(a, DARGV_HOLDER);
-	} else {
-		add_job_command(a, s);
-	}
+	add_command(a, s);
+	return dargv_finish(a);
+}
+
+int
+docker_cmd_argv(const struct docker_spec *s, struct dargv *a)
+{
+	dargv_init(a);
+	add_command(a, s);
 	return dargv_finish(a);
 }
 
@@ -294,7 +309,7 @@ docker_exec_argv(const struct config *c, const struct docker_spec *s,
 	int rc;
 
 	dargv_init(a);
-	if ((rc = check_spec(c, s)) < 0)
+	if ((rc = docker_spec_check(c, s)) < 0)
 		return rc;
 	/* Here the name stands alone: never one an option parser takes. */
 	if (s->name[0] == '-')

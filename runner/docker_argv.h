@@ -73,6 +73,17 @@ struct docker_spec {
  * the sandbox, and the run is a sandbox_error (runner.c). */
 #define DARGV_HOLDER "import sys; sys.stdin.buffer.read()"
 
+/* The job's whole environment (NULL-terminated): nothing from the host. */
+extern const char *const docker_job_env[];
+
+/* 0, or -EINVAL for a spec field that is missing or would break the argv
+ * (docker_run_argv checks it first). Pure. */
+int docker_spec_check(const struct config *c, const struct docker_spec *s);
+
+/* The container's command, as docker_run_argv ends (after the image): the
+ * holder, or the job's command line. 0 or a negative errno. Pure. */
+int docker_cmd_argv(const struct docker_spec *s, struct dargv *a);
+
 /* Fills a with the full `docker run` argv (a->v[0] is c->docker). Returns
  * 0 or a negative errno (-EINVAL for a spec field that is missing or would
  * break the argv, e.g. a comma in a mount path). Pure. */

@@ -1,9 +1,11 @@
 /*
- * runner_run (runner.h): one job in one fresh container. The deadline
- * covers everything from `docker run` on; at the deadline, on cancel, and
- * on every other exit path the container is removed by name (`docker rm
- * -f`) and the CLI's process group killed and reaped. No --rm: the end
- * state (OOMKilled, whether it started) is inspected before removal.
+ * runner_run (runner.h): one job in one fresh container, started by a
+ * `docker run -i` process or (cold, offline, default daemon: apirun.h)
+ * over the Engine API socket. The deadline covers everything from the
+ * start on; at the deadline, on cancel, and on every other exit path the
+ * container is removed by name (`docker rm -f`) and any CLI's process
+ * group killed and reaped. No --rm: the end state (OOMKilled, whether it
+ * started) is inspected before removal.
  */
 #include "runner/runner.h"
 
@@ -22,10 +24,13 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "proxy/cred.h"
+#include "runner/apirun.h"
+#include "runner/collect.h"
 #include "runner/container.h"
 #include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
+#include "runner/dockerapi.h"
 #include "runner/egress.h"
 #include "runner/files.h"
 #include "runner/image.h"
@@ -34,53 +39,8 @@
 #include "runner/pool.h"
 #include "runner/probe_ops.h"
 #include "runner/relay.h"
+#include "runner/run_internal.h"
 #include "runner/slot.h"
-
-struct run {
-	const struct config *c;		/* own, or the caller's */
-	struct config *own;		/* the caller's, at the run's profile */
-	unsigned lang;			/* CONFIG_LANG_* */
-	const struct runner_request *req;
-	struct runner_limits lim;
-	enum cbuf_keep keep;		/* of both streams past the cap */
-	char image[IMAGE_ID_MAX];
-	char nonce[OUTWRAP_NONCE_LEN + 1];
-	char in_dir[PATH_MAX];
-	unsigned char *input;		/* what goes to the container's stdin */
-	size_t input_len;
-	struct proc *p;			/* the job's CLI: run, or (warm) exec */
-	struct proc *holder;		/* warm: the container's `docker run` */
-	int64_t start, deadline;
-	bool finished, timed_out, cancelled, oom, sandbox_error;
-	bool not_started;		/* docker's own failure, no job ran */
-	bool warm;			/* its container came from req->pool */
-	int cli_exit;
-	bool proxy;			/* --net proxy: egress settings below */
-	struct netsetup_endpoint ep;
-	struct netsetup_run_args na;
-	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];	/* the run's credential */
-	char addr[NETSETUP_ADDR_MAX];	/* the container's, from the seal */
-	char run_id[RUNNER_NAME_MAX];	/* registered under this name */
-	bool registered;		/* unregister before returning */
-	cJSON *egress;			/* the proxy's report, until moved */
-	char egress_error[128];
-	int64_t reg_ms, unreg_ms;
-	struct runner_slot slot;	/* host-wide; held until the end */
-	char debug_pat[RUNNER_DEBUG_PAT_MAX];	/* debug: --debug-log */
-	char id[72];			/* debug: the container's full ID */
-	struct runner_relay relay;	/* live output (req->output) */
-	struct runner_timing *tm;	/* res->timing */
-	bool exec_lost;			/* warm: its sandbox died, the exec's
-					 * CLI was killed (run_communicate_warm) */
-	bool remove_later;		/* warm, ended by itself: its container
-					 * is still there, for run_cleanup */
-	char name[RUNNER_NAME_MAX];	/* ... by this name */
-	int64_t t_begin;		/* code handed over (fed or spawned) */
-};
-
-/* Seconds the proxy keeps a run's credential past the run's deadline: the
- * unregister normally comes first; this only bounds a runner that died. */
-#define RUN_EGRESS_GRACE_MS 5000
 
 /* A warm run: how long its exec may outlive its sandbox's holder. */
 #define RUN_HOLDER_GRACE_MS 500
@@ -135,67 +95,6 @@ run_input(struct run *r, const char *name)
 	return rc;
 }
 
-/* Proxy mode: the policy must exist in the running proxy before any
- * container starts. */
-static int
-run_policy(struct run *r, struct runner_result *res, char *err,
-    size_t errlen)
-{
-	const char *policy = r->req->policy != NULL ? r->req->policy :
-	    r->c->egress_default_policy;
-
-	util_strlcpy(res->policy, policy, sizeof(res->policy));
-	return runner_egress_policy_check(r->ep.control, policy, err, errlen);
-}
-
-/* Proxy mode: tells the proxy about this run (address, policy, token,
- * limits), after the seal and before any code is written. */
-static int
-run_register(struct run *r, const char *name, const char *addr,
-    const char *policy, char *err, size_t errlen)
-{
-	int64_t t0 = time_mono_ms();
-	struct runner_egress_reg reg = {
-		.run = name, .addr = addr, .policy = policy, .token = r->token,
-		.deadline_ms = time_wall_ms() + (r->deadline - t0) +
-		    RUN_EGRESS_GRACE_MS,
-		.max_conns = r->c->egress_run_max_conns,
-		.bytes_up = r->c->egress_run_bytes_up,
-		.bytes_down = r->c->egress_run_bytes_down,
-	};
-	char why[400];
-	int rc;
-
-	rc = runner_egress_register(r->ep.control, &reg, why, sizeof(why));
-	r->reg_ms = time_mono_ms() - t0;
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot register the run with the proxy: "
-		    "%s", why);
-		return rc;
-	}
-	util_strlcpy(r->run_id, name, sizeof(r->run_id));
-	r->registered = true;
-	return 0;
-}
-
-/* Ends the registration (the proxy closes what the run still has open)
- * and keeps its egress report, or why there is none. */
-static void
-run_unregister(struct run *r)
-{
-	int64_t t0 = time_mono_ms();
-	char why[400];
-
-	if (!r->registered)
-		return;
-	r->registered = false;
-	if (runner_egress_unregister(r->ep.control, r->run_id, &r->egress,
-	    why, sizeof(why)) < 0)
-		snprintf(r->egress_error, sizeof(r->egress_error), "%.127s",
-		    why);
-	r->unreg_ms = time_mono_ms() - t0;
-}
-
 /* Bytes of stdout to keep: the job's cap, plus the --out archive. */
 static size_t
 stdout_cap(const struct run *r)
@@ -208,8 +107,50 @@ stdout_cap(const struct run *r)
 	    (uint64_t)l->out_max_files * 1024 + 20480);
 }
 
+static void run_stop(struct run *r, const char *name);
+
+/* The container's streams, from whichever path ran it. */
+static struct cbuf *
+run_out(struct run *r)
+{
+	return r->api != NULL ? apirun_stdout(r->api) : proc_stdout(r->p);
+}
+
+static struct cbuf *
+run_err(struct run *r)
+{
+	return r->api != NULL ? apirun_stderr(r->api) : proc_stderr(r->p);
+}
+
+/* The API path: a start cut short by the deadline or a cancel is a
+ * result (run_wait stops it), as for the CLI; a refusal by the daemon is
+ * explained as the CLI path's (run_explain_failure), with the daemon's
+ * own answer when the preflight finds nothing wrong. */
 static int
-run_spawn(struct run *r, const char *name)
+run_spawn_api(struct run *r, const struct container_start *cs,
+    const char *name, char *err, size_t errlen)
+{
+	char why[512];
+	int rc;
+
+	rc = container_api_start(r->c, cs, r->deadline, r->req->cancel,
+	    &r->api, why, sizeof(why));
+	if (rc == -ETIMEDOUT || rc == -EINTR) {
+		r->timed_out = rc == -ETIMEDOUT;
+		r->cancelled = rc == -EINTR;
+		return 0;
+	}
+	if (rc < 0) {
+		run_stop(r, name);
+		if (rc != -EIO || runner_preflight(r->c, r->req->net, err,
+		    errlen) == 0)
+			snprintf(err, errlen, "%s", why);
+	}
+	return rc;
+}
+
+static int
+run_spawn(struct run *r, const char *name, char *err, size_t errlen)
 {
 	struct container_start cs = {
 		.name = name, .image = r->image, .session = r->req->session,
@@ -231,7 +172,20 @@ run_spawn(struct run *r, const char *name)
 		.stderr_keep = r->keep,
 	};
 
-	return container_spawn(r->c, &cs, &r->p);
+	int rc;
+
+	/* Cold runs only (a warm one's container came from the pool).
+	 * Proxy mode keeps the CLI: its egress options are CLI flags, and
+	 * its seal waits for a running container (container_seal). Debug
+	 * runs keep it too (runner/debug.h reads the CLI's container). */
+	r->use_api = !r->proxy && !r->req->debug &&
+	    dockerapi_cold_usable(r->c);
+	if (r->use_api)
+		return run_spawn_api(r, &cs, name, err, errlen);
+	if ((rc = container_spawn(r->c, &cs, &r->p)) < 0)
+		snprintf(err, errlen, "cannot run %s: %s", r->c->docker,
+		    strerror(-rc));
+	return rc;
 }
 
 /* Takes a warm container from the pool when the run can use one: it was
@@ -298,6 +252,10 @@ run_stop(struct run *r, const char *name)
 {
 	struct docker_state st;
 
+	if (r->use_api) {
+		(void)container_api_abort(r->c, name, r->api);
+		return;
+	}
 	/* Its logs are named by its ID: learn it while it still exists. */
 	if (r->req->debug && docker_inspect_state(r->c, name, &st) == 0)
 		util_strlcpy(r->id, st.id, sizeof(r->id));
@@ -331,7 +289,8 @@ run_finish(struct run *r, const char *name)
 	int64_t t0 = time_mono_ms();
 	bool died = false;
 
-	r->cli_exit = proc_exit_code(r->p);
+	r->cli_exit = r->api != NULL ? apirun_exit_code(r->api) :
+	    proc_exit_code(r->p);
 	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0 ||
 	    r->req->debug)
 		rc = docker_inspect_state(r->c, name, &st);
@@ -401,7 +360,12 @@ run_times(struct run *r, int64_t exit_at)
 	struct proc_times t;
 	int64_t ran;
 
-	proc_get_times(r->p, &t);
+	if (r->api != NULL) {
+		apirun_get_times(r->api, &t);
+		exit_at = t.exited;
+	} else {
+		proc_get_times(r->p, &t);
+	}
 	if (t.fed > 0)
 		r->t_begin = t.fed;
 	if (exit_at <= 0)
@@ -431,7 +395,10 @@ run_relay_start(struct run *r)
 		outwrap_marker(r->nonce, marker);
 	runner_relay_init(&r->relay, r->req->output, r->req->output_arg,
 	    r->lim.max_output, out ? marker : NULL, out ? sizeof(marker) : 0);
-	proc_set_output(r->p, runner_relay_chunk, &r->relay);
+	if (r->api != NULL)
+		apirun_set_output(r->api, runner_relay_chunk, &r->relay);
+	else
+		proc_set_output(r->p, runner_relay_chunk, &r->relay);
 }
 
 /* A warm run's exec, watched with its sandbox: when the sandbox dies
@@ -470,11 +437,20 @@ run_wait(struct run *r, const char *name)
 {
 	int rc;
 
+	/* An API start cut short: nothing to wait for. */
+	if (r->timed_out || r->cancelled) {
+		run_stop(r, name);
+		return 0;
+	}
 	run_relay_start(r);
-	rc = r->warm ? run_communicate_warm(r) : proc_communicate(r->p,
-	    r->deadline, r->req->cancel);
+	rc = r->api != NULL ? apirun_communicate(r->api, r->deadline,
+	    r->req->cancel) : r->warm ? run_communicate_warm(r) :
+	    proc_communicate(r->p, r->deadline, r->req->cancel);
 	if (r->req->output != NULL) {
-		proc_set_output(r->p, NULL, NULL);
+		if (r->api != NULL)
+			apirun_set_output(r->api, NULL, NULL);
+		else
+			proc_set_output(r->p, NULL, NULL);
 		runner_relay_flush(&r->relay);
 	}
 
@@ -494,80 +470,12 @@ run_wait(struct run *r, const char *name)
 	return 0;
 }
 
-/* One stream as the --out wrapper relayed it: kept[0..len) is what it
- * passed on (its first cbuf_keep_head bytes at once, then the last ones
- * it held back), seen what the job wrote. Rebuilt into *out the way a cap
- * on the host keeps it: the same head, marker and tail. */
-static int
-run_rekeep(const struct run *r, const char *kept, size_t len,
-    unsigned long long seen, struct cbuf **out)
-{
-	size_t max = (size_t)r->lim.max_output;
-	size_t h = cbuf_keep_head(max, r->keep);
-	struct cbuf *b = cbuf_new_keep(max, r->keep);
-
-	if (h > len)
-		h = len;
-	if (b == NULL || cbuf_append(b, kept, h) < 0 || (seen > len &&
-	    cbuf_gap(b, seen - len) < 0) ||
-	    cbuf_append(b, kept + h, len - h) < 0) {
-		cbuf_free(b);
-		return -ENOMEM;
-	}
-	*out = b;
-	return 0;
-}
-
 /* Moves the kept output into res, splitting off the --out archive. */
 static int
 run_collect(struct run *r, struct runner_result *res)
 {
-	struct cbuf *out = proc_stdout(r->p), *errb = proc_stderr(r->p);
-	struct cbuf *jo = out, *je = errb, *own_o = NULL, *own_e = NULL;
-	struct outwrap_split sp;
-	bool split = false;
-	int rc = 0;
-
-	if (r->req->out_dir != NULL) {
-		res->want_files = true;
-		split = outwrap_split(cbuf_data(out), cbuf_len(out), r->nonce,
-		    &sp) == 0;
-		if (!split)
-			snprintf(res->files_error, sizeof(res->files_error),
-			    "no archive came back (the job was stopped, or "
-			    "its output went past the cap)");
-		/* Without the marker, what came is all the job's. */
-		if ((rc = run_rekeep(r, cbuf_data(out), split ? sp.stdout_len :
-		    cbuf_len(out), split ? sp.out_seen : cbuf_seen(out),
-		    &own_o)) < 0)
-			goto done;
-		jo = own_o;
-		if (split && !cbuf_truncated(errb)) {
-			if ((rc = run_rekeep(r, cbuf_data(errb), cbuf_len(errb),
-			    sp.err_seen, &own_e)) < 0)
-				goto done;
-			je = own_e;
-		}
-	}
-	res->out_truncated = cbuf_truncated(jo);
-	res->err_truncated = cbuf_truncated(je);
-	res->out = cbuf_steal(jo, &res->out_len);
-	res->err = cbuf_steal(je, &res->err_len);
-	if (res->out == NULL || res->err == NULL) {
-		rc = -ENOMEM;
-		goto done;
-	}
-	if (split && (rc = files_unpack_out(r->c, sp.tar, sp.tar_len,
-	    r->req->out_dir, res)) < 0 && rc != -ENOMEM) {
-		snprintf(res->files_error, sizeof(res->files_error),
-		    "cannot write into --out %.60s: %s", r->req->out_dir,
-		    strerror(-rc));
-		rc = 0;
-	}
-done:
-	cbuf_free(own_o);
-	cbuf_free(own_e);
-	return rc;
+	return runner_collect(r->c, r->req->out_dir, r->nonce,
+	    (size_t)r->lim.max_output, r->keep, run_out(r), run_err(r), res);
 }
 
 static enum runner_status
@@ -591,7 +499,7 @@ static int
 run_explain_failure(struct run *r, struct runner_result *res, char *err,
     size_t errlen)
 {
-	const char *e = cbuf_data(proc_stderr(r->p));
+	const char *e = cbuf_data(run_err(r));
 	int rc;
 
 	if ((rc = runner_preflight(r->c, r->req->net, err, errlen)) < 0)
@@ -622,6 +530,8 @@ run_cleanup(struct run *r)
 	r->egress = NULL;
 	proc_free(r->p);
 	r->p = NULL;
+	apirun_free(r->api);
+	r->api = NULL;
 	proc_free(r->holder);		/* its container is gone */
 	r->holder = NULL;
 	if (r->in_dir[0] != '\0')
@@ -743,9 +653,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 		    strerror(-rc));
 		goto bad;
 	} else if ((r.t_begin = time_mono_ms(),
-	    rc = run_spawn(&r, res->container)) < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", c->docker,
-		    strerror(-rc));
+	    rc = run_spawn(&r, res->container, err, errlen)) < 0) {
 		goto bad;
 	} else if (r.proxy && ((rc = container_seal(c, &r.ep, res->container,
 	    r.deadline, r.addr, err, errlen)) < 0 || (rc = run_register(&r,

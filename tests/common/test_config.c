@@ -59,6 +59,10 @@ test_parse_overrides(void **state)
 	assert_string_equal(c.path, "t.json");
 	/* Untouched keys keep their defaults. */
 	assert_string_equal(c.user, "65534:65534");
+	assert_string_equal(c.docker_api, "auto");
+	assert_int_equal(config_parse(&c, "{\"docker_api\":\"never\"}", 22,
+	    "t.json", err, sizeof(err)), 0);
+	assert_string_equal(c.docker_api, "never");
 }
 
 static void
@@ -75,6 +79,9 @@ test_parse_errors(void **state)
 		{ "{\"probe_auto\":1}", "t.json: probe_auto: expected true or false" },
 		{ "{\"limits\":{\"max_concurrent_runs\":0}}", "t.json: limits.max_concurrent_runs: expected a whole number in [1, 1024]" },
 		{ "{\"limits\":{\"queue_timeout_s\":-1}}", "t.json: limits.queue_timeout_s: expected a whole number in [0, 3600]" },
+		{ "{\"docker_api\":\"always\"}", "t.json: docker_api: \"auto\" or \"never\"" },
+		{ "{\"docker_api\":\"sometimes\"}", "t.json: docker_api: too long (max 7)" },
+		{ "{\"docker_api\":\"\"}", "t.json: docker_api: \"auto\" or \"never\"" },
 		{ "{\"user\":\"0:0\"}", "t.json: user: must not be root" },
 		{ "{\"user\":\"root\"}", "t.json: user: must not be root" },
 		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },

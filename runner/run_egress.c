@@ -1,0 +1,76 @@
+/*
+ * A proxy-mode run's steps with the proxy's control socket (run_internal.h):
+ * the policy check, the registration and the unregistration that brings
+ * back the run's egress report.
+ */
+#include "runner/run_internal.h"
+
+#include <stdio.h>
+
+#include "common/util.h"
+#include "runner/egress.h"
+
+/* Seconds the proxy keeps a run's credential past the run's deadline: the
+ * unregister normally comes first; this only bounds a runner that died. */
+#define RUN_EGRESS_GRACE_MS 5000
+
+/* Proxy mode: the policy must exist in the running proxy before any
+ * container starts. */
+int
+run_policy(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	const char *policy = r->req->policy != NULL ? r->req->policy :
+	    r->c->egress_default_policy;
+
+	util_strlcpy(res->policy, policy, sizeof(res->policy));
+	return runner_egress_policy_check(r->ep.control, policy, err, errlen);
+}
+
+/* Proxy mode: tells the proxy about this run (address, policy, token,
+ * limits), after the seal and before any code is written. */
+int
+run_register(struct run *r, const char *name, const char *addr,
+    const char *policy, char *err, size_t errlen)
+{
+	int64_t t0 = time_mono_ms();
+	struct runner_egress_reg reg = {
+		.run = name, .addr = addr, .policy = policy, .token = r->token,
+		.deadline_ms = time_wall_ms() + (r->deadline - t0) +
+		    RUN_EGRESS_GRACE_MS,
+		.max_conns = r->c->egress_run_max_conns,
+		.bytes_up = r->c->egress_run_bytes_up,
+		.bytes_down = r->c->egress_run_bytes_down,
+	};
+	char why[400];
+	int rc;
+
+	rc = runner_egress_register(r->ep.control, &reg, why, sizeof(why));
+	r->reg_ms = time_mono_ms() - t0;
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot register the run with the proxy: "
+		    "%s", why);
+		return rc;
+	}
+	util_strlcpy(r->run_id, name, sizeof(r->run_id));
+	r->registered = true;
+	return 0;
+}
+
+/* Ends the registration (the proxy closes what the run still has open)
+ * and keeps its egress report, or why there is none. */
+void
+run_unregister(struct run *r)
+{
+	int64_t t0 = time_mono_ms();
+	char why[400];
+
+	if (!r->registered)
+		return;
+	r->registered = false;
+	if (runner_egress_unregister(r->ep.control, r->run_id, &r->egress,
+	    why, sizeof(why)) < 0)
+		snprintf(r->egress_error, sizeof(r->egress_error), "%.127s",
+		    why);
+	r->unreg_ms = time_mono_ms() - t0;
+}

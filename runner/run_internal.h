@@ -1,0 +1,79 @@
+/*
+ * One run's state, shared by runner.c (the run) and run_egress.c (its
+ * proxy-mode steps). Internal to the runner.
+ */
+#ifndef CORDON_RUNNER_RUN_INTERNAL_H
+#define CORDON_RUNNER_RUN_INTERNAL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cbuf.h"
+#include "common/proc.h"
+#include "netsetup/netsetup.h"
+#include "proxy/cred.h"
+#include "runner/debug.h"
+#include "runner/image.h"
+#include "runner/outwrap.h"
+#include "runner/relay.h"
+#include "runner/runner.h"
+#include "runner/slot.h"
+
+struct apirun;
+
+struct run {
+	const struct config *c;		/* own, or the caller's */
+	struct config *own;		/* the caller's, at the run's profile */
+	unsigned lang;			/* CONFIG_LANG_* */
+	const struct runner_request *req;
+	struct runner_limits lim;
+	enum cbuf_keep keep;		/* of both streams past the cap */
+	char image[IMAGE_ID_MAX];
+	char nonce[OUTWRAP_NONCE_LEN + 1];
+	char in_dir[PATH_MAX];
+	unsigned char *input;		/* what goes to the container's stdin */
+	size_t input_len;
+	struct proc *p;			/* the job's CLI: run, or (warm) exec */
+	struct proc *holder;		/* warm: the container's `docker run` */
+	struct apirun *api;		/* cold over the Engine API, not r->p */
+	bool use_api;
+	int64_t start, deadline;
+	bool finished, timed_out, cancelled, oom, sandbox_error;
+	bool not_started;		/* docker's own failure, no job ran */
+	bool warm;			/* its container came from req->pool */
+	int cli_exit;
+	bool proxy;			/* --net proxy: egress settings below */
+	struct netsetup_endpoint ep;
+	struct netsetup_run_args na;
+	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];	/* the run's credential */
+	char addr[NETSETUP_ADDR_MAX];	/* the container's, from the seal */
+	char run_id[RUNNER_NAME_MAX];	/* registered under this name */
+	bool registered;		/* unregister before returning */
+	cJSON *egress;			/* the proxy's report, until moved */
+	char egress_error[128];
+	int64_t reg_ms, unreg_ms;
+	struct runner_slot slot;	/* host-wide; held until the end */
+	char debug_pat[RUNNER_DEBUG_PAT_MAX];	/* debug: --debug-log */
+	char id[72];			/* debug: the container's full ID */
+	struct runner_relay relay;	/* live output (req->output) */
+	struct runner_timing *tm;	/* res->timing */
+	bool exec_lost;			/* warm: its sandbox died, the exec's
+					 * CLI was killed (run_communicate_warm) */
+	bool remove_later;		/* warm, ended by itself: its container
+					 * is still there, for run_cleanup */
+	char name[RUNNER_NAME_MAX];	/* ... by this name */
+	int64_t t_begin;		/* code handed over (fed or spawned) */
+};
+
+/* Proxy mode (run_egress.c): the policy must exist in the running proxy
+ * before any container starts; the run is registered after the seal and
+ * before any code is written, and unregistered (keeping its egress
+ * report, or why there is none) on every path once registered. */
+int run_policy(struct run *r, struct runner_result *res, char *err,
+    size_t errlen);
+int run_register(struct run *r, const char *name, const char *addr,
+    const char *policy, char *err, size_t errlen);
+void run_unregister(struct run *r);
+
+#endif
