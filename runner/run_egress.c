@@ -17,7 +17,7 @@
 /* Proxy mode: the policy must exist in the running proxy before any
  * container starts. */
 int
-run_policy(struct run *r, struct runner_result *res, char *err,
+runner_run_policy(struct run *r, struct runner_result *res, char *err,
     size_t errlen)
 {
 	const char *policy = r->req->policy != NULL ? r->req->policy :
@@ -30,7 +30,7 @@ run_policy(struct run *r, struct runner_result *res, char *err,
 /* Proxy mode: tells the proxy about this run (address, policy, token,
  * limits), after the seal and before any code is written. */
 int
-run_register(struct run *r, const char *name, const char *addr,
+runner_run_register(struct run *r, const char *name, const char *addr,
     const char *policy, char *err, size_t errlen)
 {
 	int64_t t0 = time_mono_ms();
@@ -60,7 +60,7 @@ run_register(struct run *r, const char *name, const char *addr,
 /* Ends the registration (the proxy closes what the run still has open)
  * and keeps its egress report, or why there is none. */
 void
-run_unregister(struct run *r)
+runner_run_unregister(struct run *r)
 {
 	int64_t t0 = time_mono_ms();
 	char why[400];

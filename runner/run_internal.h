@@ -70,10 +70,10 @@ struct run {
  * before any container starts; the run is registered after the seal and
  * before any code is written, and unregistered (keeping its egress
  * report, or why there is none) on every path once registered. */
-int run_policy(struct run *r, struct runner_result *res, char *err,
+int runner_run_policy(struct run *r, struct runner_result *res, char *err,
     size_t errlen);
-int run_register(struct run *r, const char *name, const char *addr,
+int runner_run_register(struct run *r, const char *name, const char *addr,
     const char *policy, char *err, size_t errlen);
-void run_unregister(struct run *r);
+void runner_run_unregister(struct run *r);
 
 #endif

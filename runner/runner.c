@@ -237,8 +237,8 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	r->warm = true;
 	/* proc_feed only queued the input: nothing is written before
 	 * run_wait, so the proxy knows the run before the code runs. */
-	if (r->proxy && (rc = run_register(r, e.name, e.addr, res->policy,
-	    err, errlen)) < 0)
+	if (r->proxy && (rc = runner_run_register(r, e.name, e.addr,
+	    res->policy, err, errlen)) < 0)
 		return rc;
 	return 1;
 }
@@ -525,7 +525,7 @@ run_cleanup(struct run *r)
 		(void)container_remove(r->c, r->name);
 	}
 	r->remove_later = false;
-	run_unregister(r);
+	runner_run_unregister(r);
 	cJSON_Delete(r->egress);
 	r->egress = NULL;
 	proc_free(r->p);
@@ -611,7 +611,7 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 			snprintf(err, errlen, "cannot build the egress options");
 			return rc;
 		}
-		if ((rc = run_policy(r, res, err, errlen)) < 0)
+		if ((rc = runner_run_policy(r, res, err, errlen)) < 0)
 			return rc;
 	}
 	return runner_slot_acquire(r->c, req->cancel, &r->slot, err, errlen);
@@ -656,15 +656,16 @@ runner_run(const struct config *c, const struct runner_request *req,
 	    rc = run_spawn(&r, res->container, err, errlen)) < 0) {
 		goto bad;
 	} else if (r.proxy && ((rc = container_seal(c, &r.ep, res->container,
-	    r.deadline, r.addr, err, errlen)) < 0 || (rc = run_register(&r,
-	    res->container, r.addr, res->policy, err, errlen)) < 0)) {
+	    r.deadline, r.addr, err, errlen)) < 0 ||
+	    (rc = runner_run_register(&r, res->container, r.addr, res->policy,
+	    err, errlen)) < 0)) {
 		/* The code is never written to a container not sealed, nor
 		 * to one the proxy does not know. */
 		run_stop(&r, res->container);
 		goto bad;
 	}
 	(void)run_wait(&r, res->container);
-	run_unregister(&r);
+	runner_run_unregister(&r);
 	/* Exit 125 with no container that ever started: a refusal by
 	 * docker (unknown runtime, missing image, daemon down): an error,
 	 * not a result. */

@@ -12,7 +12,7 @@ declare -A allowed=(
 	[cordon_proxyctl]='proxy_ctl_ proxy_cred_'
 	[cordon_probe]='probe_'
 	[cordon_netsetup]='netsetup_ nssuper_ fw_ fwa_ dnet_ sdunit_'
-	[cordon_runner]='runner_ container_ docker_ dockerapi_ dargv_ doctor_ files_ image_ outwrap_ stage_'
+	[cordon_runner]='runner_ apirun_ container_ docker_ dockerapi_ dargv_ doctor_ files_ image_ outwrap_ stage_'
 	[cordon_mcp]='mcp_'
 	[cordon_serve]='serve_'
 )
