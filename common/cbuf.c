@@ -228,6 +228,25 @@ cbuf_append_str(struct cbuf *b, const char *s)
 	return r < 0 ? (int)r : 0;
 }
 
+struct cbuf *
+cbuf_new_rekept(size_t limit, enum cbuf_keep keep, const void *kept,
+    size_t len, unsigned long long seen)
+{
+	const unsigned char *k = kept;
+	size_t h = cbuf_keep_head(limit, keep);
+	struct cbuf *b = cbuf_new_keep(limit, keep);
+
+	if (h > len)
+		h = len;
+	if (b == NULL || cbuf_append(b, k, h) < 0 || (seen > len &&
+	    cbuf_gap(b, seen - len) < 0) ||
+	    cbuf_append(b, k + h, len - h) < 0) {
+		cbuf_free(b);
+		return NULL;
+	}
+	return b;
+}
+
 int
 cbuf_gap(struct cbuf *b, unsigned long long n)
 {

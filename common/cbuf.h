@@ -63,6 +63,14 @@ int cbuf_append_str(struct cbuf *b, const char *s);
  * was kept after the head so far is dropped with them, since it no longer
  * ends the stream. Later appends form the tail. 0 or -ENOMEM. */
 int cbuf_gap(struct cbuf *b, unsigned long long n);
+/* A new buffer of limit and keep holding what a relay capped the same way
+ * passed on: kept[0..len) is its first cbuf_keep_head(limit, keep) bytes,
+ * then the last ones it held back, seen all the bytes the source wrote
+ * (seen > len: the rest were dropped between). The result has the same
+ * head, marker and tail, and truncated flag, as one buffer that had taken
+ * the whole stream. NULL on ENOMEM (caller frees with cbuf_free). */
+struct cbuf *cbuf_new_rekept(size_t limit, enum cbuf_keep keep,
+    const void *kept, size_t len, unsigned long long seen);
 
 /* The kept bytes (KEEP_TAIL/KEEP_BOTH: head, marker and tail joined; the
  * join is built here on demand after a change, in memory reserved when the

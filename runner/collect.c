@@ -13,27 +13,14 @@
 #include "runner/files.h"
 #include "runner/outwrap.h"
 
-/* One stream as the --out wrapper relayed it: kept[0..len) is what it
- * passed on (its first cbuf_keep_head bytes at once, then the last ones
- * it held back), seen what the job wrote. Rebuilt into *out the way a cap
- * on the host keeps it: the same head, marker and tail. */
+/* One stream as the --out wrapper relayed it (the same cut as the
+ * host's cap), rebuilt as that cap keeps it. */
 static int
 rekeep(size_t max, enum cbuf_keep keep, const char *kept, size_t len,
     unsigned long long seen, struct cbuf **out)
 {
-	size_t h = cbuf_keep_head(max, keep);
-	struct cbuf *b = cbuf_new_keep(max, keep);
-
-	if (h > len)
-		h = len;
-	if (b == NULL || cbuf_append(b, kept, h) < 0 || (seen > len &&
-	    cbuf_gap(b, seen - len) < 0) ||
-	    cbuf_append(b, kept + h, len - h) < 0) {
-		cbuf_free(b);
-		return -ENOMEM;
-	}
-	*out = b;
-	return 0;
+	*out = cbuf_new_rekept(max, keep, kept, len, seen);
+	return *out != NULL ? 0 : -ENOMEM;
 }
 
 int

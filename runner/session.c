@@ -539,25 +539,18 @@ sess_gone(struct runner_session *s, struct runner_result *res)
 	res->exit_code = code;
 }
 
-/* The kept output of one stream, rebuilt as the host's cap keeps it (see
- * runner.c run_rekeep): the driver sent its first head bytes and its last
- * ones; the count says what was dropped between. */
+/* The kept output of one stream (the driver sent its first head bytes
+ * and its last ones; the count says what was dropped between), rebuilt as
+ * the host's cap keeps it. */
 static int
 sess_stream(const unsigned char *kept, size_t len, uint64_t seen,
     size_t max, enum cbuf_keep keep, char **out, size_t *outlen,
     bool *truncated)
 {
-	size_t h = cbuf_keep_head(max, keep);
-	struct cbuf *b = cbuf_new_keep(max, keep);
+	struct cbuf *b = cbuf_new_rekept(max, keep, kept, len, seen);
 
-	if (h > len)
-		h = len;
-	if (b == NULL || cbuf_append(b, kept, h) < 0 || (seen > len &&
-	    cbuf_gap(b, seen - len) < 0) ||
-	    cbuf_append(b, kept + h, len - h) < 0) {
-		cbuf_free(b);
+	if (b == NULL)
 		return -ENOMEM;
-	}
 	*truncated = cbuf_truncated(b);
 	*out = cbuf_steal(b, outlen);
 	cbuf_free(b);

@@ -417,6 +417,47 @@ test_keep_names(void **state)
 	assert_int_equal(cbuf_keep_head(7, CBUF_KEEP_HEAD), 7);
 }
 
+/* What a relay capped like the host passes on (its head at once, then the
+ * tail it held back), rebuilt, is what one buffer taking the whole stream
+ * keeps: same bytes, marker and truncated flag, for every keep and for
+ * streams under, at and over the cap. */
+static void
+test_rekept(void **state)
+{
+	static const enum cbuf_keep keeps[] = { CBUF_KEEP_HEAD, CBUF_KEEP_TAIL,
+	    CBUF_KEEP_BOTH };
+	static const size_t lens[] = { 0, 5, 63, 64, 65, 200, 5000 };
+	char src[5000];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (char)('a' + i % 26);
+	for (size_t k = 0; k < 3; k++) {
+		for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++) {
+			size_t n = lens[l], max = 64;
+			size_t h = cbuf_keep_head(max, keeps[k]);
+			size_t hh = h < n ? h : n;
+			size_t t = n - hh < max - h ? n - hh : max - h;
+			char kept[64];
+			struct cbuf *whole = cbuf_new_keep(max, keeps[k]), *re;
+
+			memcpy(kept, src, hh);
+			memcpy(kept + hh, src + n - t, t);
+			assert_true(cbuf_append(whole, src, n) >= 0);
+			re = cbuf_new_rekept(max, keeps[k], kept, hh + t, n);
+			assert_non_null(re);
+			assert_int_equal(cbuf_len(re), cbuf_len(whole));
+			assert_memory_equal(cbuf_data(re), cbuf_data(whole),
+			    cbuf_len(whole));
+			assert_int_equal(cbuf_truncated(re),
+			    cbuf_truncated(whole));
+			assert_int_equal(cbuf_truncated(re), n > max);
+			cbuf_free(re);
+			cbuf_free(whole);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -431,6 +472,7 @@ main(void)
 		cmocka_unit_test(test_gap),
 		cmocka_unit_test(test_keep_flood),
 		cmocka_unit_test(test_keep_names),
+		cmocka_unit_test(test_rekept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
