@@ -190,7 +190,9 @@ struct target {
 	size_t hello_len;
 	const char *extra;	/* one more cordon-proxy option, or NULL */
 	double mbps, hps, cpu_us, rss_kib;
+	double user_us, sys_us;	/* cpu_us split: user space, kernel */
 	double run_mbps[16], run_hps[16], run_cpu[16];	/* each run's */
+	double run_user[16], run_sys[16];
 	char note[128];
 };
 
@@ -256,18 +258,20 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* utime + stime of pid in seconds (all threads). */
-static double
-proc_cpu_s(pid_t pid)
+/* utime and stime of pid in seconds (all threads): the CPU it spent in
+ * user space and in the kernel. */
+static void
+proc_cpu_s(pid_t pid, double *user, double *sys)
 {
 	char path[64], buf[2048], *p;
 	unsigned long ut = 0, st = 0;
 	FILE *f;
 
+	*user = *sys = 0;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "r");
 	if (f == NULL)
-		return 0;
+		return;
 	if (fgets(buf, sizeof(buf), f) == NULL)
 		buf[0] = '\0';
 	fclose(f);
@@ -275,8 +279,9 @@ proc_cpu_s(pid_t pid)
 	if (p == NULL ||
 	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
 	    &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		return;
+	*user = (double)ut / (double)sysconf(_SC_CLK_TCK);
+	*sys = (double)st / (double)sysconf(_SC_CLK_TCK);
 }
 
 static long
@@ -385,10 +390,11 @@ bench_handshakes(struct target *t)
 {
 	pthread_t th[64];
 	struct hs_arg args[64];
-	int nt = opt_threads, failed = 0;
-	double t0, c0;
+	int nt = opt_threads, failed = 0, ok;
+	double t0, u0 = 0, s0 = 0, u1, s1;
 
-	c0 = t->pid > 0 ? proc_cpu_s(t->pid) : 0;
+	if (t->pid > 0)
+		proc_cpu_s(t->pid, &u0, &s0);
 	t0 = now_s();
 	for (int i = 0; i < nt; i++) {
 		args[i] = (struct hs_arg){ .t = t, .n = opt_handshakes / nt };
@@ -398,10 +404,14 @@ bench_handshakes(struct target *t)
 		pthread_join(th[i], NULL);
 		failed += args[i].failed;
 	}
-	t->hps = (double)(opt_handshakes - failed) / (now_s() - t0);
-	if (t->pid > 0)
-		t->cpu_us = (proc_cpu_s(t->pid) - c0) * 1e6 /
-		    (double)(opt_handshakes - failed);
+	ok = opt_handshakes - failed;
+	t->hps = (double)ok / (now_s() - t0);
+	if (t->pid > 0 && ok > 0) {
+		proc_cpu_s(t->pid, &u1, &s1);
+		t->user_us = (u1 - u0) * 1e6 / (double)ok;
+		t->sys_us = (s1 - s0) * 1e6 / (double)ok;
+		t->cpu_us = t->user_us + t->sys_us;
+	}
 	if (failed > 0)
 		snprintf(t->note + strlen(t->note),
 		    sizeof(t->note) - strlen(t->note), " %d handshakes failed",
@@ -626,54 +636,49 @@ median(double *v, int n)
 	return v[n / 2];
 }
 
-/* Each figure is the median of opt_runs runs (loopback on a shared VM is
- * noisy); the idle-tunnel RSS is measured once. */
+/* One run of t (throughput, then handshakes), kept as run i. */
 static void
-run(struct target *t)
+run_once(struct target *t, int i)
 {
-	double mbps[16], hps[16], cpu[16];
-
-	for (int i = 0; i < opt_runs; i++) {
-		fprintf(stderr, "bench_proxy: %s, run %d/%d...\n", t->name,
-		    i + 1, opt_runs);
-		bench_throughput(t);
-		bench_handshakes(t);
-		mbps[i] = t->mbps;
-		hps[i] = t->hps;
-		cpu[i] = t->cpu_us;
-	}
-	t->mbps = median(mbps, opt_runs);
-	t->hps = median(hps, opt_runs);
-	t->cpu_us = median(cpu, opt_runs);
-	bench_idle(t);
+	fprintf(stderr, "bench_proxy: %s, run %d/%d...\n", t->name, i + 1,
+	    opt_runs);
+	bench_throughput(t);
+	bench_handshakes(t);
+	t->run_mbps[i] = t->mbps;
+	t->run_hps[i] = t->hps;
+	t->run_cpu[i] = t->cpu_us;
+	t->run_user[i] = t->user_us;
+	t->run_sys[i] = t->sys_us;
 }
 
-/* The SNI rows: a and b run in turn (a, b, a, b, ...) so that a noisy
- * moment of the shared machine falls on both alike; then medians. */
-static void
-run_pair(struct target *a, struct target *b)
+static double
+median_of(const double *runs)
 {
-	struct target *t;
-	double v[3][16];
+	double v[16];
 
-	for (int i = 0; i < 2 * opt_runs; i++) {
-		t = i % 2 == 0 ? a : b;
-		fprintf(stderr, "bench_proxy: %s, run %d/%d...\n", t->name,
-		    i / 2 + 1, opt_runs);
-		bench_throughput(t);
-		bench_handshakes(t);
-		t->run_mbps[i / 2] = t->mbps;
-		t->run_hps[i / 2] = t->hps;
-		t->run_cpu[i / 2] = t->cpu_us;
-	}
-	for (int k = 0; k < 2; k++) {
-		t = k == 0 ? a : b;
-		memcpy(v[0], t->run_mbps, sizeof(v[0]));
-		memcpy(v[1], t->run_hps, sizeof(v[1]));
-		memcpy(v[2], t->run_cpu, sizeof(v[2]));
-		t->mbps = median(v[0], opt_runs);
-		t->hps = median(v[1], opt_runs);
-		t->cpu_us = median(v[2], opt_runs);
+	memcpy(v, runs, sizeof(v));
+	return median(v, opt_runs);
+}
+
+/* The targets take turns, run by run (the order reversed every other
+ * run), so that a noisy moment of the shared machine falls on all of them
+ * alike and each ratio compares runs made side by side; then each figure
+ * is the median of its target's runs (user and kernel CPU each on its
+ * own: they need not add up to the median of the total). */
+static void
+run_interleaved(struct target *const *ts, int n)
+{
+	for (int i = 0; i < opt_runs; i++)
+		for (int k = 0; k < n; k++)
+			run_once(ts[i % 2 == 0 ? k : n - 1 - k], i);
+	for (int k = 0; k < n; k++) {
+		struct target *t = ts[k];
+
+		t->mbps = median_of(t->run_mbps);
+		t->hps = median_of(t->run_hps);
+		t->cpu_us = median_of(t->run_cpu);
+		t->user_us = median_of(t->run_user);
+		t->sys_us = median_of(t->run_sys);
 	}
 }
 
@@ -748,23 +753,32 @@ static void
 report(const struct target tg[NTARGETS], double rt_us)
 {
 	printf("\n%d MiB through one tunnel; %d CONNECT handshakes (%d threads);"
-	    " %d idle tunnels; medians of %d runs\n\n", (int)(opt_bytes >> 20),
-	    opt_handshakes, opt_threads, opt_idle, opt_runs);
-	printf("%-20s %12s %14s %16s %16s  %s\n", "target", "tunnel MB/s",
-	    "handshakes/s", "CPU us/handshk", "RSS KiB/tunnel", "notes");
+	    " %d idle tunnels; medians of %d runs, the targets' runs "
+	    "interleaved\n\n", (int)(opt_bytes >> 20), opt_handshakes,
+	    opt_threads, opt_idle, opt_runs);
+	printf("%-22s %11s %13s %15s %14s %15s  %s\n", "target", "tunnel MB/s",
+	    "handshakes/s", "CPU us/handshk", "user/kernel us", "RSS KiB/tunnel",
+	    "notes");
 	for (int i = 0; i < NTARGETS; i++) {
+		char split[32];
+
 		if (tg[i].skip && tg[i].mbps == 0) {
-			printf("%-20s %12s %14s %16s %16s  %s\n", tg[i].name, "-",
-			    "-", "-", "-", tg[i].note[0] ? tg[i].note : "skipped");
+			printf("%-22s %11s %13s %15s %14s %15s  %s\n", tg[i].name,
+			    "-", "-", "-", "-", "-", tg[i].note[0] ? tg[i].note :
+			    "skipped");
 			continue;
 		}
-		if (i == 0)
-			printf("%-20s %12.0f %14.0f %16s %16s  %s\n", tg[i].name,
-			    tg[i].mbps, tg[i].hps, "-", "-", tg[i].note);
-		else
-			printf("%-20s %12.0f %14.0f %16.1f %16.1f  %s\n",
-			    tg[i].name, tg[i].mbps, tg[i].hps, tg[i].cpu_us,
-			    tg[i].rss_kib, tg[i].note);
+		if (i == 0) {
+			printf("%-22s %11.0f %13.0f %15s %14s %15s  %s\n",
+			    tg[i].name, tg[i].mbps, tg[i].hps, "-", "-", "-",
+			    tg[i].note);
+			continue;
+		}
+		snprintf(split, sizeof(split), "%.0f/%.0f", tg[i].user_us,
+		    tg[i].sys_us);
+		printf("%-22s %11.0f %13.0f %15.1f %14s %15.2f  %s\n",
+		    tg[i].name, tg[i].mbps, tg[i].hps, tg[i].cpu_us, split,
+		    tg[i].rss_kib, tg[i].note);
 	}
 	if (!tg[1].skip && tg[1].mbps > 0 && !tg[3].skip) {
 		double thr = tg[3].mbps / tg[1].mbps, hs = tg[3].hps / tg[1].hps,
@@ -779,6 +793,14 @@ report(const struct target tg[NTARGETS], double rt_us)
 		    " %s), tinyproxy %.1f KiB (%.3fx)\n", tg[3].rss_kib,
 		    met(tg[3].rss_kib <= 2), tg[1].rss_kib, tg[1].rss_kib > 0 ?
 		    tg[3].rss_kib / tg[1].rss_kib : 0);
+		/* The kernel's TCP work for the two connections of a
+		 * handshake is the same whichever program asks for it. */
+		if (tg[1].cpu_us > 0)
+			printf("CPU per handshake, kernel part: cordon-proxy %.0f "
+			    "us = %.2fx tinyproxy's total (%.0f us); the 0.5x "
+			    "target leaves %.0f us for both parts\n",
+			    tg[3].sys_us, tg[3].sys_us / tg[1].cpu_us,
+			    tg[1].cpu_us, tg[1].cpu_us / 2);
 	}
 	if (!tg[2].skip && tg[2].mbps > 0 && !tg[3].skip)
 		printf("cordon-proxy vs squid: throughput %.2fx, handshakes/s "
@@ -812,6 +834,8 @@ main(int argc, char **argv)
 	};
 	static uint8_t hello[HELLO_CAP];
 	double rt_us = -1;
+	struct target *live[5];
+	int nlive = 0;
 	struct rlimit rl;
 	pid_t up;
 	char path[512];
@@ -834,37 +858,34 @@ main(int argc, char **argv)
 	}
 	up = up_start();
 
-	run(&tg[0]);
+	/* Every anchor and cordon-proxy up at once (idle ones cost nothing),
+	 * then their runs interleaved; the idle-tunnel RSS of each last. */
 	if (strstr(skip, "tinyproxy") != NULL)
 		tg[1].skip = true;
 	else if (!start_tinyproxy(&tg[1]))
 		snprintf(tg[1].note, sizeof(tg[1].note), "did not start"),
 		    tg[1].skip = true;
-	else
-		run(&tg[1]);
-	stop(&tg[1]);
 	if (strstr(skip, "squid") != NULL)
 		tg[2].skip = true;
 	else if (!start_squid(&tg[2]))
 		snprintf(tg[2].note, sizeof(tg[2].note), "did not start"),
 		    tg[2].skip = true;
-	else
-		run(&tg[2]);
-	stop(&tg[2]);
 	if (!start_cordon(&tg[3], cordon))
 		snprintf(tg[3].note, sizeof(tg[3].note), "did not start"),
 		    tg[3].skip = true;
-	else
-		run(&tg[3]);
-	stop(&tg[3]);
 	if (strstr(skip, "runmode") != NULL)
 		tg[4].skip = true;
 	else if (!start_cordon_run(&tg[4], cordon, &rt_us))
 		snprintf(tg[4].note, sizeof(tg[4].note), "did not start"),
 		    tg[4].skip = true;
-	else
-		run(&tg[4]);
-	stop(&tg[4]);
+	for (int i = 0; i < 5; i++)
+		if (!tg[i].skip)
+			live[nlive++] = &tg[i];
+	run_interleaved(live, nlive);
+	for (int i = 0; i < nlive; i++)
+		bench_idle(live[i]);
+	for (int i = 1; i < 5; i++)
+		stop(&tg[i]);
 	/* The SNI check, on and off, the same ClientHello; both daemons
 	 * up at once, their runs interleaved. */
 	tg[5].hello = tg[6].hello = hello;
@@ -880,7 +901,8 @@ main(int argc, char **argv)
 		snprintf(tg[5].note, sizeof(tg[5].note), "did not start");
 		tg[5].skip = tg[6].skip = true;
 	} else {
-		run_pair(&tg[5], &tg[6]);
+		struct target *pair[] = { &tg[5], &tg[6] };
+		run_interleaved(pair, 2);
 		snprintf(tg[5].note, sizeof(tg[5].note), "idle not measured");
 		snprintf(tg[6].note, sizeof(tg[6].note), "idle not measured");
 	}

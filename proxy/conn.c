@@ -187,11 +187,22 @@ proxy_conn_req_new(void)
 	return r;
 }
 
+int
+proxy_conn_req_str(char **dst, const char *src, size_t n)
+{
+	free(*dst);
+	*dst = strndup(src, n);
+	return *dst != NULL ? 0 : -ENOMEM;
+}
+
 static void
 conn_req_free(struct conn_req *r)
 {
 	if (r == NULL)
 		return;
+	free(r->host);
+	free(r->sni);
+	free(r->path);
 	free(r->addrs);
 	free(r->target);
 	cbuf_free(r->uphead);
@@ -222,7 +233,8 @@ proxy_conn_request_done(struct conn *c)
 		e.client = c->client;
 		e.run = r->run != NULL ? r->run->id : NULL;
 		e.method = r->method[0] != '\0' ? r->method : NULL;
-		e.host = r->host[0] != '\0' ? r->host : NULL;
+		e.host = r->host != NULL && r->host[0] != '\0' ? r->host :
+		    NULL;
 		e.port = r->port != 0 ? r->port : -1;
 		e.decision = r->decision;
 		e.reason = r->reason;
@@ -235,9 +247,10 @@ proxy_conn_request_done(struct conn *c)
 		e.duration_ms = time_mono_ms() - r->start_mono_ms;
 		e.dns_ms = r->dns_ms;
 		e.connect_ms = r->connect_ms;
-		e.sni = r->sni[0] != '\0' ? r->sni : NULL;
+		e.sni = r->sni != NULL && r->sni[0] != '\0' ? r->sni : NULL;
 		e.inspected = r->inspected;
-		e.path = r->inspected && r->path[0] != '\0' ? r->path : NULL;
+		e.path = r->inspected && r->path != NULL && r->path[0] != '\0' ?
+		    r->path : NULL;
 		rc = proxy_accesslog_write(s->alog, &e);
 		if (rc != 0) {
 			errno = -rc;
@@ -406,7 +419,8 @@ proxy_conn_fail(struct conn *c, int status, const char *decision,
 		    body);
 	}
 	log_debug("%s: %d %s (%s %s:%u)", c->client, status, reason,
-	    r != NULL ? r->method : "?", r != NULL ? r->host : "?",
+	    r != NULL ? r->method : "?", r != NULL && r->host != NULL ?
+	    r->host : "?",
 	    r != NULL ? r->port : 0);
 	proxy_conn_request_done(c);
 	conn_linger(c);

@@ -64,7 +64,10 @@ struct conn_req {
 	int64_t start_wall_ms;
 	int64_t start_mono_ms;
 	char method[24];
-	char host[HOST_NAME_MAXLEN + 1];	/* normalised */
+	/* The strings are on the heap at their length (a tunnel keeps its
+	 * record for its whole life: inline arrays sized for the longest
+	 * name made most of an idle tunnel's memory). */
+	char *host;		/* normalised; NULL until the head is parsed */
 	enum host_kind host_kind;	/* a name or an IP literal */
 	uint16_t port;
 	bool is_connect;
@@ -81,16 +84,17 @@ struct conn_req {
 	int64_t dns_ms, connect_ms;
 	char address[INET6_ADDRSTRLEN + 8];	/* connected to */
 	/* CONNECT: the server_name of the client's ClientHello, as sent
-	 * (for the log), or "". */
-	char sni[PROXY_TLSHELLO_NAME_MAX + 1];
+	 * (for the log), or NULL. */
+	char *sni;
 	/* TLS inspection: the deciding entry has `inspect` (a CONNECT is
 	 * then terminated, tunnel.c -> inspect.c); the request was checked
 	 * against its options (logged "inspected"), its path for the log
-	 * (query stripped, capped), and a plain-HTTP request's target as
-	 * sent (for the check; NULL for CONNECT). */
+	 * (query stripped, at most CONN_PATH_MAX bytes; NULL: none), and a
+	 * plain-HTTP request's target as sent (for the check; NULL for
+	 * CONNECT). */
 	bool inspect;
 	bool inspected;
-	char path[257];
+	char *path;
 	char *target;
 
 	/* Candidate addresses (permitted only), tried in order. */
@@ -199,6 +203,11 @@ void proxy_conn_timer_arm(struct conn *c, int ms);
 void proxy_conn_free(struct conn *c);
 /* A new request record (start times set); NULL on ENOMEM. */
 struct conn_req *proxy_conn_req_new(void);
+/* Sets *dst (a string of a request record) to a copy of the first n bytes
+ * of src, freeing what it held. 0, or -ENOMEM (*dst is then NULL). */
+int proxy_conn_req_str(char **dst, const char *src, size_t n);
+/* The request's path for the log: the target up to its query, capped. */
+#define CONN_PATH_MAX	256
 /* Answers status with X-Cordon-Error: reason and a one-line body, logs
  * the request, and closes the connection after a lingering drain. */
 void proxy_conn_fail(struct conn *c, int status, const char *decision,

@@ -297,17 +297,16 @@ inspect_host_ok(const struct inspect *in, const struct http_request *hr)
 	    (port == 0 ? in->port == 443 : port == in->port);
 }
 
-static void
+static int
 inspect_path(struct conn_req *r, const struct http_request *hr)
 {
 	size_t n = strcspn(hr->target, "?");	/* the head is NUL-free */
 
 	if (n > hr->target_len)
 		n = hr->target_len;
-	if (n > sizeof(r->path) - 1)
-		n = sizeof(r->path) - 1;
-	memcpy(r->path, hr->target, n);
-	r->path[n] = '\0';
+	if (n > CONN_PATH_MAX)
+		n = CONN_PATH_MAX;
+	return proxy_conn_req_str(&r->path, hr->target, n);
 }
 
 /* The request's record and checks; on refusal answers (c lingers) and
@@ -326,7 +325,10 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	snprintf(r->method, sizeof(r->method), "%.*s",
 	    (int)(hr->method_len < sizeof(r->method) - 1 ? hr->method_len :
 	    sizeof(r->method) - 1), hr->method);
-	snprintf(r->host, sizeof(r->host), "%s", in->host);
+	if (proxy_conn_req_str(&r->host, in->host, strlen(in->host)) != 0) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
 	r->host_kind = in->kind;
 	r->port = in->port;
 	r->run = c->run;
@@ -334,8 +336,10 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	r->is_head = hr->method_len == 4 && memcmp(hr->method, "HEAD", 4) == 0;
 	r->keep_alive = hr->keep_alive;
 	r->client_http10 = hr->version_minor == 0;
-	if (hr->form == HTTP_TARGET_ORIGIN)
-		inspect_path(r, hr);
+	if (hr->form == HTTP_TARGET_ORIGIN && inspect_path(r, hr) != 0) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
 	if (hr->is_connect || hr->method_len >= sizeof(r->method) - 1 ||
 	    (hr->method_len == 5 && (memcmp(hr->method, "TRACE", 5) == 0 ||
 	    memcmp(hr->method, "TRACK", 5) == 0))) {
@@ -398,7 +402,12 @@ inspect_head_process(struct conn *c)
 
 	if (proxy_conn_head_parse(c, &hr, &rc) <= 0)
 		return;
-	snprintf(c->req->host, sizeof(c->req->host), "%s", c->insp->host);
+	if (proxy_conn_req_str(&c->req->host, c->insp->host,
+	    strlen(c->insp->host)) != 0) {
+		free(hr);
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return;
+	}
 	c->req->port = c->insp->port;
 	c->req->run = c->run;
 	c->req->inspected = true;

@@ -60,7 +60,10 @@ request_setup(struct conn *c, const struct http_request *hr,
 		proxy_conn_fail(c, 400, "error", "bad-host");
 		return false;
 	}
-	snprintf(r->host, sizeof(r->host), "%s", hp->name);
+	if (proxy_conn_req_str(&r->host, hp->name, strlen(hp->name)) != 0) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
 	r->host_kind = hp->kind;
 	r->port = hr->port;
 	if (r->port == 0) {
@@ -72,13 +75,12 @@ request_setup(struct conn *c, const struct http_request *hr,
 	/* For an entry with `inspect` (upstream.c): the target as sent, and
 	 * the path for the log. */
 	r->target = strndup(hr->path, hr->path_len);
-	if (r->target == NULL) {
+	if (r->target == NULL || proxy_conn_req_str(&r->path, r->target,
+	    strcspn(r->target, "?") < CONN_PATH_MAX ? strcspn(r->target,
+	    "?") : CONN_PATH_MAX) != 0) {
 		proxy_conn_fail(c, 503, "error", "no-memory");
 		return false;
 	}
-	snprintf(r->path, sizeof(r->path), "%.*s", (int)(strcspn(r->target,
-	    "?") < sizeof(r->path) - 1 ? strcspn(r->target, "?") :
-	    sizeof(r->path) - 1), r->target);
 	if (proxy_http_request_check_host(hr) != 0) {
 		proxy_conn_fail(c, 400, "error", "host-mismatch");
 		return false;

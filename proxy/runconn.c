@@ -170,7 +170,7 @@ proxy_run_request_done(struct conn *c, struct conn_req *r)
 	if (run == NULL)
 		return;
 	run_add_bytes(run, r);
-	if (r->host[0] == '\0')
+	if (r->host == NULL || r->host[0] == '\0')
 		return;
 	allowed = r->decision != NULL && strcmp(r->decision, "allow") == 0;
 	/* -ENOSPC/-ENOMEM: counted as dropped by the report itself. */

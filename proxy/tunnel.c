@@ -245,8 +245,10 @@ tunnel_hello_verdict(struct conn *c, enum helloread_end end,
 		return "sni-timeout";
 	if (h == NULL)
 		return NULL;	/* closed before sending anything */
-	if (h->status == TLSHELLO_SNI)
-		snprintf(c->req->sni, sizeof(c->req->sni), "%s", h->name);
+	/* The name is kept for the log line: without it, no tunnel. */
+	if (h->status == TLSHELLO_SNI && proxy_conn_req_str(&c->req->sni,
+	    h->name, strlen(h->name)) != 0)
+		return "no-memory";
 	return proxy_sni_verdict(c, h, buf, len);
 }
 
