@@ -271,7 +271,7 @@ tunnel_splice_hello_cb(void *arg, enum helloread_end end,
 		return;
 	}
 	if (proxy_zerocopy_release(c->zc, h != NULL ? h->buf : NULL,
-	    h != NULL ? h->len : 0) != 0) {
+	    h != NULL ? h->len : 0, end == HELLOREAD_EOF) != 0) {
 		proxy_conn_free(c);
 		return;
 	}

@@ -272,7 +272,8 @@ proxy_zerocopy_hold(struct zerocopy *zc)
 }
 
 int
-proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n)
+proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n,
+    bool eof)
 {
 	struct zerocopy_dir *z = &zc->dir[0];
 	const char *p = data;
@@ -302,6 +303,12 @@ proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n)
 		z->preoff = 0;
 	}
 	z->held = false;
+	z->eof = eof;
+	/* At the end already with nothing left to send: the pump passes the
+	 * half-close on, from the loop (no wait for a read event that would
+	 * only find the end again). */
+	if (eof && z->pre == NULL)
+		event_active(&z->rd, EV_READ, 1);
 	return zerocopy_events(z);
 }
 

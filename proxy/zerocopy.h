@@ -6,6 +6,7 @@
 #ifndef CORDON_PROXY_ZEROCOPY_H
 #define CORDON_PROXY_ZEROCOPY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,9 +36,12 @@ void proxy_zerocopy_hold(struct zerocopy *zc);
 /* Lifts the hold: the n bytes at data (what the caller read from a) are
  * sent to b first, at once as far as b takes them (the rest is copied and
  * sent when b is writable), counted as a -> b; then a is spliced as usual.
- * Returns 0, or a negative errno (-ENOMEM, or b's send error): the caller
- * then frees the relay. */
-int proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n);
+ * eof: the caller already read a's end, so a is not read again: b gets
+ * the half-close once the n bytes are out (from the loop, never inside
+ * this call, so done is not called from here). Returns 0, or a negative
+ * errno (-ENOMEM, or b's send error): the caller then frees the relay. */
+int proxy_zerocopy_release(struct zerocopy *zc, const void *data, size_t n,
+    bool eof);
 /* Socket a (side 0) or b (side 1); -1 before start. Still the relay's. */
 int proxy_zerocopy_fd(const struct zerocopy *zc, int side);
 /* Stops, closes the sockets and pipes, frees; accepts NULL. */

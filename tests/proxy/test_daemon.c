@@ -123,6 +123,15 @@ connect_echo(const char *const *extra)
 	assert_memory_equal(back, "last words", 10);
 	assert_int_equal(recv(fd, &c, 1, 0), 0);
 	close(fd);
+	/* Half-close before a single byte: the SNI check's reader is the one
+	 * that reads the end, and the FIN still reaches the echo server,
+	 * which closes (a lost FIN would leave recv to time out). */
+	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	    &st, head, sizeof(head));
+	assert_int_equal(st, 200);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_int_equal(recv(fd, &c, 1, 0), 0);
+	close(fd);
 	/* Bytes sent right behind the CONNECT head (one write). */
 	fd = cli_connect(p.port);
 	snprintf(big, sizeof(big), "CONNECT echo.cordon-test.net:%u HTTP/1.1\r\n"
