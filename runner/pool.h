@@ -78,7 +78,9 @@ struct runner_pool_opts {
 struct runner_pool_stats {
 	int64_t idle[2];	/* ready now, per mode */
 	int64_t starting;	/* being started */
-	int64_t max_starts;	/* at most this many at once */
+	int64_t max_starts;	/* at most this many at once, cold runs
+				 * in flight included */
+	int64_t cold;		/* runs that missed, in flight */
 	uint64_t hits;		/* runs given a warm container */
 	uint64_t misses;	/* runs that asked and started cold */
 	uint64_t started;	/* containers made ready */
@@ -159,7 +161,13 @@ struct runner_slot;
 int runner_pool_remove_later(struct runner_pool *p, const char *name,
     struct proc *x, struct proc *holder, struct runner_slot *slot);
 
-/* For runner_run: a run that could not use the pool. */
+/* For runner_run: a run that could not use the pool and starts its own
+ * container. Until runner_pool_cold_done it counts against max_starts:
+ * the refill starts a container only while fewer than max_starts
+ * sandboxes (its starts and the cold runs) are being started, so under
+ * load it does not slow the runs that clients are waiting on. */
 void runner_pool_count_miss(struct runner_pool *p);
+/* For runner_run: a run counted by runner_pool_count_miss has ended. */
+void runner_pool_cold_done(struct runner_pool *p);
 
 #endif

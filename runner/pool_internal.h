@@ -59,6 +59,9 @@ struct runner_pool {
 	struct pool_worker workers[POOL_STARTS_MAX];
 	int64_t inflight;		/* warm runs not finished yet (their
 					 * containers not removed yet) */
+	int64_t cold;			/* runs that missed and started their
+					 * own container, not finished yet:
+					 * they count against max_starts */
 	int64_t removing;		/* removals after a run's answer */
 	int64_t remove_ms_last;		/* the latest one's duration */
 	int64_t last_take_ms;

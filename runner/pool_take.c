@@ -71,6 +71,7 @@ runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
 	s->idle[1] = (int64_t)p->nidle[1];
 	s->starting = p->starting;
 	s->max_starts = p->max_starts;
+	s->cold = p->cold;
 	s->hits = p->hits;
 	s->misses = p->misses;
 	s->started = p->started;
@@ -131,6 +132,17 @@ runner_pool_count_miss(struct runner_pool *p)
 {
 	pthread_mutex_lock(&p->mu);
 	p->misses++;
+	p->cold++;
+	pthread_mutex_unlock(&p->mu);
+}
+
+void
+runner_pool_cold_done(struct runner_pool *p)
+{
+	pthread_mutex_lock(&p->mu);
+	if (p->cold > 0)
+		p->cold--;
+	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 }
 

@@ -42,6 +42,8 @@ struct run {
 	bool finished, timed_out, cancelled, oom, sandbox_error;
 	bool not_started;		/* docker's own failure, no job ran */
 	bool warm;			/* its container came from req->pool */
+	bool cold;			/* it missed req->pool (counted there
+					 * until it ends) */
 	int cli_exit;
 	bool proxy;			/* --net proxy: egress settings below */
 	struct netsetup_endpoint ep;

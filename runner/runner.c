@@ -188,6 +188,16 @@ run_spawn(struct run *r, const char *name, char *err, size_t errlen)
 	return rc;
 }
 
+/* The run misses the pool and starts its own container: counted there
+ * (against the refill's starts) until it ends. 0: start cold. */
+static int
+run_miss(struct run *r)
+{
+	runner_pool_count_miss(r->req->pool);
+	r->cold = true;
+	return 0;
+}
+
 /* Takes a warm container from the pool when the run can use one: it was
  * started by the same argv as a cold one (container_spawn), with python
  * (proxy mode: the prelude) already waiting on stdin, and (egress mode)
@@ -207,15 +217,11 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 		return 0;
 	/* Pooled containers wait in python3 -I - (the pool's image, its
 	 * profile: the image ID below must match too). */
-	if (r->lang != CONFIG_LANG_PYTHON) {
-		runner_pool_count_miss(q->pool);
-		return 0;
-	}
+	if (r->lang != CONFIG_LANG_PYTHON)
+		return run_miss(r);
 	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
-	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0) {
-		runner_pool_count_miss(q->pool);
-		return 0;
-	}
+	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0)
+		return run_miss(r);
 	if (run_input(r, e.name) < 0 || proc_feed(e.x, r->input,
 	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output,
 	    r->keep) < 0) {
@@ -226,8 +232,7 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 		free(r->input);
 		r->input = NULL;
 		runner_pool_run_done(q->pool);
-		runner_pool_count_miss(q->pool);
-		return 0;
+		return run_miss(r);
 	}
 	r->p = e.x;
 	r->holder = e.p;
@@ -543,7 +548,9 @@ run_cleanup(struct run *r)
 	explicit_bzero(r->token, sizeof(r->token));
 	if (r->warm)
 		runner_pool_run_done(r->req->pool);
-	r->warm = false;
+	if (r->cold)
+		runner_pool_cold_done(r->req->pool);
+	r->warm = r->cold = false;
 	/* Last: its container is gone by now, whichever way it ended. */
 	runner_slot_release(&r->slot);
 	free(r->own);

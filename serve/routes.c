@@ -130,7 +130,8 @@ add_pool(struct serve_server *s, cJSON *o,
 	    cJSON_AddNumberToObject(p, "proxy", (double)st->idle[1]) != NULL &&
 	    cJSON_AddNumberToObject(p, "starting", (double)st->starting) !=
 	    NULL && cJSON_AddNumberToObject(p, "starts_max",
-	    (double)st->max_starts) != NULL &&
+	    (double)st->max_starts) != NULL && cJSON_AddNumberToObject(p,
+	    "cold", (double)st->cold) != NULL &&
 	    cJSON_AddNumberToObject(p, "started",
 	    (double)st->started) != NULL && cJSON_AddNumberToObject(p, "retired",
 	    (double)st->retired) != NULL && cJSON_AddNumberToObject(p, "failed",

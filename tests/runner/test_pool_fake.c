@@ -624,10 +624,13 @@ test_pause_empties_and_stops(void **state)
 	assert_true(all_removed_within(&fk, n, 5000));
 	assert_true(stats(pool).retired >= N);
 
-	/* While paused, runs start cold... */
+	/* While paused, runs start cold (counted against the refill's
+	 * starts only while they run)... */
 	assert_int_equal(run_code(pool, "print(4)\n", &res), 0);
 	assert_false(res.warm);
 	runner_result_cleanup(&res);
+	assert_int_equal(stats(pool).cold, 0);
+	assert_true(stats(pool).misses >= 1);
 	/* ... and the pool starts nothing. */
 	runs = count_runs();
 	sleep(2);

@@ -262,6 +262,65 @@ test_stop_during_k_creates_leaves_nothing(void **state)
 	free(n);
 }
 
+/* Runs that missed the pool count against max_starts until they end:
+ * with K of them in flight the refill starts nothing, and as they end it
+ * starts again, never more than K minus those still in flight. */
+static void
+test_cold_runs_hold_the_refill(void **state)
+{
+	enum { SIZE = 4, K = 2 };
+	struct runner_pool *pool;
+	struct runner_pool_stats s;
+	struct names *n = malloc(sizeof(*n));
+	size_t before;
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	setenv("FAKE_START_DELAY", "60", 1);
+	pool = pool_new(SIZE, K);
+	/* Paused: whatever it had begun is given up, and it starts nothing
+	 * while the cold runs are counted. */
+	runner_pool_pause(pool, true);
+	t0 = time_mono_ms();
+	while (stats(pool).starting != 0 && time_mono_ms() - t0 < 10000)
+		usleep(20000);
+	assert_int_equal(stats(pool).starting, 0);
+	for (int i = 0; i < K; i++)
+		runner_pool_count_miss(pool);
+	s = stats(pool);
+	assert_int_equal(s.cold, K);
+	assert_int_equal(s.misses, K);
+	logged_run_names(&fk, n);
+	before = n->n;
+	runner_pool_pause(pool, false);
+	usleep(1500000);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, before);
+	assert_int_equal(stats(pool).starting, 0);
+	/* One ends: one start, and no second while the other runs. */
+	runner_pool_cold_done(pool);
+	assert_true(runs_logged_within(n, before + 1, 5000));
+	usleep(1500000);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, before + 1);
+	assert_int_equal(stats(pool).starting, 1);
+	/* Both ended: K starts at once again, and no more. */
+	runner_pool_cold_done(pool);
+	assert_true(runs_logged_within(n, before + K, 5000));
+	usleep(1500000);
+	logged_run_names(&fk, n);
+	assert_int_equal(n->n, before + K);
+	s = stats(pool);
+	assert_int_equal(s.starting, K);
+	assert_int_equal(s.cold, 0);
+	pool_free(pool);
+	logged_run_names(&fk, n);
+	assert_true(all_removed_within(&fk, n, 0));
+	assert_true(none_left(n));
+	free(n);
+}
+
 /* 0 is the online CPUs (capped); out of range is refused. */
 static void
 test_max_starts_option(void **state)
@@ -299,6 +358,7 @@ main(void)
 		T(test_parallel_fill_and_refill),
 		T(test_stop_during_k_creates_leaves_nothing),
 		T(test_max_starts_option),
+		T(test_cold_runs_hold_the_refill),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,9 +97,14 @@ for _ in $(seq 100); do
 done
 [ -n "$cold" ] || fail "the cold run's container did not appear"
 cold_hard=$(inspect_hard "$cold")
+# While it runs it counts against the refill's starts (pool.cold).
+health
+[ "$(jget "$tmp/h" pool.cold)" = 1 ] || fail "pool.cold during a cold run: $(cat "$tmp/h")"
 wait $bg
 [ "$(cat "$tmp/c1.code")" = 200 ] || fail "cold run: $(cat "$tmp/c1")"
 [ "$(jget "$tmp/c1" warm)" = False ] || fail "a run with files was warm: $(cat "$tmp/c1")"
+health
+[ "$(jget "$tmp/h" pool.cold)" = 0 ] || fail "pool.cold after the cold run: $(cat "$tmp/h")"
 [ "$warm_hard" = "$cold_hard" ] ||
 	fail "a pooled container differs from a cold one:
 warm: $warm_hard
