@@ -195,6 +195,16 @@ proxy_conn_req_str(char **dst, const char *src, size_t n)
 	return *dst != NULL ? 0 : -ENOMEM;
 }
 
+int
+proxy_conn_req_path(struct conn_req *r, const char *target, size_t len)
+{
+	const char *q = memchr(target, '?', len);
+	size_t n = q != NULL ? (size_t)(q - target) : len;
+
+	return proxy_conn_req_str(&r->path, target, n < CONN_PATH_MAX ? n :
+	    CONN_PATH_MAX);
+}
+
 static void
 conn_req_free(struct conn_req *r)
 {

@@ -206,7 +206,9 @@ struct conn_req *proxy_conn_req_new(void);
 /* Sets *dst (a string of a request record) to a copy of the first n bytes
  * of src, freeing what it held. 0, or -ENOMEM (*dst is then NULL). */
 int proxy_conn_req_str(char **dst, const char *src, size_t n);
-/* The request's path for the log: the target up to its query, capped. */
+/* Sets r->path, the request's path for the log, from the len bytes of its
+ * target: up to the query, at most CONN_PATH_MAX bytes. 0 or -ENOMEM. */
+int proxy_conn_req_path(struct conn_req *r, const char *target, size_t len);
 #define CONN_PATH_MAX	256
 /* Answers status with X-Cordon-Error: reason and a one-line body, logs
  * the request, and closes the connection after a lingering drain. */

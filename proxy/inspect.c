@@ -297,18 +297,6 @@ inspect_host_ok(const struct inspect *in, const struct http_request *hr)
 	    (port == 0 ? in->port == 443 : port == in->port);
 }
 
-static int
-inspect_path(struct conn_req *r, const struct http_request *hr)
-{
-	size_t n = strcspn(hr->target, "?");	/* the head is NUL-free */
-
-	if (n > hr->target_len)
-		n = hr->target_len;
-	if (n > CONN_PATH_MAX)
-		n = CONN_PATH_MAX;
-	return proxy_conn_req_str(&r->path, hr->target, n);
-}
-
 /* The request's record and checks; on refusal answers (c lingers) and
  * returns false. */
 static bool
@@ -336,7 +324,8 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	r->is_head = hr->method_len == 4 && memcmp(hr->method, "HEAD", 4) == 0;
 	r->keep_alive = hr->keep_alive;
 	r->client_http10 = hr->version_minor == 0;
-	if (hr->form == HTTP_TARGET_ORIGIN && inspect_path(r, hr) != 0) {
+	if (hr->form == HTTP_TARGET_ORIGIN && proxy_conn_req_path(r,
+	    hr->target, hr->target_len) != 0) {
 		proxy_conn_fail(c, 503, "error", "no-memory");
 		return false;
 	}

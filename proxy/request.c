@@ -75,9 +75,8 @@ request_setup(struct conn *c, const struct http_request *hr,
 	/* For an entry with `inspect` (upstream.c): the target as sent, and
 	 * the path for the log. */
 	r->target = strndup(hr->path, hr->path_len);
-	if (r->target == NULL || proxy_conn_req_str(&r->path, r->target,
-	    strcspn(r->target, "?") < CONN_PATH_MAX ? strcspn(r->target,
-	    "?") : CONN_PATH_MAX) != 0) {
+	if (r->target == NULL || proxy_conn_req_path(r, r->target,
+	    strlen(r->target)) != 0) {
 		proxy_conn_fail(c, 503, "error", "no-memory");
 		return false;
 	}
