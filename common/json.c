@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cbuf.h"
 #include "common/util.h"
 
 /* Length of the valid UTF-8 sequence at p (1-4), or 0 if invalid. */
@@ -107,6 +108,22 @@ json_get_bool(const cJSON *obj, const char *key, bool *out)
 	if (!cJSON_IsBool(v))
 		return -EINVAL;
 	*out = cJSON_IsTrue(v);
+	return 0;
+}
+
+int
+json_get_keep(const cJSON *obj, const char *key, const char **out)
+{
+	enum cbuf_keep k;
+	const char *s;
+	int rc = json_get_string(obj, key, &s);
+
+	*out = NULL;
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0 || cbuf_keep_parse(s, &k) < 0)
+		return -EINVAL;
+	*out = cbuf_keep_name(k);
 	return 0;
 }
 

@@ -26,6 +26,10 @@ int json_get_int(const cJSON *obj, const char *key, int64_t min, int64_t max,
     int64_t *out);
 int json_get_object(const cJSON *obj, const char *key, const cJSON **out);
 int json_get_array(const cJSON *obj, const char *key, const cJSON **out);
+/* A stream-keep field ("head", "tail" or "both", common/cbuf.h): *out is
+ * its static name, or NULL when the key is missing (0 then too); -EINVAL
+ * for anything else (*out NULL). */
+int json_get_keep(const cJSON *obj, const char *key, const char **out);
 
 /* Parses the file at path (at most max bytes). On failure returns a negative
  * errno (-EBADMSG for bad JSON) and writes a one-line reason to err. Caller

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/cbuf.h"
 #include "common/json.h"
 #include "common/util.h"
 #include "mcp/internal.h"
@@ -388,23 +387,6 @@ parse_network(const cJSON *args, struct call *k, char *err, size_t errlen)
 	return 0;
 }
 
-/* `keep`: a static name, or NULL when absent. */
-static int
-parse_keep(const cJSON *args, const char **out)
-{
-	enum cbuf_keep k;
-	const char *s;
-	int rc = json_get_string(args, "keep", &s);
-
-	*out = NULL;
-	if (rc == -ENOENT)
-		return 0;
-	if (rc < 0 || cbuf_keep_parse(s, &k) < 0)
-		return -EINVAL;
-	*out = cbuf_keep_name(k);
-	return 0;
-}
-
 /* `language` and `profile`: the profile must exist and offer the
  * language (config_profile_pick); the reason says which it lacks. */
 static int
@@ -479,7 +461,7 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 	}
 	if (k->timeout_s > c->limits.max_timeout_s)
 		k->timeout_s = c->limits.max_timeout_s;
-	if ((rc = parse_keep(args, &k->keep)) < 0) {
+	if ((rc = json_get_keep(args, "keep", &k->keep)) < 0) {
 		snprintf(err, errlen, "'keep' must be \"head\", \"tail\" or "
 		    "\"both\"");
 		return -EINVAL;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/cbuf.h"
 #include "common/json.h"
 #include "common/util.h"
 
@@ -60,23 +59,6 @@ parse_net(const cJSON *root, struct serve_req *r, char *err, size_t errlen)
 		    "[A-Za-z0-9_-])", CONFIG_POLICY_MAX);
 		return -EINVAL;
 	}
-	return 0;
-}
-
-/* `keep`: which part of an over-long stream is kept (common/cbuf.h). */
-static int
-parse_keep(const cJSON *root, const char **out)
-{
-	enum cbuf_keep k;
-	const char *s;
-	int rc = json_get_string(root, "keep", &s);
-
-	*out = NULL;
-	if (rc == -ENOENT)
-		return 0;
-	if (rc < 0 || cbuf_keep_parse(s, &k) < 0)
-		return -EINVAL;
-	*out = cbuf_keep_name(k);
 	return 0;
 }
 
@@ -158,7 +140,8 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 		return bad(err, errlen, -EINVAL, "'max_output' must be a whole "
 		    "number of bytes, at least 1");
 	r->max_output = rc == 0 ? (uint64_t)v : 0;
-	if ((rc = parse_keep(root, &r->keep)) < 0)
+	/* `keep`: which part of an over-long stream is kept. */
+	if ((rc = json_get_keep(root, "keep", &r->keep)) < 0)
 		return bad(err, errlen, -EINVAL, "'keep' must be \"head\", "
 		    "\"tail\" or \"both\"");
 	if ((m = cJSON_GetObjectItemCaseSensitive(root, "files")) != NULL)

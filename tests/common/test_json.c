@@ -95,6 +95,40 @@ test_strict_getters(void **state)
 }
 
 static void
+test_get_keep(void **state)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		const char *name;	/* NULL: *out NULL */
+	} t[] = {
+		{ "{}", 0, NULL },
+		{ "{\"keep\":\"head\"}", 0, "head" },
+		{ "{\"keep\":\"tail\"}", 0, "tail" },
+		{ "{\"keep\":\"both\"}", 0, "both" },
+		{ "{\"keep\":\"Head\"}", -EINVAL, NULL },
+		{ "{\"keep\":\"\"}", -EINVAL, NULL },
+		{ "{\"keep\":\"head \"}", -EINVAL, NULL },
+		{ "{\"keep\":1}", -EINVAL, NULL },
+		{ "{\"keep\":null}", -EINVAL, NULL },
+		{ "{\"keep\":[\"head\"]}", -EINVAL, NULL },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		cJSON *o = cJSON_Parse(t[i].json);
+		const char *out = "unset";
+
+		assert_non_null(o);
+		assert_int_equal(json_get_keep(o, "keep", &out), t[i].rc);
+		if (t[i].name == NULL)
+			assert_null(out);
+		else
+			assert_string_equal(out, t[i].name);
+		cJSON_Delete(o);
+	}
+}
+
+static void
 test_parse_file(void **state)
 {
 	char path[] = "/tmp/cordon-json-XXXXXX";
@@ -126,6 +160,7 @@ main(void)
 		cmocka_unit_test(test_utf8_sanitize),
 		cmocka_unit_test(test_sanitized_bytes_make_valid_json),
 		cmocka_unit_test(test_strict_getters),
+		cmocka_unit_test(test_get_keep),
 		cmocka_unit_test(test_parse_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
