@@ -2,15 +2,18 @@
  * Runner latency: `print(1)` through `cordon run` on the Engine API path
  * (config docker_api "auto") and on the CLI path ("never"), against a raw
  * `docker run --rm -i` with the same flags (the argv the runner builds),
- * run interleaved in one process (the order rotating) so all three see
- * the same machine load. Prints median, p90 and p99 of each and the
- * ratios to raw docker run. Then, when `cordon net up` state
+ * run interleaved in one process (the order rotating) so all of them see
+ * the same machine load; and the floor: the same raw `docker run` with
+ * `true` as its command, no job and nothing on stdin, i.e. the sandbox's
+ * own start and teardown. Prints median, p90 and p99 of each and the
+ * ratios to raw docker run and to the floor. Then, when `cordon net up` state
  * is there, proxy-mode runs through runner_run: the median of the
  * register + unregister calls to the proxy beside the run's total.
  * Usage: bench_runner [CORDON [N]].
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,13 +91,14 @@ cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Runs argv with code on stdin; returns wall ms or -1 on failure. */
+/* Runs argv with code on stdin (or nothing); returns wall ms or -1 on
+ * failure. */
 static int64_t
-time_one(const char *const *argv, char *const *envp)
+time_one(const char *const *argv, char *const *envp, bool feed)
 {
 	struct proc_opts o = { .argv = argv, .envp = (const char *const *)envp,
-	    .stdin_data = code,
-	    .stdin_len = strlen(code), .stdout_max = 65536,
+	    .stdin_data = feed ? code : "",
+	    .stdin_len = feed ? strlen(code) : 0, .stdout_max = 65536,
 	    .stderr_max = 65536 };
 	struct proc_result r;
 	int64_t ms;
@@ -110,9 +114,10 @@ time_one(const char *const *argv, char *const *envp)
 	return ms;
 }
 
-/* The runner's own argv for this config, plus --rm after "run". */
+/* The runner's own argv for this config, plus --rm after "run"; and in
+ * *floor the same up to the image, whose command is then `true`. */
 static int
-raw_argv(const struct config *c, struct dargv *out)
+raw_argv(const struct config *c, struct dargv *out, struct dargv *floor)
 {
 	char id[IMAGE_ID_MAX], hex[17], name[32];
 	struct docker_spec s = { .name = name, .image_id = id,
@@ -130,13 +135,22 @@ raw_argv(const struct config *c, struct dargv *out)
 	if ((rc = docker_run_argv(c, &s, &a)) < 0)
 		return rc;
 	dargv_init(out);
-	for (size_t i = 0; i < a.n; i++) {
+	dargv_init(floor);
+	for (size_t i = 0, cmd = 0; i < a.n; i++) {
 		dargv_add(out, a.v[i]);
-		if (i == 1)
+		if (cmd == 0)
+			dargv_add(floor, a.v[i]);
+		if (i == 1) {
 			dargv_add(out, "--rm");
+			dargv_add(floor, "--rm");
+		}
+		if (cmd == 0 && strcmp(a.v[i], id) == 0) {
+			dargv_add(floor, "true");
+			cmd = i;
+		}
 	}
 	dargv_cleanup(&a);
-	return out->error;
+	return out->error != 0 ? out->error : floor->error;
 }
 
 /* Nearest-rank percentile pc of the sorted v. */
@@ -204,9 +218,9 @@ main(int argc, char **argv)
 	const char *cordon = argc > 1 ? argv[1] : "cordon";
 	int n = argc > 2 ? atoi(argv[2]) : 15;
 	const char *cargv[] = { cordon, "run", NULL };
-	static int64_t t[3][MAX_N];
-	static const char *const names[3] = { "cordon api", "cordon cli",
-	    "docker run" };
+	static int64_t t[4][MAX_N];
+	static const char *const names[4] = { "cordon api", "cordon cli",
+	    "docker run", "floor: true" };
 	static struct benv env_api, env_cli;
 	char dir[] = "/tmp/cordon-bench-runner.XXXXXX", p_api[64], p_cli[64];
 	struct config c;
@@ -233,25 +247,28 @@ main(int argc, char **argv)
 	/* One warm-up of each, not counted; the order rotates, so none
 	 * always follows another. */
 	for (int i = -1; i < n; i++) {
-		struct dargv raw;
-		int64_t v[3];
-		if (raw_argv(&c, &raw) < 0) {
+		struct dargv raw, floor;
+		int64_t v[4];
+		if (raw_argv(&c, &raw, &floor) < 0) {
 			fprintf(stderr, "bench_runner: no pinned image\n");
 			goto done;
 		}
-		for (int k = 0; k < 3; k++) {
-			int which = (i + 3 + k) % 3;
+		for (int k = 0; k < 4; k++) {
+			int which = (i + 4 + k) % 4;
 			v[which] = which == 2 ?
-			    time_one((const char *const *)raw.v, NULL) :
-			    time_one(cargv, which == 0 ? env_api.v : env_cli.v);
+			    time_one((const char *const *)raw.v, NULL, true) :
+			    which == 3 ? time_one((const char *const *)floor.v,
+			    NULL, false) : time_one(cargv, which == 0 ?
+			    env_api.v : env_cli.v, true);
 		}
 		dargv_cleanup(&raw);
-		if (v[0] < 0 || v[1] < 0 || v[2] < 0)
+		dargv_cleanup(&floor);
+		if (v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0)
 			goto done;
-		for (int k = 0; i >= 0 && k < 3; k++)
+		for (int k = 0; i >= 0 && k < 4; k++)
 			t[k][i] = v[k];
 	}
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < 4; k++)
 		report(names[k], t[k], n);
 	for (int k = 0; k < 2; k++)
 		printf("ratio %s / docker run: median %.3f  (p90: %.3f, p99: "
@@ -261,6 +278,13 @@ main(int argc, char **argv)
 		    (double)pct(t[k], n, 99) / (double)pct(t[2], n, 99));
 	printf("ratio cordon api / cordon cli: median %.3f\n",
 	    (double)t[0][n / 2] / (double)t[1][n / 2]);
+	/* What no client of the daemon can go below: a container that runs
+	 * nothing. The 0.8x target is under it when this ratio is > 0.8. */
+	printf("ratio floor (docker run true) / docker run: median %.3f; "
+	    "cordon api / floor: median %.3f; 0.8x docker run = %lld ms, "
+	    "floor %lld ms\n", (double)t[3][n / 2] / (double)t[2][n / 2],
+	    (double)t[0][n / 2] / (double)t[3][n / 2],
+	    (long long)(t[2][n / 2] * 8 / 10), (long long)t[3][n / 2]);
 	rc = bench_proxy_mode(&c);
 done:
 	(void)util_rm_rf(dir);
