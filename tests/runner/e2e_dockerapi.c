@@ -33,21 +33,13 @@
 #include "runner/dockerapi.h"
 #include "runner/image.h"
 #include "runner/runner.h"
+#include "e2e_result.h"
 
 static char cordon[512];
 static char tmp[64];
 static char cfg_api[128], cfg_cli[128], cfg_kill[128];
 static char image_id[IMAGE_ID_MAX];
 static struct config cfg;
-
-struct e2e {
-	int exit;
-	char *out, *err;
-	cJSON *json;
-	int docker_kids;	/* ticks that saw a `docker` child */
-	int ticks;
-	char container[64];
-};
 
 typedef void (*tick_fn)(pid_t pid, void *arg);
 
@@ -132,46 +124,6 @@ run_cordon(const char *config, const char *code, const char *const *args,
 	r->json = cJSON_Parse(r->out);
 	if (r->json != NULL && json_get_string(r->json, "container", &s) == 0)
 		util_strlcpy(r->container, s, sizeof(r->container));
-}
-
-static void
-e2e_free(struct e2e *r)
-{
-	free(r->out);
-	free(r->err);
-	cJSON_Delete(r->json);
-}
-
-static __attribute__((noinline)) const char *
-jstr(const struct e2e *r, const char *key)
-{
-	const char *s = NULL;
-
-	if (r->json == NULL || json_get_string(r->json, key, &s) < 0)
-		fail_msg("no string '%s' in cordon's output: %s / %s", key,
-		    r->out, r->err);
-	return s;
-}
-
-static int64_t
-jint(const struct e2e *r, const char *key)
-{
-	int64_t v = 0;
-
-	if (r->json == NULL || json_get_int(r->json, key, INT64_MIN,
-	    INT64_MAX, &v) < 0)
-		fail_msg("no integer '%s' in cordon's output: %s", key, r->out);
-	return v;
-}
-
-static bool
-jbool(const struct e2e *r, const char *key)
-{
-	bool b = false;
-
-	if (r->json == NULL || json_get_bool(r->json, key, &b) < 0)
-		fail_msg("no bool '%s' in cordon's output: %s", key, r->out);
-	return b;
 }
 
 static char *
