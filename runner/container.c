@@ -160,9 +160,12 @@ container_abort(const struct config *c, const char *name, struct proc *cli,
 		 * create answered, so a -ENOENT then is final. */
 		gone = proc_gone(cli);
 		rc = container_remove(c, name);
-		if (rc != -ENOENT || gone || time_mono_ms() >= deadline_ms)
+		if (rc == 0 || (rc == -ENOENT && gone) ||
+		    time_mono_ms() >= deadline_ms)
 			break;
-		(void)poll(NULL, 0, 20);
+		/* Not there yet (its create still running), or a removal that
+		 * failed (a daemon busy tearing a sandbox down): again. */
+		(void)poll(NULL, 0, rc == -ENOENT ? 20 : 200);
 	}
 	proc_kill(cli, SIGKILL);
 	(void)proc_reap(cli, time_mono_ms() + 5000);

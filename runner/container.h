@@ -90,10 +90,11 @@ int container_remove(const struct config *c, const char *name);
  * does not cancel its create request: the daemon creates the container
  * anyway, after a removal that found nothing (issue 22). So while the
  * removal finds nothing and cli still runs, it is retried (every 20 ms,
- * until deadline_ms on the monotonic clock); only then is cli killed, and
- * the removal tried once more. 0 (removed), -ENOENT (never created: cli
- * exited first, or was still hung in its create at the deadline), or the
- * removal's errno. */
+ * until deadline_ms on the monotonic clock), and so is a removal that
+ * failed (every 200 ms: a daemon busy with the sandbox's teardown); only
+ * then is cli killed, and a removal that found nothing tried once more.
+ * 0 (removed), -ENOENT (never created: cli exited first, or was still
+ * hung in its create at the deadline), or the last removal's errno. */
 int container_abort(const struct config *c, const char *name,
     struct proc *cli, int64_t deadline_ms);
 

@@ -247,7 +247,7 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 	int64_t now = time_mono_ms();
 	int best = -1;
 
-	if (p->paused || p->stop || image[0] == '\0' ||
+	if (p->paused || p->stop || p->closing || image[0] == '\0' ||
 	    p->starting + p->cold >= p->max_starts)
 		return -1;
 	/* A start costs about a second of CPU: on a small host it would
@@ -556,6 +556,12 @@ runner_pool_stop(struct runner_pool *p)
 {
 	if (!p->thread_up || p->joined)
 		return;
+	/* No new start from here on: while the removals below are waited
+	 * for, the thread would otherwise begin refills for a pool about to
+	 * go (a container begun then was seen left behind by a stop). */
+	pthread_mutex_lock(&p->mu);
+	p->closing = true;
+	pthread_mutex_unlock(&p->mu);
 	/* Warm runs' containers still being removed after their answer:
 	 * they are the pool's too (each removal has its own deadline). */
 	runner_pool_wait_removals(p, 2 * CONTAINER_ABORT_MS);

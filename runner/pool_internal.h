@@ -51,6 +51,7 @@ struct runner_pool {
 	pthread_cond_t cv;		/* thread wake-up; state changes */
 	pthread_t thread;
 	bool thread_up, stop, paused, joined;
+	bool closing;			/* runner_pool_stop began: no new start */
 	struct pool_entry idle[2][POOL_MAX_SIZE];	/* oldest first */
 	size_t nidle[2];
 	int64_t starting;		/* starts in flight, all modes */
