@@ -313,10 +313,7 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	snprintf(r->method, sizeof(r->method), "%.*s",
 	    (int)(hr->method_len < sizeof(r->method) - 1 ? hr->method_len :
 	    sizeof(r->method) - 1), hr->method);
-	if (proxy_conn_req_str(&r->host, in->host, strlen(in->host)) != 0) {
-		proxy_conn_fail(c, 503, "error", "no-memory");
-		return false;
-	}
+	/* r->host: set by inspect_head_process, the one caller. */
 	r->host_kind = in->kind;
 	r->port = in->port;
 	r->run = c->run;
