@@ -33,6 +33,11 @@ struct proc {
 	void *on_output_arg;
 	bool reaped;
 	bool held;		/* stdin_hold, not fed yet */
+	bool stop_at_cap;	/* proc_opts.stop_at_cap */
+	bool cut;		/* a stream was closed at its cap: report it */
+	bool discard;		/* proc_discard: drop what is read */
+	bool closed;		/* we closed an output (a cut, or
+				 * proc_close_outputs), not the child */
 	int status;
 	struct proc_times t;	/* when each end came (monotonic ms) */
 	int pid_fd;		/* pidfd, once only the exit is left; -1 */
@@ -136,6 +141,7 @@ proc_spawn(const struct proc_opts *opts, struct proc **out)
 	p->out_fd = outp[0];
 	p->err_fd = errp[0];
 	p->held = opts->stdin_hold;
+	p->stop_at_cap = opts->stop_at_cap;
 	p->in_data = p->held ? NULL : opts->stdin_data;
 	p->in_left = p->in_data != NULL ? opts->stdin_len : 0;
 	if (p->in_left == 0 && !p->held)
@@ -166,9 +172,18 @@ close_in(struct proc *p)
 	close_fd(&p->in_fd);
 }
 
+/* Whether b, a stream's buffer, has just passed the cap at which
+ * stop_at_cap closes it. */
+static bool
+past_cap(const struct proc *p, const struct cbuf *b)
+{
+	return p->stop_at_cap && cbuf_keep_mode(b) == CBUF_KEEP_HEAD &&
+	    cbuf_truncated(b);
+}
+
 /* Reads what is available into b (up to its cap; the rest is discarded),
  * showing each chunk to the output callback. Closes *fd at EOF or on
- * error. */
+ * error, and (stop_at_cap) at the cap. */
 static void
 drain_fd(struct proc *p, int *fd, int stream, struct cbuf *b)
 {
@@ -176,6 +191,8 @@ drain_fd(struct proc *p, int *fd, int stream, struct cbuf *b)
 
 	for (int i = 0; i < 16; i++) {
 		ssize_t n = read(*fd, buf, sizeof(buf));
+		if (n > 0 && p->discard)
+			continue;
 		if (n > 0) {
 			if (p->t.first_output == 0)
 				p->t.first_output = time_mono_ms();
@@ -183,6 +200,13 @@ drain_fd(struct proc *p, int *fd, int stream, struct cbuf *b)
 				p->on_output(p->on_output_arg, stream, buf,
 				    (size_t)n);
 			(void)cbuf_append(b, buf, (size_t)n);
+			if (past_cap(p, b)) {
+				/* Nothing more of it is wanted: its writer
+				 * gets EPIPE instead of filling a pipe. */
+				close_fd(fd);
+				p->cut = p->closed = true;
+				return;
+			}
 			continue;
 		}
 		if (n < 0 && (errno == EINTR))
@@ -265,6 +289,10 @@ communicate(struct proc *p, int64_t deadline_ms, const atomic_int *cancel,
 
 		if (cancel != NULL && atomic_load(cancel) != 0)
 			return -EINTR;
+		if (p->cut) {
+			p->cut = false;
+			return -EFBIG;
+		}
 		if (p->out_fd < 0 && p->err_fd < 0 && (!need_exit ||
 		    try_reap(p, WNOHANG)))
 			return 0;
@@ -363,6 +391,30 @@ proc_set_output(struct proc *p, proc_output_fn fn, void *arg)
 	p->on_output_arg = arg;
 }
 
+void
+proc_stop_at_cap(struct proc *p, bool on)
+{
+	p->stop_at_cap = on;
+}
+
+void
+proc_discard(struct proc *p)
+{
+	p->discard = true;
+	p->held = false;
+	close_in(p);
+}
+
+void
+proc_close_outputs(struct proc *p)
+{
+	if (p->out_fd >= 0 || p->err_fd >= 0)
+		p->closed = true;
+	close_in(p);
+	close_fd(&p->out_fd);
+	close_fd(&p->err_fd);
+}
+
 bool
 proc_gone(struct proc *p)
 {
@@ -370,7 +422,7 @@ proc_gone(struct proc *p)
 	siginfo_t si;
 	int r;
 
-	if (p->reaped || p->out_fd < 0)
+	if (p->reaped || (p->out_fd < 0 && !p->closed))
 		return true;
 	/* Sees an exit without reaping (WNOWAIT): the zombie keeps the pid,
 	 * and so the process group id, reserved until proc_reap, whose

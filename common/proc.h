@@ -37,6 +37,10 @@ struct proc_opts {
 	enum cbuf_keep stderr_keep;	/*   zero: the head */
 	bool stdin_hold;		/* keep stdin open with nothing to write
 					 * until proc_feed (stdin_data unused) */
+	bool stop_at_cap;		/* a stream kept as CBUF_KEEP_HEAD that
+					 * passes its cap is closed there (its
+					 * writer gets EPIPE) and
+					 * proc_communicate returns -EFBIG */
 };
 
 /* Starts the child. Returns 0 and *out (caller frees with proc_free), or a
@@ -49,8 +53,9 @@ int proc_spawn(const struct proc_opts *opts, struct proc **out);
  * time_mono_ms; <= 0 means none) passes (-ETIMEDOUT, child still running),
  * or until *cancel becomes non-zero (-EINTR; cancel may be NULL, and may
  * be set from another thread or a signal handler: atomic_int is lock-free
- * on every target, so a handler may store to it). May be called again
- * after -ETIMEDOUT/-EINTR, e.g. after killing the child. */
+ * on every target, so a handler may store to it); with stop_at_cap, -EFBIG
+ * as soon as a stream was closed at its cap (once per cut). May be called
+ * again after -ETIMEDOUT/-EINTR/-EFBIG, e.g. after killing the child. */
 int proc_communicate(struct proc *p, int64_t deadline_ms,
     const atomic_int *cancel);
 
@@ -81,8 +86,23 @@ void proc_get_times(const struct proc *p, struct proc_times *t);
 /* Sets (fn non-NULL) or clears the chunk callback; arg is fn's. */
 void proc_set_output(struct proc *p, proc_output_fn fn, void *arg);
 
+/* Sets stop_at_cap (proc_opts) after the spawn: for a held child, whose
+ * caps come with proc_feed. */
+void proc_stop_at_cap(struct proc *p, bool on);
+
+/* From now on every byte read is dropped unseen (not kept, not counted,
+ * not shown to the output callback), and nothing more is written to the
+ * child's stdin (closed): the drain while a stopped child's last output
+ * is read so that its writer never blocks. */
+void proc_discard(struct proc *p);
+
+/* Stops reading: closes both output pipes (a writer then gets EPIPE) and
+ * stdin. The child is not signalled, and proc_gone still tells whether it
+ * exited. */
+void proc_close_outputs(struct proc *p);
+
 /* Without blocking: true when the child has exited or has closed its
- * stdout. For a held child that should still be waiting. An exited child is
+ * stdout (an EOF read here, not proc_close_outputs). For a held child that should still be waiting. An exited child is
  * not reaped here (its pid stays reserved until proc_reap, proc_communicate
  * or proc_free reap it). */
 bool proc_gone(struct proc *p);

@@ -31,6 +31,7 @@ struct apirun {
 	void *on_output_arg;
 	int attach_fd, wait_fd;
 	bool created, in_shut, attach_done, wait_done, broken;
+	bool stop_at_cap, cut, discard;
 	int http_status, exit_code;
 	struct dockerapi_frames frames;
 	char *pending;			/* attach bytes read with its head */
@@ -67,6 +68,7 @@ apirun_new(const struct apirun_opts *o, struct apirun **out)
 	if (o->input_len > 0)
 		memcpy(a->in, o->input, o->input_len);
 	a->in_len = o->input_len;
+	a->stop_at_cap = o->stop_at_cap;
 	*out = a;
 	return 0;
 }
@@ -278,12 +280,18 @@ static void
 on_frame(void *arg, int stream, const void *data, size_t len)
 {
 	struct apirun *a = arg;
+	struct cbuf *b = stream == 1 ? a->out : a->err;
 
+	if (a->discard || a->cut)
+		return;
 	if (a->t.first_output == 0)
 		a->t.first_output = time_mono_ms();
 	if (a->on_output != NULL)
 		a->on_output(a->on_output_arg, stream, data, len);
-	(void)cbuf_append(stream == 1 ? a->out : a->err, data, len);
+	(void)cbuf_append(b, data, len);
+	if (a->stop_at_cap && cbuf_keep_mode(b) == CBUF_KEEP_HEAD &&
+	    cbuf_truncated(b))
+		a->cut = true;
 }
 
 static void
@@ -335,6 +343,8 @@ attach_read(struct apirun *a)
 		ssize_t n = recv(a->attach_fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n > 0) {
 			feed(a, buf, (size_t)n);
+			if (a->cut)
+				return;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -406,6 +416,14 @@ apirun_communicate(struct apirun *a, int64_t deadline_ms,
 	if (!a->in_shut && a->in_len == 0)
 		attach_write(a);
 	while (!a->attach_done || !a->wait_done) {
+		if (a->cut && a->attach_fd >= 0) {
+			/* Nothing more is wanted: the daemon's writes fail
+			 * from here instead of waiting for a reader. */
+			apirun_close(a);
+			return -EFBIG;
+		}
+		if (a->attach_fd < 0 && a->wait_fd < 0)
+			return -EPIPE;		/* closed: nothing to wait for */
 		if (cancelled(cancel))
 			return -EINTR;
 		left = deadline_ms - time_mono_ms();
@@ -432,6 +450,28 @@ apirun_communicate(struct apirun *a, int64_t deadline_ms,
 	if (a->broken)
 		a->exit_code = -1;
 	return 0;
+}
+
+void
+apirun_discard(struct apirun *a)
+{
+	a->discard = true;
+	if (!a->in_shut && a->attach_fd >= 0)
+		(void)shutdown(a->attach_fd, SHUT_WR);
+	a->in_shut = true;
+}
+
+void
+apirun_close(struct apirun *a)
+{
+	if (a->attach_fd >= 0) {
+		close(a->attach_fd);
+		a->attach_fd = -1;
+	}
+	if (a->wait_fd >= 0) {
+		close(a->wait_fd);
+		a->wait_fd = -1;
+	}
 }
 
 int

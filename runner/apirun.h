@@ -37,6 +37,11 @@ struct apirun_opts {
 	size_t input_len;
 	size_t stdout_max, stderr_max;
 	enum cbuf_keep stdout_keep, stderr_keep;
+	bool stop_at_cap;		/* as proc_opts': a stream kept as
+					 * CBUF_KEEP_HEAD past its cap ends the
+					 * reading (one connection carries both:
+					 * it is shut) and apirun_communicate
+					 * returns -EFBIG */
 };
 
 /* A session holding copies of what it needs from o (caller frees with
@@ -55,9 +60,18 @@ int apirun_start(struct apirun *a, int64_t deadline_ms,
 /* Writes the input, reads both streams into the capped buffers, until
  * the attach stream ended and the wait answered (or its connection
  * ended: then apirun_exit_code is -1): 0; -ETIMEDOUT at deadline_ms;
- * -EINTR when *cancel is set. May be called again after those. */
+ * -EINTR when *cancel is set; -EFBIG when stop_at_cap shut the attach
+ * stream at a cap (once). May be called again after those. */
 int apirun_communicate(struct apirun *a, int64_t deadline_ms,
     const atomic_int *cancel);
+
+/* As proc_discard: from now on what the attach stream carries is read
+ * and dropped unseen, and no more input is written (stdin half-closed). */
+void apirun_discard(struct apirun *a);
+
+/* Stops reading: closes the attach and wait connections (the daemon's
+ * writes to them fail instead of blocking). */
+void apirun_close(struct apirun *a);
 
 /* The wait's StatusCode; -1 when there was none (a wait that failed, a
  * malformed stream: the run cannot be trusted). */

@@ -60,7 +60,8 @@ spawn(const struct config *c, const struct container_start *s, bool exec,
 	struct proc_opts o = { .stdin_data = s->input,
 	    .stdin_len = s->input_len, .stdin_hold = s->hold,
 	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max,
-	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep };
+	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep,
+	    .stop_at_cap = s->stop_at_cap };
 	int rc;
 
 	container_spec(c, s, &spec);
@@ -96,7 +97,8 @@ container_api_start(const struct config *c, const struct container_start *s,
 	struct apirun_opts o = { .sock = DOCKERAPI_SOCKET, .name = s->name,
 	    .input = s->input, .input_len = s->input_len,
 	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max,
-	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep };
+	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep,
+	    .stop_at_cap = s->stop_at_cap };
 	char *body = NULL;
 	int rc;
 

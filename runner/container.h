@@ -44,6 +44,7 @@ struct container_start {
 						 * container_exec_spawn */
 	size_t stdout_max, stderr_max;
 	enum cbuf_keep stdout_keep, stderr_keep;
+	bool stop_at_cap;			/* proc_opts': --keep head */
 };
 
 /* The docker_spec for s (pure; pointers borrowed from s and c). */

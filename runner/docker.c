@@ -21,8 +21,8 @@
 /* Runs the argv built in a through proc_call with the small-call deadline
  * (stderr up to 4 KiB). proc_call's result and err, or a's build error. */
 static int
-call_argv(const struct dargv *a, size_t outmax, struct cbuf **out,
-    char *err, size_t errlen)
+call_argv_ms(const struct dargv *a, size_t outmax, int64_t timeout_ms,
+    struct cbuf **out, char *err, size_t errlen)
 {
 	struct proc_opts o = { .argv = (const char *const *)a->v,
 	    .stdout_max = outmax, .stderr_max = 4096 };
@@ -33,7 +33,14 @@ call_argv(const struct dargv *a, size_t outmax, struct cbuf **out,
 		snprintf(err, errlen, "%s", strerror(-a->error));
 		return a->error;
 	}
-	return proc_call(&o, DOCKER_CALL_MS, out, NULL, err, errlen);
+	return proc_call(&o, timeout_ms, out, NULL, err, errlen);
+}
+
+static int
+call_argv(const struct dargv *a, size_t outmax, struct cbuf **out,
+    char *err, size_t errlen)
+{
+	return call_argv_ms(a, outmax, DOCKER_CALL_MS, out, err, errlen);
 }
 
 /* docker's message (proc_call's err) says the container does not exist. */
@@ -66,6 +73,26 @@ docker_rm_force(const struct config *c, const char *const *names, size_t n)
 	if (rc == -EIO && (says_no_such(err) ||
 	    strstr(err, "already in progress") != NULL))
 		rc = -ENOENT;
+	return rc;
+}
+
+int
+docker_kill(const struct config *c, const char *name, int64_t timeout_ms)
+{
+	struct dargv a;
+	char err[320];
+	int rc;
+
+	dargv_init(&a);
+	dargv_add(&a, c->docker);
+	dargv_add(&a, "kill");
+	dargv_add(&a, name);
+	rc = call_argv_ms(&a, 4096, timeout_ms, NULL, err, sizeof(err));
+	dargv_cleanup(&a);
+	if (rc == -EIO && says_no_such(err))
+		rc = -ENOENT;
+	else if (rc == -EIO && strstr(err, "is not running") != NULL)
+		rc = 0;
 	return rc;
 }
 

@@ -28,6 +28,10 @@ struct docker_state {
 int docker_rm_force(const struct config *c, const char *const *names,
     size_t n);
 
+/* `docker kill NAME` (SIGKILL) within timeout_ms: 0 (killed, or not
+ * running), -ENOENT (no such container) or another negative errno. */
+int docker_kill(const struct config *c, const char *name, int64_t timeout_ms);
+
 /* `docker inspect` of a container's State. 0 or -ENOENT / negative errno. */
 int docker_inspect_state(const struct config *c, const char *name,
     struct docker_state *st);

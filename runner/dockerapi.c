@@ -515,3 +515,25 @@ dockerapi_rm_force(const char *sock, const char *name, int timeout_ms)
 	return rc == 204 || rc == 200 ? 0 : rc == 404 || rc == 409 ? -ENOENT :
 	    -EIO;
 }
+
+int
+dockerapi_kill(const char *sock, const char *name, int timeout_ms)
+{
+	struct dockerapi_resp r;
+	char path[160];
+	int rc;
+
+	if (!dockerapi_name_ok(name))
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "/containers/%s/kill",
+	    name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	if ((rc = dockerapi_call(sock, "POST", path, NULL, time_mono_ms() +
+	    timeout_ms, &r)) < 0)
+		return rc;
+	rc = r.status;
+	dockerapi_resp_cleanup(&r);
+	/* 409: not running (any more, or not yet started): stopped. */
+	return rc == 204 || rc == 200 || rc == 409 ? 0 : rc == 404 ? -ENOENT :
+	    -EIO;
+}

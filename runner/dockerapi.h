@@ -31,6 +31,11 @@ bool dockerapi_cold_usable(const struct config *c);
  * another negative errno. */
 int dockerapi_rm_force(const char *sock, const char *name, int timeout_ms);
 
+/* POST /containers/NAME/kill (SIGKILL), answered before timeout_ms: 0
+ * (killed, or not running), -ENOENT (no such container), -EIO (another
+ * answer) or the connection's errno (-ECONNREFUSED, -ETIMEDOUT, ...). */
+int dockerapi_kill(const char *sock, const char *name, int timeout_ms);
+
 /* Status code of an HTTP/1.x response's first line; -EBADMSG when it is
  * not one. Pure. */
 int dockerapi_status(const char *buf, size_t len);

@@ -214,7 +214,8 @@ timing_to_json(cJSON *o, const struct runner_timing *t)
 	    cJSON_AddNumberToObject(j, "cli", (double)t->cli_ms) != NULL &&
 	    cJSON_AddNumberToObject(j, "inspect", (double)t->inspect_ms) !=
 	    NULL && cJSON_AddNumberToObject(j, "remove",
-	    (double)t->remove_ms) != NULL;
+	    (double)t->remove_ms) != NULL &&
+	    cJSON_AddNumberToObject(j, "stop", (double)t->stop_ms) != NULL;
 }
 
 cJSON *

@@ -22,6 +22,9 @@
 
 struct apirun;
 
+/* A warm run: how long its exec may outlive its sandbox's holder. */
+#define RUN_HOLDER_GRACE_MS 500
+
 struct run {
 	const struct config *c;		/* own, or the caller's */
 	struct config *own;		/* the caller's, at the run's profile */
@@ -40,6 +43,9 @@ struct run {
 	bool use_api;
 	int64_t start, deadline;
 	bool finished, timed_out, cancelled, oom, sandbox_error;
+	bool cut;			/* --keep head: a stream passed its cap,
+					 * so the run was stopped there */
+	int64_t halt_at;		/* when it was stopped; 0: it was not */
 	bool not_started;		/* docker's own failure, no job ran */
 	bool warm;			/* its container came from req->pool */
 	bool cold;			/* it missed req->pool (counted there
@@ -77,5 +83,17 @@ int runner_run_policy(struct run *r, struct runner_result *res, char *err,
 int runner_run_register(struct run *r, const char *name, const char *addr,
     const char *policy, char *err, size_t errlen);
 void runner_run_unregister(struct run *r);
+
+/* How a run ends (run_end.c). stop: removes a container that never ran
+ * the code (a start cut short or failed), by name, even while its create
+ * may still be under way; the CLI is killed and reaped. halt: a run that
+ * did not end by itself (deadline, cancel, its cap, a broken stream):
+ * the container is killed while its streams are still drained, then they
+ * are closed, then it is removed (stop); timing_ms says so. finish: a run
+ * that ended by itself: its times, its end state (OOM, not started,
+ * gone), then its removal (a warm one's after the answer). */
+void runner_run_stop(struct run *r, const char *name);
+void runner_run_halt(struct run *r, const char *name);
+void runner_run_finish(struct run *r, const char *name);
 
 #endif

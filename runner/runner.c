@@ -42,9 +42,6 @@
 #include "runner/run_internal.h"
 #include "runner/slot.h"
 
-/* A warm run: how long its exec may outlive its sandbox's holder. */
-#define RUN_HOLDER_GRACE_MS 500
-
 static int
 run_prepare(struct run *r, struct runner_result *res, char *err,
     size_t errlen)
@@ -107,8 +104,6 @@ stdout_cap(const struct run *r)
 	    (uint64_t)l->out_max_files * 1024 + 20480);
 }
 
-static void run_stop(struct run *r, const char *name);
-
 /* The container's streams, from whichever path ran it. */
 static struct cbuf *
 run_out(struct run *r)
@@ -141,7 +136,7 @@ run_spawn_api(struct run *r, const struct container_start *cs,
 		return 0;
 	}
 	if (rc < 0) {
-		run_stop(r, name);
+		runner_run_stop(r, name);
 		if (rc != -EIO || runner_preflight(r->c, r->req->net, err,
 		    errlen) == 0)
 			snprintf(err, errlen, "%s", why);
@@ -170,6 +165,7 @@ run_spawn(struct run *r, const char *name, char *err, size_t errlen)
 		.stdout_keep = r->req->out_dir != NULL ? CBUF_KEEP_HEAD :
 		    r->keep,
 		.stderr_keep = r->keep,
+		.stop_at_cap = r->keep == CBUF_KEEP_HEAD,
 	};
 
 	int rc;
@@ -234,6 +230,7 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 		runner_pool_run_done(q->pool);
 		return run_miss(r);
 	}
+	proc_stop_at_cap(e.x, r->keep == CBUF_KEEP_HEAD);
 	r->p = e.x;
 	r->holder = e.p;
 	util_strlcpy(r->name, e.name, sizeof(r->name));
@@ -246,144 +243,6 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	    res->policy, err, errlen)) < 0)
 		return rc;
 	return 1;
-}
-
-/* Stops a run that did not finish by itself: remove the container by
- * name, and only then kill the CLI's group and reap. A start cut short
- * (cancel) may still be inside `docker run`'s create: container_abort
- * keeps removing until the container was there or the CLI is gone. */
-static void
-run_stop(struct run *r, const char *name)
-{
-	struct docker_state st;
-
-	if (r->use_api) {
-		(void)container_api_abort(r->c, name, r->api);
-		return;
-	}
-	/* Its logs are named by its ID: learn it while it still exists. */
-	if (r->req->debug && docker_inspect_state(r->c, name, &st) == 0)
-		util_strlcpy(r->id, st.id, sizeof(r->id));
-	(void)container_abort(r->c, name, r->p, time_mono_ms() +
-	    CONTAINER_ABORT_MS);
-}
-
-/* A warm run whose exec ended with 125 or more: whether its sandbox died
- * (the holder's `docker run` ends with it) rather than the job exiting.
- * The exec may see the sandbox go a moment before the holder's CLI does:
- * that moment is waited for, here only. */
-static bool
-run_holder_died(struct run *r)
-{
-	int64_t end = time_mono_ms() + RUN_HOLDER_GRACE_MS;
-
-	while (!proc_gone(r->holder)) {
-		if (time_mono_ms() >= end)
-			return docker_wait_running(r->c, r->name) != 0;
-		(void)poll(NULL, 0, 20);
-	}
-	return true;
-}
-
-/* After the CLI exited by itself: learn the end state, then remove. */
-static void
-run_finish(struct run *r, const char *name)
-{
-	struct docker_state st = { 0 };
-	int rc = -ENOENT;
-	int64_t t0 = time_mono_ms();
-	bool died = false;
-
-	r->cli_exit = r->api != NULL ? apirun_exit_code(r->api) :
-	    proc_exit_code(r->p);
-	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0 ||
-	    r->req->debug)
-		rc = docker_inspect_state(r->c, name, &st);
-	/* A warm run's job is an exec: 125 and up may also be the exec
-	 * failing because its sandbox died under it (runsc exec: 128, "...
-	 * WaitPID failed: EOF"), e.g. killed for memory. A sandbox still
-	 * running after the exec ended did not; one that stopped did, and
-	 * then its own end state says why, and the exit code is its. */
-	if (r->warm && (r->cli_exit >= 125 || r->exec_lost) &&
-	    run_holder_died(r)) {
-		died = true;
-		rc = docker_inspect_state(r->c, name, &st);
-		if (rc == 0)
-			r->cli_exit = st.exit_code != 0 ? st.exit_code : 137;
-	}
-	if (rc == 0)
-		util_strlcpy(r->id, st.id, sizeof(r->id));
-	/* Docker misses some OOM kills under runsc (see oomlog.h); the
-	 * kernel's record of this container's memory cgroup is proof. */
-	if (r->cli_exit == 137 && rc == 0 && !st.oom_killed &&
-	    runner_oomlog_find(st.id))
-		st.oom_killed = true;
-	/* The daemon may record the OOM kill a moment after the exit. */
-	for (int i = 0; r->cli_exit == 137 && rc == 0 && !st.oom_killed &&
-	    i < 4; i++) {
-		(void)poll(NULL, 0, 250);
-		rc = docker_inspect_state(r->c, name, &st);
-	}
-	if (r->cli_exit == 137 && rc == 0 && st.oom_killed)
-		r->oom = true;
-	else if (died)
-		r->sandbox_error = true;
-	/* 125-127 are also docker's own failures: trust them as the job's
-	 * exit code only when the container really started. */
-	r->not_started = r->cli_exit >= 125 && (rc < 0 || !st.started);
-	if (r->cli_exit < 0 || (r->cli_exit != 137 && r->not_started))
-		r->sandbox_error = true;
-	/* We never remove a container before this point: gone means it was
-	 * removed from outside (kill-all, an operator), not a job's exit. */
-	if (rc == -ENOENT && r->cli_exit >= 125)
-		r->sandbox_error = true;
-	r->tm->inspect_ms = time_mono_ms() - t0;
-	/* A warm run's container is removed after the answer (run_cleanup):
-	 * everything the result says is known by now. */
-	if (r->warm) {
-		r->remove_later = true;
-		return;
-	}
-	t0 = time_mono_ms();
-	/* Still no one else's to remove: a kill-all or an operator that
-	 * killed it (137) while the inspections above still found it shows
-	 * here, as a removal already done or in progress. */
-	if (container_remove(r->c, name) == -ENOENT && r->cli_exit >= 125 &&
-	    !r->oom)
-		r->sandbox_error = true;
-	r->tm->remove_ms = time_mono_ms() - t0;
-}
-
-/* The steps' times from the CLI's pipes (runner_timing): the program's
- * run ends at its first output (print(1) in the benchmark) or, with none,
- * when its streams closed; the exit is known when the streams closed (the
- * attach ends with the container) or, over the API, when its wait
- * answered (exit_at). */
-static void
-run_times(struct run *r, int64_t exit_at)
-{
-	struct proc_times t;
-	int64_t ran;
-
-	if (r->api != NULL) {
-		apirun_get_times(r->api, &t);
-		exit_at = t.exited;
-	} else {
-		proc_get_times(r->p, &t);
-	}
-	if (t.fed > 0)
-		r->t_begin = t.fed;
-	if (exit_at <= 0)
-		exit_at = t.outputs_closed;
-	ran = t.first_output > 0 ? t.first_output : t.outputs_closed;
-	if (t.stdin_closed > 0)
-		r->tm->stdin_ms = t.stdin_closed - r->t_begin;
-	if (ran > 0 && t.stdin_closed > 0)
-		r->tm->run_ms = ran - t.stdin_closed;
-	if (exit_at > 0 && ran > 0)
-		r->tm->exit_ms = exit_at - ran;
-	if (t.exited > 0 && exit_at > 0)
-		r->tm->cli_ms = t.exited - exit_at;
 }
 
 /* Live output, if asked for: the relay between the read loop and the
@@ -410,7 +269,7 @@ run_relay_start(struct run *r)
  * (memory), runsc's exec may never end. Once the holder's `docker run`
  * has ended, the exec gets RUN_HOLDER_GRACE_MS to end too, then its CLI
  * is killed, and the run is judged by the container's end state
- * (run_finish). proc_communicate's result. */
+ * (runner_run_finish). proc_communicate's result. */
 static int
 run_communicate_warm(struct run *r)
 {
@@ -444,7 +303,7 @@ run_wait(struct run *r, const char *name)
 
 	/* An API start cut short: nothing to wait for. */
 	if (r->timed_out || r->cancelled) {
-		run_stop(r, name);
+		runner_run_stop(r, name);
 		return 0;
 	}
 	run_relay_start(r);
@@ -461,17 +320,18 @@ run_wait(struct run *r, const char *name)
 
 	if (rc == 0) {
 		r->finished = true;
-		run_times(r, 0);
-		run_finish(r, name);
+		runner_run_finish(r, name);
 		return 0;
 	}
 	if (rc == -ETIMEDOUT)
 		r->timed_out = true;
 	else if (rc == -EINTR)
 		r->cancelled = true;
+	else if (rc == -EFBIG)
+		r->cut = true;		/* --keep head: a stream's cap */
 	else
 		r->sandbox_error = true;
-	run_stop(r, name);
+	runner_run_halt(r, name);
 	return 0;
 }
 
@@ -494,7 +354,7 @@ run_status(const struct run *r, const struct runner_result *res)
 		return RUNNER_OOM;
 	if (r->sandbox_error)
 		return RUNNER_SANDBOX_ERROR;
-	if (res->out_truncated || res->err_truncated)
+	if (r->cut || res->out_truncated || res->err_truncated)
 		return RUNNER_OUTPUT_TRUNCATED;
 	return RUNNER_OK;
 }
@@ -632,7 +492,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	res->timing = (struct runner_timing){ -1, -1, -1, -1, -1, -1 };
+	res->timing = (struct runner_timing){ -1, -1, -1, -1, -1, -1, -1 };
 	r.tm = &res->timing;
 	res->exit_code = -1;
 	res->net = req->net;
@@ -651,7 +511,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;
 	if ((rc = run_take_warm(&r, res, err, errlen)) < 0) {
-		run_stop(&r, res->container);
+		runner_run_stop(&r, res->container);
 		goto bad;
 	} else if (rc == 1) {
 		/* Started, sealed, registered, waiting for its stdin. */
@@ -668,7 +528,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 	    err, errlen)) < 0)) {
 		/* The code is never written to a container not sealed, nor
 		 * to one the proxy does not know. */
-		run_stop(&r, res->container);
+		runner_run_stop(&r, res->container);
 		goto bad;
 	}
 	(void)run_wait(&r, res->container);

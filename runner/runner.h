@@ -110,11 +110,17 @@ struct runner_file {
 
 /* Where a run's time went after its container was there, in ms (-1: the
  * step did not happen on the way to the result): writing the code to
- * stdin, the program's run until both output streams closed, learning
- * the exit status after that, the docker CLI's exit after that, the
- * end-state inspections, the removal (-1 when done after the answer). */
+ * stdin, the program's run until its first output (or, with none, until
+ * both output streams closed), learning the exit status after that, the
+ * docker CLI's exit after that, the end-state inspections, the removal
+ * (-1 when done after the answer). A run stopped by the deadline, a
+ * cancel or its cap: the step under way then ends at the stop, the later
+ * ones did not happen; stop is the stop itself (the container killed
+ * while its streams were drained, then no longer read), -1 for a run that
+ * ended by itself. */
 struct runner_timing {
 	int64_t stdin_ms, run_ms, exit_ms, cli_ms, inspect_ms, remove_ms;
+	int64_t stop_ms;
 };
 
 struct runner_result {

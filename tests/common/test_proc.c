@@ -138,6 +138,76 @@ alive(pid_t pid)
 	return live;
 }
 
+/* stop_at_cap: a head-kept stream past its cap is closed there, so its
+ * writer gets EPIPE at once (Python's write raises BrokenPipeError and it
+ * says so on stderr), and communicate says -EFBIG once; without it, the
+ * same flood is read to its end. */
+static void
+test_stop_at_cap_closes_the_pipe(void **state)
+{
+	const char *argv[] = { "python3", "-c", "import sys\n"
+	    "try:\n"
+	    "    while True: sys.stdout.write('y' * 65536)\n"
+	    "except BrokenPipeError:\n"
+	    "    sys.stderr.write('EPIPE'); sys.stderr.flush(); sys.exit(7)\n",
+	    NULL };
+	struct proc_opts o = { .argv = argv, .stdout_max = 1000,
+	    .stderr_max = 100, .stop_at_cap = true };
+	const char *tail[] = { "sh", "-c", "head -c 3000000 /dev/zero", NULL };
+	struct proc *p;
+	int64_t t0 = time_mono_ms();
+
+	(void)state;
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	assert_int_equal(proc_communicate(p, t0 + 20000, NULL), -EFBIG);
+	assert_int_equal(cbuf_len(proc_stdout(p)), 1000);
+	assert_true(cbuf_truncated(proc_stdout(p)));
+	/* The stopped stream does not make the child look gone. */
+	assert_int_equal(proc_communicate(p, t0 + 20000, NULL), 0);
+	assert_int_equal(proc_exit_code(p), 7);
+	assert_string_equal(cbuf_data(proc_stderr(p)), "EPIPE");
+	assert_true(time_mono_ms() - t0 < 10000);
+	proc_free(p);
+	/* A tail-kept stream is never cut: read to the end. */
+	o.argv = tail;
+	o.stdout_keep = CBUF_KEEP_TAIL;
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 20000, NULL), 0);
+	assert_int_equal(cbuf_seen(proc_stdout(p)), 3000000);
+	assert_int_equal(proc_exit_code(p), 0);
+	proc_free(p);
+}
+
+/* The drain of a stopped child: discard drops what comes (not kept, not
+ * counted, not shown), close_outputs stops reading without making a
+ * running child look gone. */
+static void
+test_discard_and_close_outputs(void **state)
+{
+	const char *argv[] = { "sh", "-c", "printf first; sleep 0.3; "
+	    "head -c 500000 /dev/zero; sleep 30", NULL };
+	struct proc_opts o = { .argv = argv, .stdout_max = 1 << 20,
+	    .stderr_max = 100 };
+	struct proc *p;
+	int64_t t0 = time_mono_ms();
+
+	(void)state;
+	assert_int_equal(proc_spawn(&o, &p), 0);
+	while (cbuf_len(proc_stdout(p)) < 5 && time_mono_ms() - t0 < 5000)
+		(void)proc_communicate(p, time_mono_ms() + 50, NULL);
+	assert_string_equal(cbuf_data(proc_stdout(p)), "first");
+	proc_discard(p);
+	assert_int_equal(proc_communicate_streams(p, time_mono_ms() + 1500,
+	    NULL), -ETIMEDOUT);
+	assert_int_equal(cbuf_seen(proc_stdout(p)), 5);
+	proc_close_outputs(p);
+	assert_false(proc_gone(p));
+	proc_kill(p, SIGKILL);
+	assert_int_equal(proc_communicate(p, time_mono_ms() + 5000, NULL), 0);
+	assert_true(proc_gone(p));
+	proc_free(p);
+}
+
 static void
 test_timeout_kills_group(void **state)
 {
@@ -536,6 +606,8 @@ main(void)
 		cmocka_unit_test(test_stdin_roundtrip),
 		cmocka_unit_test(test_cap_drains_without_blocking),
 		cmocka_unit_test(test_keep_both_and_output_callback),
+		cmocka_unit_test(test_stop_at_cap_closes_the_pipe),
+		cmocka_unit_test(test_discard_and_close_outputs),
 		cmocka_unit_test(test_timeout_kills_group),
 		cmocka_unit_test(test_exec_failure_reported),
 		cmocka_unit_test(test_cancel_and_manual_kill),

@@ -9,8 +9,21 @@
 # `run`, from a detached process that outlives the CLI (dockerd goes on
 # creating after its client is killed: issue 22), and until then `rm` says
 # "No such". `exec` behaves as `run` by $FAKE_MODE, with no marker.
+# FAKE_MODE=stuck is dockerd relaying an endless flood: the job looks for
+# a kill only between chunks, so `kill` (and `rm -f`, which kills first)
+# is held up for as long as nobody reads the run's stdout and stderr.
 printf '%s\n' "$*" >> "$FAKE_LOG"
 cmd=$1
+# `kill NAME` in mode stuck: asks the job to end, and waits until it did
+# (at most 60 s, as if dockerd's kill had a bound).
+stuck_kill() {
+	[ "$FAKE_MODE" = stuck ] || return 0
+	: > "$FAKE_LOG.$1.kill"
+	i=0
+	while [ ! -e "$FAKE_LOG.$1.dead" ] && [ $i -lt 1200 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+}
 # What `run` (and the warm pool's `exec`) does, by $FAKE_MODE.
 job() {
 	case "$FAKE_MODE" in
@@ -27,6 +40,14 @@ job() {
 		head -c 200000000 /dev/zero &
 		head -c 200000000 /dev/zero >&2
 		wait; exit 0 ;;
+	stuck)
+		cat >/dev/null
+		while [ ! -e "$FAKE_LOG.$name.kill" ]; do
+			head -c 65536 /dev/zero
+			head -c 65536 /dev/zero >&2
+		done
+		: > "$FAKE_LOG.$name.dead"
+		exit 137 ;;
 	refuse)
 		echo "docker: Error response from daemon: Unknown runtime specified cordon-offline." >&2
 		exit 125 ;;
@@ -38,10 +59,12 @@ job() {
 	esac
 	exit 99
 }
+name=
 case "$cmd" in
 run)
 	prev=
 	for a in "$@"; do
+		[ "$prev" = "--name" ] && name=$a
 		if [ "$prev" = "--name" ] && [ -n "${FAKE_CREATE_DELAY:-}" ]; then
 			setsid sh -c 'sleep "$1"; : > "$2"' _ \
 			    "$FAKE_CREATE_DELAY" "$FAKE_LOG.$a" </dev/null \
@@ -81,12 +104,16 @@ rm)
 	for a in "$@"; do
 		case "$a" in
 		-*) ;;
-		*)	if [ -n "${FAKE_CREATE_DELAY:-}" ] && [ ! -e "$FAKE_LOG.$a" ]; then
+		*)	stuck_kill "$a"
+			if [ -n "${FAKE_CREATE_DELAY:-}" ] && [ ! -e "$FAKE_LOG.$a" ]; then
 				echo "Error: No such container: $a" >&2; exit 1
 			fi
 			rm -f "$FAKE_LOG.$a" ;;
 		esac
 	done
+	exit 0 ;;
+kill)
+	stuck_kill "$2"
 	exit 0 ;;
 info)
 	echo '{"runc":{"path":"runc"}}'; exit 0 ;;

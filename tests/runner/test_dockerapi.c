@@ -774,10 +774,45 @@ test_session_cap(void **state)
 	fake_stop(&f);
 }
 
+/* --keep head's cut: stdout past its head-kept cap shuts the attach
+ * stream (both streams ride on it) and says -EFBIG once; the connections
+ * are closed, so calling again ends at once; nothing after the cut is
+ * kept, stderr's later frame included. */
+static void
+test_session_stop_at_cap(void **state)
+{
+	struct apirun_opts o = { .name = "cordon-0a1b",
+	    .body = "{\"Image\":\"x\"}", .input = "x", .input_len = 1,
+	    .stdout_max = 4096, .stderr_max = 4096, .stop_at_cap = true };
+	struct fake f;
+	struct apirun *a;
+	char err[256] = "";
+
+	(void)state;
+	fake_start(&f, M_FLOOD);
+	o.sock = f.sock;
+	assert_int_equal(apirun_new(&o, &a), 0);
+	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
+	    sizeof(err)), 0);
+	assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000, NULL),
+	    -EFBIG);
+	assert_int_equal(cbuf_len(apirun_stdout(a)), 4096);
+	assert_true(cbuf_truncated(apirun_stdout(a)));
+	assert_true(cbuf_seen(apirun_stdout(a)) < 100000);
+	assert_int_equal(cbuf_len(apirun_stderr(a)), 0);
+	assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000, NULL),
+	    -EPIPE);
+	assert_int_equal(apirun_exit_code(a), -1);
+	apirun_free(a);
+	fake_stop(&f);
+}
+
 static int
 setup(void **state)
 {
 	(void)state;
+	/* The fake daemon writes to connections this side closed. */
+	signal(SIGPIPE, SIG_IGN);
 	config_defaults(&cfg);
 	return 0;
 }
@@ -798,6 +833,7 @@ main(void)
 		cmocka_unit_test(test_session_create_refused),
 		cmocka_unit_test(test_session_closes_early),
 		cmocka_unit_test(test_session_bad_frame),
+		cmocka_unit_test(test_session_stop_at_cap),
 		cmocka_unit_test(test_session_deadline),
 		cmocka_unit_test(test_session_cap),
 	};

@@ -161,6 +161,85 @@ test_flood_is_capped(void **state)
 	runner_result_cleanup(&res);
 }
 
+/* The deadline under a flood the daemon relays (mode stuck: its kill
+ * waits until the streams are read, as dockerd's does): the container is
+ * killed while its streams are drained, then removed, and the run returns
+ * within its timeout plus 2 s, saying where the time went. Before, the
+ * removal waited with nobody reading: 15 s for the `docker rm -f`, then
+ * retries until CONTAINER_ABORT_MS. */
+static void
+test_flood_deadline_holds(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .max_output = 4096, .timeout_s = 1, .keep = "both" };
+	struct runner_result res;
+	char err[256], *log;
+	int64_t t0 = time_mono_ms(), took;
+
+	(void)state;
+	assert_int_equal(run_mode("stuck", &q, &res, err, sizeof(err)), 0);
+	took = time_mono_ms() - t0;
+	assert_int_equal(res.status, RUNNER_TIMEOUT);
+	assert_int_equal(res.exit_code, -1);
+	assert_true(took >= 1000);
+	assert_true(took < 3000);
+	/* Head and tail read before the stop are kept. */
+	assert_int_equal(res.out_len, 4096);
+	assert_true(res.out_truncated);
+	assert_non_null(memmem(res.out, res.out_len, "bytes dropped here]", 19));
+	/* Every step that happened has its time; the job never exited by
+	 * itself, and was not inspected. */
+	assert_true(res.timing.stdin_ms >= 0);
+	assert_true(res.timing.run_ms >= 0);
+	assert_true(res.timing.exit_ms >= 0);
+	assert_true(res.timing.stop_ms >= 0);
+	assert_true(res.timing.remove_ms >= 0);
+	assert_int_equal(res.timing.cli_ms, -1);
+	assert_int_equal(res.timing.inspect_ms, -1);
+	assert_true(res.timing.stdin_ms + res.timing.run_ms +
+	    res.timing.exit_ms >= 900);
+	log = read_log();
+	/* Killed first, then removed by name. */
+	assert_non_null(strstr(log, "kill cordon-"));
+	assert_true(strstr(log, "kill cordon-") < strstr(log, "rm -f"));
+	assert_true(fake_docker_removed(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+}
+
+/* --keep head: a stream past its cap is closed, and the run ends there
+ * with output_truncated, long before its deadline. Before, it ran to the
+ * deadline and then waited on its removal as above. */
+static void
+test_keep_head_flood_ends_at_cap(void **state)
+{
+	struct runner_request q = { .code = "x", .code_len = 1,
+	    .max_output = 4096, .timeout_s = 10, .keep = "head" };
+	struct runner_result res;
+	char err[256], *log;
+	int64_t t0 = time_mono_ms();
+
+	(void)state;
+	assert_int_equal(run_mode("stuck", &q, &res, err, sizeof(err)), 0);
+	assert_true(time_mono_ms() - t0 < 3000);
+	assert_int_equal(res.status, RUNNER_OUTPUT_TRUNCATED);
+	assert_int_equal(res.exit_code, -1);
+	assert_int_equal(res.out_len, 4096);
+	assert_true(res.out_truncated);
+	assert_true(res.timing.stop_ms >= 0);
+	log = read_log();
+	assert_true(fake_docker_removed(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+	/* A flood that ends by itself is still read whole with tail. */
+	q.keep = "tail";
+	assert_int_equal(run_mode("flood", &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_OUTPUT_TRUNCATED);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.timing.stop_ms, -1);
+	runner_result_cleanup(&res);
+}
+
 static void
 test_refusal_is_an_error(void **state)
 {
@@ -299,6 +378,8 @@ main(void)
 		cmocka_unit_test(test_closed_outputs_then_hang),
 		cmocka_unit_test(test_oom_only_when_inspect_says),
 		cmocka_unit_test(test_flood_is_capped),
+		cmocka_unit_test(test_flood_deadline_holds),
+		cmocka_unit_test(test_keep_head_flood_ends_at_cap),
 		cmocka_unit_test(test_refusal_is_an_error),
 		cmocka_unit_test(test_cancel_removes),
 		cmocka_unit_test(test_proxy_refused_and_preflight),
