@@ -1,9 +1,9 @@
 /*
- * `cordon serve`: loads the config, sweeps Cordon containers left by a
- * previous instance, and runs the HTTP/JSON service until SIGTERM, with
- * this same executable as the scheduled probe, and a warm pool of
- * --pool (or serve.pool) containers per net mode. It says what it does
- * on stderr, at info unless --log-level says otherwise.
+ * `cordon serve`: loads the config and runs the HTTP/JSON service (which
+ * first removes the containers a previous instance left) until SIGTERM,
+ * with this same executable as the scheduled probe, and a warm pool of
+ * --pool (or serve.pool) containers per net mode. It says what it does on
+ * stderr, at info unless --log-level says otherwise.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,7 +17,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "cli/cmd.h"
-#include "runner/runner.h"
 #include "serve/server.h"
 
 static int
@@ -57,7 +56,7 @@ cmd_serve(int argc, char **argv)
 	ssize_t n;
 	int64_t pool = -1;
 	enum log_level level = LOG_LEVEL_INFO;
-	int opt, rc, removed = 0;
+	int opt, rc;
 
 	optind = 1;
 	opterr = 0;
@@ -102,12 +101,6 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "cordon serve: %s\n", err);
 		return 1;
 	}
-	/* Containers of a previous instance whose owner is gone. */
-	if (runner_gc(&c, false, &removed, err, sizeof(err)) < 0)
-		log_warnx("start-up sweep failed: %s", err);
-	else if (removed > 0)
-		log_warnx("start-up sweep removed %d stale container(s)",
-		    removed);
 	o.config = &c;
 	o.pool = pool;
 	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {

@@ -149,8 +149,9 @@ runner_debug_admit(const struct config *c, enum runner_net net, char *pat,
 		return rc;
 	if (proc_call(&o, DOCKER_CALL_MS, &out, NULL, perr, sizeof(perr)) < 0) {
 		cbuf_free(out);
-		snprintf(err, errlen, "docker daemon not reachable (`%s info` "
-		    "failed: %.120s)", c->docker, perr);
+		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": docker "
+		    "daemon not reachable (`%s info` failed: %.120s)", c->docker,
+		    perr);
 		return -EHOSTUNREACH;
 	}
 	rc = docker_runtime_parse(cbuf_data(out), cbuf_len(out), name, &rt);

@@ -8,13 +8,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "common/proc.h"
 #include "common/util.h"
 #include "runner/docker_argv.h"
+#include "runner/dockerapi.h"
 #include "runner/image.h"
 #include "runner/runner.h"
 
@@ -270,9 +273,9 @@ check_runtime(const struct config *c, const char *runtime, char *err,
 	rc = call_argv(&a, 1 << 16, &out, why, sizeof(why));
 	dargv_cleanup(&a);
 	if (rc < 0) {
-		snprintf(err, errlen, "docker daemon not reachable (`%s info` "
-		    "failed%s%.120s)", c->docker, rc == -EIO ? ": " : "",
-		    rc == -EIO ? why : "");
+		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": docker "
+		    "daemon not reachable (`%s info` failed%s%.120s)", c->docker,
+		    rc == -EIO ? ": " : "", rc == -EIO ? why : "");
 		cbuf_free(out);
 		return -EHOSTUNREACH;
 	}
@@ -313,6 +316,35 @@ check_image(const struct config *c, char *err, size_t errlen)
 		rc = -ENOENT;
 	}
 	return rc;
+}
+
+int
+runner_daemon_check(const struct config *c, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	if (!dockerapi_default(c))
+		return 0;
+	if (stat(DOCKERAPI_SOCKET, &st) < 0 && errno == ENOENT) {
+		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": dockerd is "
+		    "not running (no %s)", DOCKERAPI_SOCKET);
+		return -EHOSTUNREACH;
+	}
+	/* Not ours to ask (no access): the CLI's own error says why. */
+	if (access(DOCKERAPI_SOCKET, W_OK) < 0)
+		return 0;
+	if ((rc = dockerapi_ping(DOCKERAPI_SOCKET, DOCKER_PING_MS)) == 0)
+		return 0;
+	if (rc == -ETIMEDOUT)
+		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": dockerd did "
+		    "not answer /_ping on %s within %d ms", DOCKERAPI_SOCKET,
+		    DOCKER_PING_MS);
+	else
+		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": dockerd "
+		    "does not answer on %s (%s)", DOCKERAPI_SOCKET,
+		    rc == -EIO ? "/_ping refused" : strerror(-rc));
+	return -EHOSTUNREACH;
 }
 
 int

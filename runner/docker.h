@@ -15,6 +15,7 @@
 #include "common/config.h"
 
 #define DOCKER_CALL_MS 15000	/* deadline for one small docker call */
+#define DOCKER_PING_MS 3000	/* runner_daemon_check's /_ping */
 
 struct docker_state {
 	bool oom_killed;

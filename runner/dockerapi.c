@@ -22,12 +22,18 @@
 #include "common/util.h"
 
 bool
-dockerapi_usable(const struct config *c)
+dockerapi_default(const struct config *c)
 {
 	const char *h = getenv("DOCKER_HOST"), *x = getenv("DOCKER_CONTEXT");
 
 	return strcmp(c->docker, "docker") == 0 && (h == NULL || *h == '\0') &&
-	    (x == NULL || *x == '\0') && access(DOCKERAPI_SOCKET, W_OK) == 0;
+	    (x == NULL || *x == '\0');
+}
+
+bool
+dockerapi_usable(const struct config *c)
+{
+	return dockerapi_default(c) && access(DOCKERAPI_SOCKET, W_OK) == 0;
 }
 
 bool
@@ -536,4 +542,18 @@ dockerapi_kill(const char *sock, const char *name, int timeout_ms)
 	/* 409: not running (any more, or not yet started): stopped. */
 	return rc == 204 || rc == 200 || rc == 409 ? 0 : rc == 404 ? -ENOENT :
 	    -EIO;
+}
+
+int
+dockerapi_ping(const char *sock, int timeout_ms)
+{
+	struct dockerapi_resp r;
+	int rc;
+
+	if ((rc = dockerapi_call(sock, "GET", "/_ping", NULL, time_mono_ms() +
+	    timeout_ms, &r)) < 0)
+		return rc;
+	rc = r.status == 200 ? 0 : -EIO;
+	dockerapi_resp_cleanup(&r);
+	return rc;
 }

@@ -19,6 +19,11 @@
 #define DOCKERAPI_HEAD_MAX 16384	/* bytes of status line + headers */
 #define DOCKERAPI_BODY_MAX (1u << 20)	/* bytes of a body we read */
 
+/* True when the config names the default CLI ("docker") and no other
+ * daemon is chosen by the environment (DOCKER_HOST, DOCKER_CONTEXT): the
+ * daemon is the one on DOCKERAPI_SOCKET, whether it is up or not. */
+bool dockerapi_default(const struct config *c);
+
 /* True when the API socket may stand in for c->docker. */
 bool dockerapi_usable(const struct config *c);
 
@@ -30,6 +35,11 @@ bool dockerapi_cold_usable(const struct config *c);
  * container, or its removal already in progress: 409), -ETIMEDOUT, or
  * another negative errno. */
 int dockerapi_rm_force(const char *sock, const char *name, int timeout_ms);
+
+/* GET /_ping before timeout_ms: 0 when the daemon answered 200, -EIO
+ * for another answer, or the connection's errno (-ENOENT: no socket,
+ * -ECONNREFUSED: nobody listening, -ETIMEDOUT: no answer). */
+int dockerapi_ping(const char *sock, int timeout_ms);
 
 /* POST /containers/NAME/kill (SIGKILL), answered before timeout_ms: 0
  * (killed, or not running), -ENOENT (no such container), -EIO (another

@@ -234,6 +234,17 @@ runner_gc(const struct config *c, bool all, int *removed, char *err,
 }
 
 int
+runner_gc_names(const struct config *c, int *removed, char *names,
+    size_t nameslen, char *err, size_t errlen)
+{
+	struct gc_pick pk = { .all = false };
+
+	if (names != NULL && nameslen > 0)
+		names[0] = '\0';
+	return gc_sweep(c, &pk, removed, names, nameslen, err, errlen);
+}
+
+int
 runner_gc_owner(const struct config *c, long owner, int *removed,
     char *names, size_t nameslen, char *err, size_t errlen)
 {

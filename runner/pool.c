@@ -214,6 +214,31 @@ modes_ok(struct runner_pool *p, const char *image, bool ok[2])
 	ok[RUNNER_NET_PROXY] = p->net_ok;
 }
 
+/* Thread only, no lock: whether dockerd answers (runner_daemon_check).
+ * While it does not, no start is tried (each would fail and push the
+ * back-off up to POOL_BACKOFF_MAX_MS, delaying the refill after its
+ * return); the change is noted both ways. */
+static void
+daemon_watch(struct runner_pool *p)
+{
+	char err[256];
+	bool down = runner_daemon_check(p->c, err, sizeof(err)) < 0;
+
+	if (down == p->daemon_down)
+		return;
+	p->daemon_down = down;
+	if (!down) {
+		pthread_mutex_lock(&p->mu);
+		for (int m = 0; m < 2; m++)
+			p->next_try_ms[m] = p->backoff_ms[m] = 0;
+		pthread_mutex_unlock(&p->mu);
+	}
+	for (int m = 0; m < 2; m++)
+		if (p->o.modes[m])
+			note(p, down ? RUNNER_POOL_DAEMON_DOWN :
+			    RUNNER_POOL_DAEMON_UP, m, "", down ? err : "", 0);
+}
+
 /* Under the lock: why an idle entry must go, or NULL to keep it. */
 static const char *
 entry_stale(struct runner_pool *p, int m, struct pool_entry *e,
@@ -247,8 +272,8 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 	int64_t now = time_mono_ms();
 	int best = -1;
 
-	if (p->paused || p->stop || p->closing || image[0] == '\0' ||
-	    p->starting + p->cold >= p->max_starts)
+	if (p->paused || p->stop || p->closing || p->daemon_down ||
+	    image[0] == '\0' || p->starting + p->cold >= p->max_starts)
 		return -1;
 	/* A start costs about a second of CPU: on a small host it would
 	 * slow the warm runs just handed out, so it waits for them a little
@@ -464,6 +489,7 @@ pool_main(void *arg)
 		if (image_pinned_id(p->c, image) < 0)
 			image[0] = '\0';
 		modes_ok(p, image, ok);
+		daemon_watch(p);
 		pthread_mutex_lock(&p->mu);
 		nv = collect_victims(p, ok, image);
 		begun = launch_starts(p, ok, image);

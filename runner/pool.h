@@ -47,6 +47,9 @@ enum runner_pool_event {
 				 * container removed by name (why: outcome) */
 	RUNNER_POOL_RETIRED,	/* an idle one removed unused (why) */
 	RUNNER_POOL_RM_FAILED,	/* a removal failed (why): it may be left */
+	RUNNER_POOL_DAEMON_DOWN,	/* dockerd does not answer (why): no
+					 * start is tried until it does */
+	RUNNER_POOL_DAEMON_UP,	/* ... it answers again: refilling */
 };
 
 struct runner_pool_note {

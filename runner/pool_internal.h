@@ -73,6 +73,8 @@ struct runner_pool {
 					 * failure or pause */
 		/* Thread-only: the egress network as last checked. */
 	bool net_ok;
+	bool daemon_down;		/* thread-only: runner_daemon_check
+					 * failed at the last look */
 	int64_t net_checked_ms;
 	struct netsetup_endpoint net_ep;
 	struct pool_victim victims[2 * POOL_MAX_SIZE];	/* idle ones */

@@ -126,7 +126,7 @@ run_spawn_api(struct run *r, const struct container_start *cs,
     const char *name, char *err, size_t errlen)
 {
 	char why[512];
-	int rc;
+	int rc, prc;
 
 	rc = container_api_start(r->c, cs, r->deadline, r->req->cancel,
 	    &r->api, why, sizeof(why));
@@ -137,9 +137,15 @@ run_spawn_api(struct run *r, const struct container_start *cs,
 	}
 	if (rc < 0) {
 		runner_run_stop(r, name);
-		if (rc != -EIO || runner_preflight(r->c, r->req->net, err,
-		    errlen) == 0)
-			snprintf(err, errlen, "%s", why);
+		/* A daemon gone meanwhile says so (docker-unavailable); a
+		 * refusal is explained as the CLI path's. */
+		if (rc != -EIO && (prc = runner_daemon_check(r->c, err,
+		    errlen)) < 0)
+			return prc;
+		if (rc == -EIO && (prc = runner_preflight(r->c, r->req->net,
+		    err, errlen)) < 0)
+			return prc;
+		snprintf(err, errlen, "%s", why);
 	}
 	return rc;
 }
@@ -455,7 +461,8 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 	int rc;
 
 	if ((rc = runner_request_check(req, err, errlen)) < 0 ||
-	    (rc = run_profile(r, res, err, errlen)) < 0)
+	    (rc = run_profile(r, res, err, errlen)) < 0 ||
+	    (rc = runner_daemon_check(r->c, err, errlen)) < 0)
 		return rc;
 	if (req->debug && (rc = runner_debug_admit(r->c, req->net,
 	    r->debug_pat, sizeof(r->debug_pat), err, errlen)) < 0)

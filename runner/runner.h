@@ -200,6 +200,20 @@ int runner_run(const struct config *c, const struct runner_request *req,
 int runner_egress_policies(const struct config *c, cJSON **out, char *err,
     size_t errlen);
 
+/* What a run or a session that cannot reach the daemon says first in its
+ * error (and `cordon serve` in its 503's "code"): every such failure is
+ * -EHOSTUNREACH. */
+#define RUNNER_DOCKER_UNAVAILABLE "docker-unavailable"
+
+/* Whether the daemon answers now, fast (DOCKER_PING_MS): with the default
+ * CLI and daemon (dockerapi_default), a missing socket, a refused
+ * connection or no answer to GET /_ping is -EHOSTUNREACH with
+ * "docker-unavailable: ..." in err; 0 otherwise (also when another daemon
+ * is configured, or the socket is not ours to use: the docker calls then
+ * say what is wrong). runner_run and runner_session_start call it before
+ * anything else asks the daemon. */
+int runner_daemon_check(const struct config *c, char *err, size_t errlen);
+
 /* Checks, from the daemon, that the configured runtime is registered and
  * the pinned image is present: 0, or -ENOENT/-EHOSTUNREACH with a reason.
  * runner_run calls it only to explain a failed start. */
@@ -226,6 +240,13 @@ int runner_audit_append(const struct config *c, const char *session,
  * all. *removed counts them. 0 or a negative errno with a reason. */
 int runner_gc(const struct config *c, bool all, int *removed, char *err,
     size_t errlen);
+
+/* runner_gc's default sweep (expired or orphaned), with the names of
+ * what it removed in names (may be NULL; space separated, cut at
+ * nameslen): what a restarted service removes of its crashed
+ * predecessor's. 0 or a negative errno with a reason. */
+int runner_gc_names(const struct config *c, int *removed, char *names,
+    size_t nameslen, char *err, size_t errlen);
 
 /* The same sweep over the containers labelled with owner pid `owner` only
  * (a service's own, once it has stopped everything: what is found then

@@ -36,6 +36,8 @@
 
 #define SESSION_DIAG_MAX 4096	/* docker's / the driver's own stderr */
 #define SESSION_REAP_MS 5000
+#define SESSION_RM_PATIENCE_MS 60000	/* runner_session_free: a failed
+					 * removal is tried again this long */
 
 
 /* What one exchange with the driver came to. */
@@ -244,6 +246,8 @@ sess_consume(struct runner_session *s, size_t n)
 void
 runner_session_end(struct runner_session *s)
 {
+	int rc;
+
 	if (s == NULL)
 		return;
 	s->ended = true;
@@ -252,7 +256,8 @@ runner_session_end(struct runner_session *s)
 		/* By name first: killing `docker run` does not stop the
 		 * container. */
 		s->removed = true;
-		(void)container_remove(s->c, s->name);
+		rc = container_remove(s->c, s->name);
+		s->rm_failed = rc < 0 && rc != -ENOENT;
 	}
 	if (s->pid > 0 && !s->reaped) {
 		(void)kill(-s->pid, SIGKILL);
@@ -272,9 +277,21 @@ runner_session_end(struct runner_session *s)
 void
 runner_session_free(struct runner_session *s)
 {
+	int64_t end = time_mono_ms() + SESSION_RM_PATIENCE_MS;
+	int rc;
+
 	if (s == NULL)
 		return;
 	runner_session_end(s);
+	/* A removal that failed while dockerd was down (the session ended
+	 * because its container died with it): its stopped container would
+	 * stay until the owner's exit. Again until the daemon is back, on
+	 * the freeing thread (the service's own, off its loop). */
+	while (s->rm_failed && time_mono_ms() < end) {
+		(void)poll(NULL, 0, 250);
+		rc = container_remove(s->c, s->name);
+		s->rm_failed = rc < 0 && rc != -ENOENT;
+	}
 	cbuf_free(s->diag);
 	cJSON_Delete(s->last_report);
 	free(s->buf);
@@ -286,6 +303,41 @@ bool
 runner_session_ended(const struct runner_session *s)
 {
 	return s->ended;
+}
+
+bool
+runner_session_gone(struct runner_session *s, char *why, size_t len)
+{
+	struct pollfd f = { s->out_fd, POLLIN, 0 };
+	siginfo_t si;
+	int r;
+
+	if (s->ended || s->pid <= 0)
+		return false;
+	/* Seen without reaping (WNOWAIT): runner_session_end reaps. */
+	memset(&si, 0, sizeof(si));
+	do {
+		r = waitid(P_PID, (id_t)s->pid, &si, WEXITED | WNOHANG |
+		    WNOWAIT);
+	} while (r < 0 && errno == EINTR);
+	if (s->reaped || (r == 0 && si.si_pid == s->pid)) {
+		if (si.si_code == CLD_EXITED)
+			snprintf(why, len, "its container is gone (docker run "
+			    "exited %d: dockerd stopped, or the container was "
+			    "removed from outside)", si.si_status);
+		else
+			snprintf(why, len, "its container is gone (docker run "
+			    "ended by signal %d)", si.si_status);
+		return true;
+	}
+	/* Nothing is written between calls: a hang-up is the end. */
+	if (s->out_fd >= 0 && poll(&f, 1, 0) == 1 &&
+	    (f.revents & (POLLHUP | POLLERR)) != 0) {
+		snprintf(why, len, "its container is gone (its result stream "
+		    "closed)");
+		return true;
+	}
+	return false;
 }
 
 const char *
@@ -368,7 +420,8 @@ sess_admit(struct runner_session *s, const struct runner_session_opts *o,
 		return -EINVAL;
 	}
 	if ((rc = runner_request_check(&probe, err, errlen)) < 0 ||
-	    (rc = sess_profile(s, o, err, errlen)) < 0)
+	    (rc = sess_profile(s, o, err, errlen)) < 0 ||
+	    (rc = runner_daemon_check(s->c, err, errlen)) < 0)
 		return rc;
 	util_strlcpy(s->label, label, sizeof(s->label));
 	if ((rc = image_pinned_require(s->c, s->image, err, errlen)) < 0 ||

@@ -93,6 +93,13 @@ int runner_session_call(struct runner_session *s,
 
 /* True once the session's container is gone (or being removed). */
 bool runner_session_ended(const struct runner_session *s);
+
+/* Between calls, without blocking: true when the session's container is
+ * gone without a call noticing it (its `docker run` exited or closed the
+ * result stream: dockerd stopped or restarted, the container removed or
+ * killed from outside), with why in why. The session is not ended here:
+ * the caller ends it (runner_session_end or _free). Not during a call. */
+bool runner_session_gone(struct runner_session *s, char *why, size_t len);
 /* The container's name (cordon-<hex>). */
 const char *runner_session_container(const struct runner_session *s);
 /* Milliseconds its start took (docker run to the ready frame). */
@@ -106,7 +113,10 @@ const char *runner_session_policy(const struct runner_session *s);
  * Idempotent. */
 void runner_session_end(struct runner_session *s);
 
-/* runner_session_end, then frees. Accepts NULL. */
+/* runner_session_end, then frees. A removal that failed (dockerd down) is
+ * tried again every 250 ms for up to 60 s first: call it where blocking
+ * that long is harmless (serve frees on a thread of its own). Accepts
+ * NULL. */
 void runner_session_free(struct runner_session *s);
 
 /* One frame of the driver's result stream, as parsed from buf. */

@@ -35,6 +35,8 @@ struct runner_session {
 	int in_fd, out_fd, err_fd;
 	int status;			/* wait status once reaped */
 	bool reaped, ended, removed;
+	bool rm_failed;			/* the removal at the end failed (the
+					 * daemon was down): free tries again */
 	struct cbuf *diag;		/* the tail of its stderr */
 	unsigned char *buf;		/* the result stream, not yet used */
 	size_t len, cap;

@@ -41,6 +41,13 @@ void serve_reply_json(struct evhttp_request *req, int code,
     const char *reason, const cJSON *o);
 void serve_reply_error(struct evhttp_request *req, int code,
     const char *reason, const char *why);
+/* ... with "code": what (NULL: none), a stable name of the failure. */
+void serve_reply_error_code(struct evhttp_request *req, int code,
+    const char *reason, const char *why, const char *what);
+/* The "code" of a failed run's or session's negative errno: "docker-
+ * unavailable" for -EHOSTUNREACH (the daemon cannot be reached), else
+ * NULL. */
+const char *serve_reply_code(int rc);
 /* The HTTP status (and *reason) for a failed run's negative errno:
  * 400 for -EINVAL (staging's or the runner's refusal of the request),
  * 503 when the sandbox cannot run now, else 500. */

@@ -69,6 +69,14 @@ serve_note_pool(void *arg, const struct runner_pool_note *n)
 		log_warnx("pool --net %s: cannot remove %s: %s", net, n->name,
 		    n->why);
 		break;
+	case RUNNER_POOL_DAEMON_DOWN:
+		log_warnx("pool --net %s: no starts while dockerd does not "
+		    "answer: %s", net, n->why);
+		break;
+	case RUNNER_POOL_DAEMON_UP:
+		log_info("pool --net %s: dockerd answers again: refilling",
+		    net);
+		break;
 	}
 }
 

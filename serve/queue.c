@@ -245,8 +245,8 @@ job_reply(struct serve_queue *q, struct serve_job *j)
 		cJSON_Delete(o);
 		return;
 	}
-	serve_reply_error(j->req, code, reason, j->err[0] != '\0' ? j->err :
-	    strerror(-j->rc));
+	serve_reply_error_code(j->req, code, reason, j->err[0] != '\0' ?
+	    j->err : strerror(-j->rc), serve_reply_code(j->rc));
 }
 
 /* Starts j (already counted active by the tenants). */

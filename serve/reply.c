@@ -15,6 +15,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "common/json.h"
+#include "runner/runner.h"
 
 void
 serve_reply(struct evhttp_request *req, int code, const char *reason,
@@ -53,17 +54,32 @@ serve_reply_json(struct evhttp_request *req, int code, const char *reason,
 }
 
 void
-serve_reply_error(struct evhttp_request *req, int code, const char *reason,
-    const char *why)
+serve_reply_error_code(struct evhttp_request *req, int code,
+    const char *reason, const char *why, const char *what)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (o != NULL && json_add_bytes(o, "error", why, strlen(why)) < 0) {
+	if (o != NULL && (json_add_bytes(o, "error", why, strlen(why)) < 0 ||
+	    (what != NULL && cJSON_AddStringToObject(o, "code", what) ==
+	    NULL))) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
 	serve_reply_json(req, code, reason, o);
 	cJSON_Delete(o);
+}
+
+void
+serve_reply_error(struct evhttp_request *req, int code, const char *reason,
+    const char *why)
+{
+	serve_reply_error_code(req, code, reason, why, NULL);
+}
+
+const char *
+serve_reply_code(int rc)
+{
+	return rc == -EHOSTUNREACH ? RUNNER_DOCKER_UNAVAILABLE : NULL;
 }
 
 int

@@ -20,8 +20,10 @@
 #include <event2/http.h>
 #include <event2/thread.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "runner/pool.h"
+#include "runner/runner.h"
 #include "serve/internal.h"
 #include "serve/listen.h"
 #include "serve/probe_sched.h"
@@ -142,6 +144,30 @@ server_pool_start(struct serve_server *s,
 	return runner_pool_new(s->c, &po, &s->pool, err, errlen);
 }
 
+/* What a predecessor that did not stop cleanly (SIGKILL, a crash, the
+ * host's OOM killer) left behind: its pool's and its sessions' containers
+ * carry its pid, which no process has any more. The same sweep as
+ * `cordon gc` (expired or orphaned, anyone's), before this service starts
+ * any container, said in the log. A daemon that cannot be asked is only
+ * a warning: runs say so themselves. */
+static void
+server_cleanup_left(struct serve_server *s)
+{
+	char names[512], err[256];
+	int removed = 0;
+
+	if (runner_gc_names(s->c, &removed, names, sizeof(names), err,
+	    sizeof(err)) < 0)
+		log_warnx("start-up sweep failed: %s", err);
+	else if (removed > 0)
+		log_warnx("start-up sweep removed %d container(s) left by a "
+		    "service or run that is gone (owner not running, or past "
+		    "its deadline), as `cordon gc` would: %s", removed, names);
+	else
+		log_info("start-up sweep: no container left by a service or "
+		    "run that is gone");
+}
+
 /* The unix socket (always) and the TCP address (when tcp is not ""). */
 static int
 server_listen(struct serve_server *s, const char *sock, const char *tcp,
@@ -232,6 +258,7 @@ serve_server_new(const struct serve_server_opts *opts,
 	    opts->probe_exe, server_maybe_exit, s, &s->prober, err,
 	    errlen)) < 0)
 		goto bad;
+	server_cleanup_left(s);
 	if ((rc = server_pool_start(s, opts, err, errlen)) < 0)
 		goto bad;
 	s->queue.pool = s->pool;

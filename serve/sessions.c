@@ -201,6 +201,29 @@ work_new(struct serve_sessions *ss, struct serve_session *se,
 	return w;
 }
 
+/* Remembers that se ended and why, for its tenant (gone_find). */
+static void
+gone_note(struct serve_sessions *ss, const struct serve_session *se,
+    const char *why)
+{
+	struct serve_session_gone *g = &ss->gone[ss->gone_next];
+
+	util_strlcpy(g->id, se->id, sizeof(g->id));
+	g->tenant = se->tenant;
+	util_strlcpy(g->why, why, sizeof(g->why));
+	ss->gone_next = (ss->gone_next + 1) % SERVE_SESSIONS_GONE_MAX;
+}
+
+static const struct serve_session_gone *
+gone_find(const struct serve_sessions *ss, const char *id, size_t tenant)
+{
+	for (size_t i = 0; i < SERVE_SESSIONS_GONE_MAX; i++)
+		if (ss->gone[i].id[0] != '\0' && ss->gone[i].tenant ==
+		    tenant && strcmp(ss->gone[i].id, id) == 0)
+			return &ss->gone[i];
+	return NULL;
+}
+
 /* Ends se (already out of the table, no thread of its own in flight):
  * removes its container on a thread and frees it. */
 static void
@@ -210,9 +233,11 @@ session_end(struct serve_sessions *ss, struct serve_session *se,
 	struct work *w;
 
 	unlist(se);
-	if (se->rs != NULL)
+	if (se->rs != NULL) {
 		log_info("session %s (tenant %s): ended (%s)", se->id,
 		    ss->tenants->t[se->tenant].name, why);
+		gone_note(ss, se, why);
+	}
 	ss->ended++;
 	w = work_new(ss, se, WORK_END, NULL);
 	if (w != NULL) {
@@ -285,7 +310,8 @@ start_done(struct serve_sessions *ss, struct work *w)
 		    serve_reply_status(w->rc, &reason);
 		if (w->rc == -EOPNOTSUPP)
 			reason = "Bad Request";
-		serve_reply_error(w->req, code, reason, w->err);
+		serve_reply_error_code(w->req, code, reason, w->err,
+		    serve_reply_code(w->rc));
 		free(se);
 		return;
 	}
@@ -617,6 +643,25 @@ route_list(struct serve_sessions *ss, struct evhttp_request *req,
 	cJSON_Delete(o);
 }
 
+/* A session of this tenant's that ended: 404 as any id not in the table,
+ * with why it ended. */
+static void
+reply_gone(struct evhttp_request *req, const struct serve_session_gone *g)
+{
+	cJSON *o = cJSON_CreateObject();
+	char msg[224];
+
+	snprintf(msg, sizeof(msg), "no such session: it ended (%s)", g->why);
+	if (o != NULL && (cJSON_AddStringToObject(o, "error", msg) == NULL ||
+	    cJSON_AddBoolToObject(o, "ended", true) == NULL ||
+	    cJSON_AddStringToObject(o, "reason", g->why) == NULL)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	serve_reply_json(req, 404, "Not Found", o);
+	cJSON_Delete(o);
+}
+
 void
 serve_sessions_route(struct serve_sessions *ss, struct evhttp_request *req,
     size_t tenant, const char *path, const char *unavailable)
@@ -625,7 +670,13 @@ serve_sessions_route(struct serve_sessions *ss, struct evhttp_request *req,
 	char id[SERVE_SESSION_ID_LEN + 1];
 	int kind = serve_session_path(path, id);
 	struct serve_session *se = kind > 0 ? find(ss, id, tenant) : NULL;
+	const struct serve_session_gone *g;
 
+	if (kind > 0 && se == NULL && (g = gone_find(ss, id, tenant)) !=
+	    NULL) {
+		reply_gone(req, g);
+		return;
+	}
 	if (kind < 0 || (kind > 0 && se == NULL)) {
 		serve_reply_error(req, 404, "Not Found", kind < 0 ?
 		    "no such endpoint" : "no such session");
@@ -692,13 +743,16 @@ serve_sessions_end_all(struct serve_sessions *ss, const char *why)
 		session_ask_end(ss, se, why);
 }
 
-/* Idle timeout and maximum lifetime. */
+/* Idle timeout, maximum lifetime, and containers gone between calls
+ * (dockerd stopped or restarted, a removal from outside): those end with
+ * why, and leave the table. */
 static void
 on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct serve_sessions *ss = arg;
 	struct serve_session *se, *next;
 	int64_t now = time_mono_ms();
+	char why[128];
 
 	(void)fd;
 	(void)what;
@@ -710,6 +764,9 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 			session_ask_end(ss, se, "max lifetime");
 		else if (!se->busy && now - se->last_ms >= se->idle_s * 1000)
 			session_ask_end(ss, se, "idle timeout");
+		else if (!se->busy && runner_session_gone(se->rs, why,
+		    sizeof(why)))
+			session_ask_end(ss, se, why);
 	}
 }
 

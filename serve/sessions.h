@@ -63,6 +63,15 @@ struct serve_metrics;
 struct serve_session;
 TAILQ_HEAD(serve_session_list, serve_session);
 
+/* A session that ended lately, remembered so that its tenant learns why
+ * (its id is then 404 with the reason). */
+#define SERVE_SESSIONS_GONE_MAX 64
+struct serve_session_gone {
+	char id[SERVE_SESSION_ID_LEN + 1];	/* "": unused */
+	size_t tenant;
+	char why[160];
+};
+
 struct serve_sessions {
 	struct event_base *base;	/* owner */
 	const struct config *c;		/* owner */
@@ -76,6 +85,8 @@ struct serve_sessions {
 	int64_t started, ended;		/* counters (log, metrics) */
 	struct serve_metrics *metrics;	/* owner; NULL: none kept */
 	const char *tmp_dir;		/* owner: where `files` are staged */
+	struct serve_session_gone gone[SERVE_SESSIONS_GONE_MAX];
+	size_t gone_next;		/* the oldest entry, overwritten next */
 };
 
 /* 0, or -ENOMEM. */

@@ -14,9 +14,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/util.h"
@@ -327,6 +329,39 @@ test_driver_exit_ends_session(void **state)
 	runner_session_free(s);
 }
 
+/* A container gone between calls (its `docker run` killed, as when
+ * dockerd stops): seen without a call, with why; a live one is not. */
+static void
+test_gone_between_calls(void **state)
+{
+	struct runner_session *s = start();
+	struct runner_result res;
+	char why[160] = "";
+	long pid;
+	int64_t t0;
+
+	(void)state;
+	assert_false(runner_session_gone(s, why, sizeof(why)));
+	/* FAKE_MODE=python: the driver is the `docker run` process. */
+	assert_int_equal(call(s, "import os\nprint(os.getpid())\n", 10, 0,
+	    &res), 0);
+	pid = strtol(res.out, NULL, 10);
+	runner_result_cleanup(&res);
+	assert_true(pid > 1);
+	assert_false(runner_session_gone(s, why, sizeof(why)));
+	assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
+	t0 = time_mono_ms();
+	while (!runner_session_gone(s, why, sizeof(why)) &&
+	    time_mono_ms() - t0 < 5000)
+		usleep(20000);
+	assert_non_null(strstr(why, "its container is gone"));
+	assert_false(runner_session_ended(s));
+	runner_session_end(s);
+	assert_true(runner_session_ended(s));
+	assert_false(runner_session_gone(s, why, sizeof(why)));
+	runner_session_free(s);
+}
+
 /* --in paths are copied under the state dir, mounted read-only at /in,
  * and removed with the session. */
 static void
@@ -423,6 +458,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_exit_ends_session,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gone_between_calls, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_in_files, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_proxy_needs_egress, setup,

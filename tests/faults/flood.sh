@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Fault: an output flood against the deadline (issue 34). A job writing 1
+# MiB chunks to stdout and stderr without end, with --timeout 5 and a cap
+# of 64 KiB, returns within 7 s on every path: cold over the CLI and over
+# the Engine API, warm from `serve --pool`, and in a session; with --keep
+# head it ends at its cap, long before the deadline, with
+# output_truncated. Nothing is left behind. Before the fix, the CLI path
+# returned after 35 s (docker's kill waited on the unread pipe) and every
+# timing_ms field was -1. Real dockerd + runsc.
+. "$(dirname "$0")/lib.sh"
+
+cfgfile="$tmp/cordon.json"
+cat >"$cfgfile" <<JSON
+{"audit_log": "$tmp/audit.log", "serve": {"pool": 1, "pool_max_age_s": 600}}
+JSON
+printf '{"docker_api": "never", "audit_log": "%s/audit.log"}\n' "$tmp" >"$tmp/cli.json"
+printf '{"audit_log": "%s/audit.log"}\n' "$tmp" >"$tmp/api.json"
+printf '%s' "$flood" >"$tmp/flood.py"
+cap=65536
+
+# 1. Cold runs: both paths, both --keep modes.
+for path in cli api; do
+	for keep in both head; do
+		t0=$(now)
+		CORDON_CONFIG="$tmp/$path.json" "$cordon" run --timeout 5 --max-output $cap \
+			--keep $keep <"$tmp/flood.py" >"$tmp/r-$path-$keep.json" 2>"$tmp/r.err" ||
+			fail "cordon run ($path, --keep $keep): $(cat "$tmp/r.err")"
+		took=$(since "$t0")
+		le "$took" 7 || fail "$path path, --keep $keep: returned after $took s (timeout 5)"
+		if [ $keep = both ]; then
+			check_stopped "$tmp/r-$path-$keep.json"
+		else
+			check_cut "$tmp/r-$path-$keep.json" $cap
+			# The cap ends it: well before the deadline.
+			le "$took" 4.5 || fail "$path path, --keep head: not ended at its cap ($took s)"
+		fi
+		name=$(jget "$tmp/r-$path-$keep.json" container)
+		gone "$name" || fail "$path path, --keep $keep: $name was left behind"
+		echo "ok - cold $path path, --keep $keep: $(jget "$tmp/r-$path-$keep.json" status) in $took s, timing_ms $(jget "$tmp/r-$path-$keep.json" timing_ms)"
+	done
+done
+
+# 2. Warm (a pooled container's exec) and a session, through the service.
+serve_start
+code=$(python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))' <"$tmp/flood.py")
+for keep in both head; do
+	wait_idle 1	# filled, or refilled after the previous warm run
+	t0=$(now)
+	st=$(run "$tmp/w-$keep.json" "{\"code\":$code,\"timeout_s\":5,\"max_output\":$cap,\"keep\":\"$keep\"}")
+	took=$(since "$t0")
+	[ "$st" = 200 ] || fail "warm flood run: HTTP $st $(head -c 300 "$tmp/w-$keep.json")"
+	[ "$(jget "$tmp/w-$keep.json" warm)" = True ] || fail "the flood run was not warm: $(jget "$tmp/w-$keep.json" warm)"
+	le "$took" 7 || fail "warm, --keep $keep: returned after $took s (timeout 5)"
+	if [ $keep = both ]; then
+		check_stopped "$tmp/w-$keep.json"
+	else
+		check_cut "$tmp/w-$keep.json" $cap
+		le "$took" 4.5 || fail "warm, --keep head: not ended at its cap ($took s)"
+	fi
+	echo "ok - warm, --keep $keep: $(jget "$tmp/w-$keep.json" status) in $took s"
+done
+st=$(req "$tmp/s.json" -H 'Content-Type: application/json' -d '{}' http://cordon/v1/sessions)
+[ "$st" = 201 ] || fail "session: HTTP $st $(cat "$tmp/s.json")"
+sid=$(jget "$tmp/s.json" id)
+t0=$(now)
+st=$(req "$tmp/sc.json" -H 'Content-Type: application/json' \
+	-d "{\"code\":$code,\"timeout_s\":5,\"max_output\":$cap}" "http://cordon/v1/sessions/$sid/runs")
+took=$(since "$t0")
+[ "$st" = 200 ] || fail "session flood call: HTTP $st $(head -c 300 "$tmp/sc.json")"
+[ "$(jget "$tmp/sc.json" status)" = timeout ] && [ "$(jget "$tmp/sc.json" session_ended)" = True ] ||
+	fail "session flood call: $(head -c 300 "$tmp/sc.json")"
+le "$took" 7 || fail "session flood call: returned after $took s (timeout 5)"
+echo "ok - session call: timeout in $took s, the session ended"
+stop
+[ -z "$(ours "$pid")" ] || fail "containers left after the service stopped: $(ours "$pid")"
+echo "ok - nothing left behind"
