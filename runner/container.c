@@ -154,6 +154,7 @@ int
 container_abort(const struct config *c, const char *name, struct proc *cli,
     int64_t deadline_ms)
 {
+	char why[256];
 	bool gone;
 	int rc;
 
@@ -165,6 +166,11 @@ container_abort(const struct config *c, const char *name, struct proc *cli,
 		if (rc == 0 || (rc == -ENOENT && gone) ||
 		    time_mono_ms() >= deadline_ms)
 			break;
+		/* A daemon that is down creates nothing meanwhile: no reason
+		 * to hold the caller (container_abort_patient waits for it). */
+		if (rc != -ENOENT && runner_daemon_check(c, why,
+		    sizeof(why)) < 0)
+			break;
 		/* Not there yet (its create still running), or a removal that
 		 * failed (a daemon busy tearing a sandbox down): again. */
 		(void)poll(NULL, 0, rc == -ENOENT ? 20 : 200);
@@ -173,6 +179,25 @@ container_abort(const struct config *c, const char *name, struct proc *cli,
 	(void)proc_reap(cli, time_mono_ms() + 5000);
 	if (rc == -ENOENT && !gone)
 		rc = container_remove(c, name);
+	return rc;
+}
+
+int
+container_abort_patient(const struct config *c, const char *name,
+    struct proc *cli)
+{
+	int64_t t0 = time_mono_ms();
+	char why[256];
+	int rc = container_abort(c, name, cli, t0 + CONTAINER_ABORT_MS);
+
+	/* Failed, not missing: the daemon was down or failing. Its
+	 * stopped container would stay until someone's gc. */
+	while (rc < 0 && rc != -ENOENT && time_mono_ms() < t0 +
+	    CONTAINER_PATIENT_MS) {
+		(void)poll(NULL, 0, 500);
+		if (runner_daemon_check(c, why, sizeof(why)) == 0)
+			rc = container_remove(c, name);
+	}
 	return rc;
 }
 

@@ -21,6 +21,9 @@
 #define CONTAINER_GC_GRACE_S 30	/* label deadline = run deadline + this */
 #define CONTAINER_ABORT_MS 10000	/* container_abort: how long a
 					 * `docker run` may take to create */
+#define CONTAINER_PATIENT_MS 60000	/* container_abort_patient: how
+					 * long a removal waits for dockerd
+					 * to be back */
 
 /* What varies between the containers the runner starts. */
 struct container_start {
@@ -92,12 +95,21 @@ int container_remove(const struct config *c, const char *name);
  * anyway, after a removal that found nothing (issue 22). So while the
  * removal finds nothing and cli still runs, it is retried (every 20 ms,
  * until deadline_ms on the monotonic clock), and so is a removal that
- * failed (every 200 ms: a daemon busy with the sandbox's teardown); only
- * then is cli killed, and a removal that found nothing tried once more.
+ * failed (every 200 ms: a daemon busy with the sandbox's teardown; not
+ * when runner_daemon_check says it is down: then at once); only then is
+ * cli killed, and a removal that found nothing tried once more.
  * 0 (removed), -ENOENT (never created: cli exited first, or was still
  * hung in its create at the deadline), or the last removal's errno. */
 int container_abort(const struct config *c, const char *name,
     struct proc *cli, int64_t deadline_ms);
+
+/* container_abort with CONTAINER_ABORT_MS, then, if the removal failed
+ * (not -ENOENT: dockerd down or failing), again every 500 ms once
+ * runner_daemon_check passes, until CONTAINER_PATIENT_MS after the call:
+ * for threads no answer waits on (the warm pool's), so that a container
+ * that died with dockerd is not left behind when it comes back. */
+int container_abort_patient(const struct config *c, const char *name,
+    struct proc *cli);
 
 /* Polls until the container runs: 0; -ETIMEDOUT at deadline_ms (monotonic
  * clock); stop(arg)'s negative errno as soon as it returns one (stop may

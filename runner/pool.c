@@ -49,8 +49,7 @@ entry_destroy(struct runner_pool *p, int m, struct pool_entry *e)
 
 	if (e->p == NULL)		/* nothing was spawned */
 		return -ENOENT;
-	rc = container_abort(p->c, e->name, e->p, time_mono_ms() +
-	    CONTAINER_ABORT_MS);
+	rc = container_abort_patient(p->c, e->name, e->p);
 	proc_free(e->p);
 	e->p = NULL;
 	proc_free(e->x);

@@ -162,8 +162,7 @@ removal_main(void *arg)
 	int rc;
 
 	/* The exec's CLI first: it exits with the removal anyway. */
-	rc = container_abort(p->c, m->name, m->x, time_mono_ms() +
-	    CONTAINER_ABORT_MS);
+	rc = container_abort_patient(p->c, m->name, m->x);
 	proc_free(m->x);
 	proc_free(m->holder);
 	runner_slot_release(&m->slot);

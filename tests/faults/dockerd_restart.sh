@@ -4,9 +4,10 @@
 # is refused 503 with code docker-unavailable, and `cordon run` fails with
 # docker-unavailable, each within 5 s; so is a new session; the open
 # session, whose container died, is ended with a reason (its id answers
-# 404 with "ended" and why) and leaves the list. Once `docker info`
-# answers again: a run succeeds within 10 s, the pool refills, and no
-# container of the service is left but its idle pool. dockerd is stopped
+# 404 with "ended" and why) and leaves the list; a run in flight ends at
+# once (not at its deadline), and not as ok. Once `docker info` answers
+# again: a run succeeds within 10 s, the pool refills, and no container
+# of the service is left but its idle pool. dockerd is stopped
 # with SIGTERM to the pid in its pidfile (never a pattern) and started the
 # way scripts/setup starts it; it is started again on any exit. This
 # affects every other user of the host's dockerd: run it alone. Real
@@ -30,11 +31,27 @@ st=$(req "$tmp/c.json" -H "$json" -d '{"code":"x = 41"}' "http://cordon/v1/sessi
 [ "$st" = 200 ] || fail "session call: HTTP $st $(cat "$tmp/c.json")"
 echo "ok - serve --pool 2 full, session $sid open"
 
+# A run in flight (warm: the pool's) when dockerd goes.
+run "$tmp/fl.json" '{"code":"import time; time.sleep(25)","timeout_s":40}' >"$tmp/fl.code" &
+flpid=$!
+for _ in $(seq 50); do
+	req "$tmp/h" http://cordon/v1/health >/dev/null
+	[ "$(jget "$tmp/h" pool.none)" = 1 ] && break
+	sleep 0.1
+done
+
 # 1. dockerd stops.
 dockerd_stopped=1
 t0=$(now)
 "$faults/dockerd.sh" stop || fail "could not stop dockerd"
 echo "ok - dockerd stopped in $(since "$t0") s"
+wait "$flpid"
+took=$(since "$t0")
+[ "$(cat "$tmp/fl.code")" = 200 ] || fail "the run in flight: HTTP $(cat "$tmp/fl.code") $(cat "$tmp/fl.json")"
+st=$(jget "$tmp/fl.json" status)
+[ "$st" != ok ] && [ "$st" != timeout ] || fail "the run in flight when dockerd stopped: $(head -c 400 "$tmp/fl.json")"
+le "$took" 10 || fail "the run in flight returned $took s after dockerd began to stop"
+echo "ok - a run in flight ended $took s after dockerd began to stop: $st, exit_code $(jget "$tmp/fl.json" exit_code)"
 
 t0=$(now)
 st=$(run "$tmp/r1.json" '{"code":"print(1)"}')

@@ -276,5 +276,25 @@ check "and said so" grep -q 'is not dockerd' "$work/sig.err"
 kill "$d1" "$d2" 2>/dev/null
 wait "$d1" "$d2" 2>/dev/null
 
+# --- start_dockerd: the caller's lock is not passed on to dockerd ---------
+# `flock FILE CMD` hands CMD the lock's descriptor; a dockerd started with
+# it held the host's e2e lock for as long as it ran (seen: 40 min).
+fake="$work/start"
+mkdir -p "$fake/bin"
+cat >"$fake/bin/dockerd" <<'SH'
+#!/bin/bash
+ls -l /proc/$$/fd >"$UP_DIR/fds"
+: >"$UP_DIR/up"
+SH
+chmod +x "$fake/bin/dockerd"
+UP_DIR=$fake PATH="$fake/bin:$PATH" flock "$fake/lock" bash -c 'set -euo pipefail
+	. "$0/scripts/lib.sh"; DOCKERD_LOG=$UP_DIR/log
+	have_systemd() { false; }; docker_up() { [ -e "$UP_DIR/up" ]; }
+	start_dockerd' "$src" >"$work/start.out" 2>&1; rc=$?
+check "start_dockerd with a fake dockerd (rc=$rc)" test "$rc" -eq 0 -a -s "$fake/fds"
+check "and dockerd did not get the caller's lock" sh -c '! grep -q "$0" "$1"' "$fake/lock" "$fake/fds"
+check "(the lock is on an fd flock passes on: the check can fail)" sh -c \
+	'flock "$0" ls -l /proc/self/fd | grep -q "$0"' "$fake/lock"
+
 echo "scripts: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
