@@ -29,6 +29,7 @@
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
 #include "runner/files.h"
+#include "runner/halt.h"
 #include "runner/image.h"
 #include "runner/oomlog.h"
 #include "runner/probe_ops.h"
@@ -36,6 +37,7 @@
 
 #define SESSION_DIAG_MAX 4096	/* docker's / the driver's own stderr */
 #define SESSION_REAP_MS 5000
+#define SESSION_HALT_MS 1200	/* the kill and the drain at its end */
 #define SESSION_RM_PATIENCE_MS 60000	/* runner_session_free: a failed
 					 * removal is tried again this long */
 
@@ -243,6 +245,37 @@ sess_consume(struct runner_session *s, size_t n)
 	s->len -= n;
 }
 
+/* halt.h's drain: reads and drops both streams until both ended. */
+static int
+sess_drain(void *arg, int64_t until_ms)
+{
+	struct runner_session *s = arg;
+	char b[65536];
+	int64_t left;
+
+	while (s->out_fd >= 0 || s->err_fd >= 0) {
+		struct pollfd pf[2] = { { s->out_fd, POLLIN, 0 },
+		    { s->err_fd, POLLIN, 0 } };
+
+		if ((left = until_ms - time_mono_ms()) <= 0)
+			return -ETIMEDOUT;
+		if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		for (int i = 0; i < 2; i++) {
+			int *fd = i == 0 ? &s->out_fd : &s->err_fd;
+			ssize_t n;
+
+			if (pf[i].revents == 0)
+				continue;
+			n = read(*fd, b, sizeof(b));
+			if (n == 0 || (n < 0 && errno != EINTR &&
+			    errno != EAGAIN))
+				close_fd(fd);
+		}
+	}
+	return 0;
+}
+
 void
 runner_session_end(struct runner_session *s)
 {
@@ -253,8 +286,16 @@ runner_session_end(struct runner_session *s)
 	s->ended = true;
 	runner_session_egress_end(s);
 	if (s->pid > 0 && !s->removed) {
-		/* By name first: killing `docker run` does not stop the
-		 * container. */
+		/* The container first, while its streams are still read (code
+		 * may flood the result stream, and dockerd's kill waits for
+		 * it), then no more reading, then the removal by name
+		 * (killing `docker run` does not stop the container). */
+		close_fd(&s->in_fd);
+		if (!s->reaped)
+			(void)container_halt(s->c, s->name, sess_drain, s,
+			    time_mono_ms() + SESSION_HALT_MS);
+		close_fd(&s->out_fd);
+		close_fd(&s->err_fd);
 		s->removed = true;
 		rc = container_remove(s->c, s->name);
 		s->rm_failed = rc < 0 && rc != -ENOENT;
@@ -696,6 +737,9 @@ runner_session_call(struct runner_session *s,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	/* None of a run's steps is a session call's (-1: did not happen),
+	 * but duration_ms says how long it took. */
+	res->timing = (struct runner_timing){ -1, -1, -1, -1, -1, -1, -1 };
 	res->exit_code = -1;
 	res->net = s->net;
 	err[0] = '\0';

@@ -2,11 +2,12 @@
 # Fault: an output flood against the deadline (issue 34). A job writing 1
 # MiB chunks to stdout and stderr without end, with --timeout 5 and a cap
 # of 64 KiB, returns within 7 s on every path: cold over the CLI and over
-# the Engine API, warm from `serve --pool`, and in a session; with --keep
-# head it ends at its cap, long before the deadline, with
-# output_truncated. Nothing is left behind. Before the fix, the CLI path
-# returned after 35 s (docker's kill waited on the unread pipe) and every
-# timing_ms field was -1. Real dockerd + runsc.
+# the Engine API, warm from `serve --pool`, and in a session (also when
+# the code floods the session's result stream); with --keep head it ends
+# at its cap, long before the deadline, with output_truncated. Nothing is
+# left behind. Before the fix, the CLI path returned after 35 s (docker's
+# kill waited on the unread pipe) and every timing_ms field was -1. Real
+# dockerd + runsc.
 . "$(dirname "$0")/lib.sh"
 
 cfgfile="$tmp/cordon.json"
@@ -71,6 +72,23 @@ took=$(since "$t0")
 	fail "session flood call: $(head -c 300 "$tmp/sc.json")"
 le "$took" 7 || fail "session flood call: returned after $took s (timeout 5)"
 echo "ok - session call: timeout in $took s, the session ended"
+# Code that floods the session's own result stream (the driver's copy of
+# the container's stdout, fd 4) is cut at the host's bound (the stream is
+# not a frame) and the session ends, the container killed while that
+# stream is still read.
+st=$(req "$tmp/s.json" -H 'Content-Type: application/json' -d '{}' http://cordon/v1/sessions)
+[ "$st" = 201 ] || fail "session: HTTP $st $(cat "$tmp/s.json")"
+sid=$(jget "$tmp/s.json" id)
+t0=$(now)
+st=$(req "$tmp/sf.json" -H 'Content-Type: application/json' \
+	-d '{"code":"import os\nb = b\"x\" * (1 << 20)\nwhile True:\n    os.write(4, b)\n","timeout_s":5}' \
+	"http://cordon/v1/sessions/$sid/runs")
+took=$(since "$t0")
+[ "$st" = 200 ] && [ "$(jget "$tmp/sf.json" status)" = sandbox_error ] &&
+	[ "$(jget "$tmp/sf.json" session_ended)" = True ] ||
+	fail "session result-stream flood: HTTP $st $(head -c 300 "$tmp/sf.json")"
+le "$took" 7 || fail "session result-stream flood: returned after $took s (timeout 5)"
+echo "ok - session call flooding its result stream: sandbox_error in $took s, the session ended"
 stop
 [ -z "$(ours "$pid")" ] || fail "containers left after the service stopped: $(ours "$pid")"
 echo "ok - nothing left behind"

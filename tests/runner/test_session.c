@@ -215,6 +215,9 @@ test_state_across_calls(void **state)
 	assert_int_equal(res.status, RUNNER_OK);
 	assert_int_equal(res.exit_code, 0);
 	assert_string_equal(res.out, "");
+	/* A call has none of a run's steps: -1, not 0. */
+	assert_int_equal(res.timing.run_ms, -1);
+	assert_int_equal(res.timing.stop_ms, -1);
 	runner_result_cleanup(&res);
 	assert_int_equal(call(s, "x += 1\n", 10, 0, &res), 0);
 	runner_result_cleanup(&res);
