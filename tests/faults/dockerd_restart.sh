@@ -14,11 +14,7 @@
 # dockerd + runsc.
 . "$(dirname "$0")/lib.sh"
 
-cfgfile="$tmp/cordon.json"
-cat >"$cfgfile" <<JSON
-{"audit_log": "$tmp/audit.log", "serve": {"pool": 2, "pool_max_age_s": 600}}
-JSON
-printf '{"audit_log": "%s/audit.log"}\n' "$tmp" >"$tmp/cli.json"
+configs 2
 echo 'print(1)' >"$tmp/p.py"
 json='Content-Type: application/json'
 
@@ -62,7 +58,7 @@ le "$took" 5 || fail "the service took $took s to refuse a run while dockerd is 
 echo "ok - serve: 503 docker-unavailable in $took s ($(jget "$tmp/r1.json" error))"
 
 t0=$(now)
-if CORDON_CONFIG="$tmp/cli.json" "$cordon" run <"$tmp/p.py" >"$tmp/r2.json" 2>"$tmp/r2.err"; then
+if CORDON_CONFIG="$tmp/api.json" "$cordon" run <"$tmp/p.py" >"$tmp/r2.json" 2>"$tmp/r2.err"; then
 	fail "cordon run succeeded while dockerd is down: $(cat "$tmp/r2.json")"
 fi
 took=$(since "$t0")

@@ -10,14 +10,22 @@
 # dockerd + runsc.
 . "$(dirname "$0")/lib.sh"
 
-cfgfile="$tmp/cordon.json"
-cat >"$cfgfile" <<JSON
-{"audit_log": "$tmp/audit.log", "serve": {"pool": 1, "pool_max_age_s": 600}}
-JSON
+configs 1
 printf '{"docker_api": "never", "audit_log": "%s/audit.log"}\n' "$tmp" >"$tmp/cli.json"
-printf '{"audit_log": "%s/audit.log"}\n' "$tmp" >"$tmp/api.json"
 printf '%s' "$flood" >"$tmp/flood.py"
 cap=65536
+# check_flood FILE KEEP SECONDS WHAT: the flood's result on one path,
+# returned within 7 s; --keep head ends at its cap, well before the
+# deadline.
+check_flood() {
+	le "$3" 7 || fail "$4, --keep $2: returned after $3 s (timeout 5)"
+	if [ "$2" = both ]; then
+		check_stopped "$1"
+	else
+		check_cut "$1" $cap
+		le "$3" 4.5 || fail "$4, --keep head: not ended at its cap ($3 s)"
+	fi
+}
 
 # 1. Cold runs: both paths, both --keep modes.
 for path in cli api; do
@@ -27,14 +35,7 @@ for path in cli api; do
 			--keep $keep <"$tmp/flood.py" >"$tmp/r-$path-$keep.json" 2>"$tmp/r.err" ||
 			fail "cordon run ($path, --keep $keep): $(cat "$tmp/r.err")"
 		took=$(since "$t0")
-		le "$took" 7 || fail "$path path, --keep $keep: returned after $took s (timeout 5)"
-		if [ $keep = both ]; then
-			check_stopped "$tmp/r-$path-$keep.json"
-		else
-			check_cut "$tmp/r-$path-$keep.json" $cap
-			# The cap ends it: well before the deadline.
-			le "$took" 4.5 || fail "$path path, --keep head: not ended at its cap ($took s)"
-		fi
+		check_flood "$tmp/r-$path-$keep.json" $keep "$took" "cold $path path"
 		name=$(jget "$tmp/r-$path-$keep.json" container)
 		gone "$name" || fail "$path path, --keep $keep: $name was left behind"
 		echo "ok - cold $path path, --keep $keep: $(jget "$tmp/r-$path-$keep.json" status) in $took s, timing_ms $(jget "$tmp/r-$path-$keep.json" timing_ms)"
@@ -51,13 +52,7 @@ for keep in both head; do
 	took=$(since "$t0")
 	[ "$st" = 200 ] || fail "warm flood run: HTTP $st $(head -c 300 "$tmp/w-$keep.json")"
 	[ "$(jget "$tmp/w-$keep.json" warm)" = True ] || fail "the flood run was not warm: $(jget "$tmp/w-$keep.json" warm)"
-	le "$took" 7 || fail "warm, --keep $keep: returned after $took s (timeout 5)"
-	if [ $keep = both ]; then
-		check_stopped "$tmp/w-$keep.json"
-	else
-		check_cut "$tmp/w-$keep.json" $cap
-		le "$took" 4.5 || fail "warm, --keep head: not ended at its cap ($took s)"
-	fi
+	check_flood "$tmp/w-$keep.json" $keep "$took" warm
 	echo "ok - warm, --keep $keep: $(jget "$tmp/w-$keep.json" status) in $took s"
 done
 st=$(req "$tmp/s.json" -H 'Content-Type: application/json' -d '{}' http://cordon/v1/sessions)

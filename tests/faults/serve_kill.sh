@@ -6,10 +6,7 @@
 # does, and says in its log which it removed. Real dockerd + runsc.
 . "$(dirname "$0")/lib.sh"
 
-cfgfile="$tmp/cordon.json"
-cat >"$cfgfile" <<JSON
-{"audit_log": "$tmp/audit.log", "serve": {"pool": 2, "pool_max_age_s": 600}}
-JSON
+configs 2
 json='Content-Type: application/json'
 
 # up: the service with a full pool and a session; prints nothing.
