@@ -160,7 +160,8 @@ net_up(const struct config *c, int argc, char **argv)
 		return 1;
 	}
 	o = (struct netsetup_up_opts){ al, proxy, pargs, npargs,
-	    c->egress_secrets[0] != '\0' ? c->egress_secrets : NULL };
+	    c->egress_secrets[0] != '\0' ? c->egress_secrets : NULL,
+	    (int)c->egress_source_max_pending };
 	rc = netsetup_up(&p, &o, &changes, err, sizeof(err));
 	print_changes(changes, rc == 0 ? "already up: nothing changed" : "");
 	free(changes);

@@ -33,6 +33,9 @@ struct proxy_config {
 	 * (bytes 0 = unlimited). */
 	const char *control;
 	unsigned run_max_conns;
+	/* Connections from one source address not yet admitted (their
+	 * first request head accepted), at most; 0: no cap. */
+	unsigned source_max_pending;
 	uint64_t run_bytes_up;
 	uint64_t run_bytes_down;
 	char resolvers[CONFIG_RESOLVERS_MAX];	/* c-ares csv, "" = system */

@@ -338,12 +338,16 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	}
 	/* The entry as the policy is now (a reload may have changed it). */
 	if (!proxy_policy_decide(c, in->host, in->port, reason,
-	    sizeof(reason), &opts)) {
+	    sizeof(reason), &opts, NULL)) {
 		proxy_conn_fail(c, 403, "deny", reason);
 		return false;
 	}
 	if (opts == NULL) {
 		proxy_conn_fail(c, 403, "deny", "inspect-removed");
+		return false;
+	}
+	if (allowlist_inspect_bounded(opts) && proxy_request_has_override(hr)) {
+		proxy_conn_fail(c, 403, "deny", "override-header");
 		return false;
 	}
 	target = strndup(hr->target, hr->target_len);

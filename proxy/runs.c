@@ -231,6 +231,26 @@ proxy_runs_live_at(const struct proxy_runs *rs, const struct sockaddr *sa,
 	return false;
 }
 
+struct proxy_run *
+proxy_runs_at(const struct proxy_runs *rs, const struct sockaddr *sa,
+    int64_t now_ms)
+{
+	struct proxy_run *r, *found = NULL;
+	struct in6_addr ip;
+
+	if (!runs_ip_of(sa, &ip))
+		return NULL;
+	for (r = rs->by_ip[runs_ip_slot(rs, &ip)]; r != NULL; r = r->ip_next) {
+		if (memcmp(&ip, &r->ip, sizeof(ip)) != 0 ||
+		    proxy_run_expired(r, now_ms))
+			continue;
+		if (found != NULL)
+			return NULL;
+		found = r;
+	}
+	return found;
+}
+
 /* Unlinks r from the chain starting at *head through the link at offset
  * next_off of each record. */
 static void

@@ -79,6 +79,11 @@ struct proxy_run *proxy_runs_find(const struct proxy_runs *rs,
  * AF_INET6; IPv4 and IPv4-mapped IPv6 compare equal) is live at now_ms. */
 bool proxy_runs_live_at(const struct proxy_runs *rs,
     const struct sockaddr *sa, int64_t now_ms);
+/* The one live (not expired) run registered at sa's address, or NULL
+ * when there is none or more than one (which run it was is then not
+ * known). */
+struct proxy_run *proxy_runs_at(const struct proxy_runs *rs,
+    const struct sockaddr *sa, int64_t now_ms);
 /* Forgets r (frees it and its report). */
 void proxy_runs_remove(struct proxy_runs *rs, struct proxy_run *r);
 

@@ -24,6 +24,7 @@
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/metrics.h"
+#include "proxy/pending.h"
 #include "proxy/runs.h"
 #include "proxy/selfaddr.h"
 
@@ -56,6 +57,13 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	if (over) {
 		proxy_conn_fail(c, 503, "error", "over-capacity");
+		return;
+	}
+	/* Fairness before the credential: one address holds at most
+	 * --source-max-pending connections that have not had a request
+	 * accepted, whatever it sends; refused at once, unread. */
+	if (!proxy_conn_pending_start(c)) {
+		proxy_conn_refuse_now(c, 503, "source-pending-limit");
 		return;
 	}
 	s->request_wait(c);
@@ -193,6 +201,9 @@ proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 		rc = proxy_server_refresh_self(s);
 	if (rc == 0 && cfg->control != NULL)
 		rc = proxy_runs_new(PROXY_RUNS_MAX, &s->runs);
+	if (rc == 0)
+		rc = proxy_pending_new((size_t)cfg->max_connections +
+		    SERVER_OVERFLOW_SLOTS, &s->pending);
 	for (size_t i = 0; i < cfg->nlisten && rc == 0; i++) {
 		rc = server_bind(s, i);
 		s->nlisten = i + 1;
@@ -224,6 +235,7 @@ proxy_server_free(struct proxy_server *s)
 		event_free(s->runs_tick);
 	/* After the connections: they were counted in their runs. */
 	proxy_runs_free(s->runs);
+	proxy_pending_free(s->pending);
 	allowlist_set_free(s->set);
 	proxy_selfaddr_free(s->self);
 	free(s);

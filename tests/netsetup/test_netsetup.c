@@ -552,7 +552,7 @@ test_proxy_argv(void **state)
 {
 	const char *extra[] = { "--log-level", "debug" };
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL };
+	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL, 32 };
 	struct netsetup_params p;
 	char want[2048], *text;
 	cJSON *a = NULL;
@@ -569,6 +569,7 @@ test_proxy_argv(void **state)
 	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\","
 	    "\"--control\",\"%s/control.sock\",\"--user\","
 	    "\"%s\",\"--ca-cert\",\"%s/ca.crt\",\"--ca-key\",\"%s/ca.key\","
+	    "\"--source-max-pending\",\"32\","
 	    "\"--log-level\",\"debug\"]", p.state_dir, p.proxy_user, p.ca_dir,
 	    p.ca_dir);
 	assert_string_equal(text, want);
@@ -590,7 +591,7 @@ test_proxy_argv(void **state)
 	assert_int_equal(u, 9);
 	assert_string_equal(cJSON_GetArrayItem(a, u + 1)->valuestring,
 	    p.proxy_user);
-	assert_int_equal(cJSON_GetArraySize(a), 17);
+	assert_int_equal(cJSON_GetArraySize(a), 19);
 	cJSON_Delete(a);
 	/* With a secrets store: passed on. */
 	o.secrets = "/etc/cordon/secrets";
@@ -640,7 +641,7 @@ static void
 test_state_write(void **state)
 {
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL };
+	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL, 32 };
 	struct netsetup_params p;
 	char dir[] = "/tmp/cordon-test-netsetup.XXXXXX", path[400];
 	const cJSON *v;
