@@ -11,7 +11,11 @@
 #     another live run (registered from another address) all get 407;
 #  3. after a run has ended its credential is refused;
 #  4. a run over its connection limit gets 429 while another run's
-#     requests still succeed;
+#     requests still succeed; and a run that floods the proxy with idle
+#     connections that never send a byte (past the proxy's whole
+#     connection limit) cannot make another run's fetch fail: it holds
+#     egress_source_max_pending of them, the rest are refused at accept
+#     and listed in its own report;
 #  6. a reload with a broken policy keeps the old set (`cordon net reload`
 #     refuses with FILE:LINE, and a SIGHUP straight to the proxy too);
 #  7. a removed policy denies a live run with policy-removed, and a new run
@@ -69,7 +73,8 @@ cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
  "state_dir": "$T/state", "runtime_egress": "$rt", "runtime_debug_egress": "$drt",
  "audit_log": "$T/audit.log", "image": {"id": "$img"}, "require_probe": false,
- "egress_default_policy": "pol-a", "egress_run_max_conns": 3}
+ "egress_default_policy": "pol-a", "egress_run_max_conns": 3,
+ "egress_source_max_pending": 8}
 EOF
 pids=()
 cleanup() {
@@ -107,7 +112,8 @@ chmod -R a+rX "$T/lists"
 up() {
 	"$cordon" net up --allowlist "$T/lists" \
 		--proxy-arg=--resolver=127.0.0.1:"$dns_port" \
-		--proxy-arg=--allow-address=127.0.0.2 >"$T/up.txt" 2>&1 ||
+		--proxy-arg=--allow-address=127.0.0.2 \
+		--proxy-arg=--max-connections=64 >"$T/up.txt" 2>&1 ||
 		fail "net up: $(cat "$T/up.txt")"
 }
 step "cordon net up with an allowlist directory (policies pol-a, pol-b)"
@@ -265,6 +271,45 @@ echo "$out"
 jget "$T/b2.json" 'd["stdout"]' | grep -qx "b.example.com 200 cordon-upstream-ok" ||
 	fail "the other run was affected: $(cat "$T/b2.json")"
 echo "ok: 3 tunnels, 2 x 429 run-connection-limit; the other run got 200 meanwhile"
+
+step "4b. one run floods the proxy with 150 idle connections (its limit is 64), another run's fetches all succeed"
+cat >"$T/flood.py" <<PY
+import os, socket, time
+from urllib.parse import urlsplit
+u = urlsplit(os.environ["HTTP_PROXY"])
+held, refused, other = [], 0, 0
+for i in range(150):
+    s = socket.create_connection((u.hostname, u.port), timeout=10)
+    held.append(s)
+time.sleep(1)
+for s in held:
+    s.settimeout(0.05)
+    try:
+        d = s.recv(4096)
+        if b" 503 " in d.split(b"\r\n")[0] and b"source-pending-limit" in d:
+            refused += 1
+        else:
+            other += 1
+    except socket.timeout:
+        pass
+print("refused", refused, "other", other, "held", len(held) - refused - other, flush=True)
+time.sleep(8)
+PY
+"$cordon" run --net proxy --policy pol-a <"$T/flood.py" >"$T/flood.json" 2>"$T/flood.err" &
+rf=$!
+sleep 4
+fetch_job 0 b.example.com b.example.com b.example.com b.example.com b.example.com >"$T/b4.py"
+"$cordon" run --net proxy --policy pol-b <"$T/b4.py" >"$T/b4.json" 2>"$T/b4.err" || fail "run B4: $(cat "$T/b4.err")"
+wait "$rf" || fail "flood run: $(cat "$T/flood.err" "$T/flood.json")"
+out=$(jget "$T/flood.json" 'd["stdout"]')
+echo "flood run: $out"
+[ "$out" = "refused 142 other 0 held 8" ] || fail "the flood was not capped at 8 pending: $out"
+[ "$(jget "$T/b4.json" 'd["stdout"]' | grep -cx "b.example.com 200 cordon-upstream-ok")" = 5 ] ||
+	fail "the other run's fetches failed during the flood: $(cat "$T/b4.json")"
+[ "$(jget "$T/flood.json" '[(e["host"], e["reason"], e["count"]) for e in d["egress"] if e["reason"] == "source-pending-limit"]')" = \
+	"[('-', 'source-pending-limit', 142)]" ] ||
+	fail "the flood's refusals are not in its own report: $(jget "$T/flood.json" 'd["egress"]')"
+echo "ok: 8 idle connections held, 142 refused at accept and in the flooding run's report; the other run's 5 fetches got 200"
 
 step "6. a reload with a broken policy keeps the old set"
 printf 'b.example.com:%s\nthis is not an entry\n' "$port" >"$T/lists/pol-b.list"
