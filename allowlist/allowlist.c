@@ -41,6 +41,7 @@ al_policy_free(struct allowlist *al)
 		return;
 	free(al->name);
 	free(al->file);
+	free(al->src);
 	free(al->strs);
 	free(al->entries);
 	free(al->ports);

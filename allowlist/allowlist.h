@@ -230,6 +230,33 @@ int allowlist_set_parse_opts(const char *name, const char *text, size_t len,
 
 void allowlist_set_free(struct allowlist_set *set);	/* accepts NULL */
 
+/* A policy's source: its name, the file its diagnostics name, and the
+ * text it is parsed from (not NUL-terminated; may hold anything). */
+struct allowlist_source {
+	const char *name;
+	const char *file;
+	const char *text;
+	size_t len;
+};
+
+/*
+ * A set from n policies given as text, in name order (names as a
+ * directory's NAME.list, unique): all-or-nothing like
+ * allowlist_set_load_opts. cordon-proxy's network child builds the set
+ * its parent checked this way, with opts->secrets_unverified (the child
+ * never holds the secrets' values).
+ */
+int allowlist_set_parse_many(const struct allowlist_source *src, size_t n,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag);
+/* The source of the i-th policy (name order), borrowed from the set. 0,
+ * or -ENOENT. */
+int allowlist_set_source(const struct allowlist_set *set, size_t i,
+    struct allowlist_source *out);
+/* Reads the public suffix data now (a process about to chroot cannot read
+ * it later). */
+void allowlist_preload(void);
+
 /* The policy called name (NULL means "default"), borrowed from the set;
  * NULL when there is none: pass it on to allowlist_match, which denies. */
 const struct allowlist *allowlist_set_policy(const struct allowlist_set *set,

@@ -101,6 +101,8 @@ struct al_table {
 struct allowlist {
 	char *name;		/* policy name */
 	char *file;		/* file name for diagnostics and decisions */
+	char *src;		/* the text it was parsed from (a copy) */
+	size_t src_len;
 	char *strs;		/* NUL-separated strings */
 	size_t strs_len, strs_cap;
 	struct al_entry *entries;

@@ -76,6 +76,14 @@ struct proxy_config {
 	const char *ca_roots;
 	bool help;
 	int log_level;			/* enum log_level */
+	/* The network child (privilege separation): the listeners its
+	 * parent bound, by index of listen[], and the metrics listener;
+	 * -1: none (bind here). Never set from the command line. */
+	int listen_fd[CONFIG_MAX_LISTEN];
+	int metrics_fd;
+	/* --state FILE: the parent keeps the run registry there (root
+	 * only), so a restarted parent knows the live runs. */
+	const char *state;
 };
 
 /* Defaults for every field (no listen address, no allowlist). */

@@ -179,6 +179,9 @@ struct proxy_server {
 	struct allowlist_set *set;
 	/* TLS inspection (--ca-cert/--ca-key), or NULL: unavailable. */
 	struct proxy_tls *tls;
+	/* The network child's link to its parent (leaves, secrets), or
+	 * NULL: both are here (tls's CA has its key, the set its secrets). */
+	struct proxy_psep *psep;
 	/* Run mode (cfg->control set): the registry and its expiry timer;
 	 * NULL in standalone mode. */
 	struct proxy_runs *runs;

@@ -301,3 +301,16 @@ proxy_runs_tick(struct proxy_runs *rs, int64_t now_ms,
 	}
 	return removed;
 }
+
+void
+proxy_runs_each(struct proxy_runs *rs, void (*fn)(struct proxy_run *, void *),
+    void *arg)
+{
+	struct proxy_run *r, *next;
+
+	for (size_t i = 0; i < rs->nbuckets; i++)
+		for (r = rs->by_id[i]; r != NULL; r = next) {
+			next = r->id_next;
+			fn(r, arg);
+		}
+}
