@@ -27,6 +27,10 @@
 #     container and its registration (its credential is then refused);
 # 10. a warm proxy-mode run from the same service's pool (--pool 1) takes
 #     the pooled container, registered only while the run has it;
+# 11-13. the proxy's network child SIGKILLed during a run and between a
+#     session's calls, and its parent SIGKILLed during a run: the run's
+#     next fetch gets 200 within seconds, and its result says
+#     proxy_restarts;
 # and that the control socket is root-only and no token reaches the
 # proxy's log. (5, a tenant limited to nets ["none"], is in serve_e2e.)
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
@@ -444,6 +448,78 @@ echo "$out" | grep -qx "a.example.com 200 cordon-upstream-ok" && echo "$out" | g
 	fail "warm proxy run's egress: $(jget "$T/w.json" 'd["egress"]')"
 ctl "{\"op\":\"report\",\"run\":\"$wname\"}" | grep -q 'unknown run' || fail "the warm run $wname is still registered after its answer"
 echo "ok: warm proxy-mode run in $wname (policy pol-a): a allowed, b not-on-policy, its egress exactly those two; unregistered before and after"
+
+# The proxy's processes: the parent (proxy.pid, the supervisor's child)
+# and its network child.
+ppid_file="$T/state/net-$br/proxy.pid"
+netchild() { local p; p=$(cat "$ppid_file" 2>/dev/null) || return 1
+	awk '{ print $1 }' "/proc/$p/task/$p/children" 2>/dev/null; }
+# A job that fetches a.example.com once, then again every 0.2 s until one
+# works more than 4 s in (the kill comes 2 s in) or 25 s pass, printing
+# the first and that later outcome.
+cat >"$T/kill.py" <<PY
+import time, urllib.request
+def get():
+    try:
+        r = urllib.request.urlopen("http://a.example.com:$port/", timeout=5)
+        return str(r.status)
+    except Exception as e:
+        return type(e).__name__
+print("first", get(), flush=True)
+t0 = time.time()
+while time.time() - t0 < 25:
+    time.sleep(0.2)
+    g = get()
+    if g == "200" and time.time() - t0 > 4:
+        print("later", g, round(time.time() - t0, 1), flush=True)
+        break
+PY
+# kill_during WHO LABEL: runs kill.py, kills WHO (child or parent) 2 s in,
+# checks the later fetch got 200 and the report counts the restart.
+kill_during() {
+	local who=$1 label=$2 rj victim
+	"$cordon" run --net proxy --policy pol-a --timeout 60 <"$T/kill.py" >"$T/k-$label.json" 2>"$T/k-$label.err" &
+	rj=$!
+	sleep 2
+	if [ "$who" = child ]; then victim=$(netchild); else victim=$(cat "$ppid_file"); fi
+	[ -n "$victim" ] || fail "$label: no proxy $who to kill"
+	kill -9 "$victim"
+	wait "$rj" || fail "$label: the run failed: $(cat "$T/k-$label.err" "$T/k-$label.json")"
+	out=$(jget "$T/k-$label.json" 'd["stdout"]')
+	echo "$out" | grep -qx "first 200" || fail "$label: the first fetch: $out"
+	echo "$out" | grep -q "^later 200 " || fail "$label: no fetch worked after the $who was killed: $out"
+	[ "$(jget "$T/k-$label.json" 'd.get("proxy_restarts", 0) >= 1')" = True ] ||
+		fail "$label: the result does not say the proxy restarted: $(jget "$T/k-$label.json" 'd.get("egress")' 'd.get("proxy_restarts")')"
+	echo "ok: $label: killed the proxy's $who $victim; the run's fetches: $(echo "$out" | tr '\n' ' '); proxy_restarts $(jget "$T/k-$label.json" 'd["proxy_restarts"]')"
+}
+
+step "11. the proxy's network child is SIGKILLed during a run: the run's next fetch gets 200, its result says the proxy restarted"
+kill_during child child-run
+grep -q '"reason":"proxy-restarted"' "$plog" || fail "the access log does not say the proxy restarted"
+
+step "12. the proxy's network child is SIGKILLed between a session's calls: the next call's fetch gets 200"
+code=$(sreq "$T/s3.json" -H 'Content-Type: application/json' -d '{"net":"proxy","policy":"pol-a","idle_timeout_s":120}' http://cordon/v1/sessions)
+[ "$code" = 201 ] || fail "session create: HTTP $code: $(cat "$T/s3.json")"
+sid=$(jget "$T/s3.json" 'd["id"]')
+code=$(scall "$T/c3.json" "$T/s1.py")
+[ "$(jget "$T/c3.json" 'd["stdout"].strip()')" = "a.example.com 200 cordon-upstream-ok" ] || fail "session call before the kill: $(cat "$T/c3.json")"
+victim=$(netchild)
+kill -9 "$victim"
+ok=
+for _ in $(seq 20); do
+	code=$(scall "$T/c4.json" "$T/s2.py")
+	[ "$code" = 200 ] || fail "session call after the kill: HTTP $code: $(cat "$T/c4.json")"
+	jget "$T/c4.json" 'd["stdout"]' | grep -q "^a.example.com 200" && { ok=1; break; }
+	printf 'print(get("a.example.com"))\n' >"$T/s2.py"
+	sleep 0.2
+done
+[ -n "$ok" ] || fail "the session's fetches fail after the child was killed: $(cat "$T/c4.json")"
+[ "$(jget "$T/c4.json" 'd.get("proxy_restarts", 0) >= 1')" = True ] || fail "the session's result does not say the proxy restarted: $(cat "$T/c4.json")"
+echo "ok: session $sid: killed the network child $victim; the next call fetched a.example.com with 200, proxy_restarts $(jget "$T/c4.json" 'd["proxy_restarts"]')"
+code=$(sreq "$T/d3.json" -X DELETE "http://cordon/v1/sessions/$sid")
+
+step "13. the proxy's parent is SIGKILLed during a run (the supervisor restarts it): the run's next fetch gets 200"
+kill_during parent parent-run
 
 # The service's own scheduled probes use this network too: stop it (SIGTERM
 # waits for what it started) before the cleanup's `net down`, which

@@ -870,6 +870,154 @@ test_run_fairness(void **state)
 	free(log);
 }
 
+/* --- privilege separation: crashes --------------------------------------- */
+
+/* The daemon's network child (the parent's only child), waiting for one
+ * other than not (0: any). */
+static pid_t
+rm_child(const struct rm *r, pid_t not)
+{
+	char path[64], line[64];
+	pid_t found = 0;
+	FILE *f;
+
+	for (int tries = 0; tries < 300; tries++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+		    (int)r->p.pid, (int)r->p.pid);
+		found = 0;
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fgets(line, sizeof(line), f) != NULL)
+				found = (pid_t)strtol(line, NULL, 10);
+			fclose(f);
+		}
+		if (found > 0 && found != not)
+			return found;
+		sleep_ms(10);
+	}
+	fail_msg("no network child (other than %d) after 3 s", (int)not);
+	return 0;
+}
+
+/* An echo tunnel for the run, retried until it works or ms pass: the
+ * time it took, in ms. */
+static int64_t
+echo_within(const struct rm *r, const char *src, const char *hdr, int ms)
+{
+	int64_t t0 = time_mono_ms();
+	char buf[16];
+	int fd = -1, st;
+
+	for (;;) {
+		st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+		    fx_echo_port()), &fd);
+		if (st == 200 && cli_send(fd, "0123456789") == 0 &&
+		    cli_read_n(fd, buf, 10) == 0 && memcmp(buf, "0123456789",
+		    10) == 0) {
+			close(fd);
+			return time_mono_ms() - t0;
+		}
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		if (time_mono_ms() - t0 > ms)
+			fail_msg("no echo tunnel within %d ms (last %d):\n%s", ms,
+			    st, head);
+		sleep_ms(20);
+	}
+}
+
+/* The network child is SIGKILLed during a run: its parent restarts it
+ * with the run's registration, so the run's next tunnel works (within
+ * 2 s of the restart) with the credential it had; its report says the
+ * proxy restarted (and lacks what the dead child had noted), and so does
+ * the access log. */
+static void
+test_run_child_killed(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A);
+	struct rm *r = &R;
+	pid_t child, again;
+	int64_t took;
+	char *log;
+	cJSON *j;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	echo_ok(r, "127.0.0.1", A);
+	child = rm_child(r, 0);
+	assert_int_equal(kill(child, SIGKILL), 0);
+	again = rm_child(r, child);
+	took = echo_within(r, "127.0.0.1", A, 2000);
+	fprintf(stderr, "network child %d killed; %d took over; the run's "
+	    "tunnel worked %lld ms later\n", (int)child, (int)again,
+	    (long long)took);
+	j = ctl_report(r, "unregister", "run-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal(cJSON_GetObjectItem(j, "proxy_restarts")->valueint, 1);
+	/* The new child noted the tunnel after the restart. */
+	assert_int_equal(cJSON_GetObjectItem(j, "allowed")->valueint, 1);
+	cJSON_Delete(j);
+	log = rm_finish(r);
+	assert_non_null(strstr(log, "\"run\":\"run-a\""));
+	assert_non_null(strstr(log, "\"reason\":\"proxy-restarted\""));
+	free(log);
+}
+
+/* The parent itself is SIGKILLed (the child dies with it); a new one
+ * started as a supervisor would, with the same --state, knows the live
+ * run: its credential works again without a new registration, and its
+ * report counts the restart. */
+static void
+test_run_parent_killed(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A);
+	char statef[300];
+	const char *extra[] = { "--state", statef, NULL };
+	struct rm *r = &R;
+	struct stat st;
+	pid_t child;
+	int64_t took;
+	cJSON *j;
+
+	(void)state;
+	snprintf(statef, sizeof(statef), "/tmp/cordon-pxstate-%d.state",
+	    (int)getpid());
+	(void)unlink(statef);
+	rm_start(r, extra);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	/* The registry on disk is root's own. */
+	assert_int_equal(stat(statef, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	echo_ok(r, "127.0.0.1", A);
+	child = rm_child(r, 0);
+	assert_int_equal(kill(r->p.pid, SIGKILL), 0);
+	assert_int_equal(px_wait_exit(&r->p, 5000), -1);
+	for (int i = 0; i < 300 && kill(child, 0) == 0; i++)
+		sleep_ms(10);
+	assert_int_not_equal(kill(child, 0), 0);	/* died with it */
+	{
+		/* The supervisor's restart: the same arguments. */
+		char pol[300], sock[300];
+		const char *argv[] = { "--allowlist", pol, "--control", sock,
+		    "--state", statef, NULL };
+		snprintf(pol, sizeof(pol), "%s", r->pol);
+		snprintf(sock, sizeof(sock), "%s", r->sock);
+		assert_int_equal(px_start(&r->p, NULL, argv), 0);
+	}
+	assert_true(px_wait_err(&r->p, 0, "1 live runs restored", 3000));
+	took = echo_within(r, "127.0.0.1", A, 2000);
+	fprintf(stderr, "parent killed; the new one restored run-a from %s; "
+	    "its tunnel worked %lld ms after the new proxy listened\n", statef,
+	    (long long)took);
+	j = ctl_report(r, "unregister", "run-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal(cJSON_GetObjectItem(j, "proxy_restarts")->valueint, 1);
+	cJSON_Delete(j);
+	free(rm_finish(r));
+	(void)unlink(statef);
+}
+
 /* SIGHUP: a broken policy keeps the old set; a removed policy gives
  * policy-removed to its runs while the others go on. */
 static void
@@ -1026,6 +1174,10 @@ main(void)
 		cmocka_unit_test_teardown(test_run_report, test_teardown),
 		cmocka_unit_test_teardown(test_run_sni, test_teardown),
 		cmocka_unit_test_teardown(test_run_fairness, test_teardown),
+		cmocka_unit_test_teardown(test_run_child_killed,
+		    test_teardown),
+		cmocka_unit_test_teardown(test_run_parent_killed,
+		    test_teardown),
 		cmocka_unit_test_teardown(test_run_reload, test_teardown),
 		cmocka_unit_test_teardown(test_run_control, test_teardown),
 		cmocka_unit_test_teardown(test_run_control_path,
