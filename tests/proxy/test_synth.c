@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "proxy/addr.h"
 #include "proxy/synth.h"
 
 static const char *
@@ -97,6 +98,31 @@ test_block(void **state)
 }
 
 /* Two runs: each its own map, both from 198.18.0.1. */
+/* Every address the map hands out is one the proxy classifies as
+ * benchmark space (proxy/addr.c), so it never connects to one directly:
+ * only the map gives it meaning. */
+static void
+test_block_is_benchmark(void **state)
+{
+	struct proxy_synth *s;
+	struct in_addr a;
+	char name[32];
+
+	(void)state;
+	assert_int_equal(proxy_synth_new(PROXY_SYNTH_MAX_MAX, &s), 0);
+	for (unsigned i = 0; i < PROXY_SYNTH_MAX_MAX; i++) {
+		snprintf(name, sizeof(name), "h%u.example", i);
+		a = assign(s, name);
+		if (proxy_addr_classify_in(&a) != ADDR_BENCHMARK)
+			fail_msg("%s is %s", text(a), proxy_addr_class_name(
+			    proxy_addr_classify_in(&a)));
+	}
+	/* The block's edges too. */
+	assert_int_equal(inet_pton(AF_INET, "198.19.255.254", &a), 1);
+	assert_int_equal(proxy_addr_classify_in(&a), ADDR_BENCHMARK);
+	proxy_synth_free(s);
+}
+
 static void
 test_runs_reuse(void **state)
 {
@@ -264,6 +290,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_name_same_address),
 		cmocka_unit_test(test_block),
+		cmocka_unit_test(test_block_is_benchmark),
 		cmocka_unit_test(test_runs_reuse),
 		cmocka_unit_test(test_bound_lru),
 		cmocka_unit_test(test_wrap),
