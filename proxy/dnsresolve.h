@@ -137,7 +137,9 @@ struct proxy_dnsresolve_out {
 	 * "address-blocked", "upstream-timeout", "upstream-failed",
 	 * "no-memory"; "lookup" for LOOKUP. */
 	const char *reason;
-	bool allowed;		/* the policy allowed the name */
+	bool allowed;		/* the policy allowed the name (and, after
+				   the lookup, not every address was refused
+				   by its class): false is a denial to report */
 	struct proxy_dnsmsg_reply reply;
 	struct in_addr addr;	/* the synthetic address of an A answer */
 	char text[PROXY_DNSMSG_EDE_TEXT_MAX + 1];	/* EXTRA-TEXT */
