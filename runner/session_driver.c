@@ -17,8 +17,10 @@
  * status socket; the driver caps the pipes as the host would (HEAD first
  * bytes, last TAIL bytes, a count of all) and writes the call's one frame
  * (runner_session_frame_parse) on its private copy of the container's
- * stdout. Every channel is per call: what a call writes on any fd it
- * holds reaches no later call's result.
+ * stdout. Every channel is per call, and the worker's end of the control
+ * socket is shut for writing: what a call writes on any fd it holds
+ * reaches no later call's result. What it leaves in the worker itself (a
+ * thread, a patched function) is the session's state, and can.
  *
  * What the worker's code could still try, measured under both runsc
  * builds here: /proc/<driver>/mem is EACCES and ptrace EPERM (ptrace_scope
