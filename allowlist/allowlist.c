@@ -41,6 +41,7 @@ al_policy_free(struct allowlist *al)
 		return;
 	free(al->name);
 	free(al->file);
+	free(al->src);
 	free(al->strs);
 	free(al->entries);
 	free(al->ports);
@@ -70,7 +71,21 @@ allowlist_entry_count(const struct allowlist *al)
 size_t
 allowlist_inspect_count(const struct allowlist *al)
 {
-	return al != NULL ? al->ninsps : 0;	/* one per entry */
+	size_t n = 0;
+
+	for (size_t i = 0; al != NULL && i < al->ninsps; i++)
+		n += !al->insps[i].raw;	/* one record per entry */
+	return n;
+}
+
+size_t
+allowlist_raw_count(const struct allowlist *al)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; al != NULL && i < al->ninsps; i++)
+		n += al->insps[i].raw;
+	return n;
 }
 
 /* FNV-1a over the bytes from last to first, then a final mix for the low

@@ -88,6 +88,10 @@
  *   api.github.com:443 inspect methods=GET,POST paths=/user
  *       inject=Authorization:github-token        (one line in a file)
  *
+ *   raw                the entry's tunnels may carry any bytes (ssh, a
+ *                      database protocol): without it a CONNECT tunnel
+ *                      must carry TLS whose ClientHello names the host.
+ *                      Excludes every other option
  *   inspect            the proxy terminates TLS and checks every request;
  *                      required by the three options below
  *   methods=M[,M...]   allowed methods: upper-case letters and inner '-',
@@ -115,10 +119,12 @@
  *
  * A request is canonical (allowlist_inspect_check) when its target is in
  * origin form and its path (the query, after '?', is ignored) holds only
- * printable ASCII, no '#', no backslash, no "//", no segment that is "."
- * or ".." or empty before a ';' parameter, no malformed '%' escape, and no
- * percent-encoded '.', '/', '\' or NUL. Anything else is refused before
- * patterns are compared (byte for byte).
+ * printable ASCII, no '#', no backslash, no ';' (path parameters, which
+ * servers resolve differently), no "//", no segment that is "." or "..",
+ * no malformed '%' escape, no percent-encoded '.', '/', '\\', ';' or NUL,
+ * and percent-encoded bytes above 0x7f only as well-formed UTF-8
+ * (shortest form, no surrogates: "%c0%ae" is refused). Anything else is
+ * refused before patterns are compared (byte for byte).
  *
  * Secrets (allowlist_load_opts.secrets, config egress_secrets): a file of
  * NAME=VALUE lines ('#' comment lines and blank lines allowed; the value
@@ -224,6 +230,33 @@ int allowlist_set_parse_opts(const char *name, const char *text, size_t len,
 
 void allowlist_set_free(struct allowlist_set *set);	/* accepts NULL */
 
+/* A policy's source: its name, the file its diagnostics name, and the
+ * text it is parsed from (not NUL-terminated; may hold anything). */
+struct allowlist_source {
+	const char *name;
+	const char *file;
+	const char *text;
+	size_t len;
+};
+
+/*
+ * A set from n policies given as text, in name order (names as a
+ * directory's NAME.list, unique): all-or-nothing like
+ * allowlist_set_load_opts. cordon-proxy's network child builds the set
+ * its parent checked this way, with opts->secrets_unverified (the child
+ * never holds the secrets' values).
+ */
+int allowlist_set_parse_many(const struct allowlist_source *src, size_t n,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag);
+/* The source of the i-th policy (name order), borrowed from the set. 0,
+ * or -ENOENT. */
+int allowlist_set_source(const struct allowlist_set *set, size_t i,
+    struct allowlist_source *out);
+/* Reads the public suffix data now (a process about to chroot cannot read
+ * it later). */
+void allowlist_preload(void);
+
 /* The policy called name (NULL means "default"), borrowed from the set;
  * NULL when there is none: pass it on to allowlist_match, which denies. */
 const struct allowlist *allowlist_set_policy(const struct allowlist_set *set,
@@ -237,6 +270,8 @@ const char *allowlist_set_name(const struct allowlist_set *set, size_t i);
 size_t allowlist_entry_count(const struct allowlist *al);
 /* Entries of a policy with `inspect`; 0 for NULL. */
 size_t allowlist_inspect_count(const struct allowlist *al);
+/* Entries of a policy with `raw`; 0 for NULL. */
+size_t allowlist_raw_count(const struct allowlist *al);
 /* Entries with inject= in every policy of a set; 0 for NULL. */
 size_t allowlist_set_inject_count(const struct allowlist_set *set);
 
@@ -273,8 +308,11 @@ struct allowlist_decision {
 	unsigned line;		/* its line, or 0 */
 	const char *entry;	/* its text as written ("!*.x.com:80"), or NULL */
 	/* The deciding allow entry's options, NULL when it has no `inspect`
-	 * (a raw tunnel) and for every denial. */
+	 * (a tunnel checked at the TLS level only) and for every denial. */
 	const struct allowlist_inspect *inspect;
+	/* The deciding allow entry has `raw`: its tunnels carry any bytes,
+	 * not only TLS (false for every denial). */
+	bool raw;
 };
 
 /*
@@ -302,15 +340,25 @@ bool allowlist_match_authority(const struct allowlist *al,
  * is ignored for matching. Returns true to allow; *reason (optional) gets
  * a static string: "allowed-by-entry", "method-not-allowed",
  * "path-not-allowed", or "path-not-canonical" (a target that is not origin
- * form, holds a byte outside printable ASCII, '#', a backslash, "//", an
- * empty segment before ';', a dot segment ("." or "..", also before a
- * ';'), a malformed '%' escape, or a percent-encoded '.', '/', '\\' or
- * NUL: refused so that path patterns cannot be bypassed). The method is
+ * form or not canonical as above: refused so that path patterns cannot be
+ * bypassed). The method is
  * checked first, then the target's form, then the patterns. in NULL (no
  * options), method NULL or target NULL deny. Pure, never allocates.
  */
 bool allowlist_inspect_check(const struct allowlist_inspect *in,
     const char *method, const char *target, const char **reason);
+
+/*
+ * Whether a request header named name (len bytes, any case) asks a server
+ * to act on another method or URL than the request line's:
+ * X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override,
+ * X-Original-URL, X-Rewrite-URL, X-Original-Method. An inspected entry
+ * that bounds methods or paths (allowlist_inspect_bounded) refuses a
+ * request carrying one ("override-header"). Pure.
+ */
+bool allowlist_override_header(const char *name, size_t len);
+/* True when in has methods= or paths=. */
+bool allowlist_inspect_bounded(const struct allowlist_inspect *in);
 
 /* A request host after normalisation (see the rules above). */
 struct allowlist_host {
@@ -320,8 +368,40 @@ struct allowlist_host {
 				   the canonical address text (no brackets) */
 };
 
-/* Normalises host (as for allowlist_match). Returns 0, or -EINVAL for
- * anything that is not a valid name or IP literal (out is then zeroed). */
+/*
+ * The one parser of request hosts, shared by the matcher, `cordon
+ * allowlist explain` and cordon-proxy. host[0..len) (no NUL inside):
+ *  - "[...]" or anything with ':' is an IPv6 literal (inet_pton syntax,
+ *    no zone id); an IPv4-mapped one (::ffff:a.b.c.d) becomes the IPv4
+ *    address;
+ *  - otherwise, after one trailing dot is dropped, a host whose last
+ *    label is numeric (all decimal digits, or "0x" and hex digits) is an
+ *    IPv4 literal in any inet_aton form ("127.1", "0x7f000001",
+ *    "0177.0.0.1", "2130706433"), or invalid: never a name;
+ *  - anything else must be a letters-digits-hyphen name (rules above),
+ *    lowercased.
+ * Returns 0, or -EINVAL for anything else (out is then zeroed).
+ */
+int allowlist_host_parse_n(const char *host, size_t len,
+    struct allowlist_host *out);
+/* The same for a NUL-terminated host. */
 int allowlist_host_parse(const char *host, struct allowlist_host *out);
+/* inet_aton's forms of an IPv4 literal, strictly (1-4 parts, each
+ * decimal, 0-octal or 0x-hex, the last filling the bytes left; no
+ * trailing dot, space or junk). *out in network byte order. 0 or
+ * -EINVAL (*out zeroed). */
+struct in_addr;
+int allowlist_host_parse_ipv4(const char *s, size_t len,
+    struct in_addr *out);
+/*
+ * True when a name is internal by its shape, refused before any lookup:
+ * a single label (no dot), "localhost" and "*.localhost", and names in
+ * the special-use or never-public domains internal, local, localdomain,
+ * lan, home, corp, intranet, private, home.arpa, in-addr.arpa, ip6.arpa,
+ * test, invalid, example, onion, alt (the domain itself or below it:
+ * "metadata.google.internal"). ASCII case ignored, one trailing dot
+ * ignored; NULL or "" is internal.
+ */
+bool allowlist_host_internal(const char *name);
 
 #endif

@@ -82,7 +82,8 @@ warn_covered(const struct allowlist *al, struct allowlist_diag *diag,
 		al_diag_add(diag, true, al->file, e->line, "'%s' (line %u) "
 		    "also covers this, with other options; this entry's "
 		    "apply (%s)", al->strs + c->text, c->line,
-		    e->insp != 0 ? "inspected" : "not inspected");
+		    e->insp == 0 ? "not inspected" : al->insps[e->insp -
+		    1].raw ? "raw" : "inspected");
 	else if (c != NULL)
 		al_diag_add(diag, true, al->file, e->line, "already covered "
 		    "by '%s' (line %u)", al->strs + c->text, c->line);

@@ -1,12 +1,15 @@
 /*
  * Host names and IP literals: the letters-digits-hyphen check (with a
- * message saying what is wrong, for the file parser) and the normalisation
- * of request hosts that the matcher and the proxy share.
+ * message saying what is wrong, for the file parser), and the one parser
+ * of request hosts that the matcher, `cordon allowlist explain` and the
+ * proxy (proxy/host.c) share, with the names internal by their shape.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "allowlist/internal.h"
@@ -106,6 +109,27 @@ al_name_check(const char *s, size_t len, char *msg, size_t msglen)
 	return true;
 }
 
+/* True when the label s[0..len) is what the URL standard calls a number:
+ * all decimal digits, or "0x"/"0X" and hex digits only ("0x" alone too). */
+static bool
+host_label_numeric(const char *s, size_t len)
+{
+	size_t i = 0;
+	bool hex = false;
+
+	if (len == 0)
+		return false;
+	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		hex = true;
+		i = 2;
+	}
+	for (; i < len; i++)
+		if (hex ? !host_is_hex((unsigned char)s[i]) :
+		    !(s[i] >= '0' && s[i] <= '9'))
+			return false;
+	return true;
+}
+
 bool
 al_name_numeric(const char *s, size_t len)
 {
@@ -113,18 +137,7 @@ al_name_numeric(const char *s, size_t len)
 
 	while (i > 0 && s[i - 1] != '.')
 		i--;
-	if (i == len)
-		return false;
-	if (len - i > 2 && s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
-		for (size_t j = i + 2; j < len; j++)
-			if (!host_is_hex((unsigned char)s[j]))
-				return false;
-		return true;
-	}
-	for (size_t j = i; j < len; j++)
-		if (s[j] < '0' || s[j] > '9')
-			return false;
-	return true;
+	return host_label_numeric(s + i, len - i);
 }
 
 bool
@@ -152,16 +165,95 @@ al_ip_parse(const char *s, size_t len, int family, struct allowlist_host *h)
 	return true;
 }
 
-int
-allowlist_host_parse(const char *host, struct allowlist_host *out)
+static int
+host_hexval(char c)
 {
-	char msg[8];
-	size_t len = host != NULL ? strlen(host) : 0;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* One inet_aton part at s[*pos]: 0x-hex, 0-octal or decimal, at most
+ * 0xffffffff. Advances *pos past it. */
+static int
+host_ipv4_part(const char *s, size_t len, size_t *pos, uint32_t *out)
+{
+	uint64_t v = 0;
+	unsigned base = 10;
+	size_t i = *pos, start;
+	int d;
+
+	if (i >= len || !(s[i] >= '0' && s[i] <= '9'))
+		return -EINVAL;
+	if (s[i] == '0' && i + 1 < len && (s[i + 1] == 'x' || s[i + 1] == 'X')) {
+		base = 16;
+		i += 2;
+	} else if (s[i] == '0') {
+		base = 8;
+	}
+	start = i;
+	for (; i < len; i++) {
+		d = host_hexval(s[i]);
+		if (d < 0 || (base != 16 && d > 9))
+			break;
+		if ((unsigned)d >= base)
+			return -EINVAL;	/* "08", "0x" never end a part */
+		v = v * base + (unsigned)d;
+		if (v > 0xffffffffu)
+			return -EINVAL;
+	}
+	if (i == start)
+		return -EINVAL;		/* "0x" without digits */
+	*pos = i;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int
+allowlist_host_parse_ipv4(const char *s, size_t len, struct in_addr *out)
+{
+	static const uint32_t lastmax[4] = { 0xffffffffu, 0xffffffu, 0xffffu,
+	    0xffu };
+	uint32_t parts[4], v = 0;
+	size_t pos = 0, n = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (len == 0)
+	for (;;) {
+		if (host_ipv4_part(s, len, &pos, &parts[n]) < 0)
+			return -EINVAL;
+		if (pos == len)
+			break;
+		if (s[pos] != '.' || n == 3 || parts[n] > 0xff)
+			return -EINVAL;
+		n++;
+		pos++;
+	}
+	if (parts[n] > lastmax[n])
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		v |= parts[i] << (24 - 8 * i);
+	v |= parts[n];
+	out->s_addr = htonl(v);
+	return 0;
+}
+
+int
+allowlist_host_parse_n(const char *host, size_t len,
+    struct allowlist_host *out)
+{
+	struct in_addr v4;
+	char msg[8];
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	if (host == NULL || len == 0 || memchr(host, '\0', len) != NULL)
 		return -EINVAL;
 	if (host[0] == '[') {
+		/* No zone id: "%" is no inet_pton syntax anyway. */
 		if (len < 3 || host[len - 1] != ']' ||
 		    !al_ip_parse(host + 1, len - 2, AF_INET6, out))
 			goto bad;
@@ -172,24 +264,70 @@ allowlist_host_parse(const char *host, struct allowlist_host *out)
 			goto bad;
 		return 0;
 	}
-	if (host[len - 1] == '.')
-		len--;
-	if (len == 0 || len > AL_NAME_MAX)
+	n = host[len - 1] == '.' ? len - 1 : len;
+	if (n == 0 || n > AL_NAME_MAX)
 		goto bad;
-	if (al_name_numeric(host, len)) {
-		if (!al_ip_parse(host, len, AF_INET, out))
+	/* A numeric last label makes an IPv4 literal in any inet_aton
+	 * form (as browsers, curl and getaddrinfo read it), or nothing:
+	 * never a name, so it never reaches DNS. */
+	if (al_name_numeric(host, n)) {
+		if (allowlist_host_parse_ipv4(host, n, &v4) != 0)
+			goto bad;
+		out->family = AF_INET;
+		memcpy(out->addr, &v4, 4);
+		if (inet_ntop(AF_INET, out->addr, out->text,
+		    sizeof(out->text)) == NULL)
 			goto bad;
 		return 0;
 	}
-	if (!al_name_check(host, len, msg, sizeof(msg)))
+	if (!al_name_check(host, n, msg, sizeof(msg)))
 		goto bad;
-	for (size_t i = 0; i < len; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char c = host[i];
 		out->text[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
 	}
-	out->text[len] = '\0';
+	out->text[n] = '\0';
 	return 0;
 bad:
 	memset(out, 0, sizeof(*out));
 	return -EINVAL;
+}
+
+int
+allowlist_host_parse(const char *host, struct allowlist_host *out)
+{
+	return allowlist_host_parse_n(host, host != NULL ? strlen(host) : 0,
+	    out);
+}
+
+/* Domains whose names never resolve publicly (RFC 6761, 6762 App. G,
+ * 7686, 8375, 9476) or are used for metadata and intranets. */
+static const char *const host_internal_domains[] = {
+	"localhost", "internal", "local", "localdomain", "lan", "home",
+	"corp", "intranet", "private", "home.arpa", "in-addr.arpa",
+	"ip6.arpa", "test", "invalid", "example", "onion", "alt",
+};
+
+bool
+allowlist_host_internal(const char *name)
+{
+	size_t len, dlen;
+
+	if (name == NULL)
+		return true;
+	len = strlen(name);
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	if (len == 0 || memchr(name, '.', len) == NULL)
+		return true;
+	for (size_t i = 0; i < sizeof(host_internal_domains) /
+	    sizeof(host_internal_domains[0]); i++) {
+		const char *d = host_internal_domains[i];
+		dlen = strlen(d);
+		if (len < dlen || strncasecmp(name + len - dlen, d, dlen) != 0)
+			continue;
+		if (len == dlen || name[len - dlen - 1] == '.')
+			return true;
+	}
+	return false;
 }

@@ -53,6 +53,7 @@ struct al_insp {
 	uint16_t nmethods, npaths;
 	uint32_t header, secret;	/* AL_NONE: no inject= */
 	uint32_t line;
+	bool raw;		/* `raw`: no other option, not inspected */
 };
 
 /* Options of one entry as parsed from its line (pointers into it), before
@@ -63,6 +64,7 @@ struct al_span {
 };
 struct al_opts {
 	bool inspect;
+	bool raw;
 	size_t nmethods, npaths;
 	struct al_span methods[ALLOWLIST_METHODS_MAX];
 	struct al_span paths[ALLOWLIST_PATHS_MAX];
@@ -99,6 +101,8 @@ struct al_table {
 struct allowlist {
 	char *name;		/* policy name */
 	char *file;		/* file name for diagnostics and decisions */
+	char *src;		/* the text it was parsed from (a copy) */
+	size_t src_len;
 	char *strs;		/* NUL-separated strings */
 	size_t strs_len, strs_cap;
 	struct al_entry *entries;

@@ -110,6 +110,8 @@ allowlist_set_name(const struct allowlist_set *set, size_t i)
 	return set != NULL && i < set->count ? set->policies[i]->name : NULL;
 }
 
+static bool load_policy_name_ok(const char *s, size_t len);
+
 /* Parses text as policy name into set (appended). Returns 0, -EINVAL
  * when it had errors (reported in diag), or -ENOMEM. */
 static int
@@ -122,6 +124,15 @@ load_policy(struct load *ld, struct allowlist_set *set, const char *name,
 
 	if ((al = al_policy_new(name, file)) == NULL)
 		return -ENOMEM;
+	/* Kept so the set can be handed on as text (cordon-proxy's parent
+	 * sends its network child the texts it checked). */
+	if ((al->src = malloc(len > 0 ? len : 1)) == NULL) {
+		al_policy_free(al);
+		return -ENOMEM;
+	}
+	if (len > 0)
+		memcpy(al->src, text, len);
+	al->src_len = len;
 	if ((r = al_parse_text(al, text, len, diag)) != 0) {
 		al_policy_free(al);
 		return r < 0 ? (int)r : -EINVAL;
@@ -168,6 +179,62 @@ allowlist_set_parse(const char *name, const char *text, size_t len,
     struct allowlist_set **out, struct allowlist_diag *diag)
 {
 	return allowlist_set_parse_opts(name, text, len, NULL, out, diag);
+}
+
+int
+allowlist_set_parse_many(const struct allowlist_source *src, size_t n,
+    const struct allowlist_load_opts *opts, struct allowlist_set **out,
+    struct allowlist_diag *diag)
+{
+	struct load ld = { .opts = opts };
+	struct allowlist_set *set;
+	int r = 0, first = 0;
+
+	*out = NULL;
+	if ((set = calloc(1, sizeof(*set))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r != -ENOMEM; i++) {
+		if (!load_policy_name_ok(src[i].name, strlen(src[i].name)) ||
+		    (i > 0 && strcmp(src[i - 1].name, src[i].name) >= 0)) {
+			al_diag_add(diag, false, src[i].file, 0, "policy name "
+			    "'%s' is not valid, or not in order", src[i].name);
+			r = -EINVAL;
+		} else {
+			r = load_policy(&ld, set, src[i].name, src[i].file,
+			    src[i].text, src[i].len, diag);
+		}
+		if (r < 0 && first == 0)
+			first = r;
+	}
+	al_secrets_free(ld.store);
+	if (r == -ENOMEM || first != 0) {
+		allowlist_set_free(set);
+		return r == -ENOMEM ? r : first;
+	}
+	*out = set;
+	return 0;
+}
+
+int
+allowlist_set_source(const struct allowlist_set *set, size_t i,
+    struct allowlist_source *out)
+{
+	const struct allowlist *al;
+
+	if (set == NULL || i >= set->count)
+		return -ENOENT;
+	al = set->policies[i];
+	out->name = al->name;
+	out->file = al->file;
+	out->text = al->src;
+	out->len = al->src_len;
+	return 0;
+}
+
+void
+allowlist_preload(void)
+{
+	(void)al_psl_ctx();
 }
 
 static int

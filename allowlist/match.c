@@ -20,7 +20,9 @@ decision_set(struct allowlist_decision *d, bool allowed, const char *reason,
 	d->file = e != NULL ? al->file : NULL;
 	d->line = e != NULL ? e->line : 0;
 	d->entry = e != NULL ? al->strs + e->text : NULL;
-	d->inspect = allowed && e != NULL && e->insp != 0 ?
+	d->raw = allowed && e != NULL && e->insp != 0 &&
+	    al->insps[e->insp - 1].raw;
+	d->inspect = allowed && e != NULL && e->insp != 0 && !d->raw ?
 	    &al->inspect[e->insp - 1] : NULL;
 }
 

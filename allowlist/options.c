@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "allowlist/internal.h"
 
-#define OPTS_HELP	"options are inspect, methods=, paths=, inject="
+#define OPTS_HELP	"options are raw, inspect, methods=, paths=, inject="
 
 static void
 opts_error(struct allowlist *al, struct allowlist_diag *diag, unsigned line,
@@ -46,21 +47,66 @@ hexval(char c)
 }
 
 /* Segment s[0..len) between two '/' (or after the last one when last);
- * why it is not canonical, or NULL. */
+ * why it is not canonical, or NULL. (';' never gets here.) */
 static const char *
 path_segment(const char *s, size_t len, bool last)
 {
-	const char *semi = memchr(s, ';', len);
-	size_t name = semi != NULL ? (size_t)(semi - s) : len;
-
 	if (len == 0)
 		return last ? NULL : "it holds '//'";
-	if (name == 0)
-		return "it holds an empty segment before ';'";
-	if ((name == 1 && s[0] == '.') || (name == 2 && s[0] == '.' &&
+	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' &&
 	    s[1] == '.'))
 		return "it holds a dot segment ('.' or '..')";
 	return NULL;
+}
+
+/* The UTF-8 sequence that starts with the byte of the escape at s[i]
+ * (v >= 0x80) must be well-formed in escapes that follow it at once
+ * (RFC 3629: shortest form, no surrogates, at most U+10FFFF); *end gets
+ * the index of its last escape's last digit. A server that decodes an
+ * overlong form ("%c0%ae" for '.') finds what the check never saw. */
+static bool
+path_utf8_ok(const char *s, size_t len, size_t i, unsigned v, size_t *end)
+{
+	unsigned need, cp, lo = 0x80, hi = 0xbf;
+	int h, l;
+
+	if (v >= 0xc2 && v <= 0xdf) {
+		need = 1;
+		cp = v & 0x1f;
+	} else if (v >= 0xe0 && v <= 0xef) {
+		need = 2;
+		cp = v & 0x0f;
+		if (v == 0xe0)
+			lo = 0xa0;	/* overlong */
+		else if (v == 0xed)
+			hi = 0x9f;	/* surrogates */
+	} else if (v >= 0xf0 && v <= 0xf4) {
+		need = 3;
+		cp = v & 0x07;
+		if (v == 0xf0)
+			lo = 0x90;	/* overlong */
+		else if (v == 0xf4)
+			hi = 0x8f;	/* over U+10FFFF */
+	} else {
+		return false;	/* a continuation, 0xc0, 0xc1 or 0xf5-0xff */
+	}
+	for (unsigned k = 0; k < need; k++) {
+		i += 3;
+		if (i + 2 >= len || s[i] != '%')
+			return false;
+		h = hexval(s[i + 1]);
+		l = hexval(s[i + 2]);
+		if (h < 0 || l < 0)
+			return false;
+		v = (unsigned)(h * 16 + l);
+		if (v < lo || v > hi)
+			return false;
+		lo = 0x80;
+		hi = 0xbf;
+		cp = cp << 6 | (v & 0x3f);
+	}
+	*end = i + 2;
+	return cp != 0;
 }
 
 const char *
@@ -80,7 +126,12 @@ al_path_problem(const char *s, size_t len, bool stem)
 			return "it holds a backslash";
 		if (c == '#')
 			return "it holds '#'";
+		/* Path parameters: servers disagree on what "/a;x/../b"
+		 * names (Tomcat and Spring drop or resolve them). */
+		if (c == ';')
+			return "it holds ';'";
 		if (c == '%') {
+			size_t end;
 			if (i + 2 >= len)
 				return "it holds a malformed '%' escape";
 			hi = hexval(s[i + 1]);
@@ -91,6 +142,16 @@ al_path_problem(const char *s, size_t len, bool stem)
 			if (v == '.' || v == '/' || v == '\\' || v == 0)
 				return "it holds a percent-encoded '.', '/', "
 				    "'\\' or NUL";
+			if (v == ';')
+				return "it holds a percent-encoded ';'";
+			if (v >= 0x80) {
+				if (!path_utf8_ok(s, len, i, (unsigned)v, &end))
+					return "it holds percent-encoded bytes "
+					    "that are not UTF-8 (or an "
+					    "overlong form)";
+				i = end;
+				continue;
+			}
 			i += 2;
 			continue;
 		}
@@ -163,6 +224,33 @@ out:
 	if (reason != NULL)
 		*reason = r;
 	return ok;
+}
+
+/* Request headers that make a server act on another method or URL than
+ * the request line's: frameworks (Rails, Laravel, Symfony, ASP.NET,
+ * IIS URL rewrite, nginx setups, Spring's HiddenHttpMethodFilter kin)
+ * honour them, so an entry bounding methods or paths refuses them. One
+ * table: allowlist/README.md lists it, tests/allowlist has a row each. */
+static const char *const override_headers[] = {
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override",
+	"X-Original-URL", "X-Rewrite-URL", "X-Original-Method",
+};
+
+bool
+allowlist_override_header(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(override_headers) /
+	    sizeof(override_headers[0]); i++)
+		if (strlen(override_headers[i]) == len &&
+		    strncasecmp(override_headers[i], name, len) == 0)
+			return true;
+	return false;
+}
+
+bool
+allowlist_inspect_bounded(const struct allowlist_inspect *in)
+{
+	return in != NULL && (in->nmethods > 0 || in->npaths > 0);
 }
 
 /* RFC 9110 tchar. */
@@ -424,6 +512,10 @@ opts_canon(struct al_opts *o, size_t len)
 	if ((o->canon = malloc(len + 32)) == NULL)
 		return -ENOMEM;
 	o->canon_len = 0;
+	if (o->raw) {
+		opts_put(o, "raw", 3);
+		return 0;
+	}
 	opts_put(o, "inspect", 7);
 	opts_put_list(o, "methods=", o->methods, o->nmethods);
 	opts_put_list(o, "paths=", o->paths, o->npaths);
@@ -468,6 +560,12 @@ al_opts_parse(struct allowlist *al, struct allowlist_diag *diag,
 			o->inspect = true;
 			continue;
 		}
+		if (n == 3 && memcmp(t, "raw", 3) == 0) {
+			if (o->raw)
+				goto twice;
+			o->raw = true;
+			continue;
+		}
 		if (eq == NULL) {
 			opts_error(al, diag, line, "unexpected '%s' after the "
 			    "entry (one entry per line; comments start with "
@@ -508,13 +606,19 @@ al_opts_parse(struct allowlist *al, struct allowlist_diag *diag,
 			return false;
 		}
 	}
+	if (o->raw && o->inspect) {
+		opts_error(al, diag, line, "'raw' and 'inspect' exclude each "
+		    "other ('raw' passes any bytes without looking at them; "
+		    "'inspect' terminates TLS and checks every request)");
+		return false;
+	}
 	if (first != NULL && !o->inspect) {
 		opts_error(al, diag, line, "'%s' needs 'inspect' on the same "
 		    "entry (the proxy sees requests only in connections it "
 		    "inspects)", al_quote(first, flen, q, sizeof(q)));
 		return false;
 	}
-	if (o->inspect && opts_canon(o, len) < 0) {
+	if ((o->inspect || o->raw) && opts_canon(o, len) < 0) {
 		*nomem = true;
 		return false;
 	}
@@ -552,7 +656,8 @@ al_opts_commit(struct allowlist *al, const struct al_opts *o, unsigned line)
 {
 	struct al_insp in = { .line = line, .header = AL_NONE,
 	    .secret = AL_NONE, .nmethods = (uint16_t)o->nmethods,
-	    .npaths = (uint16_t)o->npaths, .list = (uint32_t)al->nlist };
+	    .npaths = (uint16_t)o->npaths, .list = (uint32_t)al->nlist,
+	    .raw = o->raw };
 	int64_t off;
 
 	if (al->ninsps >= UINT32_MAX - 1 || al->nlist + o->nmethods +

@@ -524,7 +524,7 @@ parse_line(struct parse *p, const char *s, size_t len)
 		p->errors++;
 		return;
 	}
-	p->opts = opts.inspect ? &opts : NULL;
+	p->opts = opts.inspect || opts.raw ? &opts : NULL;
 	parse_entry(p, s, tok);
 	p->opts = NULL;
 	al_opts_cleanup(&opts);

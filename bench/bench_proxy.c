@@ -515,17 +515,20 @@ write_file(const char *path, const char *text)
 	fclose(f);
 }
 
+/* raw: the upstream's entry takes any bytes (the plain tunnels, as the
+ * anchors relay them); else its tunnels must carry TLS (the SNI rows). */
 static bool
-start_cordon(struct target *t, const char *bin)
+start_cordon(struct target *t, const char *bin, bool raw)
 {
 	char list[300], alog[300], listen[64], allow[64], text[256];
 
-	snprintf(list, sizeof(list), "%s/cordon.list", tmpdir);
-	snprintf(alog, sizeof(alog), "%s/cordon-access.log", tmpdir);
-	snprintf(text, sizeof(text), "127.0.0.2:%u\n" SNI_NAME ":%u\n",
-	    up_port, up_port);
+	snprintf(list, sizeof(list), "%s/cordon-%u.list", tmpdir, t->port =
+	    free_port());
+	snprintf(alog, sizeof(alog), "%s/cordon-%u-access.log", tmpdir,
+	    t->port);
+	snprintf(text, sizeof(text), "127.0.0.2:%u%s\n" SNI_NAME ":%u\n",
+	    up_port, raw ? " raw" : "", up_port);
 	write_file(list, text);
-	t->port = free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", t->port);
 	snprintf(allow, sizeof(allow), "127.0.0.2:%u", up_port);
 	const char *argv[] = { bin, "--listen", listen, "--allowlist", list,
@@ -551,7 +554,7 @@ start_cordon_run(struct target *t, const char *bin, double *rt_us)
 	snprintf(sock, sizeof(sock), "%s/ctl.sock", tmpdir);
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		return false;
-	snprintf(text, sizeof(text), "127.0.0.2:%u\n", up_port);
+	snprintf(text, sizeof(text), "127.0.0.2:%u raw\n", up_port);
 	write_file(list, text);
 	t->port = free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%u", t->port);
@@ -870,7 +873,7 @@ main(int argc, char **argv)
 	else if (!start_squid(&tg[2]))
 		snprintf(tg[2].note, sizeof(tg[2].note), "did not start"),
 		    tg[2].skip = true;
-	if (!start_cordon(&tg[3], cordon))
+	if (!start_cordon(&tg[3], cordon, true))
 		snprintf(tg[3].note, sizeof(tg[3].note), "did not start"),
 		    tg[3].skip = true;
 	if (strstr(skip, "runmode") != NULL)
@@ -896,8 +899,8 @@ main(int argc, char **argv)
 		if (tg[5].hello_len == 0)
 			snprintf(tg[5].note, sizeof(tg[5].note),
 			    "no ClientHello fixture");
-	} else if (!start_cordon(&tg[5], cordon) ||
-	    !start_cordon(&tg[6], cordon)) {
+	} else if (!start_cordon(&tg[5], cordon, false) ||
+	    !start_cordon(&tg[6], cordon, false)) {
 		snprintf(tg[5].note, sizeof(tg[5].note), "did not start");
 		tg[5].skip = tg[6].skip = true;
 	} else {

@@ -11,9 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "allowlist/allowlist.h"
 #include "cli/cmd.h"
 #include "common/config.h"
+#include "proxy/addr.h"
 
 #define EXPLAIN_DEFAULT_PORT	443
 
@@ -139,6 +143,8 @@ allowlist_check(const char *path, struct secrets_arg *sa)
 		    n == 1 ? "entry" : "entries");
 		if (k > 0)
 			printf(", %zu inspected", k);
+		if ((k = allowlist_raw_count(al)) > 0)
+			printf(", %zu raw", k);
 		printf(")");
 	}
 	if (diag.warnings > 0)
@@ -179,6 +185,8 @@ allowlist_print_inspect(const struct allowlist_decision *d,
 	const char *why;
 	bool ok;
 
+	if (d->raw)
+		printf("raw: tunnels to it may carry any bytes, not only TLS\n");
 	if (in == NULL) {
 		if (method != NULL)
 			printf("request %s %s: allow (not inspected: the "
@@ -196,6 +204,52 @@ allowlist_print_inspect(const struct allowlist_decision *d,
 	printf("request %s %s: %s", method, target, ok ? "allow" : "deny");
 	printf(" (%s)\n", why);
 	return ok;
+}
+
+/* What cordon-proxy refuses before it asks the allowlist, in its order:
+ * a name internal by its shape, then an IP literal that is not public
+ * (the address classes are the proxy's own, proxy/addr.c). Prints the
+ * refusal and returns true; false when the allowlist decides. d holds the
+ * allowlist's decision (a host or port it cannot parse is its answer). */
+static bool
+explain_refused_first(const char *authority, const struct allowlist_decision *d)
+{
+	struct allowlist_host h;
+	const char *end;
+	char host[300];
+	enum addr_class cls;
+	size_t n;
+
+	if (strcmp(d->reason, "invalid-host") == 0 ||
+	    strcmp(d->reason, "invalid-port") == 0 ||
+	    strcmp(d->reason, "no-policy") == 0)
+		return false;
+	end = authority[0] == '[' ? strchr(authority, ']') + 1 :
+	    authority + strcspn(authority, ":");
+	n = (size_t)(end - authority);
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, authority, n);
+	host[n] = '\0';
+	if (allowlist_host_parse(host, &h) != 0)
+		return false;
+	if (h.family == 0 && allowlist_host_internal(h.text)) {
+		printf("deny %s (internal-name): a name cordon-proxy refuses "
+		    "before any lookup, whatever the allowlist says\n", h.text);
+		return true;
+	}
+	if (h.family == 0)
+		return false;
+	cls = h.family == AF_INET ?
+	    proxy_addr_classify_in((const struct in_addr *)(void *)h.addr) :
+	    proxy_addr_classify_in6((const struct in6_addr *)(void *)h.addr);
+	if (cls == ADDR_PUBLIC)
+		return false;
+	printf("deny %s (address-%s): an address cordon-proxy refuses "
+	    "whatever the allowlist says, unless started with "
+	    "--allow-address %s\n", h.text, proxy_addr_class_name(cls),
+	    h.text);
+	return true;
 }
 
 static int
@@ -233,6 +287,14 @@ allowlist_explain(const char *path, const char *authority, const char *policy,
 		return 2;
 	}
 	allowlist_match_authority(al, authority, EXPLAIN_DEFAULT_PORT, &d);
+	if (explain_refused_first(authority, &d)) {
+		/* The allowlist's own view, for the editor. */
+		fputs("allowlist: ", stdout);
+		allowlist_print_decision(&d, path, policy != NULL ? policy :
+		    "default");
+		allowlist_set_free(set);
+		return 1;
+	}
 	allowlist_print_decision(&d, path, policy != NULL ? policy : "default");
 	ok = d.allowed;
 	if (ok)

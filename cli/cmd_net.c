@@ -17,12 +17,14 @@
 #include "common/config.h"
 #include "common/json.h"
 #include "netsetup/netsetup.h"
+#include "runner/egress.h"
 #include "runner/runner.h"
 #include "cli/cmd.h"
 
 /* After the SIGHUP, before asking for the policies: the proxy handles the
  * signal in its event loop, which may serve the control request first. */
-#define RELOAD_SETTLE_MS 300
+/* A reload parses every policy and waits for the network child. */
+#define RELOAD_TIMEOUT_MS 60000
 
 #define MAX_PROXY_ARGS 32
 
@@ -160,7 +162,8 @@ net_up(const struct config *c, int argc, char **argv)
 		return 1;
 	}
 	o = (struct netsetup_up_opts){ al, proxy, pargs, npargs,
-	    c->egress_secrets[0] != '\0' ? c->egress_secrets : NULL };
+	    c->egress_secrets[0] != '\0' ? c->egress_secrets : NULL,
+	    (int)c->egress_source_max_pending };
 	rc = netsetup_up(&p, &o, &changes, err, sizeof(err));
 	print_changes(changes, rc == 0 ? "already up: nothing changed" : "");
 	free(changes);
@@ -218,37 +221,20 @@ net_status(const struct config *c)
 	return ok ? 0 : 1;
 }
 
-/* Loads the allowlist as the proxy would, printing every diagnostic;
- * 0 when it has no errors. */
-static int
-reload_check(const char *path)
-{
-	struct allowlist_diag diag;
-	struct allowlist_set *set = NULL;
-	int rc;
-
-	allowlist_diag_init(&diag);
-	rc = allowlist_set_load(path, &set, &diag);
-	for (size_t i = 0; i < diag.count; i++)
-		fprintf(stderr, "%s\n", diag.items[i].text);
-	if (diag.dropped > 0)
-		fprintf(stderr, "... and %zu more\n", diag.dropped);
-	if (rc < 0)
-		fprintf(stderr, "cordon net reload: %s: %zu error%s; the proxy "
-		    "keeps the allowlist it has\n", path, diag.errors,
-		    diag.errors == 1 ? "" : "s");
-	allowlist_diag_cleanup(&diag);
-	allowlist_set_free(set);
-	return rc;
-}
-
+/* Asks the running proxy to reload over its control socket: its parent
+ * rereads the allowlist and the secrets store as root, and answers once
+ * its network child has the new generation, or with the loader's
+ * FILE:LINE diagnostics while the old generation stays in force. */
 static int
 net_reload(const struct config *c)
 {
+	static const char *const counts[] = { "entries", "inspected", "raw",
+	    "secrets" };
 	struct netsetup_params p;
-	char path[PATH_MAX], err[1024];
-	const cJSON *n;
-	cJSON *list = NULL;
+	char path[PATH_MAX], ctl[NETSETUP_CONTROL_MAX], err[4096];
+	const cJSON *v, *n;
+	cJSON *a = NULL;
+	int rc;
 
 	if (netsetup_params_load(&p, c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon net reload: %s\n", err);
@@ -260,24 +246,32 @@ net_reload(const struct config *c)
 		    p.state_dir);
 		return 1;
 	}
-	if (reload_check(path) < 0)
-		return 1;
-	if (netsetup_proxy_reload(&p, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cordon net reload: %s\n", err);
-		return 1;
-	}
-	(void)poll(NULL, 0, RELOAD_SETTLE_MS);
-	if (runner_egress_policies(c, &list, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cordon net reload: signalled the proxy, but "
-		    "cannot list its policies: %s\n", err);
+	if (netsetup_control_path(&p, ctl, sizeof(ctl)) < 0) {
+		fprintf(stderr, "cordon net reload: the control socket's path "
+		    "under %s is too long\n", p.state_dir);
 		return 1;
 	}
-	printf("reloaded %s; policies:", path);
-	cJSON_ArrayForEach(n, list)
+	rc = runner_egress_call(ctl, "{\"op\":\"reload\"}\n",
+	    RELOAD_TIMEOUT_MS, &a, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "cordon net reload: %s: not reloaded, the proxy "
+		    "keeps the allowlist it has: %s\n", path, err);
+		return 1;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(a, "generation");
+	printf("reloaded %s: generation %.0f; policies:", path,
+	    cJSON_IsNumber(v) ? v->valuedouble : 0);
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(a, "policies"))
 		if (cJSON_IsString(n))
 			printf(" %s", n->valuestring);
-	printf("\n");
-	cJSON_Delete(list);
+	printf(" (");
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(a, counts[i]);
+		printf("%s%.0f %s", i > 0 ? ", " : "",
+		    cJSON_IsNumber(v) ? v->valuedouble : 0, counts[i]);
+	}
+	printf(")\n");
+	cJSON_Delete(a);
 	return 0;
 }
 

@@ -50,6 +50,7 @@ static const struct field top_fields[] = {
 	STR("egress_default_policy", egress_default_policy),
 	STR("egress_secrets", egress_secrets),
 	INT("egress_run_max_conns", egress_run_max_conns, 1, 65535),
+	INT("egress_source_max_pending", egress_source_max_pending, 0, 65535),
 	{ "egress_run_bytes_up", F_SIZE, offsetof(struct config,
 	    egress_run_bytes_up), 0, 0, 1LL << 53 },
 	{ "egress_run_bytes_down", F_SIZE, offsetof(struct config,
@@ -222,6 +223,7 @@ config_defaults(struct config *c)
 	strcpy(c->proxy_user, "nobody");
 	strcpy(c->egress_default_policy, "default");
 	c->egress_run_max_conns = 32;
+	c->egress_source_max_pending = 32;
 	c->require_probe = true;
 	c->probe_max_age_s = 3600;
 	c->probe_auto = true;

@@ -142,6 +142,9 @@ struct config {
 	 * (allowlist/README.md); "" = none. */
 	char egress_secrets[256];
 	int64_t egress_run_max_conns;	/* concurrent proxy connections */
+	/* Connections from one sandbox not yet admitted by the proxy (no
+	 * request accepted yet), at most; 0: no cap. */
+	int64_t egress_source_max_pending;
 	uint64_t egress_run_bytes_up;	/* 0: unlimited */
 	uint64_t egress_run_bytes_down;	/* 0: unlimited */
 	bool require_probe;

@@ -63,6 +63,8 @@ struct netsetup_up_opts {
 	const char *const *proxy_args;	/* extra proxy arguments, or NULL */
 	size_t nproxy_args;
 	const char *secrets;		/* config egress_secrets, or NULL */
+	/* config egress_source_max_pending (--source-max-pending). */
+	int source_max_pending;
 };
 
 /*

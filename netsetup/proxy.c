@@ -36,7 +36,8 @@ int
 netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out)
 {
-	char listen[40], control[NETSETUP_CONTROL_MAX], cert[340], key[340];
+	char listen[40], control[NETSETUP_CONTROL_MAX], cert[340], key[340],
+	    pending[16], state[400];
 	cJSON *a;
 	int rc;
 
@@ -50,6 +51,8 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	snprintf(listen, sizeof(listen), "%s:%d", p->gateway, p->port);
 	snprintf(cert, sizeof(cert), "%s/ca.crt", p->ca_dir);
 	snprintf(key, sizeof(key), "%s/ca.key", p->ca_dir);
+	snprintf(pending, sizeof(pending), "%d", o->source_max_pending);
+	netsetup_state_path(p, "proxy-runs.state", state, sizeof(state));
 	/* The proxy binds and loads its allowlist first, then drops to the
 	 * proxy user itself: neither file needs to be readable by it. */
 	if ((rc = argv_add(a, o->proxy_bin)) < 0 ||
@@ -61,6 +64,9 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	    (rc = argv_add(a, "-")) < 0 ||
 	    (rc = argv_add(a, "--control")) < 0 ||
 	    (rc = argv_add(a, control)) < 0 ||
+	    /* The run registry, for a restarted proxy (root only). */
+	    (rc = argv_add(a, "--state")) < 0 ||
+	    (rc = argv_add(a, state)) < 0 ||
 	    (rc = argv_add(a, "--user")) < 0 ||
 	    (rc = argv_add(a, p->proxy_user)) < 0 ||
 	    /* TLS inspection: the egress CA (netsetup_proxy_up makes it)
@@ -69,6 +75,9 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	    (rc = argv_add(a, cert)) < 0 ||
 	    (rc = argv_add(a, "--ca-key")) < 0 ||
 	    (rc = argv_add(a, key)) < 0 ||
+	    /* Fairness before the credential (per sandbox address). */
+	    (rc = argv_add(a, "--source-max-pending")) < 0 ||
+	    (rc = argv_add(a, pending)) < 0 ||
 	    (o->secrets != NULL && ((rc = argv_add(a, "--secrets")) < 0 ||
 	    (rc = argv_add(a, o->secrets)) < 0)))
 		goto bad;

@@ -115,8 +115,10 @@ sdunit_text(const struct nssuper_spec *s, const char *bridge, char *buf,
 		    "docker.service\n\n[Service]\nType=simple\n");
 	if (rc == 0)
 		rc = sdunit_line(buf, len, &used, "ExecStart=", s->argv);
-	if (rc == 0)
-		rc = sdunit_line(buf, len, &used, "User=", user);
+	/* The parent stays root (it keeps the CA key, the secrets and the
+	 * control socket, and rereads them on reload); its network child
+	 * drops to the proxy user (--user) in an empty root. */
+	(void)user;
 	for (size_t i = 0; rc == 0 && s->envp[i] != NULL; i++) {
 		const char *one[] = { s->envp[i], NULL };
 		rc = sdunit_line(buf, len, &used, "Environment=", one);
@@ -124,7 +126,11 @@ sdunit_text(const struct nssuper_spec *s, const char *bridge, char *buf,
 	if (rc == 0)
 		rc = sdunit_append(buf, len, &used,
 		    "Restart=always\nRestartSec=1\n"
-		    "NoNewPrivileges=yes\nCapabilityBoundingSet=\n"
+		    "NoNewPrivileges=yes\nCapabilityBoundingSet=CAP_SETUID "
+		    "CAP_SETGID CAP_SYS_CHROOT\n"
+		    "RuntimeDirectory=cordon-proxy-root\n"
+		    "RuntimeDirectoryMode=0555\n"
+		    "RuntimeDirectoryPreserve=yes\n"
 		    "ProtectSystem=strict\nProtectHome=read-only\n"
 		    "PrivateTmp=yes\nPrivateDevices=yes\n"
 		    "ProtectKernelTunables=yes\nProtectKernelModules=yes\n"
@@ -186,8 +192,9 @@ sdunit_start(const struct netsetup_params *p, const struct nssuper_spec *s,
 	}
 	if (systemctl("restart", name, NULL, err, errlen) != 0)
 		return -EIO;
-	netsetup_note(changes, "%s systemd unit %s: cordon-proxy as %s on "
-	    "%s:%d, log %s", same ? "restarted" : "wrote and started", name,
+	netsetup_note(changes, "%s systemd unit %s: cordon-proxy (network "
+	    "child as %s) on %s:%d, log %s", same ? "restarted" :
+	    "wrote and started", name,
 	    s->user, p->gateway, p->port, s->log_path);
 	return 0;
 }

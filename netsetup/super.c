@@ -207,7 +207,8 @@ supervise(const struct nssuper_spec *s, const struct passwd *pw)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_DFL);
-	slog("supervising %s as %s", s->argv[0], s->user);
+	slog("supervising %s (its network child runs as %s)", s->argv[0],
+	    s->user);
 	while (!nssuper_stop_flag) {
 		int64_t started = time_mono_ms();
 		int status = 0;

@@ -30,6 +30,11 @@ struct accesslog {
 	uint64_t max;		/* rotate at this size; 0: never */
 	unsigned keep;		/* PATH.1 .. PATH.keep */
 	bool rotate_off;	/* a rotation failed: off until a reopen */
+	/* An adopted log (the network child): no path; past max, ask_rotate
+	 * is called once, until a new descriptor comes. */
+	void (*ask_rotate)(void *);
+	void *ask_arg;
+	bool asked;
 };
 
 /* Opens path for appending; *size gets its current size. fd or -errno. */
@@ -142,12 +147,82 @@ maybe_rotate(struct accesslog *al)
 
 	if (al->max == 0 || al->rotate_off || al->size < al->max)
 		return;
+	if (al->ask_rotate != NULL) {
+		if (!al->asked) {
+			al->asked = true;
+			al->ask_rotate(al->ask_arg);
+		}
+		return;
+	}
 	if ((rc = rotate(al)) < 0) {
 		al->rotate_off = true;
 		log_warnx("access log %s: cannot rotate (%s): rotation off "
 		    "until the next reopen (SIGUSR1); lines still go to the "
 		    "open file", al->path, strerror(-rc));
 	}
+}
+
+int
+proxy_accesslog_adopt(int fd, uint64_t size, uint64_t max,
+    void (*ask_rotate)(void *), void *arg, struct accesslog **out)
+{
+	struct accesslog *al;
+
+	*out = NULL;
+	if ((al = calloc(1, sizeof(*al))) == NULL)
+		return -ENOMEM;
+	al->fd = fd;
+	al->is_stdout = fd == STDOUT_FILENO;
+	al->size = size;
+	al->max = ask_rotate != NULL ? max : 0;
+	al->ask_rotate = ask_rotate;
+	al->ask_arg = arg;
+	*out = al;
+	return 0;
+}
+
+void
+proxy_accesslog_replace(struct accesslog *al, int fd, uint64_t size)
+{
+	if (!al->is_stdout && al->fd >= 0)
+		close(al->fd);
+	al->fd = fd;
+	al->is_stdout = fd == STDOUT_FILENO;
+	al->size = size;
+	al->asked = false;
+}
+
+int
+proxy_accesslog_rotate(struct accesslog *al)
+{
+	int rc;
+
+	if (al == NULL || al->is_stdout || al->path == NULL || al->keep == 0)
+		return -EINVAL;
+	if ((rc = rotate(al)) < 0)
+		log_warnx("access log %s: cannot rotate (%s)", al->path,
+		    strerror(-rc));
+	return rc;
+}
+
+int
+proxy_accesslog_dup(const struct accesslog *al, uint64_t *size)
+{
+	int fd;
+
+	*size = 0;
+	if (al == NULL || al->is_stdout)
+		return -EINVAL;
+	if ((fd = fcntl(al->fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return -errno;
+	*size = al->size;
+	return fd;
+}
+
+bool
+proxy_accesslog_is_stdout(const struct accesslog *al)
+{
+	return al != NULL && al->is_stdout;
 }
 
 void

@@ -62,6 +62,26 @@ void proxy_accesslog_free(struct accesslog *al);	/* accepts NULL */
 int proxy_accesslog_set_rotate(struct accesslog *al, uint64_t max,
     unsigned keep);
 
+/*
+ * Privilege separation: the parent owns the file (opens, reopens,
+ * rotates: proxy_accesslog_rotate; hands a duplicate of its descriptor
+ * with the file's size to the child: proxy_accesslog_dup), the network
+ * child writes to a descriptor it was given (proxy_accesslog_adopt; fd 1
+ * is stdout) and, once a line takes it past max bytes (0: never), calls
+ * ask_rotate(arg) once, until proxy_accesslog_replace gives it the new
+ * file. Lines go on into the old one meanwhile: nothing is lost.
+ */
+int proxy_accesslog_adopt(int fd, uint64_t size, uint64_t max,
+    void (*ask_rotate)(void *), void *arg, struct accesslog **out);
+void proxy_accesslog_replace(struct accesslog *al, int fd, uint64_t size);
+/* Rotates now (PATH -> PATH.1 ...; needs set_rotate's keep). 0 or a
+ * negative errno (logged). */
+int proxy_accesslog_rotate(struct accesslog *al);
+/* A close-on-exec duplicate of the open file's descriptor and its size;
+ * -EINVAL for stdout. */
+int proxy_accesslog_dup(const struct accesslog *al, uint64_t *size);
+bool proxy_accesslog_is_stdout(const struct accesslog *al);
+
 /* Formats e as one JSON line with a trailing newline into buf. Returns the
  * length, or -ENOSPC when it did not fit. Pure; exposed for tests. */
 int proxy_accesslog_format(const struct accesslog_entry *e, char *buf,

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -573,6 +574,188 @@ proxy_ca_leaf(struct proxy_ca *ca, const char *host, bool is_ip,
 
 EVP_PKEY *proxy_ca_leaf_key(const struct proxy_ca *ca) { return ca->leaf_key; }
 X509 *proxy_ca_cert(const struct proxy_ca *ca) { return ca->cert; }
+/* --- privilege separation: the parent signs, the child caches --------- */
+
+int
+proxy_ca_load_public(const char *pem, size_t len, size_t cache_max,
+    struct proxy_ca **out, char *err, size_t errlen)
+{
+	struct proxy_ca *ca;
+	BIO *b;
+
+	*out = NULL;
+	if (cache_max == 0 || len == 0 || len > INT_MAX) {
+		snprintf(err, errlen, "no CA certificate");
+		return -EINVAL;
+	}
+	if ((ca = calloc(1, sizeof(*ca))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ca->max = cache_max;
+	b = BIO_new_mem_buf(pem, (int)len);
+	ca->cert = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	BIO_free(b);
+	if (ca->cert == NULL || X509_check_ca(ca->cert) == 0) {
+		proxy_ca_free(ca);
+		return ca_fail(err, errlen, -EINVAL, "the CA certificate");
+	}
+	if ((ca->leaf_key = ca_key_new()) == NULL) {
+		proxy_ca_free(ca);
+		return ca_fail(err, errlen, -ENOMEM, "making the leaf key");
+	}
+	*out = ca;
+	return 0;
+}
+
+int
+proxy_ca_cert_pem(const struct proxy_ca *ca, char **out, size_t *len)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *p;
+	long n;
+
+	*out = NULL;
+	*len = 0;
+	if (b == NULL || PEM_write_bio_X509(b, ca->cert) != 1 ||
+	    (n = BIO_get_mem_data(b, &p)) <= 0 ||
+	    (*out = malloc((size_t)n + 1)) == NULL) {
+		BIO_free(b);
+		ERR_clear_error();
+		return -ENOMEM;
+	}
+	memcpy(*out, p, (size_t)n);
+	(*out)[n] = '\0';
+	*len = (size_t)n;
+	BIO_free(b);
+	return 0;
+}
+
+int
+proxy_ca_leaf_pubkey(const struct proxy_ca *ca, unsigned char *out,
+    size_t cap, size_t *len)
+{
+	unsigned char *p = out;
+	int n = i2d_PUBKEY(ca->leaf_key, NULL);
+
+	*len = 0;
+	if (n <= 0 || (size_t)n > cap || i2d_PUBKEY(ca->leaf_key, &p) != n) {
+		ERR_clear_error();
+		return -ENOSPC;
+	}
+	*len = (size_t)n;
+	return 0;
+}
+
+int
+proxy_ca_sign(struct proxy_ca *ca, const char *host, bool is_ip,
+    const unsigned char *pub, size_t publen, int64_t now,
+    unsigned char **der, size_t *derlen)
+{
+	const unsigned char *p = pub;
+	EVP_PKEY *key, *saved;
+	X509 *x;
+	int n;
+
+	*der = NULL;
+	*derlen = 0;
+	if (ca->key == NULL || publen > INT_MAX)
+		return -EPERM;
+	key = d2i_PUBKEY(NULL, &p, (long)publen);
+	if (key == NULL || p != pub + publen ||
+	    EVP_PKEY_base_id(key) != EVP_PKEY_EC) {
+		EVP_PKEY_free(key);
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	/* ca_mint signs whatever ca->leaf_key is: lend it this key. */
+	saved = ca->leaf_key;
+	ca->leaf_key = key;
+	x = ca_mint(ca, host, is_ip, now);
+	ca->leaf_key = saved;
+	EVP_PKEY_free(key);
+	if (x == NULL)
+		return -EINVAL;
+	*der = NULL;
+	n = i2d_X509(x, der);
+	X509_free(x);
+	if (n <= 0) {
+		ERR_clear_error();
+		return -ENOMEM;
+	}
+	ca->minted++;
+	*derlen = (size_t)n;
+	return 0;
+}
+
+X509 *
+proxy_ca_leaf_cached(struct proxy_ca *ca, const char *host, int64_t now_s)
+{
+	struct ca_leaf *l;
+
+	for (l = ca->head; l != NULL; l = l->next)
+		if (strcmp(l->host, host) == 0)
+			break;
+	if (l == NULL || l->not_after - now_s <= CA_RENEW_SECS)
+		return NULL;
+	ca_leaf_unlink(ca, l);
+	ca_leaf_push(ca, l);
+	ca->hits++;
+	return l->cert;
+}
+
+X509 *
+proxy_ca_leaf_store(struct proxy_ca *ca, const char *host,
+    const unsigned char *der, size_t len, int64_t now_s)
+{
+	const unsigned char *p = der;
+	X509 *x = len <= INT_MAX ? d2i_X509(NULL, &p, (long)len) : NULL;
+	EVP_PKEY *pk = x != NULL ? X509_get0_pubkey(x) : NULL;
+	struct ca_leaf *l;
+
+	/* What the parent sent must be a leaf for our key, issued by the
+	 * CA: anything else would fail the handshake anyway. */
+	if (x == NULL || p != der + len || pk == NULL ||
+	    EVP_PKEY_eq(pk, ca->leaf_key) != 1 ||
+	    X509_check_issued(ca->cert, x) != X509_V_OK) {
+		X509_free(x);
+		ERR_clear_error();
+		return NULL;
+	}
+	for (l = ca->head; l != NULL; l = l->next)
+		if (strcmp(l->host, host) == 0)
+			break;
+	if (l != NULL) {
+		X509_free(l->cert);
+		l->cert = x;
+		l->not_after = now_s + PROXY_CA_LEAF_SECS;
+		ca_leaf_unlink(ca, l);
+		ca_leaf_push(ca, l);
+		return x;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL || (l->host = strdup(host)) == NULL) {
+		free(l);
+		X509_free(x);
+		return NULL;
+	}
+	l->cert = x;
+	l->not_after = now_s + PROXY_CA_LEAF_SECS;
+	if (ca->n >= ca->max) {
+		struct ca_leaf *old = ca->tail;
+		ca_leaf_unlink(ca, old);
+		ca_leaf_free(old);
+	}
+	ca_leaf_push(ca, l);
+	return x;
+}
+
+bool
+proxy_ca_has_key(const struct proxy_ca *ca)
+{
+	return ca->key != NULL;
+}
+
 uint64_t proxy_ca_minted(const struct proxy_ca *ca) { return ca->minted; }
 uint64_t proxy_ca_hits(const struct proxy_ca *ca) { return ca->hits; }
 size_t proxy_ca_cached(const struct proxy_ca *ca) { return ca->n; }

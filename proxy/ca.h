@@ -61,6 +61,39 @@ X509 *proxy_ca_leaf(struct proxy_ca *ca, const char *host, bool is_ip,
 EVP_PKEY *proxy_ca_leaf_key(const struct proxy_ca *ca);
 /* The CA certificate (borrowed): leaves chain to it. */
 X509 *proxy_ca_cert(const struct proxy_ca *ca);
+/*
+ * Privilege separation. The parent holds the CA with its key
+ * (proxy_ca_load) and signs leaves for the network child, which holds the
+ * CA certificate only (proxy_ca_load_public: from PEM text; its own leaf
+ * key is made there) and caches the leaves it was sent.
+ */
+int proxy_ca_load_public(const char *pem, size_t len, size_t cache_max,
+    struct proxy_ca **out, char *err, size_t errlen);
+/* The CA certificate as PEM (malloc'd, NUL-terminated; caller frees). 0
+ * or -ENOMEM. */
+int proxy_ca_cert_pem(const struct proxy_ca *ca, char **out, size_t *len);
+/* The leaf key's public half, DER SubjectPublicKeyInfo, into out (cap
+ * bytes). 0 and *len, or -ENOSPC. */
+int proxy_ca_leaf_pubkey(const struct proxy_ca *ca, unsigned char *out,
+    size_t cap, size_t *len);
+/* Parent: a leaf for host (as proxy_ca_leaf mints) over the EC public key
+ * pub (DER SubjectPublicKeyInfo), signed by the CA: *der malloc'd
+ * (OPENSSL_free), *derlen. 0, -EPERM (no CA key here), -EINVAL (not an EC
+ * key, or an unusable host), -ENOMEM. */
+int proxy_ca_sign(struct proxy_ca *ca, const char *host, bool is_ip,
+    const unsigned char *pub, size_t publen, int64_t now,
+    unsigned char **der, size_t *derlen);
+/* Child: the cached leaf for host with more than an hour left (borrowed
+ * as proxy_ca_leaf's), or NULL: ask the parent. */
+X509 *proxy_ca_leaf_cached(struct proxy_ca *ca, const char *host,
+    int64_t now_s);
+/* Child: keeps the leaf the parent sent for host (DER), after checking
+ * that it is for this CA's leaf key and issued by the CA. The certificate
+ * (borrowed), or NULL. */
+X509 *proxy_ca_leaf_store(struct proxy_ca *ca, const char *host,
+    const unsigned char *der, size_t len, int64_t now_s);
+/* True when the CA's private key is loaded (the parent's CA). */
+bool proxy_ca_has_key(const struct proxy_ca *ca);
 /* Leaves minted, and answered from the cache, so far. */
 uint64_t proxy_ca_minted(const struct proxy_ca *ca);
 uint64_t proxy_ca_hits(const struct proxy_ca *ca);

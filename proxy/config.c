@@ -26,7 +26,7 @@ enum {
 	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN, OPT_SNI_TIMEOUT, OPT_NO_SNI_CHECK,
 	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP, OPT_SELF_REFRESH,
 	OPT_CA_CERT, OPT_CA_KEY, OPT_UPSTREAM_CA, OPT_SECRETS, OPT_MAKE_CA,
-	OPT_CA_ROOTS,
+	OPT_CA_ROOTS, OPT_SOURCE_MAX_PENDING, OPT_STATE,
 };
 
 static const struct option config_options[] = {
@@ -64,6 +64,9 @@ static const struct option config_options[] = {
 	{ "secrets", required_argument, NULL, OPT_SECRETS },
 	{ "make-ca", required_argument, NULL, OPT_MAKE_CA },
 	{ "ca-roots", required_argument, NULL, OPT_CA_ROOTS },
+	{ "source-max-pending", required_argument, NULL,
+	    OPT_SOURCE_MAX_PENDING },
+	{ "state", required_argument, NULL, OPT_STATE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -77,10 +80,11 @@ proxy_config_usage(void)
 	    "    [--metrics ADDR:PORT] [--max-connections N]\n"
 	    "    [--connect-timeout S] [--idle-timeout S] [--dns-timeout S]\n"
 	    "    [--header-timeout S] [--grace S] [--max-header SIZE]\n"
-	    "    [--self-refresh S]\n"
+	    "    [--self-refresh S] [--source-max-pending N]\n"
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
-	    "    [--control PATH [--run-max-conns N] [--run-bytes-up SIZE]\n"
-	    "    [--run-bytes-down SIZE]] [--sni-timeout S]\n"
+	    "    [--control PATH [--state FILE] [--run-max-conns N]\n"
+	    "    [--run-bytes-up SIZE] [--run-bytes-down SIZE]]\n"
+	    "    [--sni-timeout S]\n"
 	    "    [--insecure-no-sni-check] [--check]\n"
 	    "    [--access-log-max SIZE [--access-log-keep N]]\n"
 	    "    [--ca-cert FILE --ca-key FILE] [--upstream-ca FILE]\n"
@@ -89,11 +93,14 @@ proxy_config_usage(void)
 	    "ADDR:PORT is IPV4:PORT or [IPV6]:PORT; port 0 picks a free port.\n"
 	    "The bound address is logged as \"listening on ADDR:PORT\".\n"
 	    "--control PATH: run mode (per-run credentials and policies,\n"
-	    "registered over a root-only unix socket at PATH).\n"
+	    "registered over a root-only unix socket at PATH); --state FILE\n"
+	    "keeps the registry (root only) for a restarted proxy.\n"
 	    "--access-log-max SIZE: rotate the access log FILE to FILE.1 (up to\n"
 	    "FILE.N, --access-log-keep, default 5) when it reaches SIZE.\n"
 	    "SIGUSR1 (and SIGHUP) reopen the access log after an outside\n"
 	    "rotation (logrotate).\n"
+	    "--source-max-pending N: connections from one address that have\n"
+	    "not yet had a request accepted, at most (default 32; 0: no cap).\n"
 	    "Every local interface address is refused as the proxy's own\n"
 	    "(address-self) unless --allow-address opens it; they are reread\n"
 	    "on SIGHUP and every --self-refresh seconds (default 30).\n"
@@ -125,6 +132,10 @@ proxy_config_init(struct proxy_config *c)
 	c->run_max_conns = 32;
 	c->access_log_keep = 5;
 	c->sni_timeout_ms = 5000;
+	c->source_max_pending = 32;
+	for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
+		c->listen_fd[i] = -1;
+	c->metrics_fd = -1;
 }
 
 static int
@@ -413,6 +424,18 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 			return config_fail(err, errlen,
 			    "--control: want a path of 1-107 bytes");
 		c->control = arg;
+		return 0;
+	case OPT_STATE:
+		if (arg[0] != '/')
+			return config_fail(err, errlen,
+			    "--state %s: want an absolute path", arg);
+		c->state = arg;
+		return 0;
+	case OPT_SOURCE_MAX_PENDING:
+		if (util_parse_i64(arg, 0, 65535, &v) != 0)
+			return config_fail(err, errlen,
+			    "--source-max-pending %s: want 0-65535", arg);
+		c->source_max_pending = (unsigned)v;
 		return 0;
 	case OPT_RUN_MAX_CONNS:
 		if (util_parse_i64(arg, 1, 65535, &v) != 0)

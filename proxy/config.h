@@ -33,6 +33,9 @@ struct proxy_config {
 	 * (bytes 0 = unlimited). */
 	const char *control;
 	unsigned run_max_conns;
+	/* Connections from one source address not yet admitted (their
+	 * first request head accepted), at most; 0: no cap. */
+	unsigned source_max_pending;
 	uint64_t run_bytes_up;
 	uint64_t run_bytes_down;
 	char resolvers[CONFIG_RESOLVERS_MAX];	/* c-ares csv, "" = system */
@@ -73,6 +76,14 @@ struct proxy_config {
 	const char *ca_roots;
 	bool help;
 	int log_level;			/* enum log_level */
+	/* The network child (privilege separation): the listeners its
+	 * parent bound, by index of listen[], and the metrics listener;
+	 * -1: none (bind here). Never set from the command line. */
+	int listen_fd[CONFIG_MAX_LISTEN];
+	int metrics_fd;
+	/* --state FILE: the parent keeps the run registry there (root
+	 * only), so a restarted parent knows the live runs. */
+	const char *state;
 };
 
 /* Defaults for every field (no listen address, no allowlist). */

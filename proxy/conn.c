@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -27,6 +28,7 @@
 #include "proxy/dns.h"
 #include "proxy/helloread.h"
 #include "proxy/metrics.h"
+#include "proxy/pending.h"
 #include "proxy/runs.h"
 #include "proxy/zerocopy.h"
 
@@ -270,6 +272,51 @@ proxy_conn_request_done(struct conn *c)
 	conn_req_free(r);
 }
 
+/* --- pending connections ----------------------------------------------- */
+
+bool
+proxy_conn_pending_start(struct conn *c)
+{
+	struct proxy_server *s = c->srv;
+
+	if (proxy_pending_add(s->pending, &c->peer.sa,
+	    s->cfg->source_max_pending) == 0)
+		return false;
+	c->pending = true;
+	return true;
+}
+
+void
+proxy_conn_admitted(struct conn *c)
+{
+	if (!c->pending)
+		return;
+	proxy_pending_del(c->srv->pending, &c->peer.sa);
+	c->pending = false;
+}
+
+void
+proxy_conn_refuse_now(struct conn *c, int status, const char *reason)
+{
+	char msg[256];
+	int n;
+
+	if (c->req == NULL && (c->req = proxy_conn_req_new()) == NULL) {
+		proxy_conn_free(c);
+		return;
+	}
+	c->req->decision = "deny";
+	c->req->status = status;
+	snprintf(c->req->reason, sizeof(c->req->reason), "%s", reason);
+	n = snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nX-Cordon-Error: "
+	    "%s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+	    status, conn_status_text(status), reason);
+	if (n > 0 && (size_t)n < sizeof(msg))
+		(void)send(bufferevent_getfd(c->cli), msg, (size_t)n,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	proxy_conn_free(c);
+}
+
 /* --- closing ------------------------------------------------------------ */
 
 void
@@ -278,6 +325,7 @@ proxy_conn_free(struct conn *c)
 	struct proxy_server *s = c->srv;
 
 	proxy_conn_request_done(c);
+	proxy_conn_admitted(c);
 	proxy_run_detach(c);
 	if (c->on_free != NULL)
 		c->on_free(c);

@@ -34,6 +34,7 @@ struct evconnlistener;
 struct helloread;
 struct inspect;
 struct proxy_metrics;
+struct proxy_pending;
 struct proxy_run;
 struct proxy_runs;
 struct proxy_selfaddr;
@@ -94,6 +95,12 @@ struct conn_req {
 	 * CONNECT). */
 	bool inspect;
 	bool inspected;
+	/* The deciding entry has `raw`: the tunnel carries any bytes, and
+	 * its first ones are not checked. */
+	bool raw;
+	/* The request carries a method or URL override header
+	 * (allowlist_override_header). */
+	bool override_header;
 	char *path;
 	char *target;
 
@@ -158,6 +165,8 @@ struct conn {
 	/* Run mode: the run of the first accepted request, counted in its
 	 * conns until c closes; later requests must name the same run. */
 	struct proxy_run *run;
+	/* Counted in srv->pending until its first request is admitted. */
+	bool pending;
 };
 
 /* The server (server.h gives everyone else an opaque pointer). */
@@ -170,10 +179,15 @@ struct proxy_server {
 	struct allowlist_set *set;
 	/* TLS inspection (--ca-cert/--ca-key), or NULL: unavailable. */
 	struct proxy_tls *tls;
+	/* The network child's link to its parent (leaves, secrets), or
+	 * NULL: both are here (tls's CA has its key, the set its secrets). */
+	struct proxy_psep *psep;
 	/* Run mode (cfg->control set): the registry and its expiry timer;
 	 * NULL in standalone mode. */
 	struct proxy_runs *runs;
 	struct event *runs_tick;
+	/* Connections not yet admitted, per source address (pending.h). */
+	struct proxy_pending *pending;
 	struct evconnlistener *lev[CONFIG_MAX_LISTEN];
 	struct proxy_config_addr bound[CONFIG_MAX_LISTEN];
 	size_t nlisten;
@@ -216,6 +230,14 @@ void proxy_conn_fail(struct conn *c, int status, const char *decision,
     const char *reason);
 /* Logs the current request (once) and frees it. */
 void proxy_conn_request_done(struct conn *c);
+/* Counts c as pending for its source address; false when the address
+ * already has --source-max-pending of them (c is then not counted). */
+bool proxy_conn_pending_start(struct conn *c);
+/* c's request was admitted: it is no longer pending. */
+void proxy_conn_admitted(struct conn *c);
+/* Refuses c at once without reading: one best-effort answer, the access
+ * log line (and the run's report, by source address), then the close. */
+void proxy_conn_refuse_now(struct conn *c, int status, const char *reason);
 /* Closes once the client output is flushed. */
 void proxy_conn_close_when_flushed(struct conn *c);
 /* Back to reading the next request on a kept-alive connection. */
@@ -268,15 +290,19 @@ bool proxy_policy_check(struct conn *c, const char *host, uint16_t port,
     char *why, size_t len);
 /* The same, and *inspect (may be NULL) gets the deciding allow entry's
  * inspect options (borrowed from the current set: valid until the next
- * reload, so use them at once), or NULL. */
+ * reload, so use them at once), or NULL; *raw (may be NULL) whether that
+ * entry says `raw`. */
 bool proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
-    char *why, size_t len, const struct allowlist_inspect **inspect);
+    char *why, size_t len, const struct allowlist_inspect **inspect,
+    bool *raw);
 /* The SNI check's verdict on h, a final parse of what c's tunnel client
  * sent first: NULL to let the tunnel go on, else the refusal reason
  * (static, or written into buf). See proxy/README.md for the rules. */
 const char *proxy_sni_verdict(struct conn *c, const struct proxy_tlshello *h,
     char *buf, size_t len);
 
+/* request.c: whether hr carries a method or URL override header. */
+bool proxy_request_has_override(const struct http_request *hr);
 /* request.c: waits for a request head on c, checks it and hands it on. */
 void proxy_request_wait(struct conn *c);
 /* upstream.c: decides and connects (hp is the parsed request host). */

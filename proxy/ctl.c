@@ -43,6 +43,7 @@ static const struct ctl_op_spec {
 	{ "report", PROXY_CTL_REPORT, FB(F_RUN), 0 },
 	{ "policies", PROXY_CTL_POLICIES, 0, 0 },
 	{ "ping", PROXY_CTL_PING, 0, 0 },
+	{ "reload", PROXY_CTL_RELOAD, 0, 0 },
 };
 #define CTL_NOPS (sizeof(ctl_ops) / sizeof(ctl_ops[0]))
 
@@ -430,7 +431,8 @@ ctl_format_check(const struct proxy_ctl_req *req, char *addr, size_t addrlen)
 	struct sockaddr_storage ss;
 	size_t n;
 
-	if (req->op == PROXY_CTL_POLICIES || req->op == PROXY_CTL_PING)
+	if (req->op == PROXY_CTL_POLICIES || req->op == PROXY_CTL_PING ||
+	    req->op == PROXY_CTL_RELOAD)
 		return 0;
 	n = strnlen(req->run, sizeof(req->run));
 	if (n == sizeof(req->run) || !proxy_cred_run_id_valid(req->run, n))
@@ -466,7 +468,8 @@ ctl_format_fields(cJSON *o, const struct proxy_ctl_req *req, const char *addr)
 	if (cJSON_AddStringToObject(o, "op", proxy_ctl_op_name(req->op)) ==
 	    NULL)
 		return false;
-	if (req->op == PROXY_CTL_POLICIES || req->op == PROXY_CTL_PING)
+	if (req->op == PROXY_CTL_POLICIES || req->op == PROXY_CTL_PING ||
+	    req->op == PROXY_CTL_RELOAD)
 		return true;
 	if (cJSON_AddStringToObject(o, "run", req->run) == NULL)
 		return false;

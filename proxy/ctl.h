@@ -27,6 +27,8 @@
  *   {"op":"report","run":ID}        answer: the report so far
  *   {"op":"policies"}
  *   {"op":"ping"}
+ *   {"op":"reload"}   answer: the new generation and its counts, or the
+ *                     loader's FILE:LINE diagnostics (the old set stays)
  * Rules (anything else is refused, nothing is ignored):
  *   - the line is at most PROXY_CTL_LINE_MAX bytes, with or without one
  *     final '\n'; no other control byte anywhere (so no raw newline, CR
@@ -63,6 +65,7 @@ enum proxy_ctl_op {
 	PROXY_CTL_REPORT,
 	PROXY_CTL_POLICIES,
 	PROXY_CTL_PING,
+	PROXY_CTL_RELOAD,
 };
 
 /*

@@ -1,8 +1,10 @@
 /*
- * The control protocol's operations on the daemon: register a run (its
+ * The run registry's operations in the network child, as its parent
+ * relays them from the control socket (parent.c): register a run (its
  * policy must exist in the current set), unregister it (its connections
  * closed first, then its egress report returned and the run forgotten),
- * report, the policy names, ping. Never logs a token.
+ * report; and the policy names list, which the parent answers from its
+ * own set. Never logs a token.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,18 +22,18 @@
 #include "proxy/ctlsrv.h"
 #include "proxy/egress.h"
 #include "proxy/runs.h"
+#include "proxy/server.h"
 
-/* `unknown policy "x" (policies: a, b)`, cut with "..." when long. */
-static char *
-ctlops_unknown_policy(const struct proxy_server *s, const char *name)
+char *
+proxy_ctl_unknown_policy(const struct allowlist_set *set, const char *name)
 {
 	char msg[1024];
-	size_t n = s->set != NULL ? allowlist_set_count(s->set) : 0, used;
+	size_t n = set != NULL ? allowlist_set_count(set) : 0, used;
 
 	used = (size_t)snprintf(msg, sizeof(msg),
 	    "unknown policy \"%s\" (policies: ", name);
 	for (size_t i = 0; i < n && used < sizeof(msg); i++) {
-		const char *p = allowlist_set_name(s->set, i);
+		const char *p = allowlist_set_name(set, i);
 		if (used + strlen(p) + 8 >= sizeof(msg)) {
 			used += (size_t)snprintf(msg + used, sizeof(msg) - used,
 			    "...");
@@ -45,24 +47,21 @@ ctlops_unknown_policy(const struct proxy_server *s, const char *name)
 	return proxy_ctl_error(msg);
 }
 
-static char *
-ctlops_register(struct proxy_server *s, const struct proxy_ctl_req *req)
+char *
+proxy_ctl_runs_add(struct proxy_runs *rs, const struct allowlist_set *set,
+    const struct proxy_ctl_req *req, const struct proxy_run_limits *def,
+    int64_t now, struct proxy_run **out)
 {
-	const struct proxy_config *cfg = s->cfg;
-	struct proxy_run_limits def = { .max_conns = cfg->run_max_conns,
-	    .bytes_up = cfg->run_bytes_up, .bytes_down = cfg->run_bytes_down };
-	struct proxy_run *run;
 	char msg[160];
-	int64_t now = time_wall_ms();
 	int rc;
 
-	if (s->set == NULL || allowlist_set_policy(s->set, req->policy) ==
-	    NULL)
-		return ctlops_unknown_policy(s, req->policy);
-	rc = proxy_runs_add(s->runs, req, &def, now, &run);
+	*out = NULL;
+	if (set == NULL || allowlist_set_policy(set, req->policy) == NULL)
+		return proxy_ctl_unknown_policy(set, req->policy);
+	rc = proxy_runs_add(rs, req, def, now, out);
 	switch (rc) {
 	case 0:
-		break;
+		return NULL;
 	case -EEXIST:
 		snprintf(msg, sizeof(msg), "run \"%s\" already registered",
 		    req->run);
@@ -78,6 +77,23 @@ ctlops_register(struct proxy_server *s, const struct proxy_ctl_req *req)
 		return proxy_ctl_error(rc == -ENOMEM ? "out of memory" :
 		    "bad register request");
 	}
+}
+
+char *
+proxy_server_run_add(struct proxy_server *s, const struct proxy_ctl_req *req)
+{
+	const struct proxy_config *cfg = s->cfg;
+	struct proxy_run_limits def = { .max_conns = cfg->run_max_conns,
+	    .bytes_up = cfg->run_bytes_up, .bytes_down = cfg->run_bytes_down };
+	struct proxy_run *run;
+	int64_t now = time_wall_ms();
+	char *err;
+
+	if (s->runs == NULL)
+		return proxy_ctl_error("not in run mode");
+	if ((err = proxy_ctl_runs_add(s->runs, s->set, req, &def, now,
+	    &run)) != NULL)
+		return err;
 	log_info("run %s registered: source %s, policy %s, deadline in "
 	    "%" PRId64 " ms, max %u connections, bytes up %" PRIu64 " down %"
 	    PRIu64 " (0: unlimited)", run->id, run->addr_text, run->policy,
@@ -86,12 +102,11 @@ ctlops_register(struct proxy_server *s, const struct proxy_ctl_req *req)
 	return proxy_ctl_ok(NULL);
 }
 
-/* report, and unregister (forget = true). */
-static char *
-ctlops_report(struct proxy_server *s, const struct proxy_ctl_req *req,
-    bool forget)
+char *
+proxy_server_run_report(struct proxy_server *s, const char *id, bool forget)
 {
-	struct proxy_run *run = proxy_runs_find(s->runs, req->run);
+	struct proxy_run *run = s->runs != NULL ? proxy_runs_find(s->runs, id) :
+	    NULL;
 	cJSON *j;
 	char *line;
 
@@ -112,10 +127,10 @@ ctlops_report(struct proxy_server *s, const struct proxy_ctl_req *req,
 	return line;
 }
 
-static char *
-ctlops_policies(const struct proxy_server *s)
+char *
+proxy_ctl_policies(const struct allowlist_set *set)
 {
-	size_t n = s->set != NULL ? allowlist_set_count(s->set) : 0;
+	size_t n = set != NULL ? allowlist_set_count(set) : 0;
 	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray();
 
 	if (o == NULL || a == NULL ||
@@ -125,7 +140,7 @@ ctlops_policies(const struct proxy_server *s)
 		return proxy_ctl_error("out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
-		cJSON *name = cJSON_CreateString(allowlist_set_name(s->set, i));
+		cJSON *name = cJSON_CreateString(allowlist_set_name(set, i));
 		if (name == NULL || !cJSON_AddItemToArray(a, name)) {
 			cJSON_Delete(name);
 			cJSON_Delete(o);
@@ -133,23 +148,4 @@ ctlops_policies(const struct proxy_server *s)
 		}
 	}
 	return proxy_ctl_ok(o);
-}
-
-char *
-proxy_ctlops_handle(struct proxy_server *s, const struct proxy_ctl_req *req)
-{
-	switch (req->op) {
-	case PROXY_CTL_REGISTER:
-		return ctlops_register(s, req);
-	case PROXY_CTL_UNREGISTER:
-		return ctlops_report(s, req, true);
-	case PROXY_CTL_REPORT:
-		return ctlops_report(s, req, false);
-	case PROXY_CTL_POLICIES:
-		return ctlops_policies(s);
-	case PROXY_CTL_PING:
-		return proxy_ctl_ok(NULL);
-	default:
-		return proxy_ctl_error("unknown op");
-	}
 }

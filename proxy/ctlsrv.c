@@ -34,10 +34,18 @@ struct ctlconn {
 	struct ctlconn *prev, *next;
 	struct bufferevent *bev;
 	bool closing;		/* last answer queued: close once written */
+	/* A request answered later (the handler took it): no further
+	 * request is read until its answer is queued. */
+	struct proxy_ctl_reply *waiting;
+};
+
+struct proxy_ctl_reply {
+	struct ctlconn *cc;	/* NULL once the connection went */
 };
 
 struct proxy_ctlsrv {
-	struct proxy_server *s;
+	proxy_ctlsrv_fn fn;
+	void *arg;
 	struct event_base *base;
 	struct evconnlistener *lev;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -48,12 +56,15 @@ struct proxy_ctlsrv {
 };
 
 static void ctlconn_read_cb(struct bufferevent *bev, void *arg);
+static void ctlconn_event_cb(struct bufferevent *bev, short what, void *arg);
 
 static void
 ctlconn_free(struct ctlconn *cc)
 {
 	struct proxy_ctlsrv *cs = cc->cs;
 
+	if (cc->waiting != NULL)
+		cc->waiting->cc = NULL;
 	bufferevent_free(cc->bev);
 	if (cc->prev != NULL)
 		cc->prev->next = cc->next;
@@ -76,7 +87,9 @@ ctlconn_write_cb(struct bufferevent *bev, void *arg)
 	}
 	/* Backpressure over: read requests again. */
 	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-	bufferevent_setcb(bev, ctlconn_read_cb, NULL, NULL, cc);
+	bufferevent_setcb(bev, ctlconn_read_cb, NULL, ctlconn_event_cb, cc);
+	if (cc->waiting != NULL)
+		return;
 	bufferevent_enable(bev, EV_READ);
 	ctlconn_read_cb(bev, cc);
 }
@@ -122,8 +135,10 @@ static bool
 ctlconn_line(struct ctlconn *cc, struct evbuffer *in, size_t len)
 {
 	struct proxy_ctl_req req;
+	struct proxy_ctl_reply *later;
 	char err[256], *answer;
 	const char *line;
+	bool wait = false;
 	int rc;
 
 	line = (const char *)evbuffer_pullup(in, (ssize_t)len);
@@ -135,8 +150,20 @@ ctlconn_line(struct ctlconn *cc, struct evbuffer *in, size_t len)
 		log_debug("control: bad request: %s", err);
 		return ctlconn_answer(cc, proxy_ctl_error(err), false);
 	}
-	answer = proxy_ctlops_handle(cc->cs->s, &req);
+	if ((later = calloc(1, sizeof(*later))) == NULL) {
+		explicit_bzero(req.token, sizeof(req.token));
+		return ctlconn_answer(cc, NULL, true);
+	}
+	later->cc = cc;
+	answer = cc->cs->fn(cc->cs->arg, &req, later, &wait);
 	explicit_bzero(req.token, sizeof(req.token));
+	if (wait) {
+		/* The handler owns later now and answers through it. */
+		cc->waiting = later;
+		bufferevent_disable(cc->bev, EV_READ);
+		return false;
+	}
+	free(later);
 	return ctlconn_answer(cc, answer, false);
 }
 
@@ -149,7 +176,8 @@ ctlconn_read_cb(struct bufferevent *bev, void *arg)
 	size_t eol;
 	char msg[80];
 
-	while (!cc->closing && evbuffer_get_length(in) > 0) {
+	while (!cc->closing && cc->waiting == NULL &&
+	    evbuffer_get_length(in) > 0) {
 		p = evbuffer_search_eol(in, NULL, &eol, EVBUFFER_EOL_LF);
 		/* PROXY_CTL_LINE_MAX counts the '\n'. */
 		if ((p.pos < 0 && evbuffer_get_length(in) >= PROXY_CTL_LINE_MAX)
@@ -260,9 +288,26 @@ ctlsrv_bind(struct proxy_ctlsrv *cs, const char *path)
 	return 0;
 }
 
+void
+proxy_ctl_reply_send(struct proxy_ctl_reply *r, char *answer)
+{
+	struct ctlconn *cc = r->cc;
+
+	free(r);
+	if (cc == NULL) {	/* the client is gone */
+		free(answer);
+		return;
+	}
+	cc->waiting = NULL;
+	if (!ctlconn_answer(cc, answer, false))
+		return;		/* closing, or backpressure: it resumes */
+	bufferevent_enable(cc->bev, EV_READ);
+	ctlconn_read_cb(cc->bev, cc);	/* requests that came meanwhile */
+}
+
 int
-proxy_ctlsrv_new(struct proxy_server *s, struct event_base *base,
-    const char *path, struct proxy_ctlsrv **out)
+proxy_ctlsrv_new(struct event_base *base, const char *path,
+    proxy_ctlsrv_fn fn, void *arg, struct proxy_ctlsrv **out)
 {
 	struct proxy_ctlsrv *cs;
 	int rc;
@@ -271,7 +316,8 @@ proxy_ctlsrv_new(struct proxy_server *s, struct event_base *base,
 	cs = calloc(1, sizeof(*cs));
 	if (cs == NULL)
 		return -ENOMEM;
-	cs->s = s;
+	cs->fn = fn;
+	cs->arg = arg;
 	cs->base = base;
 	snprintf(cs->path, sizeof(cs->path), "%s", path);
 	rc = ctlsrv_bind(cs, path);

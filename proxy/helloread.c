@@ -22,23 +22,34 @@ struct helloread {
 	struct event rd;
 	struct event timer;
 	bool rd_on;
+	bool timer_on;		/* the deadline runs */
 	struct proxy_tlshello *h;	/* NULL until the first byte */
 	struct helloread_sink sink;
 };
 
-/* Keeps h (a parser on the stack after its first read) for more reads:
- * on the heap, with the deadline from now. */
-static int
-helloread_keep(struct helloread *hr, const struct proxy_tlshello *h)
+/* Starts the deadline, once. */
+static void
+helloread_timer_start(struct helloread *hr)
 {
 	struct timeval tv = { .tv_sec = hr->sink.timeout_ms / 1000,
 	    .tv_usec = (hr->sink.timeout_ms % 1000) * 1000 };
 
+	if (hr->timer_on)
+		return;
+	evtimer_add(&hr->timer, &tv);
+	hr->timer_on = true;
+}
+
+/* Keeps h (a parser on the stack after its first read) for more reads:
+ * on the heap, with the deadline from now unless it already runs. */
+static int
+helloread_keep(struct helloread *hr, const struct proxy_tlshello *h)
+{
 	hr->h = malloc(sizeof(*hr->h));
 	if (hr->h == NULL)
 		return -ENOMEM;
 	memcpy(hr->h, h, offsetof(struct proxy_tlshello, buf) + h->len);
-	evtimer_add(&hr->timer, &tv);
+	helloread_timer_start(hr);
 	return 0;
 }
 
@@ -129,6 +140,8 @@ proxy_helloread_new(struct event_base *base, int fd,
 		event_add(&hr->rd, NULL);
 		hr->rd_on = true;
 	}
+	if (sink->from_start)
+		helloread_timer_start(hr);
 	return 0;
 }
 

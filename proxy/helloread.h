@@ -10,6 +10,7 @@
 #ifndef CORDON_PROXY_HELLOREAD_H
 #define CORDON_PROXY_HELLOREAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "proxy/tlshello.h"
@@ -30,15 +31,18 @@ struct helloread_sink {
 	void (*done)(void *arg, enum helloread_end end,
 	    const struct proxy_tlshello *h);
 	void *arg;
-	int timeout_ms;		/* from the first byte */
+	int timeout_ms;		/* from the first byte, or from the
+				   reader's start with from_start */
+	bool from_start;
 };
 
 /*
  * A reader on base. fd >= 0: it reads fd itself (never closes it) and
  * calls done. fd -1: push mode, the caller feeds bytes with
  * proxy_helloread_push and only a timeout calls done. The deadline starts
- * with the first byte: a client that sends nothing waits like any idle
- * tunnel. Returns 0 and *out, or -ENOMEM.
+ * with the first byte, or at once with sink->from_start (a TLS client
+ * speaks first: one that sends nothing is refused when it runs out).
+ * Returns 0 and *out, or -ENOMEM.
  */
 int proxy_helloread_new(struct event_base *base, int fd,
     const struct helloread_sink *sink, struct helloread **out);

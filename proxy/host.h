@@ -35,9 +35,12 @@ struct host_parsed {
 
 /*
  * Parses the host of a CONNECT authority or absolute URI, without port
- * (s need not be NUL-terminated; NUL bytes are invalid).
- *  - "[...]": IPv6 literal (inet_pton syntax, including embedded IPv4
- *    like [::ffff:127.0.0.1]); zone ids ("%") are rejected.
+ * (s need not be NUL-terminated; NUL bytes are invalid), with the
+ * allowlist's parser (allowlist_host_parse_n: the rules are written down
+ * there once):
+ *  - "[...]" (or anything with ':'): IPv6 literal; zone ids ("%") are
+ *    rejected; an IPv4-mapped address (::ffff:a.b.c.d) is the IPv4
+ *    address.
  *  - After removing one trailing dot, if the last label is all decimal
  *    digits or "0x"/"0X" followed by hex digits only, the host is an IPv4
  *    attempt (as browsers and curl see it): it must parse exactly like
@@ -47,8 +50,7 @@ struct host_parsed {
  *    junk, or the host is invalid. It is never a name.
  *  - Otherwise a name: letters, digits and '-' (LDH), labels of 1-63 not
  *    starting or ending with '-', at most 253 characters without the
- *    trailing dot, no empty label. Unbracketed IPv6, '%', '_', '@', non-ASCII
- *    are invalid.
+ *    trailing dot, no empty label. '%', '_', '@', non-ASCII are invalid.
  * Returns 0 or -EINVAL; on failure *out is zeroed.
  */
 int proxy_host_parse(const char *s, size_t len, struct host_parsed *out);

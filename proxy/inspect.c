@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -32,7 +33,10 @@
 #include "proxy/conn.h"
 #include "proxy/host.h"
 #include "proxy/http.h"
+#include "proxy/ca.h"
 #include "proxy/metrics.h"
+#include "proxy/psep.h"
+#include "proxy/psmsg.h"
 #include "proxy/tls.h"
 
 /* The tunnel's fixed facts, for every request on it. */
@@ -44,6 +48,17 @@ struct inspect {
 	enum host_kind kind;
 	uint16_t port;
 	char authority[HOST_NAME_MAXLEN + 16];	/* for the Host header */
+	/* Waiting for the parent (privilege separation): its question's id
+	 * (cancelled when c goes), and meanwhile the client's socket and the
+	 * ClientHello already read (for the leaf), or a copy of the request
+	 * head (for the secret). */
+	uint64_t ask;
+	int cli_fd;
+	unsigned char *pre;
+	size_t pre_len;
+	char *head;
+	size_t head_len;
+	char inject_header[ALLOWLIST_HEADER_MAX + 1];
 };
 
 static void inspect_wait(struct conn *c);
@@ -66,6 +81,13 @@ inspect_on_free(struct conn *c)
 	}
 	if (in != NULL && in->spare_fd >= 0)
 		close(in->spare_fd);
+	if (in != NULL) {
+		proxy_psep_cancel(c->srv->psep, in->ask);
+		if (in->cli_fd >= 0)
+			close(in->cli_fd);
+		free(in->pre);
+		free(in->head);
+	}
 	free(in);
 	c->insp = NULL;
 }
@@ -98,6 +120,107 @@ inspect_authority(struct inspect *in)
 		    (unsigned)in->port);
 }
 
+/* The leaf is in hand: TLS with the client, the ClientHello the SNI check
+ * read replayed first. */
+static void
+inspect_tls_start(struct conn *c, X509 *leaf)
+{
+	struct inspect *in = c->insp;
+	struct conn_req *r = c->req;
+	struct bufferevent *bev;
+	int fd = in->cli_fd;
+	SSL *ssl;
+
+	in->cli_fd = -1;
+	ssl = leaf != NULL ? proxy_tls_server_leaf(c->srv->tls, leaf, fd,
+	    in->pre, in->pre_len) : NULL;
+	free(in->pre);
+	in->pre = NULL;
+	bev = ssl == NULL ? NULL : bufferevent_openssl_socket_new(
+	    proxy_conn_base(c), fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (bev == NULL) {
+		if (ssl != NULL)
+			SSL_free(ssl);
+		close(fd);
+		snprintf(r->reason, sizeof(r->reason), "%s", leaf == NULL ?
+		    "inspect-no-leaf" : "inspect-failed");
+		proxy_conn_free(c);
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	c->cli = bev;
+	/* The CONNECT itself: logged now, each request inside on its own. */
+	r->inspected = true;
+	proxy_conn_request_done(c);
+	inspect_wait(c);
+}
+
+/* The parent's answer to the leaf question (m NULL: no parent). */
+static void
+inspect_leaf_cb(void *arg, const struct proxy_imsg *m)
+{
+	struct conn *c = arg;
+	struct inspect *in = c->insp;
+	X509 *leaf = NULL;
+
+	in->ask = 0;
+	if (m != NULL && m->type == PSMSG_LEAF && m->len > 0)
+		leaf = proxy_ca_leaf_store(proxy_tls_ca(c->srv->tls), in->host,
+		    m->data, m->len, (int64_t)time(NULL));
+	if (leaf == NULL)
+		log_warnx("%s: no leaf for %s from the parent", c->client,
+		    in->host);
+	inspect_tls_start(c, leaf);
+}
+
+/* The leaf for the tunnel's host: cached, minted here (no parent: the CA
+ * key is ours), or asked of the parent (inspect_tls_start follows). */
+static void
+inspect_leaf(struct conn *c)
+{
+	struct inspect *in = c->insp;
+	struct proxy_ca *ca = proxy_tls_ca(c->srv->tls);
+	struct proxy_psmsg_leaf_req q;
+	int64_t now = (int64_t)time(NULL);
+	X509 *leaf;
+	char *text;
+	int rc;
+
+	if (ca == NULL) {
+		inspect_tls_start(c, NULL);
+		return;
+	}
+	if (c->srv->psep == NULL) {
+		inspect_tls_start(c, proxy_ca_leaf(ca, in->host,
+		    in->kind != HOST_NAME, now));
+		return;
+	}
+	if ((leaf = proxy_ca_leaf_cached(ca, in->host, now)) != NULL) {
+		inspect_tls_start(c, leaf);
+		return;
+	}
+	memset(&q, 0, sizeof(q));
+	snprintf(q.host, sizeof(q.host), "%s", in->host);
+	q.is_ip = in->kind != HOST_NAME;
+	q.port = in->port;
+	if (proxy_ca_leaf_pubkey(ca, q.key, sizeof(q.key), &q.keylen) != 0 ||
+	    (text = proxy_psmsg_leaf_req_encode(&q)) == NULL) {
+		inspect_tls_start(c, NULL);
+		return;
+	}
+	rc = proxy_psep_ask(c->srv->psep, PSMSG_LEAF_REQ, text, strlen(text),
+	    inspect_leaf_cb, c, &in->ask);
+	free(text);
+	if (rc != 0) {
+		inspect_tls_start(c, NULL);
+		return;
+	}
+	/* Nothing to time meanwhile: the parent answers or the child
+	 * dies with it. */
+	c->state = CONN_RESOLVING;
+}
+
 /* The SNI check passed on a tunnel to an inspected entry: c->cli holds the
  * ClientHello (unread), c->up the socket connected to the checked
  * address. */
@@ -107,11 +230,8 @@ proxy_inspect_begin(struct conn *c)
 	struct conn_req *r = c->req;
 	struct evbuffer *cin = bufferevent_get_input(c->cli);
 	size_t n = evbuffer_get_length(cin);
-	struct bufferevent *bev;
 	struct inspect *in;
 	unsigned char *pre = NULL;
-	SSL *ssl;
-	int fd;
 
 	in = calloc(1, sizeof(*in));
 	if (in == NULL || (n > 0 && (pre = malloc(n)) == NULL) ||
@@ -126,6 +246,7 @@ proxy_inspect_begin(struct conn *c)
 		return;
 	}
 	in->spare_fd = -1;
+	in->cli_fd = -1;
 	memcpy(&in->addr, &r->addrs[r->next_addr - 1], sizeof(in->addr));
 	in->addrlen = in->addr.ss_family == AF_INET ?
 	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
@@ -135,6 +256,8 @@ proxy_inspect_begin(struct conn *c)
 	inspect_authority(in);
 	if (n > 0)
 		evbuffer_remove(cin, pre, n);
+	in->pre = pre;
+	in->pre_len = n;
 	c->insp = in;
 	c->on_free = inspect_on_free;
 	c->wait_next = inspect_wait;
@@ -142,27 +265,8 @@ proxy_inspect_begin(struct conn *c)
 		proxy_metrics_tunnels_add(proxy_conn_metrics(c), -1);
 	c->state = CONN_HEAD;
 	in->spare_fd = inspect_detach(&c->up);
-	fd = inspect_detach(&c->cli);
-	ssl = proxy_tls_server(c->srv->tls, in->host, in->kind != HOST_NAME,
-	    fd, pre, n);
-	free(pre);
-	bev = ssl == NULL ? NULL : bufferevent_openssl_socket_new(
-	    proxy_conn_base(c), fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (bev == NULL) {
-		if (ssl != NULL)
-			SSL_free(ssl);
-		close(fd);
-		snprintf(r->reason, sizeof(r->reason), "inspect-failed");
-		proxy_conn_free(c);
-		return;
-	}
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	c->cli = bev;
-	/* The CONNECT itself: logged now, each request inside on its own. */
-	r->inspected = true;
-	proxy_conn_request_done(c);
-	inspect_wait(c);
+	in->cli_fd = inspect_detach(&c->cli);
+	inspect_leaf(c);
 }
 
 /* --- a request inside ---------------------------------------------------- */
@@ -299,8 +403,33 @@ inspect_host_ok(const struct inspect *in, const struct http_request *hr)
 
 /* The request's record and checks; on refusal answers (c lingers) and
  * returns false. */
+/* The head for upstream: our Host, the injected header (value NULL:
+ * none). False: refused (answered). */
 static bool
-inspect_setup(struct conn *c, const struct http_request *hr)
+inspect_rewrite(struct conn *c, const struct http_request *hr,
+    const char *header, const char *value)
+{
+	struct conn_req *r = c->req;
+	int rc;
+
+	r->uphead = cbuf_new((size_t)proxy_conn_max_header(c) + 512 +
+	    (value != NULL ? strlen(value) : 0));
+	rc = r->uphead == NULL ? -ENOMEM : proxy_http_request_rewrite_origin(
+	    hr, c->insp->authority, header, value, r->uphead);
+	if (rc != 0) {
+		proxy_conn_fail(c, rc == -ENOMEM ? 503 : rc == -ENOSPC ? 431 :
+		    502, "error", rc == -ENOMEM ? "no-memory" : rc == -ENOSPC ?
+		    "headers-too-large" : "inject-invalid");
+		return false;
+	}
+	return true;
+}
+
+/* *secret (static or borrowed from the set: use it at once) gets the name
+ * of a secret to ask the parent for, else stays NULL. */
+static bool
+inspect_setup(struct conn *c, const struct http_request *hr,
+    const char **secret)
 {
 	struct inspect *in = c->insp;
 	struct conn_req *r = c->req;
@@ -308,8 +437,8 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	const char *why = NULL;
 	char reason[96], *target;
 	bool ok;
-	int rc;
 
+	*secret = NULL;
 	snprintf(r->method, sizeof(r->method), "%.*s",
 	    (int)(hr->method_len < sizeof(r->method) - 1 ? hr->method_len :
 	    sizeof(r->method) - 1), hr->method);
@@ -338,12 +467,16 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 	}
 	/* The entry as the policy is now (a reload may have changed it). */
 	if (!proxy_policy_decide(c, in->host, in->port, reason,
-	    sizeof(reason), &opts)) {
+	    sizeof(reason), &opts, NULL)) {
 		proxy_conn_fail(c, 403, "deny", reason);
 		return false;
 	}
 	if (opts == NULL) {
 		proxy_conn_fail(c, 403, "deny", "inspect-removed");
+		return false;
+	}
+	if (allowlist_inspect_bounded(opts) && proxy_request_has_override(hr)) {
+		proxy_conn_fail(c, 403, "deny", "override-header");
 		return false;
 	}
 	target = strndup(hr->target, hr->target_len);
@@ -360,22 +493,96 @@ inspect_setup(struct conn *c, const struct http_request *hr)
 		return false;
 	}
 	snprintf(r->reason, sizeof(r->reason), "%s", why);
-	r->uphead = cbuf_new((size_t)proxy_conn_max_header(c) + 512 +
-	    (opts->inject_value != NULL ? strlen(opts->inject_value) : 0));
-	rc = r->uphead == NULL ? -ENOMEM : proxy_http_request_rewrite_origin(
-	    hr, in->authority, opts->inject_header, opts->inject_value,
-	    r->uphead);
-	if (rc != 0) {
-		proxy_conn_fail(c, rc == -ENOMEM ? 503 : rc == -ENOSPC ? 431 :
-		    502, "error", rc == -ENOMEM ? "no-memory" : rc == -ENOSPC ?
-		    "headers-too-large" : "inject-invalid");
-		return false;
-	}
 	r->body_left = hr->content_length > 0 ? hr->content_length : 0;
 	r->body_chunked = hr->chunked;
 	if (r->body_chunked)
 		proxy_http_chunked_init(&r->req_chunk);
 	r->req_done = !r->body_chunked && r->body_left == 0;
+	/* A secret held by the parent: asked for, the head rewritten when
+	 * it comes (inspect_secret_cb). */
+	if (opts->inject_header != NULL && opts->inject_value == NULL &&
+	    c->srv->psep != NULL) {
+		*secret = opts->inject_secret;
+		snprintf(in->inject_header, sizeof(in->inject_header), "%s",
+		    opts->inject_header);
+		return true;
+	}
+	return inspect_rewrite(c, hr, opts->inject_header, opts->inject_value);
+}
+
+/* The parent's answer to the secret question: the head (kept as text)
+ * is parsed again and rewritten with the value, which is then wiped. */
+static void
+inspect_secret_cb(void *arg, const struct proxy_imsg *m)
+{
+	struct conn *c = arg;
+	struct inspect *in = c->insp;
+	struct http_request *hr = malloc(sizeof(*hr));
+	char *value = NULL;
+	bool ok;
+	int rc;
+
+	in->ask = 0;
+	if (m != NULL && m->type == PSMSG_SECRET && m->len > 0 &&
+	    memchr(m->data, '\0', m->len) == NULL)
+		value = strndup(m->data, m->len);
+	if (value == NULL || hr == NULL) {
+		free(hr);
+		free(value);
+		/* Never sent without it: the entry says inject. */
+		proxy_conn_fail(c, 502, "error", "inject-unavailable");
+		return;
+	}
+	rc = proxy_http_request_parse(in->head, in->head_len,
+	    (size_t)proxy_conn_max_header(c), hr);
+	ok = rc > 0 && inspect_rewrite(c, hr, in->inject_header, value);
+	explicit_bzero(value, strlen(value));
+	explicit_bzero((void *)m->data, m->len);
+	free(value);
+	free(hr);
+	free(in->head);
+	in->head = NULL;
+	if (rc <= 0) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return;
+	}
+	if (ok)
+		inspect_connect(c);
+}
+
+/* Asks the parent for secret name for c's request (head: its rc bytes at
+ * the input's front, copied, then drained). False: answered. */
+static bool
+inspect_secret_ask(struct conn *c, const char *name, size_t rc)
+{
+	struct evbuffer *ib = bufferevent_get_input(c->cli);
+	struct inspect *in = c->insp;
+	struct proxy_psmsg_secret_req q;
+	const char *pol = proxy_run_policy(c);
+	char *text;
+	int err;
+
+	memset(&q, 0, sizeof(q));
+	snprintf(q.policy, sizeof(q.policy), "%s", pol != NULL ? pol :
+	    "default");
+	snprintf(q.host, sizeof(q.host), "%s", in->host);
+	q.port = in->port;
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	in->head = malloc(rc > 0 ? rc : 1);
+	if (in->head == NULL || evbuffer_remove(ib, in->head, rc) !=
+	    (int)rc || (text = proxy_psmsg_secret_req_encode(&q)) == NULL) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
+	in->head_len = rc;
+	err = proxy_psep_ask(c->srv->psep, PSMSG_SECRET_REQ, text,
+	    strlen(text), inspect_secret_cb, c, &in->ask);
+	free(text);
+	if (err != 0) {
+		proxy_conn_fail(c, 502, "error", "inject-unavailable");
+		return false;
+	}
+	c->state = CONN_RESOLVING;
 	return true;
 }
 
@@ -384,6 +591,7 @@ inspect_head_process(struct conn *c)
 {
 	struct evbuffer *ib = bufferevent_get_input(c->cli);
 	struct http_request *hr;
+	const char *secret = NULL;
 	int rc;
 
 	if (proxy_conn_head_parse(c, &hr, &rc) <= 0)
@@ -403,12 +611,16 @@ inspect_head_process(struct conn *c)
 		proxy_conn_fail(c, 503, "error", "no-memory");
 	else if (rc < 0)
 		proxy_conn_fail(c, 400, "error", "malformed-request");
-	else if (inspect_setup(c, hr)) {
-		evbuffer_drain(ib, (size_t)rc);
+	else if (inspect_setup(c, hr, &secret)) {
+		free(hr);
 		bufferevent_setwatermark(c->cli, EV_READ, 0, CONN_OUT_MAX);
 		bufferevent_setcb(c->cli, inspect_hold_read_cb, NULL,
 		    inspect_hold_event_cb, c);
-		free(hr);
+		if (secret != NULL) {
+			(void)inspect_secret_ask(c, secret, (size_t)rc);
+			return;
+		}
+		evbuffer_drain(ib, (size_t)rc);
 		inspect_connect(c);
 		return;
 	}

@@ -241,6 +241,44 @@ out:
 }
 
 int
+proxy_metrics_listen_socket(struct sockaddr_storage *sa, socklen_t len)
+{
+	socklen_t sl = len;
+	int fd, rc;
+
+	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0);
+	if (fd < 0)
+		return -errno;
+	(void)evutil_make_listen_socket_reuseable(fd);
+	if (bind(fd, (struct sockaddr *)sa, len) != 0 || listen(fd, 64) != 0 ||
+	    getsockname(fd, (struct sockaddr *)sa, &sl) != 0) {
+		rc = -errno;
+		evutil_closesocket(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int
+proxy_metrics_serve_fd(struct proxy_metrics *m, struct event_base *base,
+    int fd)
+{
+	struct evhttp_bound_socket *bs;
+
+	m->http = evhttp_new(base);
+	if (m->http == NULL)
+		return -ENOMEM;
+	bs = evhttp_accept_socket_with_handle(m->http, fd);
+	if (bs == NULL)
+		return -ENOMEM;
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET);
+	evhttp_set_timeout(m->http, 10);
+	evhttp_set_gencb(m->http, metrics_http_cb, m);
+	return 0;
+}
+
+int
 proxy_metrics_serve(struct proxy_metrics *m, struct event_base *base,
     struct sockaddr_storage *sa, socklen_t len)
 {
@@ -251,17 +289,10 @@ proxy_metrics_serve(struct proxy_metrics *m, struct event_base *base,
 	m->http = evhttp_new(base);
 	if (m->http == NULL)
 		return -ENOMEM;
-	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-	    0);
+	fd = proxy_metrics_listen_socket(sa, len);
 	if (fd < 0)
-		return -errno;
-	(void)evutil_make_listen_socket_reuseable(fd);
-	if (bind(fd, (struct sockaddr *)sa, len) != 0 || listen(fd, 64) != 0 ||
-	    getsockname(fd, (struct sockaddr *)sa, &sl) != 0) {
-		int rc = -errno;
-		evutil_closesocket(fd);
-		return rc;
-	}
+		return (int)fd;
+	(void)sl;
 	bs = evhttp_accept_socket_with_handle(m->http, fd);
 	if (bs == NULL) {
 		evutil_closesocket(fd);

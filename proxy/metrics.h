@@ -38,5 +38,12 @@ int proxy_metrics_render(const struct proxy_metrics *m, struct cbuf *out);
  * back into sa (port 0 picks one). 0 or a negative errno. */
 int proxy_metrics_serve(struct proxy_metrics *m, struct event_base *base,
     struct sockaddr_storage *sa, socklen_t len);
+/* The metrics listener's socket, bound to sa (sa gets the bound port):
+ * the descriptor, or a negative errno. */
+int proxy_metrics_listen_socket(struct sockaddr_storage *sa, socklen_t len);
+/* Serves /metrics on fd, a listening socket (the parent bound it). 0 or
+ * -ENOMEM. */
+int proxy_metrics_serve_fd(struct proxy_metrics *m, struct event_base *base,
+    int fd);
 
 #endif

@@ -17,12 +17,13 @@ bool
 proxy_policy_check(struct conn *c, const char *host, uint16_t port,
     char *why, size_t len)
 {
-	return proxy_policy_decide(c, host, port, why, len, NULL);
+	return proxy_policy_decide(c, host, port, why, len, NULL, NULL);
 }
 
 bool
 proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
-    char *why, size_t len, const struct allowlist_inspect **inspect)
+    char *why, size_t len, const struct allowlist_inspect **inspect,
+    bool *raw)
 {
 	struct proxy_server *s = c->srv;
 	struct allowlist_decision d;
@@ -31,6 +32,8 @@ proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
 
 	if (inspect != NULL)
 		*inspect = NULL;
+	if (raw != NULL)
+		*raw = false;
 	pol = allowlist_set_policy(s->set, name);
 	if (pol == NULL && s->runs != NULL) {
 		/* The run's policy went away with a reload. */
@@ -49,6 +52,8 @@ proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
 	snprintf(why, len, "%s", d.reason != NULL ? d.reason : "allowed");
 	if (inspect != NULL)
 		*inspect = d.inspect;
+	if (raw != NULL)
+		*raw = d.raw;
 	return true;
 }
 
@@ -56,11 +61,14 @@ proxy_policy_decide(struct conn *c, const char *host, uint16_t port,
  * server will route on, so it must pass the policy by itself, exactly as
  * if it had been the CONNECT host (internal names included). An IP
  * literal in server_name (which RFC 6066 forbids) must be the CONNECT
- * address itself. */
+ * address itself. A name whose entry says `inspect` is refused: its
+ * requests are checked only when the client names it in the CONNECT
+ * (inspection follows the name, however the client addressed it). */
 static const char *
 sni_verdict_literal(struct conn *c, const struct proxy_tlshello *h,
     char *buf, size_t len)
 {
+	const struct allowlist_inspect *insp;
 	struct conn_req *r = c->req;
 	struct host_parsed hp;
 	char why[96];
@@ -71,8 +79,9 @@ sni_verdict_literal(struct conn *c, const struct proxy_tlshello *h,
 		return strcmp(hp.name, r->host) == 0 ? NULL : "sni-mismatch";
 	if (proxy_host_name_internal(hp.name))
 		return "sni-internal-name";
-	if (proxy_policy_check(c, hp.name, r->port, why, sizeof(why)))
-		return NULL;
+	if (proxy_policy_decide(c, hp.name, r->port, why, sizeof(why), &insp,
+	    NULL))
+		return insp != NULL ? "sni-inspect-required" : NULL;
 	snprintf(buf, len, "sni-%s", why);
 	return buf;
 }
@@ -83,9 +92,10 @@ proxy_sni_verdict(struct conn *c, const struct proxy_tlshello *h, char *buf,
 {
 	switch (h->status) {
 	case TLSHELLO_NEED_MORE:	/* nothing was sent */
-	case TLSHELLO_NOT_TLS:
 	case TLSHELLO_NO_SNI:
 		return NULL;
+	case TLSHELLO_NOT_TLS:		/* only a `raw` entry takes it */
+		return "tls-required";
 	case TLSHELLO_SNI:
 		break;
 	case TLSHELLO_SNI_EMPTY:

@@ -13,6 +13,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "allowlist/allowlist.h"
 #include "common/cbuf.h"
 #include "proxy/config.h"
 #include "proxy/conn.h"
@@ -25,6 +26,16 @@ request_method_refused(const struct http_request *hr)
 	/* TRACE/TRACK reflect credentials back (cross-site tracing). */
 	return (hr->method_len == 5 && memcmp(hr->method, "TRACE", 5) == 0) ||
 	    (hr->method_len == 5 && memcmp(hr->method, "TRACK", 5) == 0);
+}
+
+bool
+proxy_request_has_override(const struct http_request *hr)
+{
+	for (size_t i = 0; i < hr->nheaders; i++)
+		if (allowlist_override_header(hr->headers[i].name,
+		    hr->headers[i].name_len))
+			return true;
+	return false;
 }
 
 /* Fills c->req from a parsed head; on refusal answers and returns false. */
@@ -47,16 +58,11 @@ request_setup(struct conn *c, const struct http_request *hr,
 		proxy_conn_fail(c, 400, "error", "origin-form");
 		return false;
 	}
-	if (request_method_refused(hr)) {
-		proxy_conn_fail(c, 405, "error", "method-not-allowed");
-		return false;
-	}
-	if (hr->form == HTTP_TARGET_ABSOLUTE && (hr->scheme_len != 4 ||
-	    strncasecmp(hr->scheme, "http", 4) != 0)) {
-		proxy_conn_fail(c, 405, "error", "unsupported-scheme");
-		return false;
-	}
 	if (proxy_host_parse(hr->host, hr->host_len, hp) != 0) {
+		/* The host as sent, for the log and the run's report (the
+		 * access log and the report escape what is not text). */
+		(void)proxy_conn_req_str(&r->host, hr->host, hr->host_len <
+		    HOST_NAME_MAXLEN ? hr->host_len : HOST_NAME_MAXLEN);
 		proxy_conn_fail(c, 400, "error", "bad-host");
 		return false;
 	}
@@ -66,6 +72,15 @@ request_setup(struct conn *c, const struct http_request *hr,
 	}
 	r->host_kind = hp->kind;
 	r->port = hr->port;
+	if (request_method_refused(hr)) {
+		proxy_conn_fail(c, 405, "error", "method-not-allowed");
+		return false;
+	}
+	if (hr->form == HTTP_TARGET_ABSOLUTE && (hr->scheme_len != 4 ||
+	    strncasecmp(hr->scheme, "http", 4) != 0)) {
+		proxy_conn_fail(c, 405, "error", "unsupported-scheme");
+		return false;
+	}
 	if (r->port == 0) {
 		proxy_conn_fail(c, 400, "error", "bad-port");
 		return false;
@@ -74,6 +89,7 @@ request_setup(struct conn *c, const struct http_request *hr,
 		return true;
 	/* For an entry with `inspect` (upstream.c): the target as sent, and
 	 * the path for the log. */
+	r->override_header = proxy_request_has_override(hr);
 	r->target = strndup(hr->path, hr->path_len);
 	if (r->target == NULL || proxy_conn_req_path(r, r->target,
 	    strlen(r->target)) != 0) {
@@ -155,6 +171,7 @@ request_head_process(struct conn *c)
 	} else if (rc < 0) {
 		proxy_conn_fail(c, 400, "error", "malformed-request");
 	} else if (request_setup(c, hr, &hp) && proxy_run_admit(c, hr)) {
+		proxy_conn_admitted(c);
 		evbuffer_drain(in, (size_t)rc);
 		request_hold(c);
 		free(hr);

@@ -166,17 +166,23 @@ proxy_run_request_done(struct conn *c, struct conn_req *r)
 	struct proxy_run *run = r->run;
 	bool allowed;
 
-	(void)c;
+	/* A refusal before the credential (a bad head, a missing or wrong
+	 * credential, the pending cap) belongs to the run registered at
+	 * the source address, when exactly one is: the sandbox's own
+	 * attempts all show in its report. */
+	if (run == NULL && c->srv->runs != NULL)
+		run = r->run = proxy_runs_at(c->srv->runs, run_peer(c),
+		    time_wall_ms());
 	if (run == NULL)
 		return;
 	run_add_bytes(run, r);
-	if (r->host == NULL || r->host[0] == '\0')
-		return;
 	allowed = r->decision != NULL && strcmp(r->decision, "allow") == 0;
 	/* -ENOSPC/-ENOMEM: counted as dropped by the report itself. */
-	/* Noted as it ends, ordered by when it started. */
-	(void)proxy_egress_note_at(run->egress, r->host, r->port, allowed,
-	    r->reason, r->status, r->start_mono_ms);
+	/* Noted as it ends, ordered by when it started; a request that
+	 * never named a host (a malformed head) is noted under "-". */
+	(void)proxy_egress_note_at(run->egress, r->host != NULL &&
+	    r->host[0] != '\0' ? r->host : "-", r->port, allowed, r->reason,
+	    r->status, r->start_mono_ms);
 	if (allowed && (r->bytes_up > 0 || r->bytes_down > 0))
 		(void)proxy_egress_bytes(run->egress, r->host, r->port,
 		    r->bytes_up, r->bytes_down);

@@ -231,6 +231,26 @@ proxy_runs_live_at(const struct proxy_runs *rs, const struct sockaddr *sa,
 	return false;
 }
 
+struct proxy_run *
+proxy_runs_at(const struct proxy_runs *rs, const struct sockaddr *sa,
+    int64_t now_ms)
+{
+	struct proxy_run *r, *found = NULL;
+	struct in6_addr ip;
+
+	if (!runs_ip_of(sa, &ip))
+		return NULL;
+	for (r = rs->by_ip[runs_ip_slot(rs, &ip)]; r != NULL; r = r->ip_next) {
+		if (memcmp(&ip, &r->ip, sizeof(ip)) != 0 ||
+		    proxy_run_expired(r, now_ms))
+			continue;
+		if (found != NULL)
+			return NULL;
+		found = r;
+	}
+	return found;
+}
+
 /* Unlinks r from the chain starting at *head through the link at offset
  * next_off of each record. */
 static void
@@ -280,4 +300,17 @@ proxy_runs_tick(struct proxy_runs *rs, int64_t now_ms,
 		}
 	}
 	return removed;
+}
+
+void
+proxy_runs_each(struct proxy_runs *rs, void (*fn)(struct proxy_run *, void *),
+    void *arg)
+{
+	struct proxy_run *r, *next;
+
+	for (size_t i = 0; i < rs->nbuckets; i++)
+		for (r = rs->by_id[i]; r != NULL; r = next) {
+			next = r->id_next;
+			fn(r, arg);
+		}
 }

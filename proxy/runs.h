@@ -51,6 +51,9 @@ struct proxy_run {
 	unsigned conns;			/* client connections tied to it */
 	uint64_t bytes_up, bytes_down;	/* totals so far */
 	struct proxy_egress *egress;
+	/* cordon-proxy's parent: network child restarts during the run's
+	 * life (its egress report lost what that child had noted). */
+	unsigned restarts;
 	/* Registry links (private). */
 	struct proxy_run *id_next, *ip_next;
 };
@@ -79,6 +82,15 @@ struct proxy_run *proxy_runs_find(const struct proxy_runs *rs,
  * AF_INET6; IPv4 and IPv4-mapped IPv6 compare equal) is live at now_ms. */
 bool proxy_runs_live_at(const struct proxy_runs *rs,
     const struct sockaddr *sa, int64_t now_ms);
+/* The one live (not expired) run registered at sa's address, or NULL
+ * when there is none or more than one (which run it was is then not
+ * known). */
+struct proxy_run *proxy_runs_at(const struct proxy_runs *rs,
+    const struct sockaddr *sa, int64_t now_ms);
+/* fn(run, arg) for every run (fn must not remove any but the run it is
+ * given). */
+void proxy_runs_each(struct proxy_runs *rs,
+    void (*fn)(struct proxy_run *, void *), void *arg);
 /* Forgets r (frees it and its report). */
 void proxy_runs_remove(struct proxy_runs *rs, struct proxy_run *r);
 

@@ -24,6 +24,7 @@
 #include "proxy/config.h"
 #include "proxy/conn.h"
 #include "proxy/metrics.h"
+#include "proxy/pending.h"
 #include "proxy/runs.h"
 #include "proxy/selfaddr.h"
 
@@ -56,6 +57,13 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	if (over) {
 		proxy_conn_fail(c, 503, "error", "over-capacity");
+		return;
+	}
+	/* Fairness before the credential: one address holds at most
+	 * --source-max-pending connections that have not had a request
+	 * accepted, whatever it sends; refused at once, unread. */
+	if (!proxy_conn_pending_start(c)) {
+		proxy_conn_refuse_now(c, 503, "source-pending-limit");
 		return;
 	}
 	s->request_wait(c);
@@ -95,6 +103,12 @@ proxy_server_set_tls(struct proxy_server *s, struct proxy_tls *tls)
 	s->tls = tls;
 }
 
+void
+proxy_server_set_psep(struct proxy_server *s, struct proxy_psep *p)
+{
+	s->psep = p;
+}
+
 int
 proxy_server_add_self(struct proxy_server *s, const struct sockaddr *sa)
 {
@@ -127,27 +141,48 @@ server_self_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)proxy_server_refresh_self(arg);
 }
 
+int
+proxy_server_listen_socket(struct proxy_config_addr *a)
+{
+	int one = 1, fd, rc;
+
+	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd < 0)
+		return -errno;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* Accepted sockets inherit it: one setsockopt less per client. */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a->ss, a->len) != 0 ||
+	    listen(fd, 1024) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 static int
 server_bind(struct proxy_server *s, size_t i)
 {
 	struct proxy_config_addr *a = &s->bound[i];
 	char text[64];
 	evutil_socket_t fd;
-	int one = 1, rc;
+	int rc;
 
 	*a = s->cfg->listen[i];
 	proxy_conn_format_addr((struct sockaddr *)&a->ss, text, sizeof(text));
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
-	if (fd < 0)
+	if ((fd = s->cfg->listen_fd[i]) >= 0) {
+		/* Bound by the parent (privilege separation). */
+		a->len = sizeof(a->ss);
+		if (getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0)
+			goto bad;
+	} else if ((fd = proxy_server_listen_socket(a)) < 0) {
+		errno = -fd;
+		fd = -1;
 		goto bad;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* Accepted sockets inherit it: one setsockopt less per client. */
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a->ss, a->len) != 0 ||
-	    listen(fd, 1024) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0)
-		goto bad;
+	}
 	s->lev[i] = evconnlistener_new(s->base, server_accept_cb, s,
 	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_DISABLED, -1, fd);
 	if (s->lev[i] == NULL) {
@@ -193,6 +228,9 @@ proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 		rc = proxy_server_refresh_self(s);
 	if (rc == 0 && cfg->control != NULL)
 		rc = proxy_runs_new(PROXY_RUNS_MAX, &s->runs);
+	if (rc == 0)
+		rc = proxy_pending_new((size_t)cfg->max_connections +
+		    SERVER_OVERFLOW_SLOTS, &s->pending);
 	for (size_t i = 0; i < cfg->nlisten && rc == 0; i++) {
 		rc = server_bind(s, i);
 		s->nlisten = i + 1;
@@ -224,6 +262,7 @@ proxy_server_free(struct proxy_server *s)
 		event_free(s->runs_tick);
 	/* After the connections: they were counted in their runs. */
 	proxy_runs_free(s->runs);
+	proxy_pending_free(s->pending);
 	allowlist_set_free(s->set);
 	proxy_selfaddr_free(s->self);
 	free(s);

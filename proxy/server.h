@@ -30,6 +30,12 @@ int proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 void proxy_server_free(struct proxy_server *s);
 
 /* The bound address of listener i (port 0 resolved). */
+/* A listening TCP socket bound to a (a->ss gets the bound port, for port
+ * 0): non-blocking, close-on-exec, SO_REUSEADDR, TCP_NODELAY inherited by
+ * accepted sockets. The descriptor, or a negative errno. */
+struct proxy_config_addr;
+int proxy_server_listen_socket(struct proxy_config_addr *a);
+
 int proxy_server_listen_addr(const struct proxy_server *s, size_t i,
     struct sockaddr_storage *ss, socklen_t *len);
 /* Adds an address the proxy must never connect to, whatever
@@ -50,6 +56,20 @@ void proxy_server_set_allowlist(struct proxy_server *s,
 /* TLS inspection's contexts (borrowed; NULL: inspection unavailable). */
 struct proxy_tls;
 void proxy_server_set_tls(struct proxy_server *s, struct proxy_tls *tls);
+
+/* Privilege separation: the network child's link to its parent (leaves,
+ * secrets); NULL (the default) does both here, from the CA key and the
+ * set's secret values. */
+struct proxy_psep;
+void proxy_server_set_psep(struct proxy_server *s, struct proxy_psep *p);
+
+/* Run registry operations (ctlops.c), as the parent relays them: the
+ * answer line of the control protocol (malloc'd; NULL only on ENOMEM). */
+struct proxy_ctl_req;
+char *proxy_server_run_add(struct proxy_server *s,
+    const struct proxy_ctl_req *req);
+char *proxy_server_run_report(struct proxy_server *s, const char *id,
+    bool forget);
 
 int proxy_server_start(struct proxy_server *s);
 /* Stops accepting and closes idle connections; done(arg) is called once

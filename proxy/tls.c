@@ -154,6 +154,14 @@ proxy_tls_new(struct proxy_ca *ca, const char *upstream_ca,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if (upstream_ca == NULL) {
+		/* The roots as one file, read now: the system's hashed
+		 * directory is read lazily, at each verification, and the
+		 * network child has no filesystem by then. */
+		upstream_ca = getenv(X509_get_default_cert_file_env());
+		if (upstream_ca == NULL)
+			upstream_ca = X509_get_default_cert_file();
+	}
 	t->ca = ca;
 	t->srv = SSL_CTX_new(TLS_server_method());
 	t->cli = SSL_CTX_new(TLS_client_method());
@@ -185,11 +193,8 @@ proxy_tls_new(struct proxy_ca *ca, const char *upstream_ca,
 		rc = tls_fail(err, errlen, "ALPN");
 		goto bad;
 	}
-	if (upstream_ca != NULL ? SSL_CTX_load_verify_locations(t->cli,
-	    upstream_ca, NULL) != 1 : SSL_CTX_set_default_verify_paths(t->cli)
-	    != 1) {
-		rc = tls_fail(err, errlen, upstream_ca != NULL ? upstream_ca :
-		    "the system roots");
+	if (SSL_CTX_load_verify_locations(t->cli, upstream_ca, NULL) != 1) {
+		rc = tls_fail(err, errlen, upstream_ca);
 		goto bad;
 	}
 	*out = t;
@@ -217,11 +222,28 @@ proxy_tls_ca(const struct proxy_tls *t)
 	return t->ca;
 }
 
+void
+proxy_tls_set_ca(struct proxy_tls *t, struct proxy_ca *ca)
+{
+	proxy_ca_free(t->ca);
+	t->ca = ca;
+}
+
 SSL *
 proxy_tls_server(struct proxy_tls *t, const char *host, bool is_ip, int fd,
     const void *prefix, size_t len)
 {
-	X509 *leaf = proxy_ca_leaf(t->ca, host, is_ip, (int64_t)time(NULL));
+	X509 *leaf = t->ca != NULL ? proxy_ca_leaf(t->ca, host, is_ip,
+	    (int64_t)time(NULL)) : NULL;
+
+	return leaf != NULL ? proxy_tls_server_leaf(t, leaf, fd, prefix, len) :
+	    NULL;
+}
+
+SSL *
+proxy_tls_server_leaf(struct proxy_tls *t, X509 *leaf, int fd,
+    const void *prefix, size_t len)
+{
 	struct tls_prefix *p = NULL;
 	BIO *pb = NULL, *sb = NULL;
 	SSL *ssl;

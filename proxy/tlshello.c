@@ -9,7 +9,17 @@
 
 #include <string.h>
 
+#define TLS_RECORD_CCS		0x14
+#define TLS_RECORD_ALERT	0x15
 #define TLS_RECORD_HANDSHAKE	0x16
+#define TLS_RECORD_APPDATA	0x17
+/* Record content types: 20-24 are assigned (24 heartbeat); 25-63 are
+ * where new ones go (RFC 8446 section 5 and the IANA registry, 25 is
+ * tls12_cid), none a printable protocol's first byte but '%'..'?'. Only
+ * the assigned ones are taken for TLS: everything else is "not TLS" and
+ * refused as such anyway (unless the entry says raw). */
+#define TLS_RECORD_TYPE_MIN	0x14
+#define TLS_RECORD_TYPE_MAX	0x19
 #define TLS_RECORD_HEADER	5
 #define TLS_RECORD_MAX		16384	/* 2^14: plaintext record limit */
 #define TLS_HS_CLIENT_HELLO	1
@@ -267,10 +277,23 @@ hello_record_header(struct proxy_tlshello *h)
 	const uint8_t *r = h->buf + h->walked;
 	size_t have = h->len - h->walked, rec;
 
-	if (have >= 1 && r[0] != TLS_RECORD_HANDSHAKE)
-		return h->walked == 0 ? (h->status = TLSHELLO_NOT_TLS) :
-		    hello_fail(h, TLSHELLO_MALFORMED,
+	if (have >= 1 && r[0] != TLS_RECORD_HANDSHAKE && h->walked > 0)
+		return hello_fail(h, TLSHELLO_MALFORMED,
 		    "another record type inside the ClientHello");
+	/* A TLS record of another type first (ChangeCipherSpec, alert,
+	 * application data, heartbeat, or one of the types a later TLS
+	 * may add): a peer's TLS stack may skip it and read the hello that
+	 * follows, so it is a malformed hello, not "another protocol". */
+	if (have >= 1 && r[0] >= TLS_RECORD_TYPE_MIN &&
+	    r[0] <= TLS_RECORD_TYPE_MAX && r[0] != TLS_RECORD_HANDSHAKE)
+		return hello_fail(h, TLSHELLO_MALFORMED, r[0] ==
+		    TLS_RECORD_CCS ? "a ChangeCipherSpec record before the "
+		    "ClientHello" : r[0] == TLS_RECORD_ALERT ? "an alert "
+		    "record before the ClientHello" : r[0] == TLS_RECORD_APPDATA ?
+		    "an application data record before the ClientHello" :
+		    "a non-handshake record before the ClientHello");
+	if (have >= 1 && r[0] != TLS_RECORD_HANDSHAKE)
+		return (h->status = TLSHELLO_NOT_TLS);
 	if (have >= 2 && r[1] != 3)
 		return hello_fail(h, TLSHELLO_MALFORMED, "record version");
 	if (have < TLS_RECORD_HEADER)

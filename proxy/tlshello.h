@@ -28,9 +28,9 @@
  */
 enum proxy_tlshello_status {
 	TLSHELLO_NEED_MORE = 0,	/* a ClientHello so far, not complete */
-	TLSHELLO_NOT_TLS,	/* first byte is not 0x16 (a TLS handshake
-				   record): another protocol, an SSLv2-style
-				   hello, or junk; nothing more is parsed */
+	TLSHELLO_NOT_TLS,	/* first byte is no TLS record type (20-25):
+				   another protocol, an SSLv2-style hello,
+				   or junk; nothing more is parsed */
 	TLSHELLO_NO_SNI,	/* a ClientHello without server_name */
 	TLSHELLO_SNI,		/* exactly one host_name, in name/namelen */
 	TLSHELLO_SNI_EMPTY,	/* exactly one host_name, of length 0 */
@@ -39,9 +39,13 @@ enum proxy_tlshello_status {
 	TLSHELLO_ECH,		/* encrypted_client_hello (0xfe0d), one of
 				   its drafts (0xfe08-0xfe0c) or ESNI
 				   (0xffce): the outer name proves nothing */
-	TLSHELLO_MALFORMED,	/* starts as a TLS handshake record and then
-				   breaks a rule (why says which), or ends
-				   early (proxy_tlshello_finish) */
+	TLSHELLO_MALFORMED,	/* a TLS record of another type first
+				   (ChangeCipherSpec, alert, application
+				   data, heartbeat: a server may skip it and
+				   read a hello behind it), or a handshake
+				   record that breaks a rule (why says
+				   which), or an early end
+				   (proxy_tlshello_finish) */
 	TLSHELLO_TOO_LARGE,	/* the ClientHello does not fit in
 				   PROXY_TLSHELLO_MAX bytes */
 };

@@ -204,6 +204,39 @@ tunnel_flush_now(struct bufferevent *bev, int fd)
 	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n;
 }
 
+/* The first bytes start like an HTTP request line ("GET /..."): a
+ * method token of capitals, then a space. */
+static bool
+tunnel_http_like(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && i < 24 && b[i] >= 'A' && b[i] <= 'Z')
+		i++;
+	return i > 0 && i < n && b[i] == ' ';
+}
+
+/* A plain-HTTP client in a tunnel reads why it was refused, as it would
+ * from the proxy itself (X-Cordon-Error and a one-line body). */
+static void
+tunnel_refuse_http(int fd, const struct conn *c, const char *why)
+{
+	char body[256], msg[512];
+	int b, m;
+
+	b = snprintf(body, sizeof(body), "cordon-proxy: %s: tunnels to "
+	    "%s:%u carry TLS only (the entry is not raw)\n", why,
+	    c->req->host, c->req->port);
+	if (b < 0 || (size_t)b >= sizeof(body))
+		return;
+	m = snprintf(msg, sizeof(msg), "HTTP/1.1 403 Forbidden\r\n"
+	    "X-Cordon-Error: %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %d\r\nConnection: close\r\n\r\n%s", why, b,
+	    body);
+	if (m > 0 && (size_t)m < sizeof(msg))
+		(void)send(fd, msg, (size_t)m, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 /* Refuses the tunnel: nothing has gone upstream and nothing will. A client
  * that spoke TLS reads an access_denied alert; what it still sends is
  * drained so the close does not turn into a reset that loses the alert.
@@ -224,9 +257,13 @@ tunnel_refuse(struct conn *c, int fd, const struct proxy_tlshello *h,
 	/* Not the name itself: it is the client's, any bytes but NUL. */
 	log_debug("%s: tunnel to %s:%u refused: %s", c->client, c->req->host,
 	    c->req->port, why);
-	if (flushed && h != NULL && h->len > 0 && h->buf[0] == 0x16)
+	/* Any TLS record type first: the client speaks TLS. */
+	if (flushed && h != NULL && h->len > 0 && h->buf[0] >= 0x14 &&
+	    h->buf[0] <= 0x19)
 		(void)send(fd, TUNNEL_ALERT, sizeof(TUNNEL_ALERT) - 1,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	else if (flushed && h != NULL && tunnel_http_like(h->buf, h->len))
+		tunnel_refuse_http(fd, c, why);
 	shutdown(fd, SHUT_WR);
 	for (int i = 0; i < 16; i++)
 		if (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) <= 0)
@@ -347,6 +384,17 @@ tunnel_hello_timeout_cb(void *arg, enum helloread_end end,
 	tunnel_hello_done(arg, end, false);
 }
 
+/* Whether the client's first bytes go through the SNI check: always for
+ * an inspected entry (it needs the ClientHello), never for a `raw` one
+ * (any bytes), else unless --insecure-no-sni-check. */
+static bool
+tunnel_checked(const struct conn *c)
+{
+	if (c->req->inspect)
+		return true;
+	return !c->req->raw && !c->srv->cfg->no_sni_check;
+}
+
 /* The buffered relay (the client has its 200 or has it queued). */
 static void
 tunnel_relay_start(struct conn *c)
@@ -369,11 +417,12 @@ tunnel_relay_start(struct conn *c)
 	event_del(&c->timer);
 	proxy_conn_timer_arm(c, proxy_conn_idle_timeout_ms(c));
 	/* An inspected tunnel needs the ClientHello whatever
-	 * --insecure-no-sni-check says. */
-	if (!c->srv->cfg->no_sni_check || c->req->inspect) {
+	 * --insecure-no-sni-check says; a raw one is not looked at. */
+	if (tunnel_checked(c)) {
 		struct helloread_sink sink = {
 			.done = tunnel_hello_timeout_cb, .arg = c,
 			.timeout_ms = c->srv->cfg->sni_timeout_ms,
+			.from_start = true,
 		};
 		if (proxy_helloread_new(proxy_conn_base(c), -1, &sink,
 		    &c->hr) != 0) {
@@ -425,6 +474,7 @@ tunnel_splice(struct conn *c)
 		.done = tunnel_splice_hello_cb,
 		.arg = c,
 		.timeout_ms = c->srv->cfg->sni_timeout_ms,
+		.from_start = true,
 	};
 	struct helloread *hr = NULL;
 	ssize_t n;
@@ -437,7 +487,7 @@ tunnel_splice(struct conn *c)
 		return false;
 	/* The check reads the client's socket while the relay holds the
 	 * client's direction (the socket stays the same after detach). */
-	if (!c->srv->cfg->no_sni_check && proxy_helloread_new(
+	if (tunnel_checked(c) && proxy_helloread_new(
 	    proxy_conn_base(c), (int)bufferevent_getfd(c->cli), &check,
 	    &hr) != 0) {
 		proxy_zerocopy_free(zc);

@@ -257,6 +257,10 @@ upstream_inspect_ok(struct conn *c, const struct allowlist_inspect *in)
 		proxy_conn_fail(c, 403, "deny", "inject-needs-tls");
 		return false;
 	}
+	if (r->override_header && allowlist_inspect_bounded(in)) {
+		proxy_conn_fail(c, 403, "deny", "override-header");
+		return false;
+	}
 	/* A method the record had to cut is no method of any entry. */
 	if (strlen(r->method) >= sizeof(r->method) - 1 || r->target == NULL ||
 	    !allowlist_inspect_check(in, r->method, r->target, &why)) {
@@ -301,7 +305,7 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 		}
 	}
 	if (!proxy_policy_decide(c, r->host, r->port, why, sizeof(why),
-	    &insp)) {
+	    &insp, &r->raw)) {
 		proxy_conn_fail(c, 403, "deny", why);
 		return;
 	}

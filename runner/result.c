@@ -148,7 +148,7 @@ static bool
 egress_to_json(cJSON *o, const struct runner_result *res)
 {
 	static const char *const extra[] = { "egress_truncated",
-	    "egress_dropped" };
+	    "egress_dropped", "proxy_restarts" };
 	const cJSON *list, *v;
 	cJSON *copy;
 

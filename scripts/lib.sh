@@ -47,16 +47,16 @@ start_dockerd() {
 	else
 		command -v dockerd >/dev/null || die "dockerd not installed (apt-get install docker.io)"
 		say "starting dockerd in the background (log: $DOCKERD_LOG)"
-		# Without the caller's other descriptors: a lock held around
-		# this call (`flock FILE CMD` passes its descriptor on) would
-		# otherwise stay held by dockerd and containerd for good.
+		# A daemon keeps every descriptor it inherits for its whole
+		# life (a caller's lock file, a pipe its caller waits on):
+		# close all but 0-2 first.
 		(
-			for fd in /proc/self/fd/*; do
+			for fd in /proc/$BASHPID/fd/*; do
 				fd=${fd##*/}
 				[ "$fd" -gt 2 ] && eval "exec $fd>&-"
 			done
-			setsid dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null &
-		)
+			exec setsid dockerd >>"$DOCKERD_LOG" 2>&1 </dev/null
+		) &
 	fi
 	wait_dockerd 60
 }

@@ -161,6 +161,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strncmp(diag.items[i].text, "store", 5) != 0) ||
 		    diag.items[i].message == NULL)
 			abort();
+	/* raw excludes every other option. */
+	if (al != NULL && allowlist_match(al, HOST, 443, &d) && d.raw &&
+	    d.inspect != NULL)
+		abort();
 	if (al != NULL && allowlist_match(al, HOST, 443, &d) &&
 	    d.inspect != NULL) {
 		const struct allowlist_inspect *in = d.inspect;
@@ -185,6 +189,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (target[0] != '/' || al_path_problem(target, q,
 			    false) != NULL)
 				abort();
+			/* No path parameter, in any spelling, passes. */
+			for (size_t i = 0; i < q; i++)
+				if (target[i] == ';' || (target[i] == '%' &&
+				    i + 2 < q && target[i + 1] == '3' &&
+				    (target[i + 2] == 'b' ||
+				    target[i + 2] == 'B')))
+					abort();
 		}
 	}
 	al_policy_free(al);

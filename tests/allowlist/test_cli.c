@@ -90,12 +90,32 @@ static const struct crow {
 	  false },
 	{ { "explain", "good.list", "evilexample.com" }, 1,
 	  "deny no entry matched (no-match)\n", "", false },
+	/* What cordon-proxy refuses before the allowlist is asked, as it
+	 * does: a name internal by its shape, an address that is not
+	 * public (these are documentation addresses); then the allowlist's
+	 * own view. */
 	{ { "explain", "good.list", "example.com.evil.test:443" }, 1,
-	  "deny no entry matched (no-match)\n", "", false },
+	  "deny example.com.evil.test (internal-name): a name cordon-proxy "
+	  "refuses before any lookup, whatever the allowlist says\n"
+	  "allowlist: deny no entry matched (no-match)\n", "", false },
 	{ { "explain", "good.list", "203.0.113.7:22" }, 1,
-	  "deny good.list:6: 203.0.113.7 (port-not-allowed)\n", "", false },
-	{ { "explain", "good.list", "[2001:db8:0:0:0:0:0:2]:8443" }, 0,
-	  "allow good.list:7: [2001:db8::2]:8443\n", "", false },
+	  "deny 203.0.113.7 (address-documentation): an address cordon-proxy "
+	  "refuses whatever the allowlist says, unless started with "
+	  "--allow-address 203.0.113.7\n"
+	  "allowlist: deny good.list:6: 203.0.113.7 (port-not-allowed)\n", "",
+	  false },
+	{ { "explain", "good.list", "[2001:db8:0:0:0:0:0:2]:8443" }, 1,
+	  "deny 2001:db8::2 (address-documentation): an address cordon-proxy "
+	  "refuses whatever the allowlist says, unless started with "
+	  "--allow-address 2001:db8::2\n"
+	  "allowlist: allow good.list:7: [2001:db8::2]:8443\n", "", false },
+	{ { "explain", "good.list", "0x7f.1:443" }, 1,
+	  "deny 127.0.0.1 (address-loopback): an address cordon-proxy refuses "
+	  "whatever the allowlist says, unless started with --allow-address "
+	  "127.0.0.1\n"
+	  "allowlist: deny no entry matched (no-match)\n", "", false },
+	{ { "explain", "good.list", "a.0x" }, 1,
+	  "deny no entry matched (invalid-host)\n", "", false },
 	{ { "check", "psl.list" }, 0,
 	  "psl.list: ok, default (1 entry), 1 warning\n", PSL_WARNING, false },
 	{ { "explain", "psl.list", "ec2.amazonaws.com" }, 0,
@@ -266,6 +286,11 @@ static const struct crow2 {
 	  "request POST /x: allow (not inspected: the tunnel passes any "
 	  "request)\n", INSPECT_WARNING, false }, "cfg.json", false },
 	{ { { "explain", "inspect.list", "evil.test", "--method", "GET",
+	    "--path", "/" }, 1, "deny evil.test (internal-name): a name "
+	  "cordon-proxy refuses before any lookup, whatever the allowlist "
+	  "says\nallowlist: deny no entry matched (no-match)\n",
+	  INSPECT_WARNING, false }, "cfg.json", false },
+	{ { { "explain", "inspect.list", "evil.example.net", "--method", "GET",
 	    "--path", "/" }, 1, "deny no entry matched (no-match)\n",
 	  INSPECT_WARNING, false }, "cfg.json", false },
 	{ { { "explain", "inspect.list", "api.github.com" }, 2, "",

@@ -99,7 +99,7 @@ check_opts(const char *text, const struct allowlist_load_opts *opts,
 		allowlist_set_free(set);
 }
 
-#define OPTS_HELP	"options are inspect, methods=, paths=, inject="
+#define OPTS_HELP	"options are raw, inspect, methods=, paths=, inject="
 
 static const struct brow {
 	const char *text;
@@ -173,11 +173,38 @@ static const struct brow {
 	  "t.list:1: path pattern '/a/..' is not canonical: it holds a dot "
 	  "segment ('.' or '..')\n" },
 	{ "a.example inspect paths=/a/..;x/b\n",
-	  "t.list:1: path pattern '/a/..;x/b' is not canonical: it holds a "
-	  "dot segment ('.' or '..')\n" },
+	  "t.list:1: path pattern '/a/..;x/b' is not canonical: it holds "
+	  "';'\n" },
 	{ "a.example inspect paths=/a/;x/b\n",
-	  "t.list:1: path pattern '/a/;x/b' is not canonical: it holds an "
-	  "empty segment before ';'\n" },
+	  "t.list:1: path pattern '/a/;x/b' is not canonical: it holds "
+	  "';'\n" },
+	{ "a.example inspect paths=/x;v=1\n",
+	  "t.list:1: path pattern '/x;v=1' is not canonical: it holds "
+	  "';'\n" },
+	{ "a.example inspect paths=/a%3bx\n",
+	  "t.list:1: path pattern '/a%3bx' is not canonical: it holds a "
+	  "percent-encoded ';'\n" },
+	{ "a.example inspect paths=/a/%c0%ae/*\n",
+	  "t.list:1: path pattern '/a/%c0%ae/*' is not canonical: it holds "
+	  "percent-encoded bytes that are not UTF-8 (or an overlong "
+	  "form)\n" },
+	/* raw: no other option, and never with inspect. */
+	{ "a.example:22 raw inspect\n",
+	  "t.list:1: 'raw' and 'inspect' exclude each other ('raw' passes "
+	  "any bytes without looking at them; 'inspect' terminates TLS and "
+	  "checks every request)\n" },
+	{ "a.example:22 raw methods=GET\n",
+	  "t.list:1: 'methods=' needs 'inspect' on the same entry (the proxy "
+	  "sees requests only in connections it inspects)\n" },
+	{ "a.example:22 raw raw\n",
+	  "t.list:1: option 'raw' is given twice\n" },
+	{ "!a.example:22 raw\n",
+	  "t.list:1: deny entries take no options (they deny every request "
+	  "to the host)\n" },
+	{ "a.example:22 raw\na.example:22\n",
+	  "t.list:2: conflicts with line 1: a port of this host is on both "
+	  "lines, with different options (only line 1 could decide); give "
+	  "each port one set of options\n" },
 	{ "a.example inspect paths=//a\n",
 	  "t.list:1: path pattern '//a' is not canonical: it holds '//'\n" },
 	{ "a.example inspect paths=/a//*\n",
@@ -318,7 +345,7 @@ static const struct wrow {
 	/* No warning: different ports, options that are valid corners. */
 	{ "a.example:443 inspect\na.example:8443\n", "" },
 	{ "a.example:443 inspect methods=GET\na.example:80 inspect\n", "" },
-	{ "a.example inspect paths=/a/.*,/.well-known/*,/,/*,/x;v=1 "
+	{ "a.example inspect paths=/a/.*,/.well-known/*,/,/*,/x%c3%a9 "
 	  "methods=GET,HEAD,VERSION-CONTROL\n", "" },
 	{ "a.example inspect paths=/a%41,/a/..*,/a/~b/*\n", "" },
 	{ "a.example\tinspect\t# comment methods=bogus\n", "" },
@@ -488,7 +515,29 @@ static const struct irow {
 	{ &some, "GET", "/user?x=/../admin&y=%2f", "allowed-by-entry" },
 	{ &some, "GET", "/user?", "allowed-by-entry" },
 	{ &some, "GET", "/admin?/user", "path-not-allowed" },
-	{ &some, "GET", "/simple/x;v=1", "allowed-by-entry" },
+	{ &some, "GET", "/simple/x;v=1", "path-not-canonical" },
+	{ &some, "GET", "/simple/x%3bv=1", "path-not-canonical" },
+	{ &some, "GET", "/simple/x%3Bv=1", "path-not-canonical" },
+	{ &some, "GET", "/simple/a;x/../../admin", "path-not-canonical" },
+	/* Percent-encoded bytes above 0x7f: well-formed UTF-8 only. */
+	{ &some, "GET", "/simple/caf%c3%a9", "allowed-by-entry" },
+	{ &some, "GET", "/simple/%e2%82%ac", "allowed-by-entry" },
+	{ &some, "GET", "/simple/%F0%9F%98%80", "allowed-by-entry" },
+	{ &some, "GET", "/simple/%c0%ae%c0%ae/x", "path-not-canonical" },
+	{ &some, "GET", "/simple/%c0%af", "path-not-canonical" },
+	{ &some, "GET", "/simple/%c1%bf", "path-not-canonical" },
+	{ &some, "GET", "/simple/%e0%80%ae", "path-not-canonical" },
+	{ &some, "GET", "/simple/%f0%80%80%ae", "path-not-canonical" },
+	{ &some, "GET", "/simple/%ed%a0%80", "path-not-canonical" },
+	{ &some, "GET", "/simple/%f4%90%80%80", "path-not-canonical" },
+	{ &some, "GET", "/simple/%f5%80%80%80", "path-not-canonical" },
+	{ &some, "GET", "/simple/%80", "path-not-canonical" },
+	{ &some, "GET", "/simple/%c3", "path-not-canonical" },
+	{ &some, "GET", "/simple/%c3a", "path-not-canonical" },
+	{ &some, "GET", "/simple/%c3%41", "path-not-canonical" },
+	{ &some, "GET", "/simple/%e2%82", "path-not-canonical" },
+	{ &some, "GET", "/simple/%c3%a", "path-not-canonical" },
+	{ &some, "GET", "/simple/%ff", "path-not-canonical" },
 	{ &some, "GET", "/simple/.hidden", "allowed-by-entry" },
 	{ &some, "GET", "/simple/...", "allowed-by-entry" },
 	{ &some, "GET", "/simple/a%41b", "allowed-by-entry" },
@@ -592,6 +641,87 @@ test_check_loaded(void **state)
 	    &why));
 	assert_string_equal(why, "method-not-allowed");
 	allowlist_set_free(set);
+}
+
+/* `raw`: the deciding entry says so in the decision, never with inspect
+ * options; a wildcard's raw does not leak onto an exact entry without
+ * it; check counts raw entries apart from inspected ones. */
+static void
+test_raw(void **state)
+{
+	static const char text[] = "git.example:22 raw\n"
+	    "*.db.example:5432 raw\n"
+	    "api.db.example:5432\n"
+	    "web.example inspect\n";
+	const struct allowlist *al;
+	struct allowlist_decision d;
+	struct allowlist_set *set;
+
+	(void)state;
+	check_opts(text, NULL, 0, "t.list:3: warning: '*.db.example:5432' "
+	    "(line 2) also covers this, with other options; this entry's "
+	    "apply (not inspected)\n", &set);
+	al = allowlist_set_policy(set, NULL);
+	assert_true(allowlist_match(al, "git.example", 22, &d));
+	assert_true(d.raw);
+	assert_null(d.inspect);
+	assert_false(allowlist_match(al, "git.example", 443, &d));
+	assert_false(d.raw);
+	assert_true(allowlist_match(al, "x.db.example", 5432, &d));
+	assert_true(d.raw);
+	assert_true(allowlist_match(al, "api.db.example", 5432, &d));
+	assert_false(d.raw);
+	assert_true(allowlist_match(al, "web.example", 443, &d));
+	assert_false(d.raw);
+	assert_non_null(d.inspect);
+	assert_false(allowlist_match(al, "other.example", 22, &d));
+	assert_false(d.raw);
+	assert_int_equal(allowlist_raw_count(al), 2);
+	assert_int_equal(allowlist_inspect_count(al), 1);
+	allowlist_set_free(set);
+}
+
+/* The override headers: one row each, any case; near misses are not. */
+static void
+test_override_headers(void **state)
+{
+	static const struct {
+		const char *name;
+		bool override;
+	} rows[] = {
+		{ "X-HTTP-Method-Override", true },
+		{ "x-http-method-override", true },
+		{ "X-HTTP-Method", true },
+		{ "X-Method-Override", true },
+		{ "X-Original-URL", true },
+		{ "x-original-url", true },
+		{ "X-Rewrite-URL", true },
+		{ "X-Original-Method", true },
+		{ "X-HTTP-Method-Overrid", false },
+		{ "X-HTTP-Method-Override2", false },
+		{ "X-Original", false },
+		{ "X-Forwarded-For", false },
+		{ "Authorization", false },
+		{ "", false },
+	};
+	struct allowlist_inspect bounded = { .npaths = 1 }, open = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (allowlist_override_header(rows[i].name,
+		    strlen(rows[i].name)) != rows[i].override)
+			fail_msg("row %zu: %s: want %d", i, rows[i].name,
+			    rows[i].override);
+	/* The length is the caller's: a prefix of a name is judged as
+	 * itself ("X-HTTP-Method" is one, "X-HTTP" is not). */
+	assert_true(allowlist_override_header("X-HTTP-Method-Override", 13));
+	assert_false(allowlist_override_header("X-HTTP-Method-Override", 6));
+	assert_true(allowlist_inspect_bounded(&bounded));
+	bounded.npaths = 0;
+	bounded.nmethods = 2;
+	assert_true(allowlist_inspect_bounded(&bounded));
+	assert_false(allowlist_inspect_bounded(&open));
+	assert_false(allowlist_inspect_bounded(NULL));
 }
 
 /* Secrets file: every mistake at SECRETS:LINE, never quoting a value. */
@@ -859,6 +989,8 @@ main(void)
 		cmocka_unit_test(test_decisions),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_check_loaded),
+		cmocka_unit_test(test_raw),
+		cmocka_unit_test(test_override_headers),
 		cmocka_unit_test(test_secrets_file),
 		cmocka_unit_test(test_secrets_values),
 		cmocka_unit_test(test_secrets_dir),

@@ -15,7 +15,7 @@
 
 #include "allowlist/allowlist.h"
 
-#define OPTS	"options are inspect, methods=, paths=, inject=)"
+#define OPTS	"options are raw, inspect, methods=, paths=, inject=)"
 
 /* Joins every diagnostic's text with newlines (caller frees). */
 static char *

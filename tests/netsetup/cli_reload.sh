@@ -1,79 +1,81 @@
 #!/usr/bin/env bash
-# `cordon net reload` without docker: a state directory of its own (config
-# state_dir), a net.json naming the allowlist, a stand-in proxy process
-# that records SIGHUP, and a stand-in control socket answering "policies".
-# Checks: a broken allowlist is refused with FILE:LINE and exit 1 and the
-# proxy is not signalled; a good one signals it and prints the policies.
+# `cordon net reload` against a real cordon-proxy in run mode on loopback
+# (no docker): a state directory of its own (config state_dir), a net.json
+# naming the allowlist directory, the proxy's control socket where net
+# reload looks for it. Checks that reload tells the truth:
+#  - a broken allowlist: exit 1 with the proxy's FILE:LINE, and the proxy
+#    keeps its policies (asked over the control socket);
+#  - an allowlist with inject= and a root-only secrets store (0600): the
+#    parent rereads it as root, exit 0 with the generation and counts;
+#  - a file saved with umask 077 (0600, root): reloaded, the new policy
+#    is there;
+#  - no proxy: exit 1.
 set -uo pipefail
 cordon="$CORDON_BUILD_ROOT/cordon"
+proxy="$CORDON_BUILD_ROOT/proxy/cordon-proxy"
 tmp=$(mktemp -d /tmp/cordon-reload.XXXXXX)
-pids=()
+pid=
+: >"$tmp/proxy.log" 2>/dev/null || true
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { echo "FAIL: $*"; [ -f "$tmp/proxy.log" ] && tail -n 20 "$tmp/proxy.log"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "FAIL: needs root (the proxy's parent)"; exit 1; }
 
 state="$tmp/net-cdrl0"
-mkdir -p "$state"
+mkdir -p "$state" "$tmp/lists"
+chmod 700 "$tmp"
 printf '{"state_dir":"%s","egress_bridge":"cdrl0","audit_log":"%s/audit.log"}\n' \
 	"$tmp" "$tmp" >"$tmp/config.json"
 export CORDON_CONFIG="$tmp/config.json"
-printf 'example.com\n*.com\n' >"$tmp/bad.list"
-printf '{"proxy_argv":["/x/cordon-proxy","--listen","10.0.0.1:3128","--allowlist","%s","--user","nobody"]}\n' \
-	"$tmp/bad.list" >"$state/net.json"
+printf 'example.com\n' >"$tmp/lists/pol-a.list"
+printf 'github-token=Bearer cordon-test-secret-value\n' >"$tmp/secrets"
+chmod 600 "$tmp/secrets"
+printf '{"proxy_argv":["%s","--listen","127.0.0.1:0","--allowlist","%s"]}\n' \
+	"$proxy" "$tmp/lists" >"$state/net.json"
+"$proxy" --listen 127.0.0.1:0 --allowlist "$tmp/lists" \
+	--control "$state/control.sock" --secrets "$tmp/secrets" \
+	--user nobody >"$tmp/proxy.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "listening on" "$tmp/proxy.log" && break; sleep 0.1; done
+grep -q "listening on" "$tmp/proxy.log" || fail "the proxy did not start"
+policies() { python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.sendall(b"{\"op\":\"policies\"}\n"); print(s.makefile().readline().strip())' "$state/control.sock"; }
 
-# The stand-in proxy: counts SIGHUPs into a file. Netsetup signals only a
-# process whose comm is cordon-proxy: python under that name.
-ln -s "$(python3 -c 'import sys; print(sys.executable)')" "$tmp/cordon-proxy"
-"$tmp/cordon-proxy" -c '
-import signal, sys, time
-n = 0
-def hup(*a):
-    global n
-    n += 1
-    open(sys.argv[1], "w").write(str(n))
-signal.signal(signal.SIGHUP, hup)
-while True:
-    time.sleep(0.05)
-' "$tmp/hups" &
-pids+=($!)
-echo "${pids[0]}" >"$state/proxy.pid"
-# The stand-in control socket.
-python3 -c '
-import socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); s.listen(4)
-while True:
-    c, _ = s.accept()
-    line = c.makefile("rb").readline()
-    if line == b"{\"op\":\"policies\"}\n":
-        c.sendall(b"{\"ok\":true,\"policies\":[\"default\",\"pypi\"]}\n")
-    else:
-        c.sendall(b"{\"ok\":false,\"error\":\"unexpected\"}\n")
-    c.close()
-' "$state/control.sock" &
-pids+=($!)
-for _ in $(seq 50); do [ -S "$state/control.sock" ] && break; sleep 0.1; done
-
+# 1. Broken: refused with FILE:LINE, old set kept.
+printf 'example.com\n*.com\n' >"$tmp/lists/pol-b.list"
 out=$("$cordon" net reload 2>"$tmp/err"); rc=$?
-[ $rc = 1 ] || fail "broken allowlist: exit $rc, want 1"
-grep -q "^$tmp/bad.list:2: " "$tmp/err" || fail "no FILE:LINE diagnostic: $(cat "$tmp/err")"
-grep -q "the proxy keeps the allowlist it has" "$tmp/err" || fail "$(cat "$tmp/err")"
-sleep 0.2
-[ ! -e "$tmp/hups" ] || fail "the proxy was signalled despite errors"
+[ $rc = 1 ] || fail "broken allowlist: exit $rc, want 1 ($out)"
+grep -q "$tmp/lists/pol-b.list:2: " "$tmp/err" || fail "no FILE:LINE diagnostic: $(cat "$tmp/err")"
+grep -q "not reloaded, the proxy keeps the allowlist it has" "$tmp/err" || fail "$(cat "$tmp/err")"
+[ "$(policies)" = '{"ok":true,"policies":["pol-a"]}' ] || fail "policies after a broken reload: $(policies)"
+echo "ok: broken: $(head -c 200 "$tmp/err")"
 
-printf 'example.com\n' >"$tmp/bad.list"
+# 2. inject= with the root-only store: the parent reads it as root.
+printf 'api.example.com:443 inspect inject=Authorization:github-token\n' >"$tmp/lists/pol-b.list"
 out=$("$cordon" net reload 2>"$tmp/err"); rc=$?
-[ $rc = 0 ] || fail "good allowlist: exit $rc: $(cat "$tmp/err")"
-[ "$out" = "reloaded $tmp/bad.list; policies: default pypi" ] || fail "output: $out"
-for _ in $(seq 20); do [ -e "$tmp/hups" ] && break; sleep 0.1; done
-[ "$(cat "$tmp/hups" 2>/dev/null)" = 1 ] || fail "the proxy got no SIGHUP"
+[ $rc = 0 ] || fail "reload with a root-only secrets store: exit $rc: $(cat "$tmp/err")"
+case $out in
+"reloaded $tmp/lists: generation 2; policies: pol-a pol-b (2 entries, 1 inspected, 0 raw, 1 secrets)") ;;
+*) fail "output: $out" ;;
+esac
+[ "$(policies)" = '{"ok":true,"policies":["pol-a","pol-b"]}' ] || fail "policies: $(policies)"
+! grep -q "cordon-test-secret-value" "$tmp/proxy.log" "$tmp/err" || fail "the secret's value was printed"
+echo "ok: $out"
 
-# No proxy running: said, exit 1.
-kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null
+# 3. Saved with umask 077 (root, 0600): reloaded, the policy is in force.
+(umask 077; printf 'example.org\n' >"$tmp/lists/pol-c.list")
+out=$("$cordon" net reload 2>"$tmp/err"); rc=$?
+[ $rc = 0 ] || fail "reload of a 0600 file: exit $rc: $(cat "$tmp/err")"
+[ "$(policies)" = '{"ok":true,"policies":["pol-a","pol-b","pol-c"]}' ] || fail "policies: $(policies)"
+echo "ok: $out"
+
+# 4. No proxy running: said, exit 1.
+kill "$pid"; wait "$pid" 2>/dev/null; pid=
 out=$("$cordon" net reload 2>"$tmp/err"); rc=$?
 [ $rc = 1 ] || fail "no proxy: exit $rc"
-grep -q "no proxy is running" "$tmp/err" || fail "$(cat "$tmp/err")"
+grep -q "not reloaded" "$tmp/err" || fail "$(cat "$tmp/err")"
 echo "cli_reload: ok"

@@ -11,7 +11,11 @@
 #     another live run (registered from another address) all get 407;
 #  3. after a run has ended its credential is refused;
 #  4. a run over its connection limit gets 429 while another run's
-#     requests still succeed;
+#     requests still succeed; and a run that floods the proxy with idle
+#     connections that never send a byte (past the proxy's whole
+#     connection limit) cannot make another run's fetch fail: it holds
+#     egress_source_max_pending of them, the rest are refused at accept
+#     and listed in its own report;
 #  6. a reload with a broken policy keeps the old set (`cordon net reload`
 #     refuses with FILE:LINE, and a SIGHUP straight to the proxy too);
 #  7. a removed policy denies a live run with policy-removed, and a new run
@@ -23,6 +27,10 @@
 #     container and its registration (its credential is then refused);
 # 10. a warm proxy-mode run from the same service's pool (--pool 1) takes
 #     the pooled container, registered only while the run has it;
+# 11-13. the proxy's network child SIGKILLed during a run and between a
+#     session's calls, and its parent SIGKILLed during a run: the run's
+#     next fetch gets 200 within seconds, and its result says
+#     proxy_restarts;
 # and that the control socket is root-only and no token reaches the
 # proxy's log. (5, a tenant limited to nets ["none"], is in serve_e2e.)
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
@@ -69,7 +77,8 @@ cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
  "state_dir": "$T/state", "runtime_egress": "$rt", "runtime_debug_egress": "$drt",
  "audit_log": "$T/audit.log", "image": {"id": "$img"}, "require_probe": false,
- "egress_default_policy": "pol-a", "egress_run_max_conns": 3}
+ "egress_default_policy": "pol-a", "egress_run_max_conns": 3,
+ "egress_source_max_pending": 8}
 EOF
 pids=()
 cleanup() {
@@ -107,7 +116,8 @@ chmod -R a+rX "$T/lists"
 up() {
 	"$cordon" net up --allowlist "$T/lists" \
 		--proxy-arg=--resolver=127.0.0.1:"$dns_port" \
-		--proxy-arg=--allow-address=127.0.0.2 >"$T/up.txt" 2>&1 ||
+		--proxy-arg=--allow-address=127.0.0.2 \
+		--proxy-arg=--max-connections=64 >"$T/up.txt" 2>&1 ||
 		fail "net up: $(cat "$T/up.txt")"
 }
 step "cordon net up with an allowlist directory (policies pol-a, pol-b)"
@@ -266,6 +276,45 @@ jget "$T/b2.json" 'd["stdout"]' | grep -qx "b.example.com 200 cordon-upstream-ok
 	fail "the other run was affected: $(cat "$T/b2.json")"
 echo "ok: 3 tunnels, 2 x 429 run-connection-limit; the other run got 200 meanwhile"
 
+step "4b. one run floods the proxy with 150 idle connections (its limit is 64), another run's fetches all succeed"
+cat >"$T/flood.py" <<PY
+import os, socket, time
+from urllib.parse import urlsplit
+u = urlsplit(os.environ["HTTP_PROXY"])
+held, refused, other = [], 0, 0
+for i in range(150):
+    s = socket.create_connection((u.hostname, u.port), timeout=10)
+    held.append(s)
+time.sleep(1)
+for s in held:
+    s.settimeout(0.05)
+    try:
+        d = s.recv(4096)
+        if b" 503 " in d.split(b"\r\n")[0] and b"source-pending-limit" in d:
+            refused += 1
+        else:
+            other += 1
+    except socket.timeout:
+        pass
+print("refused", refused, "other", other, "held", len(held) - refused - other, flush=True)
+time.sleep(8)
+PY
+"$cordon" run --net proxy --policy pol-a <"$T/flood.py" >"$T/flood.json" 2>"$T/flood.err" &
+rf=$!
+sleep 4
+fetch_job 0 b.example.com b.example.com b.example.com b.example.com b.example.com >"$T/b4.py"
+"$cordon" run --net proxy --policy pol-b <"$T/b4.py" >"$T/b4.json" 2>"$T/b4.err" || fail "run B4: $(cat "$T/b4.err")"
+wait "$rf" || fail "flood run: $(cat "$T/flood.err" "$T/flood.json")"
+out=$(jget "$T/flood.json" 'd["stdout"]')
+echo "flood run: $out"
+[ "$out" = "refused 142 other 0 held 8" ] || fail "the flood was not capped at 8 pending: $out"
+[ "$(jget "$T/b4.json" 'd["stdout"]' | grep -cx "b.example.com 200 cordon-upstream-ok")" = 5 ] ||
+	fail "the other run's fetches failed during the flood: $(cat "$T/b4.json")"
+[ "$(jget "$T/flood.json" '[(e["host"], e["reason"], e["count"]) for e in d["egress"] if e["reason"] == "source-pending-limit"]')" = \
+	"[('-', 'source-pending-limit', 142)]" ] ||
+	fail "the flood's refusals are not in its own report: $(jget "$T/flood.json" 'd["egress"]')"
+echo "ok: 8 idle connections held, 142 refused at accept and in the flooding run's report; the other run's 5 fetches got 200"
+
 step "6. a reload with a broken policy keeps the old set"
 printf 'b.example.com:%s\nthis is not an entry\n' "$port" >"$T/lists/pol-b.list"
 if "$cordon" net reload >"$T/reload1.txt" 2>&1; then fail "net reload accepted a broken policy: $(cat "$T/reload1.txt")"; fi
@@ -399,6 +448,87 @@ echo "$out" | grep -qx "a.example.com 200 cordon-upstream-ok" && echo "$out" | g
 	fail "warm proxy run's egress: $(jget "$T/w.json" 'd["egress"]')"
 ctl "{\"op\":\"report\",\"run\":\"$wname\"}" | grep -q 'unknown run' || fail "the warm run $wname is still registered after its answer"
 echo "ok: warm proxy-mode run in $wname (policy pol-a): a allowed, b not-on-policy, its egress exactly those two; unregistered before and after"
+
+# The proxy's processes: the parent (proxy.pid, the supervisor's child)
+# and its network child.
+ppid_file="$T/state/net-$br/proxy.pid"
+netchild() { local p; p=$(cat "$ppid_file" 2>/dev/null) || return 1
+	awk '{ print $1 }' "/proc/$p/task/$p/children" 2>/dev/null; }
+# A job that fetches a.example.com once, then again every 0.2 s until one
+# works more than 4 s in (the kill comes after the first) or 25 s pass, printing
+# the first and that later outcome.
+cat >"$T/kill.py" <<PY
+import time, urllib.request
+def get():
+    try:
+        r = urllib.request.urlopen("http://a.example.com:$port/", timeout=5)
+        return str(r.status)
+    except Exception as e:
+        return type(e).__name__
+print("first", get(), flush=True)
+t0 = time.time()
+while time.time() - t0 < 25:
+    time.sleep(0.2)
+    g = get()
+    if g == "200" and time.time() - t0 > 4:
+        print("later", g, round(time.time() - t0, 1), flush=True)
+        break
+PY
+# kill_during WHO LABEL: runs kill.py, kills WHO (child or parent) after its first fetch,
+# checks the later fetch got 200 and the report counts the restart.
+kill_during() {
+	local who=$1 label=$2 rj victim n0
+	n0=$(grep -c '"host":"a.example.com"' "$plog" || true)
+	"$cordon" run --net proxy --policy pol-a --timeout 60 <"$T/kill.py" >"$T/k-$label.json" 2>"$T/k-$label.err" &
+	rj=$!
+	# The kill comes after the run's first fetch reached the proxy (a
+	# fixed delay could land before the run was registered, and then
+	# nothing it had was lost).
+	for _ in $(seq 300); do
+		[ "$(grep -c '"host":"a.example.com"' "$plog" || true)" -gt "$n0" ] && break
+		sleep 0.1
+	done
+	[ "$(grep -c '"host":"a.example.com"' "$plog" || true)" -gt "$n0" ] ||
+		fail "$label: the run's first fetch never reached the proxy: $(cat "$T/k-$label.err")"
+	if [ "$who" = child ]; then victim=$(netchild); else victim=$(cat "$ppid_file"); fi
+	[ -n "$victim" ] || fail "$label: no proxy $who to kill"
+	kill -9 "$victim"
+	wait "$rj" || fail "$label: the run failed: $(cat "$T/k-$label.err" "$T/k-$label.json")"
+	out=$(jget "$T/k-$label.json" 'd["stdout"]')
+	echo "$out" | grep -qx "first 200" || fail "$label: the first fetch: $out"
+	echo "$out" | grep -q "^later 200 " || fail "$label: no fetch worked after the $who was killed: $out"
+	[ "$(jget "$T/k-$label.json" 'd.get("proxy_restarts", 0) >= 1')" = True ] ||
+		fail "$label: the result does not say the proxy restarted: $(jget "$T/k-$label.json" 'd.get("egress")' 'd.get("proxy_restarts")')"
+	echo "ok: $label: killed the proxy's $who $victim; the run's fetches: $(echo "$out" | tr '\n' ' '); proxy_restarts $(jget "$T/k-$label.json" 'd["proxy_restarts"]')"
+}
+
+step "11. the proxy's network child is SIGKILLed during a run: the run's next fetch gets 200, its result says the proxy restarted"
+kill_during child child-run
+grep -q '"reason":"proxy-restarted"' "$plog" || fail "the access log does not say the proxy restarted"
+
+step "12. the proxy's network child is SIGKILLed between a session's calls: the next call's fetch gets 200"
+code=$(sreq "$T/s3.json" -H 'Content-Type: application/json' -d '{"net":"proxy","policy":"pol-a","idle_timeout_s":120}' http://cordon/v1/sessions)
+[ "$code" = 201 ] || fail "session create: HTTP $code: $(cat "$T/s3.json")"
+sid=$(jget "$T/s3.json" 'd["id"]')
+code=$(scall "$T/c3.json" "$T/s1.py")
+[ "$(jget "$T/c3.json" 'd["stdout"].strip()')" = "a.example.com 200 cordon-upstream-ok" ] || fail "session call before the kill: $(cat "$T/c3.json")"
+victim=$(netchild)
+kill -9 "$victim"
+ok=
+for _ in $(seq 20); do
+	code=$(scall "$T/c4.json" "$T/s2.py")
+	[ "$code" = 200 ] || fail "session call after the kill: HTTP $code: $(cat "$T/c4.json")"
+	jget "$T/c4.json" 'd["stdout"]' | grep -q "^a.example.com 200" && { ok=1; break; }
+	printf 'print(get("a.example.com"))\n' >"$T/s2.py"
+	sleep 0.2
+done
+[ -n "$ok" ] || fail "the session's fetches fail after the child was killed: $(cat "$T/c4.json")"
+[ "$(jget "$T/c4.json" 'd.get("proxy_restarts", 0) >= 1')" = True ] || fail "the session's result does not say the proxy restarted: $(cat "$T/c4.json")"
+echo "ok: session $sid: killed the network child $victim; the next call fetched a.example.com with 200, proxy_restarts $(jget "$T/c4.json" 'd["proxy_restarts"]')"
+code=$(sreq "$T/d3.json" -X DELETE "http://cordon/v1/sessions/$sid")
+
+step "13. the proxy's parent is SIGKILLed during a run (the supervisor restarts it): the run's next fetch gets 200"
+kill_during parent parent-run
 
 # The service's own scheduled probes use this network too: stop it (SIGTERM
 # waits for what it started) before the cleanup's `net down`, which

@@ -53,7 +53,7 @@ gw=10.213.250.1
 dummy=cordonE2Ev
 dummy_addr=10.213.251.1
 T=$(mktemp -d /tmp/cordon-nstest.XXXXXX)
-chmod 755 "$T"  # the proxy runs as nobody and reads the allowlist here
+chmod 755 "$T"
 export CORDON_CONFIG="$T/cordon.json"
 cat >"$CORDON_CONFIG" <<EOF
 {"egress_network": "$net", "egress_bridge": "$br", "egress_subnet": "$subnet",
@@ -296,10 +296,35 @@ grep -q "rule not first in FORWARD" "$T/st3.err" || fail "status: $(cat "$T/st3.
 iptables -w -D FORWARD -i "$br" -p udp --dport 9 -j ACCEPT
 echo "ok: $(head -n1 "$T/st3.err")"
 
-step "the supervisor restarts a killed proxy"
+step "privilege separation: who listens on the proxy port, and what it can open"
 old=$(cat "$T/state/net-$br/proxy.pid")
 sup=$(cat "$T/state/net-$br/supervisor.pid")
-[ "$(ps -o user= -p "$old")" = nobody ] || fail "proxy does not run as nobody"
+# The processes holding gateway:port (ss names each pid): the parent keeps
+# the socket to hand it to a restarted child and never accepts on it; the
+# child is the one that accepts.
+lpids=$(ss -Hltnp "src $gw:3128" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+[ -n "$lpids" ] || fail "nothing listens on $gw:3128: $(ss -ltnp)"
+lpid=$(echo "$lpids" | grep -vx "$old" | head -n1)
+[ "$(echo "$lpids" | wc -l)" = 2 ] && [ -n "$lpid" ] ||
+	fail "the holders of $gw:3128 are $(echo $lpids), not the parent $old and its child"
+st() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+[ "$(st "$lpid" Uid)" = 65534 ] || fail "the listening process $lpid runs as uid $(st "$lpid" Uid), not nobody"
+[ "$(st "$lpid" NoNewPrivs)" = 1 ] || fail "the listening process $lpid has NoNewPrivs $(st "$lpid" NoNewPrivs)"
+[ "$(readlink "/proc/$lpid/root")" = /run/cordon-proxy-root ] ||
+	fail "the listening process's root is $(readlink "/proc/$lpid/root")"
+[ "$(awk '{ print $4 }' "/proc/$lpid/stat")" = "$old" ] || fail "the listener $lpid is not the child of the proxy $old"
+[ "$(st "$old" Uid)" = 0 ] || fail "the proxy's parent $old is not root"
+key="$T/state/egress-ca/ca.key"
+[ -f "$key" ] || fail "no CA key at $key"
+# As the listener's user: the CA key is out of reach (and it is not in
+# the listener's root at all).
+if setpriv --reuid=65534 --regid=65534 --clear-groups cat "$key" >/dev/null 2>&1; then
+	fail "uid 65534 can read $key"
+fi
+! grep -q "PRIVATE KEY" "/proc/$lpid/environ" 2>/dev/null || fail "a key in the listener's environment"
+echo "ok: listener pid $lpid: uid 65534, NoNewPrivs 1, root /run/cordon-proxy-root; parent $old: uid 0; $key unreadable as uid 65534"
+
+step "the supervisor restarts a killed proxy"
 kill -9 "$old"
 ok=
 for _ in $(seq 50); do

@@ -477,10 +477,12 @@ test_unit_text(void **state)
 	    "ExecStart=\"/usr/lib/cordon/cordon-proxy\" \"--listen\" "
 	    "\"10.213.0.1:3128\" \"--allowlist\" "
 	    "\"/etc/cordon/a \\\"b\\\"%%$$.list\"\n"
-	    "User=\"nobody\"\n"
 	    "Environment=\"PATH=/usr/bin:/bin\"\n"
 	    "Restart=always\nRestartSec=1\nNoNewPrivileges=yes\n"
-	    "CapabilityBoundingSet=\nProtectSystem=strict\n"
+	    "CapabilityBoundingSet=CAP_SETUID CAP_SETGID CAP_SYS_CHROOT\n"
+	    "RuntimeDirectory=cordon-proxy-root\n"
+	    "RuntimeDirectoryMode=0555\nRuntimeDirectoryPreserve=yes\n"
+	    "ProtectSystem=strict\n"
 	    "ProtectHome=read-only\nPrivateTmp=yes\nPrivateDevices=yes\n"
 	    "ProtectKernelTunables=yes\nProtectKernelModules=yes\n"
 	    "ProtectControlGroups=yes\n"
@@ -552,7 +554,7 @@ test_proxy_argv(void **state)
 {
 	const char *extra[] = { "--log-level", "debug" };
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL };
+	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL, 32 };
 	struct netsetup_params p;
 	char want[2048], *text;
 	cJSON *a = NULL;
@@ -567,10 +569,12 @@ test_proxy_argv(void **state)
 	snprintf(want, sizeof(want), "[\"/usr/lib/cordon/cordon-proxy\","
 	    "\"--listen\",\"10.213.0.1:3128\",\"--allowlist\","
 	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\","
-	    "\"--control\",\"%s/control.sock\",\"--user\","
+	    "\"--control\",\"%s/control.sock\",\"--state\","
+	    "\"%s/proxy-runs.state\",\"--user\","
 	    "\"%s\",\"--ca-cert\",\"%s/ca.crt\",\"--ca-key\",\"%s/ca.key\","
-	    "\"--log-level\",\"debug\"]", p.state_dir, p.proxy_user, p.ca_dir,
-	    p.ca_dir);
+	    "\"--source-max-pending\",\"32\","
+	    "\"--log-level\",\"debug\"]", p.state_dir, p.state_dir,
+	    p.proxy_user, p.ca_dir, p.ca_dir);
 	assert_string_equal(text, want);
 	free(text);
 	cJSON_Delete(a);
@@ -587,10 +591,10 @@ test_proxy_argv(void **state)
 	}
 	assert_true(n > 9);
 	u = array_find(a, "--user");
-	assert_int_equal(u, 9);
+	assert_int_equal(u, 11);
 	assert_string_equal(cJSON_GetArrayItem(a, u + 1)->valuestring,
 	    p.proxy_user);
-	assert_int_equal(cJSON_GetArraySize(a), 17);
+	assert_int_equal(cJSON_GetArraySize(a), 21);
 	cJSON_Delete(a);
 	/* With a secrets store: passed on. */
 	o.secrets = "/etc/cordon/secrets";
@@ -640,7 +644,7 @@ static void
 test_state_write(void **state)
 {
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL };
+	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL, 32 };
 	struct netsetup_params p;
 	char dir[] = "/tmp/cordon-test-netsetup.XXXXXX", path[400];
 	const cJSON *v;
@@ -675,7 +679,7 @@ test_state_write(void **state)
 	assert_true(cJSON_IsTrue(v));
 	v = cJSON_GetObjectItemCaseSensitive(st, "proxy_argv");
 	assert_true(cJSON_Compare(v, argv, true));
-	assert_int_equal(array_find(v, "--user"), 9);
+	assert_int_equal(array_find(v, "--user"), 11);
 	cJSON_Delete(st);
 	cJSON_Delete(argv);
 	/* `net reload` finds the allowlist in the recorded argv. */

@@ -100,6 +100,7 @@ static struct {
 } fx = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static char fx_allowlist_text[1024];
+static char fx_tls_allowlist_text[1024];
 /* Daemons started and not yet reaped, and their temp dirs, for
  * px_kill_all after a failed test. */
 static pid_t px_pids[16];
@@ -444,9 +445,17 @@ fx_start(void)
 	fx.closed_port = ntohs(sin.sin_port);
 	close(fd);
 
+	/* The fixture's servers speak plain bytes and HTTP, so their entry
+	 * is raw (a tunnel without it must carry TLS); the TLS list is the
+	 * same without raw, for the tests of what tunnels may carry. */
+	snprintf(fx_tls_allowlist_text, sizeof(fx_tls_allowlist_text),
+	    "# cordon-proxy integration test policy (tunnels carry TLS)\n"
+	    "*.cordon-test.net:%u,%u,%u,%u,%u\n"
+	    "!denied.cordon-test.net\n", fx.echo_port, fx.http_port,
+	    fx.flood_port, fx.closed_port, fx.sink_port);
 	snprintf(fx_allowlist_text, sizeof(fx_allowlist_text),
 	    "# cordon-proxy integration test policy\n"
-	    "*.cordon-test.net:%u,%u,%u,%u,%u\n"
+	    "*.cordon-test.net:%u,%u,%u,%u,%u raw\n"
 	    "!denied.cordon-test.net\n", fx.echo_port, fx.http_port,
 	    fx.flood_port, fx.closed_port, fx.sink_port);
 	if (pthread_create(&fx.thread, NULL, fx_thread, NULL) != 0)
@@ -482,6 +491,7 @@ uint16_t fx_flood_port(void) { return fx.flood_port; }
 uint16_t fx_closed_port(void) { return fx.closed_port; }
 uint16_t fx_sink_port(void) { return fx.sink_port; }
 const char *px_default_allowlist(void) { return fx_allowlist_text; }
+const char *px_tls_allowlist(void) { return fx_tls_allowlist_text; }
 
 static unsigned
 fx_queries_of(const char *name, bool only_a)

@@ -65,8 +65,11 @@ int px_wait_exit(struct px *p, int timeout_ms);
 long px_rss_kb(const struct px *p);
 /* SIGKILLs and reaps every daemon still running (after a failed test). */
 void px_kill_all(void);
-/* The default allowlist text (static; contains the fixture's ports). */
+/* The default allowlist text (static; contains the fixture's ports): its
+ * wildcard is `raw`, since the fixture's servers speak plain bytes. */
 const char *px_default_allowlist(void);
+/* The same without `raw`: tunnels must carry TLS (the SNI check). */
+const char *px_tls_allowlist(void);
 
 /* Blocking client helpers (10 s receive timeout). */
 int cli_connect(uint16_t port);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -492,30 +494,89 @@ test_connect_timeout(void **state)
 	stop_ok(&p);
 }
 
+/* A line of /proc/PID/status: its first number, or -1. */
+static long
+proc_status(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	size_t n = strlen(key);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, n) == 0 && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* The network child of the daemon started as p (the only child). */
+static pid_t
+network_child(const struct px *p)
+{
+	char path[64], line[256];
+	pid_t found = 0;
+	FILE *f;
+
+	for (int tries = 0; tries < 100 && found == 0; tries++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+		    (int)p->pid, (int)p->pid);
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fgets(line, sizeof(line), f) != NULL)
+				found = (pid_t)strtol(line, NULL, 10);
+			fclose(f);
+		}
+		if (found == 0)
+			usleep(20000);
+	}
+	return found;
+}
+
+/* Privilege separation: the parent stays root (it keeps the keys and
+ * rereads root-only files); the process that accepts and parses runs as
+ * --user, with no_new_privs, in the empty root, and cannot open a file
+ * only root may read. */
 static void
 test_user_drop(void **state)
 {
 	static const char *const extra[] = { "--user", "nobody", NULL };
-	char path[64], line[256];
+	char path[64], root[256], secret[] = "/tmp/cordon-pxtest-secret.XXXXXX";
 	struct px p;
-	FILE *f;
-	int st, fd;
-	long uid = -1, gid = -1;
+	pid_t child, k;
+	ssize_t n;
+	int st, fd, wst;
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, extra), 0);
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)p.pid);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (strncmp(line, "Uid:", 4) == 0)
-			uid = strtol(line + 4, NULL, 10);
-		if (strncmp(line, "Gid:", 4) == 0)
-			gid = strtol(line + 4, NULL, 10);
+	assert_int_equal(proc_status(p.pid, "Uid"), 0);
+	child = network_child(&p);
+	assert_true(child > 0);
+	assert_int_equal(proc_status(child, "Uid"), 65534);
+	assert_int_equal(proc_status(child, "Gid"), 65534);
+	assert_int_equal(proc_status(child, "NoNewPrivs"), 1);
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)child);
+	n = readlink(path, root, sizeof(root) - 1);
+	assert_true(n > 0);
+	root[n] = '\0';
+	assert_string_equal(root, "/run/cordon-proxy-root");
+	/* What the child's user can do with a root-only file (as the CA
+	 * key and the secrets store are): nothing. */
+	fd = mkstemp(secret);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "k", 1), 1);
+	close(fd);
+	k = fork();
+	if (k == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		_exit(open(secret, O_RDONLY) < 0 && errno == EACCES ? 0 : 1);
 	}
-	fclose(f);
-	assert_int_equal(uid, 65534);
-	assert_true(gid > 0);
+	assert_int_equal(waitpid(k, &wst, 0), k);
+	unlink(secret);
+	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
 	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
@@ -796,7 +857,7 @@ test_sighup_reload(void **state)
 	expect_connect_refused(&p, authority("x.other-test.net",
 	    fx_echo_port()), 403, "not-on-policy default");
 	/* A good file: the new host works. */
-	snprintf(text, sizeof(text), "%sx.other-test.net:%u\n",
+	snprintf(text, sizeof(text), "%sx.other-test.net:%u raw\n",
 	    px_default_allowlist(), fx_echo_port());
 	rewrite_allowlist(&p, text);
 	mark = p.errlen;
@@ -976,7 +1037,10 @@ many_tunnels(const char *relay)
 	char req[256];
 
 	/* The fixture thread is busy flooding: give DNS more time. */
-	const char *extra[] = { "--dns-timeout", "10", relay, NULL };
+	/* One client opens them all in bursts of 200: no per-source cap
+	 * (the fairness cap has its own test). */
+	const char *extra[] = { "--dns-timeout", "10",
+	    "--source-max-pending", "0", relay, NULL };
 	const char *asan = getenv("ASAN_OPTIONS");
 	char *saved = asan != NULL ? strdup(asan) : NULL, opts[512];
 

@@ -94,15 +94,17 @@ static const struct {
 	/* bracketed IPv6 */
 	{ "[::1]", 0, HOST_IPV6, "::1" },
 	{ "[::]", 0, HOST_IPV6, "::" },
-	{ "[::ffff:127.0.0.1]", 0, HOST_IPV6, "::ffff:127.0.0.1" },
-	{ "[::FFFF:7F00:1]", 0, HOST_IPV6, "::ffff:127.0.0.1" },
+	/* IPv4-mapped: the IPv4 address (the allowlist's parser, one for
+	 * the proxy and the allowlist tools). */
+	{ "[::ffff:127.0.0.1]", 0, HOST_IPV4, "127.0.0.1" },
+	{ "[::FFFF:7F00:1]", 0, HOST_IPV4, "127.0.0.1" },
 	{ "[2001:DB8:0:0:0:0:0:1]", 0, HOST_IPV6, "2001:db8::1" },
 	{ "[fd00:ec2::254]", 0, HOST_IPV6, "fd00:ec2::254" },
 	{ "[64:ff9b::169.254.169.254]", 0, HOST_IPV6, "64:ff9b::a9fe:a9fe" },
 	{ "[fe80::1%eth0]", -EINVAL, HOST_NONE, NULL },
 	{ "[fe80::1%25eth0]", -EINVAL, HOST_NONE, NULL },
 	{ "[::1", -EINVAL, HOST_NONE, NULL },
-	{ "::1", -EINVAL, HOST_NONE, NULL },
+	{ "::1", 0, HOST_IPV6, "::1" },
 	{ "[]", -EINVAL, HOST_NONE, NULL },
 	{ "[1.2.3.4]", -EINVAL, HOST_NONE, NULL },
 	{ "[::1]x", -EINVAL, HOST_NONE, NULL },

@@ -626,7 +626,9 @@ test_tls_required_and_no_ca(void **state)
 	fd = px_connect(&p, auth, &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	assert_int_equal(cli_send(fd, "GET / HTTP/1.1\r\n\r\n"), 0);
-	assert_int_equal(recv(fd, head, sizeof(head), 0), 0);	/* closed */
+	/* Refused with a 403 that says why, then closed. */
+	assert_int_equal(cli_read_head(fd, head, sizeof(head)), 403);
+	assert_true(head_has(head, "X-Cordon-Error", "tls-required"));
 	close(fd);
 	log = log_wait(&p, "\"reason\":\"tls-required\"");
 	assert_int_equal(px_stop(&p), 0);

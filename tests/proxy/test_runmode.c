@@ -82,18 +82,28 @@ remove_policy(struct rm *r, const char *name)
 }
 
 /* pypi: echo.cordon-test.net; npm: web.cordon-test.net (each on every
- * fixture port). */
+ * fixture port, raw: the fixture's servers speak plain bytes); tls:
+ * echo.cordon-test.net on the echo port, tunnels carry TLS (only while
+ * rm_tls is set). */
+static bool rm_tls;
+
 static void
 rm_policies(struct rm *r)
 {
 	char text[256];
 
-	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u\n",
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u raw\n",
 	    fx_echo_port(), fx_http_port(), fx_flood_port());
 	write_policy(r, "pypi", text);
-	snprintf(text, sizeof(text), "web.cordon-test.net:%u,%u,%u\n",
+	snprintf(text, sizeof(text), "web.cordon-test.net:%u,%u,%u raw\n",
 	    fx_echo_port(), fx_http_port(), fx_flood_port());
 	write_policy(r, "npm", text);
+	/* Tunnels that must carry TLS (the SNI check), when a test asks. */
+	if (!rm_tls)
+		return;
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u\n",
+	    fx_echo_port());
+	write_policy(r, "tls", text);
 }
 
 /* Starts the daemon in run mode; extra (NULL-terminated) is appended. */
@@ -706,9 +716,11 @@ test_run_sni(void **state)
 	int fd = -1;
 
 	(void)state;
+	rm_tls = true;
 	rm_start(r, NULL);
-	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
-	reg_ok(r, "run-b", "127.0.0.1", "pypi", TOK_B,
+	rm_tls = false;
+	reg_ok(r, "run-a", "127.0.0.1", "tls", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.1", "tls", TOK_B,
 	    ",\"bytes_up\":1000000");
 	for (int run = 0; run < 2; run++) {
 		const char *hdr = run == 0 ? A : B;
@@ -755,6 +767,257 @@ test_run_sni(void **state)
 	free(got);
 }
 
+/* Fairness before the credential: run A's sandbox (127.0.0.3) opens idle
+ * connections that never send a byte, far past the proxy's connection
+ * limit; it holds at most --source-max-pending of them, the rest are
+ * refused at accept (503 source-pending-limit), and every fetch of run B
+ * (127.0.0.4) still succeeds. The refusals, and A's own requests that are
+ * refused before any credential (a bad host, TRACE, no credential), show
+ * in A's report: the source address names the run. */
+static void
+test_run_fairness(void **state)
+{
+	static const char *const extra[] = { "--max-connections", "40",
+	    "--source-max-pending", "8", NULL };
+	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
+	    TOK_B);
+	struct rm *r = &R;
+	int idle[60], n503 = 0, st;
+	char req[512], *log;
+	cJSON *j, *e;
+	bool pend = false, bad = false, trace = false, cred = false;
+
+	(void)state;
+	rm_start(r, extra);
+	reg_ok(r, "run-a", "127.0.0.3", "pypi", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.4", "pypi", TOK_B, "");
+	for (int i = 0; i < 60; i++)
+		idle[i] = cli_from(r, "127.0.0.3");
+	/* The refused ones were answered and closed at once; the others
+	 * get no answer (they are waiting for a head). */
+	for (int i = 0; i < 60; i++) {
+		struct timeval tv = { 0, 300000 };
+
+		setsockopt(idle[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		st = cli_read_head(idle[i], head, sizeof(head));
+		if (st == 503) {
+			if (!head_has(head, "X-Cordon-Error",
+			    "source-pending-limit"))
+				fail_msg("idle %d: %s", i, head);
+			n503++;
+			close(idle[i]);
+			idle[i] = -1;
+		} else if (st != -1) {
+			fail_msg("idle %d: %d %s", i, st, head);
+		}
+	}
+	assert_int_equal(n503, 60 - 8);
+	/* B is not starved: ten fetches through its own tunnels. */
+	for (int i = 0; i < 10; i++)
+		echo_ok(r, "127.0.0.4", B);
+	for (int i = 0; i < 60; i++)
+		if (idle[i] >= 0)
+			close(idle[i]);
+	sleep_ms(300);
+	/* A's own refusals before a credential. */
+	refused(r, "127.0.0.3", "", auth("echo.cordon-test.net",
+	    fx_echo_port()), 407, "credential-missing");
+	refused(r, "127.0.0.3", A, "bad_host.example:443", 400, "bad-host");
+	{
+		int fd = cli_from(r, "127.0.0.3");
+
+		snprintf(req, sizeof(req), "TRACE http://echo.cordon-test.net:"
+		    "%u/ HTTP/1.1\r\nHost: echo.cordon-test.net:%u\r\n\r\n",
+		    fx_http_port(), fx_http_port());
+		assert_int_equal(cli_send(fd, req), 0);
+		assert_int_equal(cli_read_head(fd, head, sizeof(head)), 405);
+		close(fd);
+	}
+	sleep_ms(300);
+	j = ctl_report(r, "report", "run-a");
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(e,
+		    "reason"));
+		const char *host = cJSON_GetStringValue(cJSON_GetObjectItem(e,
+		    "host"));
+		if (why == NULL || host == NULL)
+			continue;
+		if (strcmp(why, "source-pending-limit") == 0 &&
+		    strcmp(host, "-") == 0 && cJSON_GetObjectItem(e,
+		    "count")->valueint == 60 - 8)
+			pend = true;
+		bad |= strcmp(why, "bad-host") == 0 &&
+		    strcmp(host, "bad_host.example") == 0;
+		trace |= strcmp(why, "method-not-allowed") == 0 &&
+		    strcmp(host, "echo.cordon-test.net") == 0;
+		cred |= strcmp(why, "credential-missing") == 0;
+	}
+	if (!pend || !bad || !trace || !cred) {
+		char *t = cJSON_PrintUnformatted(j);
+		fail_msg("run-a's report lacks a refusal (pending %d, bad "
+		    "host %d, TRACE %d, credential %d):\n%s", pend, bad, trace,
+		    cred, t);
+	}
+	cJSON_Delete(j);
+	/* B's report holds its ten tunnels and nothing of A's. */
+	j = ctl_report(r, "report", "run-b");
+	assert_int_equal(cJSON_GetObjectItem(j, "allowed")->valueint, 10);
+	assert_int_equal(cJSON_GetObjectItem(j, "denied")->valueint, 0);
+	cJSON_Delete(j);
+	log = rm_finish(r);
+	assert_non_null(strstr(log, "\"run\":\"run-a\",\"method\":null,"
+	    "\"host\":null"));
+	free(log);
+}
+
+/* --- privilege separation: crashes --------------------------------------- */
+
+/* The daemon's network child (the parent's only child), waiting for one
+ * other than not (0: any). */
+static pid_t
+rm_child(const struct rm *r, pid_t not)
+{
+	char path[64], line[64];
+	pid_t found = 0;
+	FILE *f;
+
+	for (int tries = 0; tries < 300; tries++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children",
+		    (int)r->p.pid, (int)r->p.pid);
+		found = 0;
+		if ((f = fopen(path, "r")) != NULL) {
+			if (fgets(line, sizeof(line), f) != NULL)
+				found = (pid_t)strtol(line, NULL, 10);
+			fclose(f);
+		}
+		if (found > 0 && found != not)
+			return found;
+		sleep_ms(10);
+	}
+	fail_msg("no network child (other than %d) after 3 s", (int)not);
+	return 0;
+}
+
+/* An echo tunnel for the run, retried until it works or ms pass: the
+ * time it took, in ms. */
+static int64_t
+echo_within(const struct rm *r, const char *src, const char *hdr, int ms)
+{
+	int64_t t0 = time_mono_ms();
+	char buf[16];
+	int fd = -1, st;
+
+	for (;;) {
+		st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+		    fx_echo_port()), &fd);
+		if (st == 200 && cli_send(fd, "0123456789") == 0 &&
+		    cli_read_n(fd, buf, 10) == 0 && memcmp(buf, "0123456789",
+		    10) == 0) {
+			close(fd);
+			return time_mono_ms() - t0;
+		}
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		if (time_mono_ms() - t0 > ms)
+			fail_msg("no echo tunnel within %d ms (last %d):\n%s", ms,
+			    st, head);
+		sleep_ms(20);
+	}
+}
+
+/* The network child is SIGKILLed during a run: its parent restarts it
+ * with the run's registration, so the run's next tunnel works (within
+ * 2 s of the restart) with the credential it had; its report says the
+ * proxy restarted (and lacks what the dead child had noted), and so does
+ * the access log. */
+static void
+test_run_child_killed(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A);
+	struct rm *r = &R;
+	pid_t child, again;
+	int64_t took;
+	char *log;
+	cJSON *j;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	echo_ok(r, "127.0.0.1", A);
+	child = rm_child(r, 0);
+	assert_int_equal(kill(child, SIGKILL), 0);
+	again = rm_child(r, child);
+	took = echo_within(r, "127.0.0.1", A, 2000);
+	fprintf(stderr, "network child %d killed; %d took over; the run's "
+	    "tunnel worked %lld ms later\n", (int)child, (int)again,
+	    (long long)took);
+	j = ctl_report(r, "unregister", "run-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal(cJSON_GetObjectItem(j, "proxy_restarts")->valueint, 1);
+	/* The new child noted the tunnel after the restart. */
+	assert_int_equal(cJSON_GetObjectItem(j, "allowed")->valueint, 1);
+	cJSON_Delete(j);
+	log = rm_finish(r);
+	assert_non_null(strstr(log, "\"run\":\"run-a\""));
+	assert_non_null(strstr(log, "\"reason\":\"proxy-restarted\""));
+	free(log);
+}
+
+/* The parent itself is SIGKILLed (the child dies with it); a new one
+ * started as a supervisor would, with the same --state, knows the live
+ * run: its credential works again without a new registration, and its
+ * report counts the restart. */
+static void
+test_run_parent_killed(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A);
+	char statef[300];
+	const char *extra[] = { "--state", statef, NULL };
+	struct rm *r = &R;
+	struct stat st;
+	pid_t child;
+	int64_t took;
+	cJSON *j;
+
+	(void)state;
+	snprintf(statef, sizeof(statef), "/tmp/cordon-pxstate-%d.state",
+	    (int)getpid());
+	(void)unlink(statef);
+	rm_start(r, extra);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	/* The registry on disk is root's own. */
+	assert_int_equal(stat(statef, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	echo_ok(r, "127.0.0.1", A);
+	child = rm_child(r, 0);
+	assert_int_equal(kill(r->p.pid, SIGKILL), 0);
+	assert_int_equal(px_wait_exit(&r->p, 5000), -1);
+	for (int i = 0; i < 300 && kill(child, 0) == 0; i++)
+		sleep_ms(10);
+	assert_int_not_equal(kill(child, 0), 0);	/* died with it */
+	{
+		/* The supervisor's restart: the same arguments. */
+		char pol[300], sock[300];
+		const char *argv[] = { "--allowlist", pol, "--control", sock,
+		    "--state", statef, NULL };
+		snprintf(pol, sizeof(pol), "%s", r->pol);
+		snprintf(sock, sizeof(sock), "%s", r->sock);
+		assert_int_equal(px_start(&r->p, NULL, argv), 0);
+	}
+	assert_true(px_wait_err(&r->p, 0, "1 live runs restored", 3000));
+	took = echo_within(r, "127.0.0.1", A, 2000);
+	fprintf(stderr, "parent killed; the new one restored run-a from %s; "
+	    "its tunnel worked %lld ms after the new proxy listened\n", statef,
+	    (long long)took);
+	j = ctl_report(r, "unregister", "run-a");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "ok")));
+	assert_int_equal(cJSON_GetObjectItem(j, "proxy_restarts")->valueint, 1);
+	cJSON_Delete(j);
+	free(rm_finish(r));
+	(void)unlink(statef);
+}
+
 /* SIGHUP: a broken policy keeps the old set; a removed policy gives
  * policy-removed to its runs while the others go on. */
 static void
@@ -784,8 +1047,8 @@ test_run_reload(void **state)
 	close(fd);
 	/* New contents are seen by live runs: pypi now has web too. */
 	remove_policy(r, "npm");
-	snprintf(text, sizeof(text), "echo.cordon-test.net:%u\n"
-	    "web.cordon-test.net:%u\n", fx_echo_port(), fx_echo_port());
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u raw\n"
+	    "web.cordon-test.net:%u raw\n", fx_echo_port(), fx_echo_port());
 	write_policy(r, "pypi", text);
 	mark = r->p.errlen;
 	assert_int_equal(kill(r->p.pid, SIGHUP), 0);
@@ -910,6 +1173,11 @@ main(void)
 		cmocka_unit_test_teardown(test_run_limits, test_teardown),
 		cmocka_unit_test_teardown(test_run_report, test_teardown),
 		cmocka_unit_test_teardown(test_run_sni, test_teardown),
+		cmocka_unit_test_teardown(test_run_fairness, test_teardown),
+		cmocka_unit_test_teardown(test_run_child_killed,
+		    test_teardown),
+		cmocka_unit_test_teardown(test_run_parent_killed,
+		    test_teardown),
 		cmocka_unit_test_teardown(test_run_reload, test_teardown),
 		cmocka_unit_test_teardown(test_run_control, test_teardown),
 		cmocka_unit_test_teardown(test_run_control_path,

@@ -157,8 +157,39 @@ sink_got_nothing(long long before)
 	assert_int_equal(fx_sink_bytes(), before);
 }
 
-/* A refused hello to the sink: closed with the alert, nothing upstream,
- * logged as deny with reason. */
+/* What a refused client that did not speak TLS reads: a 403 with the
+ * reason when it spoke HTTP (reply non-NULL), else nothing; then EOF. */
+static void
+expect_closed(int fd, const char *reason, bool http)
+{
+	struct timeval tv = { 5, 0 };
+	char buf[1024], want[128];
+	size_t got = 0;
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (got < sizeof(buf) - 1) {
+		n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			fail_msg("tunnel still open after 5 s");
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	snprintf(want, sizeof(want), "X-Cordon-Error: %s\r\n", reason);
+	if (http && (strncmp(buf, "HTTP/1.1 403 ", 13) != 0 ||
+	    strstr(buf, want) == NULL))
+		fail_msg("want a 403 with %s, got:\n%s", reason, buf);
+	if (!http && got != 0)
+		fail_msg("want a bare close, got %zu bytes", got);
+}
+
+/* A refused hello to the sink: closed with the alert (or, for bytes that
+ * are no TLS, a 403 to what looks like HTTP and a bare close otherwise),
+ * nothing upstream, logged as deny with reason. */
 static void
 refused_at_sink(struct px *p, const uint8_t *data, size_t n,
     const char *reason)
@@ -169,7 +200,11 @@ refused_at_sink(struct px *p, const uint8_t *data, size_t n,
 	int fd = tunnel(p, "sink.cordon-test.net", fx_sink_port());
 
 	assert_int_equal(cli_send_n(fd, data, n), 0);
-	expect_refused(fd);
+	if (n > 0 && data[0] >= 0x14 && data[0] <= 0x19)
+		expect_refused(fd);
+	else
+		expect_closed(fd, reason, n > 0 && data[0] >= 'A' &&
+		    data[0] <= 'Z' && memchr(data, ' ', n) != NULL);
 	close(fd);
 	sink_got_nothing(before);
 	/* The upstream connection did exist (the 200 came after it). */
@@ -192,7 +227,7 @@ sni_match(const char *const *extra)
 	size_t n;
 	int fd;
 
-	assert_int_equal(px_start(&p, NULL, extra), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), extra), 0);
 	/* The captured hello names echo.cordon-test.net as is. */
 	n = hello_load("hello-openssl-echo.bin", hello, sizeof(hello));
 	fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
@@ -238,7 +273,7 @@ sni_mismatch(const char *const *extra)
 	struct px p;
 	size_t n;
 
-	assert_int_equal(px_start(&p, NULL, extra), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), extra), 0);
 	n = hello_load("hello-python-pypi.bin", hello, sizeof(hello));
 	refused_at_sink(&p, hello, n, "sni-mismatch");
 	log_expect(&p, "\"status\":200,\"bytes_up\":0,\"bytes_down\":0");
@@ -279,7 +314,7 @@ test_sni_pipelined(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(px_start(&p, NULL, NULL), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), NULL), 0);
 	n = hello_load("hello-python-pypi.bin", hello, sizeof(hello));
 	h = (size_t)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
 	    authority("sink.cordon-test.net", fx_sink_port()));
@@ -328,7 +363,7 @@ sni_bytewise(const char *const *extra)
 	size_t n, m, r;
 	int fd;
 
-	assert_int_equal(px_start(&p, NULL, extra), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), extra), 0);
 	n = hello_named("echo.cordon-test.net");
 	fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
 	send_bytewise(fd, hello, n, 1);
@@ -375,7 +410,7 @@ test_sni_refusals(void **state)
 	size_t n, m;
 
 	(void)state;
-	assert_int_equal(px_start(&p, NULL, NULL), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), NULL), 0);
 	/* ECH, even beside the right outer name. */
 	n = hello_named("sink.cordon-test.net");
 	m = hello_message(hello, n, msg, sizeof(msg));
@@ -413,7 +448,7 @@ test_sni_truncated(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(px_start(&p, NULL, NULL), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), NULL), 0);
 	n = hello_named("sink.cordon-test.net");
 	fd = tunnel(&p, "sink.cordon-test.net", fx_sink_port());
 	assert_int_equal(cli_send_n(fd, hello, n / 2), 0);
@@ -437,8 +472,10 @@ test_sni_ip_literal(void **state)
 
 	(void)state;
 	snprintf(list, sizeof(list), "127.0.0.2:%u,%u\n"
-	    "*.cordon-test.net:%u,%u\n!denied.cordon-test.net\n",
-	    fx_echo_port(), fx_sink_port(), fx_echo_port(), fx_sink_port());
+	    "*.cordon-test.net:%u,%u\n!denied.cordon-test.net\n"
+	    "insp.cordon-test.net:%u inspect\n",
+	    fx_echo_port(), fx_sink_port(), fx_echo_port(), fx_sink_port(),
+	    fx_sink_port());
 	assert_int_equal(px_start(&p, list, NULL), 0);
 	/* A name on the policy, on that port: passes. */
 	n = hello_named("echo.cordon-test.net");
@@ -453,9 +490,13 @@ test_sni_ip_literal(void **state)
 	assert_int_equal(cli_send_n(fd, hello, n), 0);
 	expect_echo(fd, hello, n);
 	close(fd);
-	/* Refusals: sni- and the reason the name would get as the host. */
+	/* Refusals: sni- and the reason the name would get as the host;
+	 * a name whose entry says inspect is never tunnelled raw behind
+	 * an address (its requests would go unchecked). */
 	{
 		static const struct { const char *name, *reason; } rows[] = {
+			{ "insp.cordon-test.net", "sni-inspect-required" },
+			{ "INSP.cordon-test.net.", "sni-inspect-required" },
 			{ "pypi.org", "sni-not-on-policy default" },
 			{ "denied.cordon-test.net", "sni-denied-by-entry" },
 			{ "metadata.google.internal", "sni-internal-name" },
@@ -482,33 +523,123 @@ test_sni_ip_literal(void **state)
 	assert_int_equal(px_stop(&p), 0);
 }
 
-/* --- not TLS, silence and the timeout ------------------------------------- */
+/* --- not TLS, odd records, silence and the timeout ----------------------- */
+
+/* A tunnel whose first bytes are not a ClientHello is closed before any
+ * of them goes upstream: plain HTTP naming another host (finding 2 of
+ * the hardening review), SSLv2, and an empty record of another type in
+ * front of a ClientHello that names a forbidden host (finding 1: the
+ * upstream's TLS stack skips the empty record and reads the hello). */
+static void
+sni_not_tls(const char *const *extra, bool records)
+{
+	static const char sslv2[] = "\x80\x2e\x01\x03\x01\x00\x15\x00\x00";
+	static const struct {
+		const char *what;
+		const char *prefix;
+		size_t len;
+		const char *reason;
+	} fronts[] = {
+		{ "empty ChangeCipherSpec", "\x14\x03\x03\x00\x00", 5,
+		  "tls-malformed" },
+		{ "empty application data", "\x17\x03\x03\x00\x00", 5,
+		  "tls-malformed" },
+		{ "empty alert", "\x15\x03\x03\x00\x00", 5, "tls-malformed" },
+		{ "heartbeat", "\x18\x03\x03\x00\x00", 5, "tls-malformed" },
+		{ "empty handshake record", "\x16\x03\x03\x00\x00", 5,
+		  "tls-malformed" },
+	};
+	uint8_t buf[HELLO_CAP + 8];
+	char req[256], want[200];
+	struct px p;
+	size_t n;
+
+	assert_int_equal(px_start(&p, px_tls_allowlist(), extra), 0);
+	snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: other.example\r\n"
+	    "\r\n");
+	if (records)
+		goto records;
+	refused_at_sink(&p, (const uint8_t *)req, strlen(req), "tls-required");
+	refused_at_sink(&p, (const uint8_t *)"SSH-2.0-x\r\n", 11,
+	    "tls-required");
+	refused_at_sink(&p, (const uint8_t *)sslv2, sizeof(sslv2) - 1,
+	    "tls-required");
+	goto raw;
+records:
+	n = hello_named("pypi.org");
+	for (size_t i = 0; i < sizeof(fronts) / sizeof(fronts[0]); i++) {
+		memcpy(buf, fronts[i].prefix, fronts[i].len);
+		memcpy(buf + fronts[i].len, hello, n);
+		refused_at_sink(&p, buf, fronts[i].len + n, fronts[i].reason);
+	}
+	/* The same sequence sent in two writes (the record, then the
+	 * hello) is refused on the record alone. */
+	{
+		long long before = fx_sink_bytes();
+		int fd = tunnel(&p, "sink.cordon-test.net", fx_sink_port());
+
+		assert_int_equal(cli_send_n(fd, "\x14\x03\x03\x00\x00", 5), 0);
+		sleep_ms(100);
+		(void)cli_send_n(fd, hello, n);
+		expect_refused(fd);
+		close(fd);
+		sink_got_nothing(before);
+	}
+	assert_int_equal(px_stop(&p), 0);
+	return;
+raw:
+	assert_int_equal(px_stop(&p), 0);
+	/* A `raw` entry takes any bytes: plain HTTP and SSLv2 pass. */
+	assert_int_equal(px_start(&p, NULL, extra), 0);
+	{
+		int fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
+
+		assert_int_equal(cli_send(fd, req), 0);
+		expect_echo(fd, req, strlen(req));
+		close(fd);
+		fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
+		assert_int_equal(cli_send_n(fd, sslv2, sizeof(sslv2) - 1), 0);
+		expect_echo(fd, sslv2, sizeof(sslv2) - 1);
+		close(fd);
+	}
+	snprintf(want, sizeof(want), "\"host\":\"echo.cordon-test.net\","
+	    "\"port\":%u,\"decision\":\"allow\"", fx_echo_port());
+	log_expect(&p, want);
+	assert_int_equal(px_stop(&p), 0);
+}
 
 static void
 test_sni_not_tls(void **state)
 {
-	static const char sslv2[] = "\x80\x2e\x01\x03\x01\x00\x15\x00\x00";
-	struct px p;
-	int fd;
-
 	(void)state;
-	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
-	assert_int_equal(cli_send(fd, "GET / HTTP/1.1\r\n\r\n"), 0);
-	expect_echo(fd, "GET / HTTP/1.1\r\n\r\n", 18);
-	close(fd);
-	fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
-	assert_int_equal(cli_send_n(fd, sslv2, sizeof(sslv2) - 1), 0);
-	expect_echo(fd, sslv2, sizeof(sslv2) - 1);
-	close(fd);
-	log_expect(&p, "\"decision\":\"allow\"");
-	assert_int_equal(px_stop(&p), 0);
+	sni_not_tls(NULL, false);
 }
 
-/* --sni-timeout runs from the first byte: a hello that stalls is closed
- * (sni-timeout, nothing upstream); a client that sends nothing keeps its
- * tunnel, and upstream's bytes reach it meanwhile (server-first
- * protocols); its first bytes, whenever they come, are still checked. */
+static void
+test_sni_not_tls_buffered(void **state)
+{
+	(void)state;
+	sni_not_tls(buffered, false);
+}
+
+static void
+test_sni_odd_records(void **state)
+{
+	(void)state;
+	sni_not_tls(NULL, true);
+}
+
+static void
+test_sni_odd_records_buffered(void **state)
+{
+	(void)state;
+	sni_not_tls(buffered, true);
+}
+
+/* --sni-timeout runs from the 200: a TLS client speaks first, so a hello
+ * that stalls, or never comes, is closed (sni-timeout, nothing upstream);
+ * upstream's bytes reach the client meanwhile. A `raw` entry's tunnel is
+ * not timed (server-first protocols: ssh, smtp). */
 static void
 sni_timeout(const char *const *extra)
 {
@@ -517,13 +648,12 @@ sni_timeout(const char *const *extra)
 	char buf[4096];
 	int64_t t0;
 	struct px p;
-	size_t n;
 	int fd;
 
 	if (extra != NULL)
 		args[2] = extra[0];
-	assert_int_equal(px_start(&p, NULL, args), 0);
-	n = hello_named("sink.cordon-test.net");
+	assert_int_equal(px_start(&p, px_tls_allowlist(), args), 0);
+	(void)hello_named("sink.cordon-test.net");
 	fd = tunnel(&p, "sink.cordon-test.net", fx_sink_port());
 	assert_int_equal(cli_send_n(fd, hello, 10), 0);
 	t0 = time_mono_ms();
@@ -532,14 +662,11 @@ sni_timeout(const char *const *extra)
 	close(fd);
 	sink_got_nothing(before);
 	log_expect(&p, "\"reason\":\"sni-timeout\"");
-	/* Silent client, talkative upstream (the flood server). */
+	/* Silent client, talkative upstream (the flood server): its bytes
+	 * flow until the deadline, then the tunnel is closed. */
 	fd = tunnel(&p, "flood.cordon-test.net", fx_flood_port());
+	t0 = time_mono_ms();
 	assert_int_equal(cli_read_n(fd, buf, sizeof(buf)), 0);
-	sleep_ms(1000);
-	assert_int_equal(cli_read_n(fd, buf, sizeof(buf)), 0);
-	n = hello_named("pypi.org");
-	assert_int_equal(cli_send_n(fd, hello, n), 0);
-	/* Refused: the flood's bytes still in flight come first. */
 	{
 		struct timeval tv = { 5, 0 };
 		ssize_t k;
@@ -549,9 +676,17 @@ sni_timeout(const char *const *extra)
 			;
 		assert_true(k == 0 || errno == ECONNRESET);
 	}
+	assert_true(time_mono_ms() - t0 < 4000);
 	close(fd);
 	log_expect(&p, "\"host\":\"flood.cordon-test.net\"");
-	log_expect(&p, "\"reason\":\"sni-mismatch\"");
+	assert_int_equal(px_stop(&p), 0);
+	/* raw: a silent client keeps its tunnel past the SNI timeout. */
+	assert_int_equal(px_start(&p, NULL, args), 0);
+	fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
+	sleep_ms(1000);
+	assert_int_equal(cli_send(fd, "late"), 0);
+	expect_echo(fd, "late", 4);
+	close(fd);
 	assert_int_equal(px_stop(&p), 0);
 }
 
@@ -579,7 +714,7 @@ test_sni_check_off(void **state)
 	int fd;
 
 	(void)state;
-	assert_int_equal(px_start(&p, NULL, off), 0);
+	assert_int_equal(px_start(&p, px_tls_allowlist(), off), 0);
 	assert_true(px_wait_err(&p, 0, "SNI check is off", 2000));
 	n = hello_named("pypi.org");
 	fd = tunnel(&p, "echo.cordon-test.net", fx_echo_port());
@@ -630,6 +765,9 @@ main(void)
 		T(test_sni_truncated),
 		T(test_sni_ip_literal),
 		T(test_sni_not_tls),
+		T(test_sni_not_tls_buffered),
+		T(test_sni_odd_records),
+		T(test_sni_odd_records_buffered),
 		T(test_sni_timeout_splice),
 		T(test_sni_timeout_buffered),
 		T(test_sni_check_off),

@@ -418,8 +418,21 @@ static const struct {
 	    TLSHELLO_NOT_TLS),
 	ROW("NUL", "\x00", TLSHELLO_NOT_TLS),
 	ROW("junk before a record", "x\x16\x03\x01", TLSHELLO_NOT_TLS),
-	ROW("alert record", "\x15\x03\x01\x00\x02\x02\x28", TLSHELLO_NOT_TLS),
-	ROW("application data", "\x17\x03\x03\x00\x01x", TLSHELLO_NOT_TLS),
+	/* A record of another TLS type first: a server's TLS stack may
+	 * skip it and read a ClientHello behind it, so it is a malformed
+	 * hello (refused), on its first byte. */
+	ROW("alert record", "\x15\x03\x01\x00\x02\x02\x28", TLSHELLO_MALFORMED),
+	ROW("application data", "\x17\x03\x03\x00\x01x", TLSHELLO_MALFORMED),
+	ROW("empty CCS", "\x14\x03\x03\x00\x00", TLSHELLO_MALFORMED),
+	ROW("empty application data", "\x17\x03\x03\x00\x00",
+	    TLSHELLO_MALFORMED),
+	ROW("empty alert", "\x15\x03\x03\x00\x00", TLSHELLO_MALFORMED),
+	ROW("heartbeat", "\x18\x03\x03\x00\x03\x01\x00\x00",
+	    TLSHELLO_MALFORMED),
+	ROW("tls12_cid", "\x19\x03\x03\x00\x00", TLSHELLO_MALFORMED),
+	ROW("CCS byte alone", "\x14", TLSHELLO_MALFORMED),
+	ROW("type 26", "\x1a\x03\x03\x00\x00", TLSHELLO_NOT_TLS),
+	ROW("type 19", "\x13\x03\x03\x00\x00", TLSHELLO_NOT_TLS),
 	ROW("one byte 0x16", "\x16", TLSHELLO_NEED_MORE),
 	ROW("record version 2", "\x16\x02", TLSHELLO_MALFORMED),
 	ROW("record version 0x16 0x00", "\x16\x00\x01", TLSHELLO_MALFORMED),
