@@ -45,6 +45,8 @@ static const struct field top_fields[] = {
 	STR("egress_bridge", egress_bridge),
 	STR("egress_subnet", egress_subnet),
 	INT("proxy_port", proxy_port, 1, 65535),
+	INT("proxy_transparent_port", proxy_transparent_port, 1, 65535),
+	INT("proxy_dns_port", proxy_dns_port, 1, 65535),
 	STR("proxy_user", proxy_user),
 	STR("proxy_bin", proxy_bin),
 	STR("egress_default_policy", egress_default_policy),
@@ -220,6 +222,8 @@ config_defaults(struct config *c)
 	strcpy(c->egress_bridge, "cordon0");
 	strcpy(c->egress_subnet, "10.213.0.0/24");
 	c->proxy_port = 3128;
+	c->proxy_transparent_port = 3129;
+	c->proxy_dns_port = 53;
 	strcpy(c->proxy_user, "nobody");
 	strcpy(c->egress_default_policy, "default");
 	c->egress_run_max_conns = 32;
@@ -808,6 +812,12 @@ config_check(const struct config *c, const char *name, char *err,
 		return fail(err, errlen, name,
 		    "limits.pids_limit must be at least twice limits.nproc "
 		    "(the host-side limit also counts gVisor's own processes)");
+	/* All three listen on the gateway: one port each. */
+	if (c->proxy_port == c->proxy_transparent_port ||
+	    c->proxy_port == c->proxy_dns_port ||
+	    c->proxy_transparent_port == c->proxy_dns_port)
+		return fail(err, errlen, name, "proxy_port, "
+		    "proxy_transparent_port and proxy_dns_port must differ");
 	if (strcmp(c->docker_api, "auto") != 0 &&
 	    strcmp(c->docker_api, "never") != 0)
 		return fail(err, errlen, name, "docker_api: \"auto\" or "

@@ -131,7 +131,12 @@ struct config {
 	char egress_network[64];	/* Docker network for --net proxy */
 	char egress_bridge[16];
 	char egress_subnet[64];
-	int64_t proxy_port;
+	int64_t proxy_port;		/* on the egress gateway: HTTP(S)_PROXY */
+	/* Also on the gateway: where the host redirects every other TCP
+	 * connection of a proxy-mode sandbox, and its DNS (UDP and TCP 53,
+	 * the resolver its resolv.conf names). */
+	int64_t proxy_transparent_port;
+	int64_t proxy_dns_port;
 	char proxy_user[32];
 	char proxy_bin[256];		/* cordon-proxy; "" = beside cordon */
 	/* Egress per run: the policy a proxy-mode run gets when it names
