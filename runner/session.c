@@ -393,14 +393,21 @@ sess_launch(struct runner_session *s, const struct runner_session_opts *o,
 	};
 	struct docker_spec spec;
 	struct dargv a;
+	char *prog;
 	int rc;
 
 	container_spec(s->c, &cs, &spec);
 	/* The driver in place of `python3 -I -`: the same argv otherwise
 	 * (net proxy: the egress prelude reads its line, then execs python3
 	 * -I -c DRIVER CAP). */
-	spec.wrapper = runner_session_driver;
-	if ((rc = docker_run_argv(s->c, &spec, &a)) < 0) {
+	if ((prog = runner_session_program()) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	spec.wrapper = prog;
+	rc = docker_run_argv(s->c, &spec, &a);
+	free(prog);
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot build the session's docker argv");
 		return rc;
 	}

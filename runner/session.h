@@ -1,19 +1,24 @@
 /*
  * Sessions: one hardened container (the same `docker run` argv, probe rule
  * and removal as a run: container.h, docker_argv.h) whose python is a
- * fixed driver program (runner_session_driver) that runs calls one after
+ * fixed driver program (runner_session_program) that runs calls one after
  * another in one interpreter, so that variables and /tmp persist. The
  * code of each call goes to the driver on stdin, never on argv.
  *
- * Trust: the user code runs in the driver's own process. It can read the
- * session's nonce and write to the driver's result stream, so a call can
- * forge what it, or a later call, appears to print: a session's output is
- * exactly as untrusted as its code. What the host guarantees is only
- * framing: every result frame must carry the session's nonce and the
- * call's sequence number, its lengths are checked against the caps, and a
- * byte on the result stream outside a call, or a frame that does not
- * parse, ends the session (sandbox_error), so a desynchronised stream is
- * never read as a later call's result.
+ * Trust: the user code runs in the driver's worker, a child process that
+ * holds neither the session's nonce nor the driver's result stream (the
+ * driver forks it before the nonce arrives and gives each call its own
+ * pipes and status socket: session_driver.c). So no code writes a result
+ * frame: every frame must carry the session's nonce and the call's
+ * sequence number, its lengths are checked against the caps, and a byte
+ * on the result stream outside a frame (gVisor lets the code reopen the
+ * driver's stdout through /proc, but not learn the nonce), or a frame that
+ * does not parse, ends the session (sandbox_error), so a desynchronised
+ * stream is never read as a later call's result. A call's status comes
+ * only from the worker process. What code can still do is change the
+ * interpreter that later calls run in (its functions, modules, threads:
+ * that is a session's state), so a later call's output and exit code are
+ * only as trustworthy as the calls before it.
  *
  * A call that does not end normally (timeout, OOM, the caller's cancel,
  * the driver gone, a framing error) ends the session: the container is
@@ -34,7 +39,9 @@
 #define RUNNER_SESSION_NONCE_LEN 32	/* hex characters */
 #define RUNNER_SESSION_HDR_MAX 200	/* a frame's header line, '\n' incl. */
 
-extern const char runner_session_driver[];
+/* The driver program (session_driver.c), NUL-terminated; caller frees.
+ * NULL when out of memory. */
+char *runner_session_program(void);
 
 struct runner_session;
 

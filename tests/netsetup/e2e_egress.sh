@@ -455,7 +455,7 @@ ppid_file="$T/state/net-$br/proxy.pid"
 netchild() { local p; p=$(cat "$ppid_file" 2>/dev/null) || return 1
 	awk '{ print $1 }' "/proc/$p/task/$p/children" 2>/dev/null; }
 # A job that fetches a.example.com once, then again every 0.2 s until one
-# works more than 4 s in (the kill comes 2 s in) or 25 s pass, printing
+# works more than 4 s in (the kill comes after the first) or 25 s pass, printing
 # the first and that later outcome.
 cat >"$T/kill.py" <<PY
 import time, urllib.request
@@ -474,13 +474,22 @@ while time.time() - t0 < 25:
         print("later", g, round(time.time() - t0, 1), flush=True)
         break
 PY
-# kill_during WHO LABEL: runs kill.py, kills WHO (child or parent) 2 s in,
+# kill_during WHO LABEL: runs kill.py, kills WHO (child or parent) after its first fetch,
 # checks the later fetch got 200 and the report counts the restart.
 kill_during() {
-	local who=$1 label=$2 rj victim
+	local who=$1 label=$2 rj victim n0
+	n0=$(grep -c '"host":"a.example.com"' "$plog" || true)
 	"$cordon" run --net proxy --policy pol-a --timeout 60 <"$T/kill.py" >"$T/k-$label.json" 2>"$T/k-$label.err" &
 	rj=$!
-	sleep 2
+	# The kill comes after the run's first fetch reached the proxy (a
+	# fixed delay could land before the run was registered, and then
+	# nothing it had was lost).
+	for _ in $(seq 300); do
+		[ "$(grep -c '"host":"a.example.com"' "$plog" || true)" -gt "$n0" ] && break
+		sleep 0.1
+	done
+	[ "$(grep -c '"host":"a.example.com"' "$plog" || true)" -gt "$n0" ] ||
+		fail "$label: the run's first fetch never reached the proxy: $(cat "$T/k-$label.err")"
 	if [ "$who" = child ]; then victim=$(netchild); else victim=$(cat "$ppid_file"); fi
 	[ -n "$victim" ] || fail "$label: no proxy $who to kill"
 	kill -9 "$victim"

@@ -299,9 +299,14 @@ echo "ok: $(head -n1 "$T/st3.err")"
 step "privilege separation: who listens on the proxy port, and what it can open"
 old=$(cat "$T/state/net-$br/proxy.pid")
 sup=$(cat "$T/state/net-$br/supervisor.pid")
-# The process that accepts on gateway:port (ss names its pid).
-lpid=$(ss -Hltnp "src $gw:3128" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | sort -u | head -n1)
-[ -n "$lpid" ] || fail "nothing listens on $gw:3128: $(ss -ltnp)"
+# The processes holding gateway:port (ss names each pid): the parent keeps
+# the socket to hand it to a restarted child and never accepts on it; the
+# child is the one that accepts.
+lpids=$(ss -Hltnp "src $gw:3128" | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u)
+[ -n "$lpids" ] || fail "nothing listens on $gw:3128: $(ss -ltnp)"
+lpid=$(echo "$lpids" | grep -vx "$old" | head -n1)
+[ "$(echo "$lpids" | wc -l)" = 2 ] && [ -n "$lpid" ] ||
+	fail "the holders of $gw:3128 are $(echo $lpids), not the parent $old and its child"
 st() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 [ "$(st "$lpid" Uid)" = 65534 ] || fail "the listening process $lpid runs as uid $(st "$lpid" Uid), not nobody"
 [ "$(st "$lpid" NoNewPrivs)" = 1 ] || fail "the listening process $lpid has NoNewPrivs $(st "$lpid" NoNewPrivs)"

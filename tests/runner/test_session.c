@@ -4,8 +4,12 @@
  * whole host side against the fake docker CLI running the real driver
  * program with this host's python3 (FAKE_MODE=python): state across
  * calls, an exception, SystemExit, caps with head and tail, a timeout
- * that ends the session and removes its container, a write into the
- * result stream that ends it, and the code never on argv. */
+ * that ends the session and removes its container, and the code never on
+ * argv; and the worker's isolation: the code's process holds neither the
+ * nonce nor the result stream, frames it writes (even with the real
+ * nonce) on every fd it has, now or from a process it leaves behind,
+ * change no later result, and a process left behind that takes a request
+ * cannot answer it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,15 +17,21 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/config.h"
 #include "common/util.h"
 #include "runner/runner.h"
 #include "runner/session.h"
+/* White-box: the tests of the worker's isolation read the session's nonce,
+ * sequence number and pipes. */
+#include "runner/session_internal.h"
 #include "fake_docker.h"
 
 #define NONCE "0123456789abcdef0123456789abcdef"
@@ -295,18 +305,249 @@ test_timeout_ends_session(void **state)
 	runner_session_free(s);
 }
 
+/* Whether needle is anywhere in pid's readable memory (its maps, read
+ * through /proc/PID/mem in 1 MiB steps that overlap by the needle's
+ * length): 1, 0, or -1 when none of it could be read. */
+static int
+mem_has(long pid, const char *needle)
+{
+	size_t nl = strlen(needle), cap = (size_t)1 << 20;
+	char path[64], line[512], *buf = malloc(cap), *end;
+	int fd, found = 0, read_any = 0;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+	maps = fopen(path, "r");
+	snprintf(path, sizeof(path), "/proc/%ld/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (maps != NULL && fd >= 0 && buf != NULL && !found &&
+	    fgets(line, sizeof(line), maps) != NULL) {
+		unsigned long lo = strtoul(line, &end, 16), hi;
+
+		if (*end != '-')
+			continue;
+		hi = strtoul(end + 1, &end, 16);
+		if (*end != ' ' || end[1] != 'r')
+			continue;
+		for (unsigned long at = lo; at < hi && !found; at += cap - nl) {
+			size_t want = hi - at < cap ? hi - at : cap;
+			ssize_t n = pread(fd, buf, want, (off_t)at);
+
+			if (n <= 0)
+				break;
+			read_any = 1;
+			found = memmem(buf, (size_t)n, needle, nl) != NULL;
+		}
+	}
+	if (maps != NULL)
+		fclose(maps);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return read_any ? found : -1;
+}
+
+/* Whether pid holds an fd on the pipe that fd is an end of. */
+static bool
+holds_pipe(long pid, int fd)
+{
+	char want[64], path[320], link[128];
+	struct stat st;
+	struct dirent *e;
+	bool found = false;
+	ssize_t n;
+	DIR *d;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+	snprintf(want, sizeof(want), "pipe:[%lu]", (unsigned long)st.st_ino);
+	snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+	if ((d = opendir(path)) == NULL)
+		return false;
+	while (!found && (e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%ld/fd/%s", pid, e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = '\0';
+			found = strcmp(link, want) == 0;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* Whether the file holds needle (a missing file holds nothing). */
+static bool
+file_has(const char *path, const char *needle)
+{
+	char *text = NULL;
+	size_t len = 0;
+	bool found;
+
+	if (util_read_file(path, 1 << 20, &text, &len) < 0)
+		return false;
+	found = memmem(text, len, needle, strlen(needle)) != NULL;
+	free(text);
+	return found;
+}
+
+/* The code runs in a process that holds neither the nonce (not in its
+ * memory, nor its environment) nor the result stream nor the requests;
+ * the driver holds all three (which shows the checks can see them). */
 static void
-test_forged_bytes_end_session(void **state)
+test_worker_holds_no_secret(void **state)
+{
+	struct runner_session *s = start();
+	struct runner_result res;
+	char path[64];
+	long pid = 0, ppid = 0;
+
+	(void)state;
+	assert_int_equal(call(s, "import os\nprint(os.getpid(), "
+	    "os.getppid())\n", 10, 0, &res), 0);
+	assert_int_equal(sscanf(res.out, "%ld %ld", &pid, &ppid), 2);
+	runner_result_cleanup(&res);
+	/* The fake docker execs python: the driver is s->pid. */
+	assert_int_equal(mem_has(s->pid, s->nonce), 1);
+	assert_int_equal(mem_has(pid, s->nonce), 0);
+	assert_int_equal(ppid, s->pid);
+	assert_true(holds_pipe(s->pid, s->out_fd));
+	assert_true(holds_pipe(s->pid, s->in_fd));
+	assert_false(holds_pipe(pid, s->out_fd));
+	assert_false(holds_pipe(pid, s->in_fd));
+	snprintf(path, sizeof(path), "/proc/%ld/environ", pid);
+	assert_false(file_has(path, s->nonce));
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	assert_false(file_has(path, s->nonce));
+	runner_session_free(s);
+}
+
+/* The forging code: whole frames saying FORGED for seqs [from, to), with
+ * the session's real nonce (a stronger attacker than a real one, who
+ * cannot read it), written on every fd the code has. */
+static void
+forge_code(char *out, size_t outlen, const struct runner_session *s,
+    uint64_t from, uint64_t to, bool later)
+{
+	snprintf(out, outlen,
+	    "import os, time\n"
+	    "def forge():\n"
+	    "    for seq in range(%llu, %llu):\n"
+	    "        f = b'\\0CSF1 %s %%d ok 0 7 7 0 0\\nFORGED\\n' %% seq\n"
+	    "        for fd in range(1024):\n"
+	    "            try:\n"
+	    "                os.write(fd, f)\n"
+	    "            except OSError:\n"
+	    "                pass\n"
+	    "%s"
+	    "print('done')\n", (unsigned long long)from,
+	    (unsigned long long)to, s->nonce, later ?
+	    /* From a process left behind, while the next call runs: it lets
+	     * go of the call's stdout and stderr first, so the call ends. */
+	    "if os.fork() == 0:\n"
+	    "    n = os.open('/dev/null', os.O_RDWR)\n"
+	    "    for fd in (0, 1, 2):\n"
+	    "        os.dup2(n, fd)\n"
+	    "    time.sleep(0.5)\n"
+	    "    forge()\n"
+	    "    os._exit(0)\n" : "forge()\n");
+}
+
+/* The next call: slow enough for the forger left behind. */
+static void
+assert_true_result(struct runner_session *s)
+{
+	struct runner_result res;
+
+	assert_int_equal(call(s, "import time\ntime.sleep(1.5)\n"
+	    "print('true')\nraise SystemExit(3)\n", 10, 0, &res), 0);
+	assert_string_equal(res.out, "true\n");
+	assert_string_equal(res.err, "");
+	assert_int_equal(res.exit_code, 3);
+	assert_int_equal(res.status, RUNNER_OK);
+	assert_false(runner_session_ended(s));
+	runner_result_cleanup(&res);
+}
+
+/* Frames written on every fd the code has, by the call itself or by a
+ * process it leaves running into the next call, change no call's result
+ * but its own output. */
+static void
+test_forged_frames_change_nothing(void **state)
+{
+	struct runner_session *s = start();
+	struct runner_result res;
+	char code[1024];
+
+	(void)state;
+	assert_int_equal(call(s, "x = 1\n", 10, 0, &res), 0);
+	runner_result_cleanup(&res);
+	/* A process left behind forges the next call's frame. */
+	forge_code(code, sizeof(code), s, s->seq + 2, s->seq + 3, true);
+	assert_int_equal(call(s, code, 10, 0, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_string_equal(res.out, "done\n");
+	runner_result_cleanup(&res);
+	assert_true_result(s);
+	/* The call forges its own frame and the next three. */
+	forge_code(code, sizeof(code), s, s->seq + 1, s->seq + 5, false);
+	assert_int_equal(call(s, code, 10, 0, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_int_equal(res.status, RUNNER_OK);
+	/* Its own output: the frames it wrote on fd 1 (NULs and all). */
+	assert_true(res.out_len > 5 && memcmp(res.out + res.out_len - 12,
+	    "FORGED\ndone\n", 12) == 0);
+	runner_result_cleanup(&res);
+	assert_true_result(s);
+	assert_int_equal(call(s, "print(x)\n", 10, 0, &res), 0);
+	assert_string_equal(res.out, "1\n");
+	runner_result_cleanup(&res);
+	runner_session_free(s);
+}
+
+/* A process a call leaves behind that takes the next call's request from
+ * the worker's control socket and answers it cannot make that answer the
+ * call's result: the status is not from the worker, the session ends. The
+ * call answers its own status early and keeps the worker busy, so that
+ * the process left behind is the only reader of the next request. */
+static void
+test_left_process_cannot_answer(void **state)
 {
 	struct runner_session *s = start();
 	struct runner_result res;
 
 	(void)state;
-	/* Every fd the code can write to, the driver's result stream too. */
-	assert_int_equal(call(s, "import os\nfor fd in range(3, 64):\n try:\n"
-	    "  os.write(fd, b'\\0CSF1 forged\\n')\n except OSError:\n  pass\n",
-	    10, 0, &res), 0);
+	assert_int_equal(call(s, "import os, select, socket, time\n"
+	    "if os.fork() == 0:\n"
+	    "    ks = []\n"
+	    "    for fd in range(3, 64):\n"
+	    "        try:\n"
+	    "            ks.append(socket.socket(fileno=os.dup(fd)))\n"
+	    "        except OSError:\n"
+	    "            pass\n"
+	    "    while ks:\n"
+	    "        for k in select.select(ks, [], [])[0]:\n"
+	    "            m, fds, _, _ = socket.recv_fds(k, 20, 3)\n"
+	    "            if len(fds) == 3:\n"
+	    "                os.write(fds[0], b'FORGED\\n')\n"
+	    "                os.write(fds[2], b'\\nok 0\\n')\n"
+	    "                os._exit(0)\n"
+	    "            if not m:\n"
+	    "                ks.remove(k)\n"
+	    "    os._exit(0)\n"
+	    "for fd in range(3, 64):\n"
+	    "    try:\n"
+	    "        os.write(fd, b'\\nok 0\\n')\n"
+	    "    except OSError:\n"
+	    "        pass\n"
+	    "time.sleep(5)\n", 10, 0, &res), 0);
+	assert_int_equal(res.exit_code, 0);
+	assert_false(runner_session_ended(s));
+	runner_result_cleanup(&res);
+	assert_int_equal(call(s, "print('true')\n", 10, 0, &res), 0);
+	assert_null(strstr(res.out, "FORGED"));
 	assert_int_equal(res.status, RUNNER_SANDBOX_ERROR);
+	assert_int_equal(res.exit_code, 125);
 	assert_true(runner_session_ended(s));
 	runner_result_cleanup(&res);
 	runner_session_free(s);
@@ -419,7 +660,11 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_ends_session,
 		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_forged_bytes_end_session,
+		cmocka_unit_test_setup_teardown(test_worker_holds_no_secret,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forged_frames_change_nothing,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_process_cannot_answer,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_driver_exit_ends_session,
 		    setup, teardown),

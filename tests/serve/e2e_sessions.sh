@@ -2,12 +2,17 @@
 # End-to-end test of the service's sessions (issue 17, part 4) with real
 # dockerd + runsc over the unix socket: state (a variable and a /tmp file)
 # kept across 3 calls; another tenant's id is 404; the per-tenant limit
-# (429); a concurrent call is 409; a call that writes into the driver's
-# result stream ends its session (sandbox_error) instead of desynchronising
-# later calls; a timeout and an OOM end their session; idle expiry removes
-# the container; DELETE removes it; kill-all ends sessions; SIGTERM of the
-# service leaves no session container. Fails (never skips) when Docker,
-# the runtime, the image or curl is missing, unless CORDON_E2E=skip.
+# (429); a concurrent call is 409; the code's process holds neither the
+# nonce nor the result stream (a hunt through its objects, frames, memory,
+# environment and fds finds nothing; the driver's memory is unreadable),
+# frames it forges on every fd it has, now or from a process it leaves
+# behind, leave the next call's result its own, and bytes it writes into
+# the driver's result stream through /proc end its session (sandbox_error),
+# never a forged result; a timeout and an OOM end their session; idle
+# expiry removes the container; DELETE removes it; kill-all ends sessions;
+# SIGTERM of the service leaves no session container. Fails (never skips)
+# when Docker, the runtime, the image or curl is missing, unless
+# CORDON_E2E=skip.
 # Like e2e_serve.sh it needs a passing `cordon probe --net none` record in
 # /var/lib/cordon, and kill-all removes EVERY Cordon container on the host.
 . "$(dirname "$0")/lib.sh"
@@ -164,15 +169,177 @@ wait $bg
 	fail "the first call: $(cat "$tmp/slow")"
 echo "ok - a concurrent call is refused 409; the first completes"
 
-# 5. Code that writes into the driver's result stream (its private copy of
-# the container's stdout) cannot make a later call read it: the session
-# ends with sandbox_error.
-check 200 "$(call "$tmp/f" "$id" '{"code":"import os\nfor fd in range(3, 64):\n try:\n  os.write(fd, b\"\\0CSF1 forged\\n\")\n except OSError:\n  pass\nprint(\"done\")"}')" "forge"
-[ "$(jget "$tmp/f" session_ended)" = True ] && [ "$(jget "$tmp/f" status)" = sandbox_error ] ||
-	fail "a write into the result stream did not end the session: $(cat "$tmp/f")"
-gone "$ctr" || fail "the desynchronised session's container $ctr is left"
-check 404 "$(call "$tmp/m" "$id" '{"code":"1"}')" "call after the forged frame"
-echo "ok - bytes written into the result stream end the session (sandbox_error)"
+# 5. Session isolation (issue 32, item 7): the code runs in the driver's
+# worker process, which holds neither the nonce nor the result stream.
+# callf OUT ID FILE: runs FILE's code in session ID.
+callf() {
+	python3 -c 'import json, sys; print(json.dumps({"code": open(sys.argv[1]).read()}))' "$3" >"$tmp/body.json"
+	req "$1" -H "$A" -H 'Content-Type: application/json' -d @"$tmp/body.json" "http://cordon/v1/sessions/$2/runs"
+}
+# The next call after a forgery attempt: slow enough for a forger left
+# behind; its result must be its own.
+truecall() {
+	check 200 "$(call "$tmp/tr" "$id" '{"code":"import time\ntime.sleep(1.5)\nprint(\"true\", xs[-1])\nraise SystemExit(3)"}')" "$1"
+	[ "$(jget "$tmp/tr" stdout)" = "true 7" ] && [ "$(jget "$tmp/tr" exit_code)" = 3 ] &&
+		[ "$(jget "$tmp/tr" status)" = ok ] && [ "$(jget "$tmp/tr" session_ended)" = False ] ||
+		fail "$1: the next call's result is not its own: $(cat "$tmp/tr")"
+}
+# 5a. The nonce hunt, in what the code can reach: every object its
+# interpreter holds (closures and the frames that called it included),
+# its own memory, the driver's memory, the environments and its fds. What
+# it finds is kept in the session (cands) for the forgers below.
+cat >"$tmp/hunt.py" <<'PY'
+import gc, json, os, re, sys
+hexre = re.compile(rb'(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])')
+framere = re.compile(rb'\x00CSF1 ([0-9a-f]{32}) ')
+cands = {}
+def note(where, v):
+    if isinstance(v, str):
+        v = v.encode('latin-1', 'replace')
+    if isinstance(v, (bytes, bytearray)) and len(v) == 32 and hexre.fullmatch(v):
+        cands.setdefault(where, set()).add(bytes(v).decode())
+for o in gc.get_objects():
+    for r in gc.get_referents(o):
+        note('gc', r)
+f = sys._getframe()
+while f is not None:
+    for v in list(f.f_locals.values()) + list(f.f_globals.values()):
+        note('frames', v)
+    f = f.f_back
+def scan_mem(pid, where):
+    try:
+        maps = open('/proc/%s/maps' % pid).read().splitlines()
+        mem = open('/proc/%s/mem' % pid, 'rb', buffering=0)
+    except OSError as e:
+        return str(e)
+    n = 0
+    for l in maps:
+        a, b = (int(x, 16) for x in l.split()[0].split('-'))
+        if l.split()[1][0] != 'r':
+            continue
+        for at in range(a, b, 1 << 20):
+            try:
+                mem.seek(at)
+                d = mem.read(min(b - at, (1 << 20) + 64))
+            except (OSError, ValueError, OverflowError):
+                break
+            n += len(d)
+            for m in framere.finditer(d):
+                note(where, m.group(1))
+    return '%d bytes read' % n
+self_mem = scan_mem('self', 'self-mem')
+ppid_mem = scan_mem(os.getppid(), 'driver-mem')
+for where, path in (('self-environ', '/proc/self/environ'), ('driver-environ', '/proc/%d/environ' % os.getppid())):
+    try:
+        for m in hexre.findall(open(path, 'rb').read()):
+            note(where, m)
+    except OSError:
+        pass
+for v in os.environ.values():
+    for m in hexre.findall(v.encode()):
+        note('environ', m)
+fds = {}
+for fd in os.listdir('/proc/self/fd'):
+    try:
+        fds[fd] = os.readlink('/proc/self/fd/' + fd)
+    except OSError:
+        pass
+print(json.dumps({'cands': {k: sorted(v) for k, v in cands.items()},
+    'host_fds': sorted(fd for fd, t in fds.items() if t.startswith('host:')),
+    'fds': fds, 'self_mem': self_mem, 'driver_mem': ppid_mem}))
+PY
+check 200 "$(callf "$tmp/h" "$id" "$tmp/hunt.py")" "nonce hunt"
+python3 - "$tmp/h" <<'PY' || fail "the code's process holds the nonce or the result stream: $(cat "$tmp/h")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["exit_code"] == 0 and not r["session_ended"], r
+h = json.loads(r["stdout"])
+print("  hunt:", json.dumps(h), file=sys.stderr)
+assert h["cands"] == {}, h["cands"]
+assert h["host_fds"] == [], h["fds"]
+assert "bytes read" in h["self_mem"] and int(h["self_mem"].split()[0]) > 1000000, h["self_mem"]
+assert "bytes read" not in h["driver_mem"], h["driver_mem"]
+PY
+echo "ok - the nonce hunt finds nothing: not in the interpreter's objects or frames, its $(python3 -c 'import json,sys; print(json.loads(json.load(open(sys.argv[1]))["stdout"])["self_mem"])' "$tmp/h") of memory, the environments, nor behind its fds; the driver's memory: $(python3 -c 'import json,sys; print(json.loads(json.load(open(sys.argv[1]))["stdout"])["driver_mem"])' "$tmp/h")"
+# 5b. A process left behind forges the next call's frame on every fd it
+# has, once the call is over: with what the hunt found (cands, kept in the
+# session), and the seq of the frame that called the code if that was the
+# driver's.
+cat >"$tmp/forge.py" <<'PY'
+import os, sys, time
+seq = sys._getframe(1).f_locals.get('seq')
+seqs = [seq + 1] if isinstance(seq, int) else range(1, 64)
+nonces = sorted({n for v in cands.values() for n in v}) or ['0' * 32]
+frames = b''.join(b'\0CSF1 %s %d ok 0 7 7 0 0\nFORGED\n' % (n.encode(), q) for n in nonces for q in seqs)
+def forge():
+    for fd in range(1024):
+        try:
+            os.write(fd, frames)
+        except OSError:
+            pass
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            w = os.open('/proc/self/fd/' + fd, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(w, frames)
+            os.close(w)
+        except OSError:
+            pass
+if LATER:
+    if os.fork() == 0:
+        # Lets go of the call's stdout and stderr, so that the call ends,
+        # then waits for the next call: its parent's fd 1 on a new pipe.
+        p = '/proc/%d/fd/1' % os.getppid()
+        was = os.readlink(p)
+        n = os.open('/dev/null', os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(n, fd)
+        for _ in range(200):
+            time.sleep(0.02)
+            now = os.readlink(p)
+            if now != was and now.startswith('pipe:'):
+                break
+        forge()
+        os._exit(0)
+else:
+    forge()
+print('done')
+PY
+printf 'LATER = True\n' | cat - "$tmp/forge.py" >"$tmp/forge-later.py"
+printf 'LATER = False\n' | cat - "$tmp/forge.py" >"$tmp/forge-now.py"
+check 200 "$(callf "$tmp/f" "$id" "$tmp/forge-later.py")" "forger left behind"
+[ "$(jget "$tmp/f" stdout)" = done ] && [ "$(jget "$tmp/f" exit_code)" = 0 ] ||
+	fail "the forging call's own result: $(cat "$tmp/f")"
+truecall "the call after a forger was left behind"
+echo "ok - a process left behind writes forged frames on every fd it has during the next call: that call's result is its own"
+# 5c. The call forges on every fd it has itself, now.
+check 200 "$(callf "$tmp/f" "$id" "$tmp/forge-now.py")" "forging call"
+# Its own result: exit 0, its stdout the frames it wrote on fd 1, then done.
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+sys.exit(not (r["exit_code"] == 0 and r["session_ended"] is False and r["stdout"].endswith("FORGED\ndone\n")))' "$tmp/f" ||
+	fail "the forging call's own result: $(cat "$tmp/f")"
+truecall "the call after forged frames on every fd"
+echo "ok - frames written on every fd the code has (and reopened through /proc/self/fd) change no later result"
+# 5d. The driver's own descriptors, reopened through /proc/<driver>/fd
+# (the runsc builds here allow it for the container's stdout): bytes
+# without the nonce end the session (sandbox_error), never a forged
+# result. A runsc that refuses the reopen leaves the session going on,
+# with the next call's result its own.
+check 200 "$(call "$tmp/f" "$id" '{"code":"import os\np = \"/proc/%d/fd/\" % os.getppid()\nfor fd in os.listdir(p):\n    try:\n        w = os.open(p + fd, os.O_WRONLY | os.O_NONBLOCK)\n        os.write(w, b\"\\0CSF1 \" + b\"0\" * 32 + b\" 1 ok 0 7 7 0 0\\nFORGED\\n\")\n        os.close(w)\n    except OSError:\n        pass\nprint(\"done\")"}')" "forge through /proc/<driver>/fd"
+! grep -q FORGED "$tmp/f" || fail "a forged result through the driver's fds: $(cat "$tmp/f")"
+if [ "$(jget "$tmp/f" session_ended)" = True ]; then
+	[ "$(jget "$tmp/f" status)" = sandbox_error ] ||
+		fail "bytes written into the driver's result stream: $(cat "$tmp/f")"
+	gone "$ctr" || fail "the desynchronised session's container $ctr is left"
+	check 404 "$(call "$tmp/m" "$id" '{"code":"1"}')" "call after the forged frame"
+	echo "ok - bytes written into the driver's result stream through /proc/<driver>/fd end the session (sandbox_error), never a forged result"
+else
+	[ "$(jget "$tmp/f" stdout)" = done ] || fail "writes through /proc/<driver>/fd: $(cat "$tmp/f")"
+	truecall "the call after writes through /proc/<driver>/fd"
+	check 200 "$(req "$tmp/m" -H "$A" -X DELETE "http://cordon/v1/sessions/$id")" "DELETE after /proc/<driver>/fd"
+	gone "$ctr" || fail "DELETE left $ctr"
+	echo "ok - this runsc refuses the driver's fds through /proc/<driver>/fd: the next call's result is its own"
+fi
 
 # 6. A timeout ends its session.
 check 201 "$(create "$tmp/s4")" "session for the timeout"
