@@ -1,10 +1,13 @@
 /*
- * Netsetup: the egress network for proxy-mode jobs. One Docker --internal
- * bridge network, host firewall chains owned by Cordon so that only the
- * proxy on the bridge's gateway is reachable from it, and the supervised
- * cordon-proxy. Also what the runner needs for `cordon run --net proxy`:
- * a readiness check, the extra docker run arguments, and the per-container
- * seal that takes Docker's embedded DNS away from the sandbox.
+ * Netsetup: the egress network for proxy-mode jobs. One Docker bridge
+ * network (not internal: its sandboxes have a default route to the
+ * gateway), host firewall chains owned by Cordon that redirect every TCP
+ * connection and DNS query from the bridge to the proxy on the gateway
+ * (nat) and accept nothing else from it nor forward anything (filter), the
+ * sandbox's resolv.conf, and the supervised cordon-proxy. Also what the
+ * runner needs for `cordon run --net proxy`: a readiness check, the extra
+ * docker run arguments, and the per-container seal that takes Docker's
+ * embedded DNS away from the sandbox.
  * A library: it never prints and never exits.
  */
 #ifndef CORDON_NETSETUP_NETSETUP_H
