@@ -166,8 +166,9 @@ int netsetup_run_args(const struct config *c,
  * address: redirected to the proxy's resolver likewise); IPv6 only
  * loopback. With runsc --network=host these rules apply to the sandbox;
  * under runsc's own netstack they do nothing (gVisor issue 7168) and the
- * host's rules alone hold the boundary. Call after the container is running and before the
- * job's code is written to its stdin; on failure, remove the container.
+ * host's rules alone hold the boundary. Call after the container is
+ * running and before the job's code is written to its stdin; on failure,
+ * remove the container.
  * addr (may be NULL; NETSETUP_ADDR_MAX bytes) receives the container's
  * IPv4 address on the egress network, from the same `docker inspect`: the
  * source address the proxy sees. 0 or a negative errno with a reason in

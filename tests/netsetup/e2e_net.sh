@@ -110,7 +110,7 @@ read -r dns_port http_port any_port < <(jget "$T/svc1.json" 'd["dns"]' 'd["http"
 printf '# e2e allowlist\nallowed.example.com:%s\n' "$http_port" >"$T/allow.list"
 
 step "cordon net up"
-iptables -S >"$T/ipt0.txt"; iptables -t nat -S >"$T/nat0.txt"
+iptables -S >"$T/ipt0.txt"; iptables -t nat -S >"$T/nat0.txt"; ip6tables -S >"$T/ip6t0.txt"
 "$cordon" net up --allowlist "$T/allow.list" \
 	--proxy-arg=--resolver=127.0.0.1:"$dns_port" \
 	--proxy-arg=--allow-address=127.0.0.2 >"$T/up1.txt" 2>&1 ||
@@ -543,6 +543,7 @@ left=$( (iptables -S; iptables -t nat -S; ip6tables -S) | grep -e "$br")
 # Exactly what up added went, and nothing else: the tables are as before it.
 iptables -S | diff "$T/ipt0.txt" - || fail "the filter table differs from before net up"
 iptables -t nat -S | diff "$T/nat0.txt" - || fail "the nat table differs from before net up"
+ip6tables -S | diff "$T/ip6t0.txt" - || fail "ip6tables differs from before net up"
 ! "$docker" network inspect "$net" >/dev/null 2>&1 || fail "network $net left"
 ! ip link show "$br" >/dev/null 2>&1 || fail "bridge $br left"
 [ ! -e "$T/state/net-$br/resolv.conf" ] || fail "resolv.conf left"
