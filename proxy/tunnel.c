@@ -493,7 +493,9 @@ tunnel_splice(struct conn *c)
 		proxy_zerocopy_free(zc);
 		return false;	/* ENOMEM: the buffered relay (checks too) */
 	}
-	n = send(bufferevent_getfd(c->cli), ok, sizeof(ok) - 1,
+	/* Transparent: the client asked for no tunnel, and gets no 200. */
+	n = c->req->transparent ? (ssize_t)sizeof(ok) - 1 :
+	    send(bufferevent_getfd(c->cli), ok, sizeof(ok) - 1,
 	    MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n != (ssize_t)sizeof(ok) - 1) {
 		proxy_helloread_free(hr);
@@ -531,7 +533,8 @@ proxy_tunnel_start(struct conn *c)
 	if (!c->req->inspect && proxy_conn_splice_enabled(c) &&
 	    tunnel_splice(c))
 		return;
-	if (evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
+	if (!c->req->transparent &&
+	    evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
 		evbuffer_add(bufferevent_get_output(c->cli), TUNNEL_OK,
 		    sizeof(TUNNEL_OK) - 1);
 	tunnel_relay_start(c);
