@@ -91,7 +91,7 @@ static int
 spec_parse(const char *text, struct child_spec *sp)
 {
 	char *copy = strdup(text), *save = NULL, *kv;
-	long v;
+	long v = 0;
 	int rc = 0;
 
 	memset(sp, 0, sizeof(*sp));

@@ -246,7 +246,7 @@ test_unsealed_blob(void **state)
 	    sv), 0);
 	assert_int_equal(proxy_chan_new(base, sv[1], got_cb, &g, &b), 0);
 	memset(&cm, 0, sizeof(cm));
-	c = CMSG_FIRSTHDR(&mh);
+	c = &cm.h;	/* CMSG_FIRSTHDR(&mh): the buffer's start */
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));

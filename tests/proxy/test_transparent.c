@@ -45,6 +45,8 @@ static char head[8192];
 static uint8_t hello[HELLO_CAP];
 
 /* A shell command that must succeed (its output is the test's). */
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 static void
 sh(const char *fmt, ...)
 {
