@@ -1,11 +1,15 @@
 /*
  * The service's listeners (conn.h): each accepted socket becomes a
- * connection (conn.c) unless its listener is at its cap (the listener then
- * stops accepting until one closes) or, on TCP, its peer address is (it is
- * closed at once). A failed accept (EMFILE above all: libevent would retry
- * and log it in a busy loop) closes the spare descriptor to accept and
- * close what waits, pauses accepting on every listener for pause_ms, and is
- * logged once per log_ms with how often it happened.
+ * connection (conn.c). On TCP, one from an address at its cap is closed at
+ * once. A listener at its cap makes room by closing its oldest connection
+ * still reading a head (not yet past the token, or idle between requests:
+ * nginx's rule for reusable connections), so that a flood of idle
+ * connections from many addresses cannot keep a new client out for a whole
+ * head deadline; with none to close, the new one is closed at once. A
+ * failed accept (EMFILE above all: libevent would retry and log it in a
+ * busy loop) closes the spare descriptor to accept and close what waits,
+ * pauses accepting on every listener for pause_ms, and is logged once per
+ * log_ms with how often it happened.
  */
 #include "serve/conn.h"
 
@@ -41,7 +45,6 @@ struct lis {
 	struct serve_conn_cfg cfg;
 	bool tcp;
 	int64_t n, max;
-	bool full;			/* disabled at its cap */
 };
 
 /* One connection, as its tag. */
@@ -152,13 +155,12 @@ peer_text(const struct peer *p, char *out, size_t len)
 		util_strlcpy(out, "?", len);
 }
 
-/* Accepting on l again, unless paused or at its cap. */
+/* Accepting on l again, unless paused. */
 static void
 lis_enable(struct lis *l)
 {
-	if (l->lev == NULL || l->a->paused || l->n >= l->max)
+	if (l->lev == NULL || l->a->paused)
 		return;
-	l->full = false;
 	evconnlistener_enable(l->lev);
 }
 
@@ -172,9 +174,34 @@ on_closed(void *tag, void *arg)
 	r->l->n--;
 	a->st.conns[r->l->tcp]--;
 	peer_put(a, r->p);
-	if (r->l->full)
-		lis_enable(r->l);
 	free(r);
+}
+
+/* l is at its cap: closes its oldest connection still reading a head.
+ * False when it has none (every one is past its token). */
+static bool
+evict(struct serve_accept *a, struct lis *l)
+{
+	struct rec *r;
+	uint64_t n;
+
+	TAILQ_FOREACH(r, &a->conns, link)
+		if (r->l == l && serve_conn_reading_head(r->c))
+			break;
+	a->st.full++;
+	if (r != NULL)
+		a->st.evicted++;
+	if (ratelog_due(&a->log_full, a->o.log_ms, &n))
+		log_warnx("%s listener at its cap of %lld connections, %llu "
+		    "time(s) in the last %lld s: %s", l->tcp ? "TCP" :
+		    "unix-socket", (long long)l->max, (unsigned long long)n,
+		    (long long)(a->o.log_ms / 1000), r != NULL ? "its oldest "
+		    "connection still reading a head closed for the new one" :
+		    "every connection is past its token, the new one closed");
+	if (r == NULL)
+		return false;
+	serve_conn_close(r->c);		/* on_closed frees r */
+	return true;
 }
 
 static void
@@ -189,6 +216,7 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	char text[64];
 
 	(void)salen;
+	(void)lev;
 	if (l->tcp && (p = peer_get(a, sa)) != NULL &&
 	    p->n >= a->o.peer_max) {
 		a->st.refused_peer++;
@@ -203,9 +231,11 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 		evutil_closesocket(fd);
 		return;
 	}
+	/* Counted first: an eviction below must not free p. */
 	if (p != NULL)
 		p->n++;
-	if ((r = calloc(1, sizeof(*r))) == NULL) {
+	if ((l->n >= l->max && !evict(a, l)) ||
+	    (r = calloc(1, sizeof(*r))) == NULL) {
 		evutil_closesocket(fd);
 		peer_put(a, p);
 		return;
@@ -216,21 +246,8 @@ accept_cb(struct evconnlistener *lev, evutil_socket_t fd,
 	TAILQ_INSERT_TAIL(&a->conns, r, link);
 	a->st.conns[l->tcp]++;
 	l->n++;
-	if (serve_conn_new(&l->cfg, fd, r, &r->c) < 0) {
+	if (serve_conn_new(&l->cfg, fd, r, &r->c) < 0)
 		on_closed(r, a);
-		return;
-	}
-	if (l->n >= l->max && !l->full) {
-		evconnlistener_disable(lev);
-		l->full = true;
-		a->st.full++;
-		if (ratelog_due(&a->log_full, a->o.log_ms, &n))
-			log_warnx("%s listener at its cap of %lld connections "
-			    "(%llu time(s) in the last %lld s): not accepting "
-			    "until one closes", l->tcp ? "TCP" : "unix-socket",
-			    (long long)l->max, (unsigned long long)n,
-			    (long long)(a->o.log_ms / 1000));
-	}
 }
 
 static void

@@ -479,6 +479,12 @@ serve_conn_tcp(const struct serve_conn *c)
 	return c->cfg->tcp;
 }
 
+bool
+serve_conn_reading_head(const struct serve_conn *c)
+{
+	return c->bev != NULL && c->st == C_HEAD && !c->held;
+}
+
 void
 serve_conn_set_note(struct serve_conn *c, void *p, size_t n)
 {

@@ -15,9 +15,11 @@
  * tenant's counter). on_done reports every reply exactly once: written, or
  * dropped (hang-up, stall, error).
  *
- * The listeners cap connections per listener and per peer address (TCP),
- * and on EMFILE (or another accept failure) close a spare descriptor to
- * accept and close what waits, pause accepting, and log once per interval.
+ * The listeners cap connections per listener (at the cap the oldest
+ * connection still reading a head makes room, else the new one is closed)
+ * and per peer address (TCP), and on EMFILE (or another accept failure)
+ * close a spare descriptor to accept and close what waits, pause
+ * accepting, and log once per interval.
  */
 #ifndef CORDON_SERVE_CONN_H
 #define CORDON_SERVE_CONN_H
@@ -68,6 +70,9 @@ uint64_t serve_conn_length(const struct serve_conn *c);	/* declared */
 /* The body (on_request on): NUL-terminated, len bytes. */
 const char *serve_conn_body(const struct serve_conn *c, size_t *len);
 bool serve_conn_tcp(const struct serve_conn *c);
+/* Still reading a head: not yet past its token, or idle between requests
+ * (what a listener at its cap may close to make room). */
+bool serve_conn_reading_head(const struct serve_conn *c);
 /* The owner's note about this request (from on_head to the reply). */
 void serve_conn_set_note(struct serve_conn *c, void *p, size_t n);
 void *serve_conn_note(const struct serve_conn *c, size_t *n);
@@ -128,7 +133,10 @@ struct serve_accept_opts {
 struct serve_accept_stats {
 	int64_t conns[2];		/* [0] unix, [1] TCP, open now */
 	uint64_t refused_peer;		/* closed at once: per-peer cap */
-	uint64_t full;			/* times a listener reached its cap */
+	uint64_t full;			/* a connection found its listener at
+					 * its cap */
+	uint64_t evicted;		/* ... and one reading a head made
+					 * room (else the new one was closed) */
 	uint64_t accept_errors;		/* EMFILE, ENFILE, ENOBUFS... */
 	uint64_t shed;			/* accepted and closed in a pause */
 };

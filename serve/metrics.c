@@ -75,6 +75,11 @@ render_conns(struct prom *p, const struct serve_metrics *m)
 	    NULL }, m->conns_refused_peer);
 	prom_sample_u64(p, refused, (const char *[]){ "reason",
 	    "listener_full", NULL }, m->listener_full);
+	prom_help_type(p, "cordon_connections_evicted_total", "Connections "
+	    "still reading a head closed to make room at a listener's cap.",
+	    "counter");
+	prom_sample_u64(p, "cordon_connections_evicted_total", NULL,
+	    m->evicted);
 	prom_help_type(p, "cordon_accept_errors_total", "Failed accepts "
 	    "(EMFILE...): accepting paused each time.", "counter");
 	prom_sample_u64(p, "cordon_accept_errors_total", NULL,

@@ -36,7 +36,9 @@ struct serve_metrics {
 	/* The service's connections (set before rendering; issue 39). */
 	int64_t conns_unix, conns_tcp;
 	uint64_t conns_refused_peer;	/* over max_connections_per_peer */
-	uint64_t listener_full;		/* a listener reached its cap */
+	uint64_t listener_full;		/* closed at once: its listener at
+					 * its cap, none to make room */
+	uint64_t evicted;		/* reading a head, closed to make room */
 	uint64_t accept_errors;		/* EMFILE and others: paused */
 	int64_t unsent_bytes;		/* replies not yet taken by sockets */
 	bool own;			/* render one tenant's view: no pool

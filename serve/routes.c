@@ -241,7 +241,8 @@ add_conns(struct serve_server *s, struct serve_metrics *m)
 	m->conns_unix = st.conns[0];
 	m->conns_tcp = st.conns[1];
 	m->conns_refused_peer = st.refused_peer;
-	m->listener_full = st.full;
+	m->listener_full = st.full - st.evicted;
+	m->evicted = st.evicted;
 	m->accept_errors = st.accept_errors;
 	m->unsent_bytes = 0;
 	for (size_t i = 0; i < s->tenants.n; i++)

@@ -39,7 +39,8 @@ struct owner {
 	int heads, requests, gones, dones, written;
 	int64_t unsent;
 	size_t reply_size;		/* on_request: a reply of this size */
-	struct serve_conn *held;
+	struct serve_conn *held, *helds[8];
+	int nheld;
 	char body[256];
 	size_t body_len;
 };
@@ -98,6 +99,8 @@ on_request(struct serve_conn *c, void *arg)
 	serve_conn_on_done(c, on_done, o);
 	if (o->mode == HOLD) {
 		o->held = c;
+		if (o->nheld < 8)
+			o->helds[o->nheld++] = c;
 		return;
 	}
 	if (o->reply_size == 0) {
@@ -340,15 +343,17 @@ test_deadlines(void **state)
 }
 
 /* Per-peer cap: a third connection from one address is closed at once;
- * another address is served. Listener cap: a connection beyond it waits
- * (not accepted) until one closes; the unix socket has its own share. */
+ * another address is served. Listener cap: a connection beyond it makes
+ * room by closing the oldest one still reading a head (idle here); when
+ * every connection is past its head, the new one is closed at once. The
+ * unix socket has its own share throughout. */
 static void
 test_caps(void **state)
 {
 	char buf[4096];
 	struct serve_accept_stats st;
 	bool eof;
-	int a1, a2, a3, b1, b2, u;
+	int a1, a2, a3, b1, b2, c1, u;
 
 	(void)state;
 	start(3, 2, 8, 5000, 5000, 5000);
@@ -365,26 +370,47 @@ test_caps(void **state)
 	send_str(b1, "GET / HTTP/1.1\r\n\r\n");
 	read_for(b1, buf, sizeof(buf), 1000, "ok", &eof);
 	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
-	/* The listener is at its cap (3): b2 waits in the backlog. */
+	/* At its cap (3): b2 is served at once, a1 (the oldest, idle) is
+	 * closed for it. */
 	b2 = client_tcp("127.0.0.3");
 	send_str(b2, "GET / HTTP/1.1\r\n\r\n");
-	read_for(b2, buf, sizeof(buf), 500, "ok", &eof);
-	assert_false(eof);
-	assert_int_equal(strlen(buf), 0);
+	read_for(b2, buf, sizeof(buf), 1000, "ok", &eof);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+	read_for(a1, buf, sizeof(buf), 500, NULL, &eof);
+	assert_true(eof);
 	serve_accept_stats(fx->acc, &st);
 	assert_int_equal(st.full, 1);
+	assert_int_equal(st.evicted, 1);
+	assert_int_equal(st.conns[1], 3);
+	/* All three past their heads (held): a new one is closed at once. */
+	fx->o.mode = HOLD;
+	send_str(a2, "GET / HTTP/1.1\r\n\r\n");
+	send_str(b1, "GET / HTTP/1.1\r\n\r\n");
+	send_str(b2, "GET / HTTP/1.1\r\n\r\n");
+	loop_for(200);
+	assert_int_equal(fx->o.nheld, 3);
+	c1 = client_tcp("127.0.0.4");
+	read_for(c1, buf, sizeof(buf), 500, NULL, &eof);
+	assert_true(eof);
+	assert_int_equal(strlen(buf), 0);
+	serve_accept_stats(fx->acc, &st);
+	assert_int_equal(st.full, 2);
+	assert_int_equal(st.evicted, 1);
 	/* The unix socket is served meanwhile. */
+	fx->o.mode = READ_BODY;
 	u = client_unix();
 	send_str(u, "GET /v1/health HTTP/1.1\r\n\r\n");
 	read_for(u, buf, sizeof(buf), 1000, "ok", &eof);
 	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
-	/* One TCP connection closes: b2 is accepted and answered. */
-	close(a1);
-	read_for(b2, buf, sizeof(buf), 1000, "ok", &eof);
+	for (int i = 0; i < 3; i++)
+		serve_conn_reply(fx->o.helds[i], 200, "text/plain", "ok", 2);
+	read_for(b2, buf, sizeof(buf), 500, "ok", &eof);
 	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+	close(a1);
 	close(a2);
 	close(b1);
 	close(b2);
+	close(c1);
 	close(u);
 }
 
