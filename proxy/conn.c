@@ -548,6 +548,11 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		if (c->nrequests > 0 &&
 		    evbuffer_get_length(bufferevent_get_input(c->cli)) == 0)
 			proxy_conn_free(c);	/* idle keep-alive connection */
+		else if (c->transparent && c->speaks == SPEAKS_RAW &&
+		    c->orig_why[0] != '\0')
+			/* Waited for a server that was never to speak: the
+			 * refusal its address had (port-not-allowed...). */
+			proxy_conn_fail(c, 403, "deny", c->orig_why);
 		else
 			proxy_conn_fail(c, 408, "error", "header-timeout");
 		break;

@@ -74,8 +74,12 @@ struct proxy_dnsd {
 	size_t npending;
 	struct dnsd_tcp *tcps;
 	size_t ntcp;
-	/* Standalone mode: one bucket for every client. */
+	/* Standalone mode: one bucket for every client, and whether it is
+	 * refusing (its refusals are logged once per stretch). */
 	struct proxy_dnsrate rate;
+	bool refusing;
+	/* Run mode: one bucket for every source with no live run. */
+	struct proxy_dnsrate norun;
 };
 
 /* Where one query came from, and how to answer it. */
@@ -145,18 +149,6 @@ dnsd_run_at(struct proxy_dnsd *d, const struct sockaddr *sa)
 	return proxy_runs_at(d->s->runs, sa, time_wall_ms());
 }
 
-/* The run called id, while it lives. */
-static struct proxy_run *
-dnsd_run_find(struct proxy_dnsd *d, const char *id)
-{
-	struct proxy_run *r;
-
-	if (d->s->runs == NULL || id[0] == '\0')
-		return NULL;
-	r = proxy_runs_find(d->s->runs, id);
-	return r != NULL && !proxy_run_expired(r, time_wall_ms()) ? r : NULL;
-}
-
 /* The synthetic address map of run (made on its first query) or of the
  * standalone proxy; NULL on ENOMEM. */
 static struct proxy_synth *
@@ -211,7 +203,7 @@ static void
 dnsd_note(struct proxy_dnsd *d, struct proxy_run *run, const char *policy,
     const struct dnsd_src *src, const char *name, bool allowed,
     const char *decision, const char *reason, const char *address,
-    int64_t start_wall, int64_t start_mono, int64_t dns_ms)
+    int64_t start_wall, int64_t start_mono, int64_t dns_ms, bool quiet)
 {
 	struct proxy_server *s = d->s;
 	struct accesslog_entry e;
@@ -221,7 +213,9 @@ dnsd_note(struct proxy_dnsd *d, struct proxy_run *run, const char *policy,
 		(void)proxy_egress_note_via(run->egress, name, 53, "dns",
 		    allowed, reason, 0, start_mono);
 	proxy_metrics_request(s->m, decision, reason);
-	if (s->alog == NULL)
+	/* quiet: a refusal over the rate after the first of its stretch
+	 * (counted in the report and the metrics, not logged). */
+	if (s->alog == NULL || quiet)
 		return;
 	proxy_conn_format_addr(src->peer, client, sizeof(client));
 	memset(&e, 0, sizeof(e));
@@ -249,7 +243,7 @@ static void
 dnsd_answer(struct proxy_dnsd *d, const struct dnsd_src *src,
     struct proxy_run *run, const struct proxy_dnsresolve_in *in,
     const struct proxy_dnsresolve_out *out, const struct dnsd_ctx *x,
-    int64_t start_wall, int64_t start_mono, int64_t dns_ms)
+    int64_t start_wall, int64_t start_mono, int64_t dns_ms, bool quiet)
 {
 	static uint8_t buf[2 + PROXY_DNSMSG_TCP_MAX];	/* one loop */
 	char addr[INET_ADDRSTRLEN], rbuf[PROXY_DNSRESOLVE_WHY_MAX + 80];
@@ -258,11 +252,12 @@ dnsd_answer(struct proxy_dnsd *d, const struct dnsd_src *src,
 	size_t n = 0;
 	int rc;
 
-	rc = proxy_dnsmsg_answer(in->q, &out->reply, src->tcp != NULL ?
-	    DNSMSG_TCP : DNSMSG_UDP, buf, sizeof(buf), &n);
-	if (rc == 0)
+	/* src->peerlen 0: its TCP client is gone (noted all the same). */
+	rc = src->peerlen == 0 ? 0 : proxy_dnsmsg_answer(in->q, &out->reply,
+	    src->tcp != NULL ? DNSMSG_TCP : DNSMSG_UDP, buf, sizeof(buf), &n);
+	if (rc == 0 && src->peerlen > 0)
 		dnsd_send(d, src, buf, n);
-	else
+	else if (rc != 0)
 		log_warnx("dns: an answer for %s not written: %s", in->q->name,
 		    strerror(-rc));
 	decision = out->allowed ? (out->reply.rcode ==
@@ -271,7 +266,8 @@ dnsd_answer(struct proxy_dnsd *d, const struct dnsd_src *src,
 		inet_ntop(AF_INET, &out->addr, addr, sizeof(addr));
 	dnsd_note(d, run, in->policy, src, in->q->name[0] != '\0' ?
 	    in->q->name : ".", out->allowed, decision, reason,
-	    out->reply.na > 0 ? addr : NULL, start_wall, start_mono, dns_ms);
+	    out->reply.na > 0 ? addr : NULL, start_wall, start_mono, dns_ms,
+	    quiet);
 }
 
 /* SERVFAIL with an EDE of ours, for what the rules do not cover (no
@@ -290,11 +286,11 @@ dnsd_servfail(struct proxy_dnsd *d, const struct dnsd_src *src,
 
 	snprintf(text, sizeof(text), "cordon: %s", reason);
 	r.ede_text = text;
-	if (proxy_dnsmsg_answer(q, &r, src->tcp != NULL ? DNSMSG_TCP :
-	    DNSMSG_UDP, buf, sizeof(buf), &n) == 0)
+	if (src->peerlen > 0 && proxy_dnsmsg_answer(q, &r, src->tcp != NULL ?
+	    DNSMSG_TCP : DNSMSG_UDP, buf, sizeof(buf), &n) == 0)
 		dnsd_send(d, src, buf, n);
 	dnsd_note(d, run, policy, src, q->name[0] != '\0' ? q->name : ".",
-	    false, "error", reason, NULL, start_wall, start_mono, -1);
+	    false, "error", reason, NULL, start_wall, start_mono, -1, false);
 }
 
 /* --- lookups ------------------------------------------------------------- */
@@ -347,7 +343,8 @@ dnsd_lookup_cb(const struct dns_result *res, void *arg)
 {
 	struct dnsd_pending *p = arg;
 	struct proxy_dnsd *d = p->d;
-	struct proxy_run *run = dnsd_run_find(d, p->run);
+	struct proxy_run *any = d->s->runs != NULL && p->run[0] != '\0' ?
+	    proxy_runs_find(d->s->runs, p->run) : NULL, *run;
 	struct dnsd_ctx x;
 	struct proxy_dnsresolve_in in = { .q = &p->q };
 	struct proxy_dnsresolve_out out;
@@ -357,6 +354,10 @@ dnsd_lookup_cb(const struct dns_result *res, void *arg)
 
 	p->dq = NULL;
 	pending_unlink(p);
+	if (any != NULL && any->dns_pending > 0)
+		any->dns_pending--;
+	run = any != NULL && !proxy_run_expired(any, time_wall_ms()) ? any :
+	    NULL;
 	/* Decided again: the run may be gone, its policy reloaded. */
 	dnsd_ctx_init(&x, d->s, run);
 	in.policy = x.policy;
@@ -365,16 +366,14 @@ dnsd_lookup_cb(const struct dns_result *res, void *arg)
 	in.upstream = dnsd_classify(d, res, why, sizeof(why));
 	in.upstream_why = why;
 	in.synth = in.policy != NULL ? dnsd_synth(d, run) : NULL;
-	/* The answer goes nowhere once its TCP connection closed. */
-	if (p->tcp == NULL && src.peerlen == 0)
-		goto out;
+	/* Once its TCP connection closed (peerlen 0) the answer goes
+	 * nowhere, but the name went upstream: noted all the same. */
 	if (in.policy != NULL && in.synth == NULL)
 		dnsd_servfail(d, &src, run, in.policy, &p->q, "no-memory",
 		    p->start_wall, p->start_mono);
 	else if (proxy_dnsresolve_decide(&in, &out) == 0)
 		dnsd_answer(d, &src, run, &in, &out, &x, p->start_wall,
-		    p->start_mono, res->elapsed_ms);
-out:
+		    p->start_mono, res->elapsed_ms, false);
 	if (p->tcp != NULL) {
 		p->tcp->inflight--;
 		tcp_resume(p->tcp);
@@ -390,12 +389,12 @@ dnsd_lookup(struct proxy_dnsd *d, const struct dnsd_src *src,
     int64_t start_mono)
 {
 	struct dnsd_pending *p;
+	bool busy = d->npending >= PROXY_DNSD_PENDING_MAX || (run != NULL &&
+	    run->dns_pending >= PROXY_DNSD_RUN_PENDING_MAX);
 
-	if (d->npending >= PROXY_DNSD_PENDING_MAX ||
-	    (p = calloc(1, sizeof(*p))) == NULL) {
-		dnsd_servfail(d, src, run, policy, q, d->npending >=
-		    PROXY_DNSD_PENDING_MAX ? "resolver-busy" : "no-memory",
-		    start_wall, start_mono);
+	if (busy || (p = calloc(1, sizeof(*p))) == NULL) {
+		dnsd_servfail(d, src, run, policy, q, busy ? "resolver-busy" :
+		    "no-memory", start_wall, start_mono);
 		return;
 	}
 	p->d = d;
@@ -403,8 +402,10 @@ dnsd_lookup(struct proxy_dnsd *d, const struct dnsd_src *src,
 	p->tcp = src->tcp;
 	memcpy(&p->peer, src->peer, src->peerlen);
 	p->peerlen = src->peerlen;
-	if (run != NULL)
+	if (run != NULL) {
 		snprintf(p->run, sizeof(p->run), "%s", run->id);
+		run->dns_pending++;
+	}
 	p->start_wall = start_wall;
 	p->start_mono = start_mono;
 	p->next = d->pending;
@@ -420,6 +421,8 @@ dnsd_lookup(struct proxy_dnsd *d, const struct dnsd_src *src,
 		pending_unlink(p);
 		if (p->tcp != NULL)
 			p->tcp->inflight--;
+		if (run != NULL)
+			run->dns_pending--;
 		free(p);
 		dnsd_servfail(d, src, run, policy, q, "no-memory", start_wall,
 		    start_mono);
@@ -440,7 +443,9 @@ dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
 	int64_t now = time_mono_ms(), wall = time_wall_ms();
 	struct proxy_dnsrate *rate = run != NULL ? &run->dnsrate :
 	    d->s->runs == NULL ? &d->rate : NULL;
-	bool limited = false;
+	bool *refusing = run != NULL ? &run->dns_refusing :
+	    d->s->runs == NULL ? &d->refusing : NULL;
+	bool limited = false, quiet = false;
 	uint8_t buf[2 + PROXY_DNSMSG_UDP_MIN];
 	size_t n;
 
@@ -450,6 +455,17 @@ dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
 			(void)proxy_dnsrate_init(rate, PROXY_DNSRATE_PER_S,
 			    PROXY_DNSRATE_BURST, now);
 		limited = !proxy_dnsrate_take(rate, now);
+		/* The first refusal of a stretch is logged, not the rest. */
+		quiet = limited && *refusing;
+		*refusing = limited;
+	} else {
+		/* No live run here: all such sources share one bucket,
+		 * and past it their queries are dropped. */
+		if (d->norun.rate == 0)
+			(void)proxy_dnsrate_init(&d->norun,
+			    PROXY_DNSD_NORUN_PER_S, PROXY_DNSD_NORUN_BURST, now);
+		if (!proxy_dnsrate_take(&d->norun, now))
+			return;
 	}
 	dnsd_ctx_init(&x, d->s, run);
 	(void)proxy_dnsmsg_parse(msg, len, &q);
@@ -470,7 +486,7 @@ dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
 			dnsd_send(d, src, buf, n);
 		dnsd_note(d, run, x.policy, src, "-", false, "deny",
 		    q.status == DNSMSG_NOTIMP ? "dns-opcode-not-supported" :
-		    "dns-malformed", NULL, wall, now, -1);
+		    "dns-malformed", NULL, wall, now, -1, false);
 		return;
 	}
 	in.policy = x.policy;
@@ -488,7 +504,7 @@ dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
 	if (out.action == DNSRESOLVE_LOOKUP)
 		dnsd_lookup(d, src, run, x.policy, &q, wall, now);
 	else
-		dnsd_answer(d, src, run, &in, &out, &x, wall, now, -1);
+		dnsd_answer(d, src, run, &in, &out, &x, wall, now, -1, quiet);
 }
 
 /* --- UDP ----------------------------------------------------------------- */
@@ -560,7 +576,8 @@ tcp_resume(struct dnsd_tcp *t)
 			tcp_free(t);
 		return;
 	}
-	if (t->inflight < PROXY_DNSD_TCP_INFLIGHT) {
+	if (t->inflight < PROXY_DNSD_TCP_INFLIGHT && evbuffer_get_length(
+	    bufferevent_get_output(t->bev)) <= PROXY_DNSD_TCP_OUT_MAX) {
 		bufferevent_enable(t->bev, EV_READ);
 		/* What was read before the pause is still there. */
 		if (evbuffer_get_length(bufferevent_get_input(t->bev)) > 0)
@@ -575,7 +592,9 @@ tcp_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct dnsd_src src = { (struct sockaddr *)&t->peer, t->peerlen, t };
 
-	while (!t->closing && t->inflight < PROXY_DNSD_TCP_INFLIGHT) {
+	while (!t->closing && t->inflight < PROXY_DNSD_TCP_INFLIGHT &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) <=
+	    PROXY_DNSD_TCP_OUT_MAX) {
 		size_t n = evbuffer_get_contiguous_space(in), taken = 0,
 		    msglen = 0;
 		const uint8_t *msg = NULL;
@@ -600,7 +619,7 @@ tcp_read_cb(struct bufferevent *bev, void *arg)
 			dnsd_query(t->d, &src, msg, msglen);
 	}
 	if (!t->closing)
-		bufferevent_disable(bev, EV_READ);	/* at the cap */
+		bufferevent_disable(bev, EV_READ);	/* at a cap */
 }
 
 static void
@@ -609,8 +628,9 @@ tcp_write_cb(struct bufferevent *bev, void *arg)
 	struct dnsd_tcp *t = arg;
 
 	(void)bev;
-	if (t->closing)
-		tcp_resume(t);
+	/* The answers drained (below the low watermark): read again, or
+	 * close a connection that is done. */
+	tcp_resume(t);
 }
 
 static void
@@ -629,6 +649,28 @@ tcp_event_cb(struct bufferevent *bev, short what, void *arg)
 	tcp_free(t);
 }
 
+/* TCP connections open from sa's address. */
+static size_t
+tcp_from(const struct proxy_dnsd *d, const struct sockaddr *sa)
+{
+	size_t n = 0;
+
+	for (const struct dnsd_tcp *t = d->tcps; t != NULL; t = t->next) {
+		const struct sockaddr *p = (const struct sockaddr *)&t->peer;
+		if (p->sa_family != sa->sa_family)
+			continue;
+		if (sa->sa_family == AF_INET ? ((const struct sockaddr_in *)
+		    (const void *)p)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)(const void *)sa)->
+		    sin_addr.s_addr : memcmp(&((const struct sockaddr_in6 *)
+		    (const void *)p)->sin6_addr, &((const struct sockaddr_in6 *)
+		    (const void *)sa)->sin6_addr, sizeof(struct in6_addr)) ==
+		    0)
+			n++;
+	}
+	return n;
+}
+
 static void
 tcp_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
@@ -641,6 +683,9 @@ tcp_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	(void)l;
 	if (d->ntcp >= PROXY_DNSD_TCP_MAX || salen <= 0 ||
 	    (size_t)salen > sizeof(t->peer) ||
+	    tcp_from(d, sa) >= PROXY_DNSD_TCP_PER_SOURCE ||
+	    (d->s->runs != NULL && proxy_runs_at(d->s->runs, sa,
+	    time_wall_ms()) == NULL) ||
 	    (t = calloc(1, sizeof(*t))) == NULL) {
 		close(fd);
 		return;
@@ -661,6 +706,8 @@ tcp_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	d->tcps = t;
 	d->ntcp++;
 	bufferevent_setcb(t->bev, tcp_read_cb, tcp_write_cb, tcp_event_cb, t);
+	bufferevent_setwatermark(t->bev, EV_WRITE, PROXY_DNSD_TCP_OUT_MAX / 4,
+	    0);
 	bufferevent_set_timeouts(t->bev, &tv, &tv);
 	bufferevent_enable(t->bev, EV_READ | EV_WRITE);
 }

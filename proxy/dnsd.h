@@ -18,16 +18,27 @@
 struct proxy_server;
 struct proxy_dnsd;
 
-/* Lookups waiting for the upstream resolver, at most: a query past this
- * is answered SERVFAIL at once ("cordon: resolver-busy"). */
+/* Lookups waiting for the upstream resolver, at most, in all and for one
+ * run (so no two runs can hold every slot): a query past either is
+ * answered SERVFAIL at once ("cordon: resolver-busy"). A stub has a
+ * handful out at once. */
 #define PROXY_DNSD_PENDING_MAX	1024
-/* TCP connections at once, and queries in flight on one (its reading
- * pauses at this many). */
+#define PROXY_DNSD_RUN_PENDING_MAX 32
+/* TCP connections at once, from one source address, and queries in
+ * flight on one; its reading also pauses while more than
+ * PROXY_DNSD_TCP_OUT_MAX bytes of answers wait to be sent. In run mode a
+ * source with no live run is refused at accept. */
 #define PROXY_DNSD_TCP_MAX	256
+#define PROXY_DNSD_TCP_PER_SOURCE 8
 #define PROXY_DNSD_TCP_INFLIGHT	16
+#define PROXY_DNSD_TCP_OUT_MAX	(16 * 1024)
 /* A TCP connection idle (nothing read, nothing in flight) this long is
  * closed (RFC 7766 suggests seconds). */
 #define PROXY_DNSD_TCP_IDLE_MS	10000
+/* Queries from sources with no live run (run mode), all together: past
+ * this rate they are dropped unanswered and unlogged. */
+#define PROXY_DNSD_NORUN_PER_S	100
+#define PROXY_DNSD_NORUN_BURST	200
 
 /*
  * The resolver of s on the bound sockets udp_fd and tcp_fd (the parent's,

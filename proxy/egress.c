@@ -101,12 +101,13 @@ proxy_egress_free(struct proxy_egress *e)
  * lowercased, via cut. */
 static struct egress_entry *
 egress_find(const struct proxy_egress *e, const char *key, uint16_t port,
-    bool allowed, const char *via)
+    bool allowed, const char *via, const char *reason)
 {
 	for (size_t i = 0; i < e->n; i++) {
 		struct egress_entry *x = &e->entries[i];
 		if (x->port == port && x->allowed == allowed &&
-		    strcmp(x->host, key) == 0 && strcmp(x->via, via) == 0)
+		    strcmp(x->host, key) == 0 && strcmp(x->via, via) == 0 &&
+		    (reason == NULL || strcmp(x->reason, reason) == 0))
 			return x;
 	}
 	return NULL;
@@ -173,6 +174,8 @@ proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
     int64_t first)
 {
 	char key[PROXY_EGRESS_HOST_MAX + 1], vkey[PROXY_EGRESS_VIA_MAX + 1];
+	char rkey[PROXY_EGRESS_REASON_MAX + 1];
+	const char *rk = NULL;
 	struct egress_entry *x;
 	int rc;
 
@@ -180,11 +183,17 @@ proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
 		return -EINVAL;
 	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
 	egress_copy(vkey, via != NULL ? via : "", PROXY_EGRESS_VIA_MAX, true);
+	/* A name's DNS outcomes are told apart by their reason too. */
+	if (strcmp(vkey, "dns") == 0) {
+		egress_copy(rkey, reason != NULL ? reason : "",
+		    PROXY_EGRESS_REASON_MAX, false);
+		rk = rkey;
+	}
 	if (allowed)
 		e->allowed = egress_add(e->allowed, 1);
 	else
 		e->denied = egress_add(e->denied, 1);
-	x = egress_find(e, key, port, allowed, vkey);
+	x = egress_find(e, key, port, allowed, vkey, rk);
 	if (x != NULL) {
 		x->count = egress_add(x->count, 1);
 		if (first < x->first) {
@@ -242,7 +251,7 @@ proxy_egress_bytes_via(struct proxy_egress *e, const char *host,
 		return -ENOENT;
 	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
 	egress_copy(vkey, via != NULL ? via : "", PROXY_EGRESS_VIA_MAX, true);
-	x = egress_find(e, key, port, true, vkey);
+	x = egress_find(e, key, port, true, vkey, NULL);
 	if (x == NULL)
 		return -ENOENT;
 	x->bytes_up = egress_add(x->bytes_up, up);

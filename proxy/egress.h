@@ -75,8 +75,9 @@ int proxy_egress_note_at(struct proxy_egress *e, const char *host,
  * (a plain-HTTP request through it), "proxy" (refused on the proxy port
  * before its request line was read), "tls", "http", "raw" (transparent:
  * decided by the ClientHello's server name, the Host header, the name
- * the resolver gave the address), "dns" (the closed resolver: one entry
- * per name and outcome, port 53). via NULL is proxy_egress_note_at.
+ * the resolver gave the address), "dns" (the closed resolver, port 53:
+ * its entries are keyed by reason too, so one per name and outcome). via
+ * NULL is proxy_egress_note_at.
  */
 int proxy_egress_note_via(struct proxy_egress *e, const char *host,
     uint16_t port, const char *via, bool allowed, const char *reason,

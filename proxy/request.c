@@ -122,8 +122,16 @@ request_setup(struct conn *c, const struct http_request *hr,
 	r->client_http10 = hr->version_minor == 0;
 	r->via = c->transparent ? "http" : hr->is_connect ? "connect" :
 	    "forward";
-	if (c->transparent && hr->form == HTTP_TARGET_ORIGIN)
-		return request_transparent(c, hr, hp);
+	/* Redirected, the request names its host in Host alone: a
+	 * CONNECT or an absolute URI (which could name another port than
+	 * the connection's) is refused. */
+	if (c->transparent) {
+		if (hr->form == HTTP_TARGET_ORIGIN)
+			return request_transparent(c, hr, hp);
+		r->port = c->orig_port;
+		proxy_conn_fail(c, 400, "error", "origin-form-required");
+		return false;
+	}
 	if (hr->form != HTTP_TARGET_AUTHORITY &&
 	    hr->form != HTTP_TARGET_ABSOLUTE) {
 		proxy_conn_fail(c, 400, "error", "origin-form");

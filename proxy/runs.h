@@ -62,6 +62,9 @@ struct proxy_run {
 	 * run's query rate. */
 	struct proxy_synth *synth;
 	struct proxy_dnsrate dnsrate;
+	unsigned dns_pending;		/* its lookups waiting upstream */
+	bool dns_refusing;		/* over its rate since the last query
+					   it had a token for (logged once) */
 	/* Registry links (private). */
 	struct proxy_run *id_next, *ip_next;
 };

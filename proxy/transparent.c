@@ -192,17 +192,23 @@ transparent_read_cb(struct bufferevent *bev, void *arg)
 			return;
 		}
 	}
-	/* An HTTP request line starts with a method token and a space. */
-	for (size_t i = 0; i < n && i < 24; i++) {
-		if (p[i] == ' ' && i > 0) {
+	/* An HTTP request line starts with a method token (capitals, at
+	 * most 23) and a space; anything else is plain bytes at once (an
+	 * "SSH-2.0-..." banner is refused at its '-', not after a wait). */
+	{
+		size_t i = 0;
+
+		while (i < n && i < 24 && p[i] >= 'A' && p[i] <= 'Z')
+			i++;
+		if (i > 0 && i < n && i < 24 && p[i] == ' ') {
 			c->speaks = SPEAKS_HTTP;
 			c->srv->request_wait(c);
 			return;
 		}
-		if (p[i] < 'A' || p[i] > 'Z')
-			break;
+		if (i == n && n < 24)
+			return;		/* a method token so far: more */
 	}
-	if (n >= 24 || memchr(p, ' ', n) != NULL || p[0] < 'A' || p[0] > 'Z') {
+	{
 		c->speaks = SPEAKS_RAW;
 		/* Under the name the address had, when it had one. */
 		if (c->orig_name != NULL && c->req != NULL &&
@@ -217,9 +223,18 @@ transparent_read_cb(struct bufferevent *bev, void *arg)
 static void
 transparent_event_cb(struct bufferevent *bev, short what, void *arg)
 {
+	struct conn *c = arg;
+
 	(void)bev;
 	(void)what;
-	proxy_conn_free(arg);
+	/* Gone before naming a host: the refusal the address had. */
+	if (c->orig_why[0] != '\0' && c->req != NULL &&
+	    c->req->decision == NULL) {
+		c->req->decision = "deny";
+		snprintf(c->req->reason, sizeof(c->req->reason), "%s",
+		    c->orig_why);
+	}
+	proxy_conn_free(c);
 }
 
 void
@@ -284,6 +299,14 @@ proxy_transparent_begin(struct conn *c)
 		    strncmp(why, "allowed", 7) == 0 ? "raw-not-allowed" : why);
 	}
 	if (name != NULL && (c->orig_name = strdup(name)) == NULL) {
+		transparent_refuse(c, "no-memory");
+		return;
+	}
+	/* Until its bytes say otherwise: plain bytes to that name. */
+	c->req->via = "raw";
+	c->req->port = c->orig_port;
+	if (name != NULL && proxy_conn_req_str(&c->req->host, name,
+	    strlen(name)) != 0) {
 		transparent_refuse(c, "no-memory");
 		return;
 	}

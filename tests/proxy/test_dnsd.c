@@ -175,6 +175,51 @@ test_upstream_outcomes(void **state)
 	    "upstream-timeout)", true);
 }
 
+/* A TCP client that resets before its answer: the name went upstream,
+ * so the lookup is logged all the same. */
+static void
+test_tcp_reset_logged(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	    .sin_port = htons(dport) };
+	struct linger lg = { 1, 0 };
+	uint8_t q[] = { 0, 38, 0x77, 0x77, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0,
+	    4, 's', 'l', 'o', 'w', 11, 'c', 'o', 'r', 'd', 'o', 'n', '-', 't',
+	    'e', 's', 't', 3, 'n', 'e', 't', 0, 0, 1, 0, 1 };
+	char *log = NULL;
+	size_t len = 0;
+	unsigned before = 0, after = 0;
+	int fd;
+
+	(void)state;
+	assert_int_equal(util_read_file(P.accesslog, 1 << 24, &log, &len), 0);
+	for (const char *p = log; (p = strstr(p, "\"host\":\"slow.cordon-test"
+	    ".net\",\"port\":53")) != NULL; p++)
+		before++;
+	free(log);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(send(fd, q, sizeof(q), 0), (ssize_t)sizeof(q));
+	usleep(200000);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg,
+	    sizeof(lg)), 0);
+	close(fd);	/* a reset */
+	for (int i = 0; i < 40 && after <= before; i++) {
+		usleep(100000);
+		log = NULL;
+		assert_int_equal(util_read_file(P.accesslog, 1 << 24, &log,
+		    &len), 0);
+		after = 0;
+		for (const char *p = log; (p = strstr(p, "\"host\":\"slow."
+		    "cordon-test.net\",\"port\":53")) != NULL; p++)
+			after++;
+		free(log);
+	}
+	assert_int_equal(after, before + 1);
+}
+
 /* Garbage on both transports: FORMERR or nothing, and the resolver
  * answers the next query. */
 static void
@@ -272,6 +317,7 @@ main(void)
 		cmocka_unit_test(test_allowed),
 		cmocka_unit_test(test_denied_never_forwarded),
 		cmocka_unit_test(test_upstream_outcomes),
+		cmocka_unit_test(test_tcp_reset_logged),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_logged),
 	};

@@ -312,9 +312,9 @@ test_egress_cut(void **state)
 	proxy_egress_free(e);
 }
 
-/* The path: one entry per (host, port, decision, via), "via" in the
- * report (and absent for entries noted without one); bytes go to the
- * entry of their path. */
+/* The path: one entry per (host, port, decision, via), and per reason
+ * too for "dns"; "via" in the report (and absent for entries noted
+ * without one); bytes go to the entry of their path. */
 static void
 test_egress_via(void **state)
 {
@@ -335,6 +335,8 @@ test_egress_via(void **state)
 	    false, "not-on-policy p", 0, 5), 0);
 	assert_int_equal(proxy_egress_note_via(e, "b.example", 53, "dns",
 	    false, "dns-rate-limit", 0, 6), 0);
+	assert_int_equal(proxy_egress_note_via(e, "B.example", 53, "dns",
+	    false, "not-on-policy p", 0, 7), 0);
 	assert_int_equal(proxy_egress_note_at(e, "c.example", 80, false,
 	    "x", 403, 7), 0);
 	/* A path over PROXY_EGRESS_VIA_MAX bytes is cut. */
@@ -361,13 +363,16 @@ test_egress_via(void **state)
 	    "{\"host\":\"b.example\",\"port\":53,\"decision\":\"denied\","
 	    "\"reason\":\"not-on-policy p\",\"status\":0,\"count\":2,"
 	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"},"
+	    "{\"host\":\"b.example\",\"port\":53,\"decision\":\"denied\","
+	    "\"reason\":\"dns-rate-limit\",\"status\":0,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"},"
 	    "{\"host\":\"c.example\",\"port\":80,\"decision\":\"denied\","
 	    "\"reason\":\"x\",\"status\":403,\"count\":1,"
 	    "\"bytes_up\":0,\"bytes_down\":0},"
 	    "{\"host\":\"d.example\",\"port\":1,\"decision\":\"allowed\","
 	    "\"reason\":\"\",\"status\":0,\"count\":1,"
 	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"0123456789abcde\"}],"
-	    "\"allowed\":5,\"denied\":3}");
+	    "\"allowed\":5,\"denied\":4}");
 	free(got);
 	cJSON_Delete(o);
 	proxy_egress_free(e);

@@ -31,6 +31,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/util.h"
+#include "proxy/dnsd.h"
 #include "dig_util.h"
 #include "dns_util.h"
 #include "hello_util.h"
@@ -94,8 +95,9 @@ rm_policies(struct rm *r)
 {
 	char text[256];
 
-	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u raw\n",
-	    fx_echo_port(), fx_http_port(), fx_flood_port());
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u raw\n"
+	    "slow.cordon-test.net\n", fx_echo_port(), fx_http_port(),
+	    fx_flood_port());
 	write_policy(r, "pypi", text);
 	snprintf(text, sizeof(text), "web.cordon-test.net:%u,%u,%u raw\n",
 	    fx_echo_port(), fx_http_port(), fx_flood_port());
@@ -1144,20 +1146,66 @@ rdig(uint16_t port, const char *src, const char *name, const char *type)
 	return dig_run(port, args);
 }
 
-/* The report entry of run report j for host with via, or NULL. */
+/* The report entry of run report j for host with via (and reason, when
+ * not NULL), or NULL. */
 static const cJSON *
-entry_of(const cJSON *j, const char *host, const char *via)
+entry_by(const cJSON *j, const char *host, const char *via,
+    const char *reason)
 {
 	const cJSON *e;
 
 	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
 		const cJSON *h = cJSON_GetObjectItem(e, "host");
 		const cJSON *v = cJSON_GetObjectItem(e, "via");
+		const cJSON *w = cJSON_GetObjectItem(e, "reason");
 		if (cJSON_IsString(h) && strcmp(h->valuestring, host) == 0 &&
-		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0)
+		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0 &&
+		    (reason == NULL || (cJSON_IsString(w) &&
+		    strcmp(w->valuestring, reason) == 0)))
 			return e;
 	}
 	return NULL;
+}
+
+static const cJSON *
+entry_of(const cJSON *j, const char *host, const char *via)
+{
+	return entry_by(j, host, via, NULL);
+}
+
+/* n A queries for name from 127.0.0.1 sent at once; the answers that
+ * came within 3 s: how many had text in them (an EDE's EXTRA-TEXT), and
+ * *answers: how many came. */
+static unsigned
+dns_flood(uint16_t port, const char *name, unsigned n, const char *text,
+    unsigned *answers)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	    .sin_port = htons(port) };
+	struct timeval tv = { 3, 0 };
+	int fd;
+	unsigned got = 0;
+	uint8_t q[512], a[1500];
+
+	*answers = 0;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+	    sizeof(tv)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = dns_query(q, sizeof(q), (uint16_t)(7000 + i), name,
+		    1, 1, 1232, 0, false);
+		assert_int_equal(send(fd, q, len, 0), (ssize_t)len);
+	}
+	for (ssize_t k; *answers < n && (k = recv(fd, a, sizeof(a), 0)) >= 12;) {
+		(*answers)++;
+		if (memmem(a, (size_t)k, text, strlen(text)) != NULL)
+			got++;
+	}
+	close(fd);
+	return got;
 }
 
 /* n queries for name sent back to back from 127.0.0.1, then every
@@ -1213,7 +1261,7 @@ test_run_dns(void **state)
 	const char *t, *s;
 	const cJSON *e;
 	char a[32], b[32];
-	unsigned total, limited, answers, web_a;
+	unsigned total, limited, answers, answers400, web_a;
 	uint16_t dp;
 	cJSON *j;
 
@@ -1248,6 +1296,7 @@ test_run_dns(void **state)
 	assert_int_equal(fx_queries_a("web.cordon-test.net"), web_a + 1);
 	/* Over the rate (burst 200): refused, EDE 18; run-b unaffected. */
 	limited = dns_burst(dp, "x.other-test.net", 400, 5, &answers);
+	answers400 = answers;
 	if (limited < 100 || answers < 390)
 		fail_msg("400 queries at once: %u answers, %u REFUSED", answers,
 		    limited);
@@ -1256,6 +1305,41 @@ test_run_dns(void **state)
 	t = rdig(dp, "127.0.0.2", "web.cordon-test.net", "A");
 	dig_check(t, "status: NOERROR", true);
 	assert_int_equal(fx_queries("x.other-test.net"), 0);
+	/* Lookups waiting upstream: at most 32 of one run (the stub never
+	 * answers slow.cordon-test.net), the rest SERVFAIL at once; the
+	 * other run is answered meanwhile. */
+	sleep_ms(2100);		/* the bucket full again */
+	{
+		unsigned busy = dns_flood(dp, "slow.cordon-test.net", 60,
+		    "cordon: resolver-busy", &answers);
+		if (busy != 60 - PROXY_DNSD_RUN_PENDING_MAX || answers != 60)
+			fail_msg("60 lookups at once: %u answers, %u "
+			    "resolver-busy", answers, busy);
+		print_message("60 lookups that never return, at once: %u "
+		    "SERVFAIL resolver-busy, the other %u upstream-timeout\n",
+		    busy, answers - busy);
+	}
+	t = rdig(dp, "127.0.0.2", "web.cordon-test.net", "A");
+	dig_check(t, "status: NOERROR", true);
+	/* TCP from an address with no run: closed at accept. */
+	{
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+		    .sin_port = htons(dp) };
+		struct sockaddr_in me = { .sin_family = AF_INET };
+		struct timeval tv = { 3, 0 };
+		char c;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		inet_pton(AF_INET, "127.0.0.3", &me.sin_addr);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof(me)),
+		    0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa,
+		    sizeof(sa)), 0);
+		assert_true(recv(fd, &c, 1, 0) <= 0);
+		close(fd);
+	}
 	j = ctl_report(r, "unregister", "run-a");
 	e = entry_of(j, "echo.cordon-test.net", "dns");
 	assert_non_null(e);
@@ -1267,19 +1351,40 @@ test_run_dns(void **state)
 	assert_string_equal(cJSON_GetObjectItem(e, "reason")->valuestring,
 	    "not-on-policy pypi");
 	/* The burst: one entry per name and outcome, counted. */
-	e = entry_of(j, "x.other-test.net", "dns");
+	e = entry_by(j, "x.other-test.net", "dns", "not-on-policy pypi");
 	assert_non_null(e);
-	assert_true(cJSON_GetObjectItem(e, "count")->valueint +
-	    (int)limited >= 390);
+	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
+	    (int)(answers400 - limited));
+	e = entry_by(j, "x.other-test.net", "dns", "dns-rate-limit");
+	assert_non_null(e);
+	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
+	    (int)limited);
+	assert_non_null(entry_by(j, "slow.cordon-test.net", "dns",
+	    "resolver-busy"));
 	cJSON_Delete(j);
 	/* Unregistered: its address has no run any more. */
 	t = rdig(dp, "127.0.0.1", "echo.cordon-test.net", "A");
 	dig_check(t, "status: REFUSED", true);
 	j = ctl_report(r, "unregister", "run-b");
-	assert_non_null(entry_of(j, "web.cordon-test.net", "dns"));
-	assert_null(entry_of(j, "echo.cordon-test.net", "connect"));
+	assert_non_null(entry_by(j, "web.cordon-test.net", "dns", "allowed"));
+	assert_non_null(entry_by(j, "echo.cordon-test.net", "dns",
+	    "not-on-policy npm"));
 	cJSON_Delete(j);
-	free(rm_finish(r));
+	/* Refusals over the rate: logged once per stretch, not each. */
+	{
+		char *log = rm_finish(r);
+		unsigned lines = 0;
+
+		for (const char *p = log; (p = strstr(p, "\"dns-rate-limit\""))
+		    != NULL; p++)
+			lines++;
+		if (lines == 0 || lines >= limited)
+			fail_msg("%u access-log lines for %u rate-limited "
+			    "queries", lines, limited);
+		print_message("%u rate-limited queries, %u access-log lines\n",
+		    limited, lines);
+		free(log);
+	}
 }
 
 static int

@@ -71,6 +71,36 @@ redirect_to(uint16_t port)
 	    "-j REDIRECT --to-ports %u", port);
 	sh("iptables -w -t nat -A OUTPUT -p tcp -d 198.18.0.0/15 "
 	    "-j REDIRECT --to-ports %u", port);
+	sh("iptables -w -t nat -A OUTPUT -p tcp -d 10.1.2.0/24 "
+	    "-j REDIRECT --to-ports %u", port);
+}
+
+/* The access log's lines holding all of want (NULL-terminated), after
+ * waiting up to 3 s for one. */
+static unsigned
+log_lines(const char *const *want)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < 30 && n == 0; i++) {
+		char *log = NULL, *line, *save = NULL;
+		size_t len = 0;
+
+		if (i > 0)
+			usleep(100000);
+		assert_int_equal(util_read_file(P.accesslog, 1 << 24, &log,
+		    &len), 0);
+		for (line = strtok_r(log, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			size_t k = 0;
+			while (want[k] != NULL && strstr(line, want[k]) != NULL)
+				k++;
+			if (want[k] == NULL)
+				n++;
+		}
+		free(log);
+	}
+	return n;
 }
 
 /* Starts the proxy with both listeners (and extra, NULL-terminated). */
@@ -232,6 +262,29 @@ test_http(void **state)
 	assert_int_equal(http_get(NULL, NOWHERE, hp, NULL, body,
 	    sizeof(body)), 400);
 	assert_true(head_has(head, "X-Cordon-Error", "host-required"));
+	/* The request names its host in Host alone: an absolute URI (which
+	 * could name another port) or a CONNECT is refused. */
+	{
+		char req[256];
+		int fd = dial(NULL, NOWHERE, hp);
+
+		snprintf(req, sizeof(req), "GET http://web.cordon-test.net:%u/ "
+		    "HTTP/1.1\r\nHost: web.cordon-test.net:%u\r\n\r\n",
+		    fx_echo_port(), fx_echo_port());
+		assert_int_equal(cli_send(fd, req), 0);
+		assert_int_equal(cli_read_head(fd, head, sizeof(head)), 400);
+		assert_true(head_has(head, "X-Cordon-Error",
+		    "origin-form-required"));
+		close(fd);
+		fd = dial(NULL, NOWHERE, hp);
+		snprintf(req, sizeof(req), "CONNECT web.cordon-test.net:%u "
+		    "HTTP/1.1\r\n\r\n", fx_echo_port());
+		assert_int_equal(cli_send(fd, req), 0);
+		assert_int_equal(cli_read_head(fd, head, sizeof(head)), 400);
+		assert_true(head_has(head, "X-Cordon-Error",
+		    "origin-form-required"));
+		close(fd);
+	}
 	/* A Host naming another port than the connection's. */
 	snprintf(want, sizeof(want), "web.cordon-test.net:%u",
 	    fx_echo_port());
@@ -295,9 +348,14 @@ test_raw(void **state)
 	int fd;
 
 	(void)state;
+	const char *quick[] = { "--sni-timeout", "1", NULL };
+	char pstr[32];
+	int64_t t0;
+
 	snprintf(allow, sizeof(allow), "echo.cordon-test.net:%u raw\n"
-	    "web.cordon-test.net:%u\n", fx_echo_port(), fx_echo_port());
-	start(allow, NULL);
+	    "web.cordon-test.net:%u\n10.1.2.3:%u raw\n", fx_echo_port(),
+	    fx_echo_port(), fx_echo_port());
+	start(allow, quick);
 	resolve("127.0.0.1", "echo.cordon-test.net", a, sizeof(a));
 	resolve("127.0.0.1", "web.cordon-test.net", w, sizeof(w));
 	assert_string_not_equal(a, w);
@@ -322,6 +380,41 @@ test_raw(void **state)
 	assert_int_equal(cli_send(fd, "ping\n"), 0);
 	assert_int_equal(read_all(fd, back, sizeof(back)), 0);
 	close(fd);
+	/* A banner (capitals, then not a space) is plain bytes at once,
+	 * not a method token to wait on. */
+	fd = dial(NULL, w, fx_echo_port());
+	t0 = time_mono_ms();
+	assert_int_equal(cli_send(fd, "SSH-2.0-OpenSSH_9.2\r\n"), 0);
+	assert_int_equal(read_all(fd, back, sizeof(back)), 0);
+	if (time_mono_ms() - t0 > 800)
+		fail_msg("a banner was refused after %lld ms (a wait for a "
+		    "method)", (long long)(time_mono_ms() - t0));
+	close(fd);
+	/* A client waiting for the server to speak (ssh), to the raw name
+	 * on a port off its entry: refused after --sni-timeout, noted under
+	 * the name, its port, raw, port-not-allowed. */
+	fd = dial(NULL, a, fx_sink_port());
+	assert_int_equal(read_all(fd, back, sizeof(back)), 0);
+	close(fd);
+	snprintf(pstr, sizeof(pstr), "\"port\":%u,", fx_sink_port());
+	{
+		const char *want[] = { "\"host\":\"echo.cordon-test.net\"",
+		    pstr, "\"reason\":\"port-not-allowed\"",
+		    "\"via\":\"raw\"", NULL };
+		assert_true(log_lines(want) >= 2);
+	}
+	/* The original destination as an IP literal: a raw entry for an
+	 * internal address still goes nowhere (address-private). */
+	fd = dial(NULL, "10.1.2.3", fx_echo_port());
+	assert_int_equal(cli_send(fd, "ping\n"), 0);
+	assert_int_equal(read_all(fd, back, sizeof(back)), 0);
+	close(fd);
+	{
+		const char *want[] = { "\"host\":\"10.1.2.3\"",
+		    "\"reason\":\"address-private\"", "\"via\":\"raw\"",
+		    NULL };
+		assert_int_equal(log_lines(want), 1);
+	}
 	stop();
 }
 
@@ -505,7 +598,8 @@ group_setup(void **state)
 	}
 	if (system("ip link set lo up && "
 	    "ip route add 203.0.113.0/24 dev lo src 127.0.0.1 && "
-	    "ip route add 198.18.0.0/15 dev lo src 127.0.0.1") != 0)
+	    "ip route add 198.18.0.0/15 dev lo src 127.0.0.1 && "
+	    "ip route add 10.1.2.0/24 dev lo src 127.0.0.1") != 0)
 		return -1;
 	return fx_start();
 }
