@@ -113,6 +113,16 @@ static const struct field serve_fields[] = {
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
 	SINT("pool_starts", pool_starts, 0, 16),	/* POOL_STARTS_MAX */
 	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
+	SINT("max_connections", max_connections, 0, 1000000),
+	SINT("max_connections_per_peer", max_connections_per_peer, 1, 1000000),
+	SINT("unix_connections", unix_connections, 1, 100000),
+	SINT("head_timeout_s", head_timeout_s, 1, 3600),
+	SINT("body_timeout_s", body_timeout_s, 1, 3600),
+	SINT("write_timeout_s", write_timeout_s, 1, 3600),
+	{ "unsent_max", F_SIZE, offsetof(struct config_serve, unsent_max_bytes),
+	    0, 1 << 20, 1LL << 40 },
+	SINT("refusals_per_min", refusals_per_min, 0, 1000000),
+	SSTR("stats_tcp", stats_tcp),
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
@@ -265,6 +275,15 @@ config_defaults(struct config *c)
 	c->serve.pool = 0;
 	c->serve.pool_max_age_s = 900;
 	c->serve.sessions_per_tenant = 4;
+	c->serve.max_connections = 0;
+	c->serve.max_connections_per_peer = 64;
+	c->serve.unix_connections = 64;
+	c->serve.head_timeout_s = 10;
+	c->serve.body_timeout_s = 30;
+	c->serve.write_timeout_s = 30;
+	c->serve.unsent_max_bytes = 64ULL << 20;
+	c->serve.refusals_per_min = 60;
+	strcpy(c->serve.stats_tcp, "own");
 }
 
 static int fail(char *err, size_t errlen, const char *name, const char *fmt,
@@ -842,6 +861,10 @@ config_check(const struct config *c, const char *name, char *err,
 			return fail(err, errlen, name, "image.name is too long "
 			    "to name profile %s's image", p->name);
 	}
+	if (strcmp(c->serve.stats_tcp, "own") != 0 &&
+	    strcmp(c->serve.stats_tcp, "local") != 0)
+		return fail(err, errlen, name, "serve.stats_tcp: \"own\" or "
+		    "\"local\"");
 	if (strcmp(c->user, "0") == 0 || strncmp(c->user, "0:", 2) == 0 ||
 	    strncmp(c->user, "root", 4) == 0)
 		return fail(err, errlen, name, "user: must not be root");
