@@ -70,6 +70,9 @@ cleanup() {
 		[ $alive = 0 ] && break
 		sleep 0.1
 	done
+	# A failed run may have left a container attached (net down would
+	# refuse, and the next suite find this network): remove it first.
+	"$docker" ps -aq --filter network="$net" | xargs -r "$docker" rm -f >/dev/null 2>&1
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	rm -rf "$T"

@@ -82,6 +82,9 @@ EOF
 pids=()
 cleanup() {
 	"$docker" rm -f nstest-a-host nstest-a-sealed nstest-b nstest-nsfilter nstest-old >/dev/null 2>&1
+	# A failed run may have left a container attached (net down would
+	# refuse, and the next suite find this network): remove it first.
+	"$docker" ps -aq --filter network="$net" | xargs -r "$docker" rm -f >/dev/null 2>&1
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
