@@ -325,6 +325,16 @@ bool allowlist_match(const struct allowlist *al, const char *host, long port,
     struct allowlist_decision *d);
 
 /*
+ * Whether host is allowed under al on at least one port (the closed
+ * resolver's question: a DNS query has no port, and a name allowed only as
+ * "git.example.com:22 raw" must resolve). True with d from that port's
+ * decision; false with d the refusal for one of the ports the host's
+ * allow entries list (443 when none does).
+ */
+bool allowlist_match_any_port(const struct allowlist *al, const char *host,
+    struct allowlist_decision *d);
+
+/*
  * Same for an authority "HOST[:PORT]" ("[v6]:PORT" for IPv6; a bare IPv6
  * address needs brackets here); without a port, default_port is used. A
  * malformed port (empty, non-digits, leading zero, out of range) denies with

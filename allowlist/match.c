@@ -212,3 +212,65 @@ badhost:
 	decision_set(d, false, "invalid-host", NULL, NULL);
 	return false;
 }
+
+/* Adds e's ports (every port of an allow entry is listed: only deny
+ * entries have all_ports) to ports[0..*n), without repeats. */
+static void
+any_port_add(const struct allowlist *al, const struct al_entry *e,
+    unsigned *ports, size_t *n, size_t max)
+{
+	for (size_t i = 0; i < e->nports; i++) {
+		unsigned p = al_entry_port(al, e, i);
+		size_t k;
+		for (k = 0; k < *n; k++)
+			if (ports[k] == p)
+				break;
+		if (k == *n && *n < max)
+			ports[(*n)++] = p;
+	}
+}
+
+static void
+any_port_chain(const struct allowlist *al, int32_t k, int kind,
+    unsigned *ports, size_t *n, size_t max)
+{
+	if (k < 0)
+		return;
+	for (int32_t i = al->keys[k].head[kind]; i >= 0;
+	    i = al->entries[i].next)
+		any_port_add(al, &al->entries[i], ports, n, max);
+}
+
+bool
+allowlist_match_any_port(const struct allowlist *al, const char *host,
+    struct allowlist_decision *d)
+{
+	unsigned ports[512];
+	int32_t sufkeys[AL_LABELS_MAX], exact = -1;
+	struct allowlist_decision tmp;
+	struct allowlist_host h;
+	size_t n = 0, nsuf = 0;
+
+	if (d == NULL)
+		d = &tmp;
+	if (al == NULL || allowlist_host_parse(host, &h) != 0)
+		return allowlist_match(al, host, 443, d);
+	if (h.family == 0)
+		nsuf = al_suffix_keys(al, h.text, strlen(h.text), &exact,
+		    sufkeys);
+	else
+		exact = al_key_find(al, false, h.text, strlen(h.text),
+		    al_hash(h.text, strlen(h.text)));
+	/* Every port an allow entry for the host lists: the host is allowed
+	 * somewhere when one of them passes the whole decision (denies,
+	 * public suffixes). */
+	any_port_chain(al, exact, AL_ALLOW_EXACT, ports, &n, 512);
+	for (size_t i = 0; i < nsuf; i++)
+		any_port_chain(al, sufkeys[i], AL_ALLOW_WILD, ports, &n, 512);
+	for (size_t i = 0; i < n; i++)
+		if (allowlist_match(al, host, (long)ports[i], d))
+			return true;
+	/* The reason of the most usual port. */
+	(void)allowlist_match(al, host, n > 0 ? (long)ports[0] : 443, d);
+	return false;
+}

@@ -6,7 +6,8 @@
  * stime from /proc), and RSS per idle tunnel. Not a test: run it by hand.
  *
  *   bench_proxy [--cordon PATH] [--mib N] [--handshakes N] [--idle N]
- *               [--threads N] [--runs N] [--skip tinyproxy,squid,runmode,sni]
+ *               [--threads N] [--runs N]
+ *               [--skip tinyproxy,squid,runmode,sni,transparent]
  *
  * Throughput, handshakes/s and CPU per handshake are medians of --runs
  * (default 3) runs. Run mode also reports the control socket's
@@ -20,6 +21,16 @@
  * the upstream, so the check is inside what is timed. CONNECT goes to the
  * upstream's IP literal, so the check also matches the name against the
  * policy (its longer path).
+ *
+ * The transparent path (issue 31): two rows on one cordon-proxy with both
+ * listeners, their runs interleaved: "CONNECT by name" (CONNECT
+ * SNI_NAME:port, then the ClientHello) and "transparent" (the ClientHello
+ * sent straight to 203.0.113.7:port, which a nat REDIRECT gives the
+ * --transparent listener: the name comes from the SNI alone). Both resolve
+ * SNI_NAME through a stub DNS server of the bench's (127.0.0.2, cached by
+ * the proxy for its TTL). Needs root: the whole bench then runs in a
+ * network namespace of its own (loopback only), where the redirect is
+ * set; without root (or with --skip transparent) the rows are skipped.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,6 +38,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,7 +58,8 @@
 #include "tests/proxy/hello_util.h"
 
 #define BUFSZ (256 * 1024)
-#define NTARGETS 7
+#define NTARGETS 9
+#define NOWHERE "203.0.113.7"	/* routed to lo; REDIRECTed */
 #define SNI_NAME "bench.cordon-bench.net"
 #define BENCH_TOKEN \
 	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -189,6 +202,8 @@ struct target {
 	const uint8_t *hello;	/* sent first in every tunnel, or NULL */
 	size_t hello_len;
 	const char *extra;	/* one more cordon-proxy option, or NULL */
+	const char *connect_host;	/* CONNECT this name, not 127.0.0.2 */
+	bool transparent;	/* no CONNECT: to NOWHERE, redirected */
 	double mbps, hps, cpu_us, rss_kib;
 	double user_us, sys_us;	/* cpu_us split: user space, kernel */
 	double run_mbps[16], run_hps[16], run_cpu[16];	/* each run's */
@@ -225,11 +240,15 @@ open_tunnel(const struct target *t)
 
 	if (t->port == 0)
 		return tcp_connect("127.0.0.2", up_port);
+	if (t->transparent)
+		return tcp_connect(NOWHERE, up_port);
 	fd = tcp_connect("127.0.0.1", t->port);
 	if (fd < 0)
 		return -1;
-	snprintf(req, sizeof(req), "CONNECT 127.0.0.2:%u HTTP/1.1\r\n"
-	    "Host: 127.0.0.2:%u\r\n%s\r\n", up_port, up_port,
+	snprintf(req, sizeof(req), "CONNECT %s:%u HTTP/1.1\r\n"
+	    "Host: %s:%u\r\n%s\r\n", t->connect_host != NULL ?
+	    t->connect_host : "127.0.0.2", up_port, t->connect_host != NULL ?
+	    t->connect_host : "127.0.0.2", up_port,
 	    t->auth != NULL ? t->auth : "");
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) != (ssize_t)strlen(req))
 		goto bad;
@@ -258,10 +277,47 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* utime and stime of pid in seconds (all threads): the CPU it spent in
- * user space and in the kernel. */
+/* pid's children (cordon-proxy's network child does the work since
+ * privilege separation), at most max; returns how many. */
+static int
+proc_children(pid_t pid, pid_t *out, int max)
+{
+	char path[96];
+	FILE *f;
+	int n = 0;
+	long c;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	while (n < max && fscanf(f, "%ld", &c) == 1)
+		out[n++] = (pid_t)c;
+	fclose(f);
+	return n;
+}
+
+static void proc_cpu_one(pid_t pid, double *user, double *sys);
+
+/* utime and stime in seconds (all threads) of pid and its children: the
+ * CPU they spent in user space and in the kernel. */
 static void
 proc_cpu_s(pid_t pid, double *user, double *sys)
+{
+	pid_t kids[8];
+	int n = proc_children(pid, kids, 8);
+
+	proc_cpu_one(pid, user, sys);
+	for (int i = 0; i < n; i++) {
+		double u, k;
+		proc_cpu_one(kids[i], &u, &k);
+		*user += u;
+		*sys += k;
+	}
+}
+
+static void
+proc_cpu_one(pid_t pid, double *user, double *sys)
 {
 	char path[64], buf[2048], *p;
 	unsigned long ut = 0, st = 0;
@@ -284,8 +340,23 @@ proc_cpu_s(pid_t pid, double *user, double *sys)
 	*sys = (double)st / (double)sysconf(_SC_CLK_TCK);
 }
 
+static long proc_rss_one(pid_t pid);
+
+/* The RSS of pid and its children. */
 static long
 proc_rss_kib(pid_t pid)
+{
+	pid_t kids[8];
+	int n = proc_children(pid, kids, 8);
+	long kb = proc_rss_one(pid);
+
+	for (int i = 0; i < n; i++)
+		kb += proc_rss_one(kids[i]);
+	return kb;
+}
+
+static long
+proc_rss_one(pid_t pid)
 {
 	char path[64], line[256];
 	long kb = 0;
@@ -572,6 +643,130 @@ start_cordon_run(struct target *t, const char *bin, double *rt_us)
 	return true;
 }
 
+/* --- the transparent path ------------------------------------------------ */
+
+static uint16_t dns_port;
+
+/* A stub DNS server on 127.0.0.2: every A question gets 127.0.0.2 (TTL
+ * 60), every other type an empty NOERROR. */
+static pid_t
+dns_start(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	inet_pton(AF_INET, "127.0.0.2", &sin.sin_addr);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+		perror("dns stub");
+		exit(1);
+	}
+	getsockname(fd, (struct sockaddr *)&sin, &sl);
+	dns_port = ntohs(sin.sin_port);
+	pid = fork();
+	if (pid == 0) {
+		static const uint8_t ans[] = { 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0,
+		    60, 0, 4, 127, 0, 0, 2 };
+		uint8_t b[600];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			struct sockaddr_storage from;
+			socklen_t fl = sizeof(from);
+			ssize_t n = recvfrom(fd, b, 512, 0,
+			    (struct sockaddr *)&from, &fl);
+			size_t q = 12, end;
+			if (n < 17)
+				continue;
+			while (q < (size_t)n && b[q] != 0)
+				q += (size_t)b[q] + 1;
+			end = q + 5;	/* root label, type, class */
+			if (end > (size_t)n)
+				continue;
+			b[2] = 0x81, b[3] = 0x80;	/* QR RD, RA */
+			b[6] = b[7] = b[8] = b[9] = b[10] = b[11] = 0;
+			if (b[q + 1] == 0 && b[q + 2] == 1) {
+				memcpy(b + end, ans, sizeof(ans));
+				b[7] = 1;
+				end += sizeof(ans);
+			}
+			(void)sendto(fd, b, end, 0, (struct sockaddr *)&from,
+			    fl);
+		}
+	}
+	close(fd);
+	return pid;
+}
+
+/* The bench's own network namespace (root): loopback, and 203.0.113.0/24
+ * routed to it for the redirect. False: no transparent rows. */
+static bool
+netns_enter(void)
+{
+	if (geteuid() != 0 || unshare(CLONE_NEWNET) != 0)
+		return false;
+	return system("ip link set lo up && ip route add 203.0.113.0/24 "
+	    "dev lo src 127.0.0.1") == 0;
+}
+
+/* One cordon-proxy with --listen and --transparent (the stub as its
+ * resolver; SNI_NAME allowed, TLS only) for both rows; the redirect of
+ * NOWHERE to its transparent port. */
+static bool
+start_cordon_transparent(struct target *c, struct target *tr, const char *bin)
+{
+	char list[300], alog[300], listen[64], tlisten[64], allow[64],
+	    res[64], text[256], cmd[256];
+	uint16_t tport = free_port();
+
+	snprintf(list, sizeof(list), "%s/cordon-tr.list", tmpdir);
+	snprintf(alog, sizeof(alog), "%s/cordon-tr-access.log", tmpdir);
+	snprintf(text, sizeof(text), SNI_NAME ":%u\n", up_port);
+	write_file(list, text);
+	c->port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%u", c->port);
+	snprintf(tlisten, sizeof(tlisten), "127.0.0.1:%u", tport);
+	snprintf(allow, sizeof(allow), "127.0.0.2:%u", up_port);
+	snprintf(res, sizeof(res), "127.0.0.2:%u", dns_port);
+	const char *argv[] = { bin, "--listen", listen, "--transparent",
+	    tlisten, "--allowlist", list, "--allow-address", allow,
+	    "--resolver", res, "--access-log", alog, "--log-level", "warn",
+	    "--max-connections", "10000", NULL };
+	c->pid = spawn(argv);
+	if (!wait_port(c->port, c->pid) || !wait_port(tport, c->pid))
+		return false;
+	tr->pid = c->pid;
+	tr->port = tport;
+	snprintf(cmd, sizeof(cmd), "iptables -w -t nat -A OUTPUT -p tcp -d "
+	    "203.0.113.0/24 -j REDIRECT --to-ports %u", tport);
+	return system(cmd) == 0;
+}
+
+static void
+report_transparent(const struct target tg[NTARGETS])
+{
+	const struct target *c = &tg[7], *tr = &tg[8];
+
+	if (c->skip || tr->skip || c->mbps <= 0 || c->hps <= 0)
+		return;
+	printf("\nTransparent path, each run (the same daemon; a handshake is "
+	    "the ClientHello, the name's check, a connect and one byte back; "
+	    "CONNECT also has its request and 200):\n");
+	for (int i = 0; i < opt_runs; i++)
+		printf("  run %d: CONNECT %6.0f MB/s %6.0f hs/s %5.1f us/hs | "
+		    "transparent %6.0f MB/s %6.0f hs/s %5.1f us/hs | tr/CONNECT "
+		    "%.3f %.3f\n", i + 1, c->run_mbps[i], c->run_hps[i],
+		    c->run_cpu[i], tr->run_mbps[i], tr->run_hps[i],
+		    tr->run_cpu[i], tr->run_mbps[i] / c->run_mbps[i],
+		    tr->run_hps[i] / c->run_hps[i]);
+	printf("transparent vs CONNECT (medians): throughput %.3fx (target "
+	    ">= 0.9: %s), handshakes/s %.3fx (>= 0.9: %s), CPU/handshake "
+	    "%.3fx\n", tr->mbps / c->mbps, tr->mbps / c->mbps >= 0.9 ? "met" :
+	    "NOT met", tr->hps / c->hps, tr->hps / c->hps >= 0.9 ? "met" :
+	    "NOT met", c->cpu_us > 0 ? tr->cpu_us / c->cpu_us : 0);
+}
+
 static bool
 start_tinyproxy(struct target *t)
 {
@@ -822,6 +1017,7 @@ report(const struct target tg[NTARGETS], double rt_us)
 		printf("control socket: register+unregister round trip %.0f us "
 		    "(median of 20)\n", rt_us);
 	report_sni(tg);
+	report_transparent(tg);
 }
 
 int
@@ -834,7 +1030,11 @@ main(int argc, char **argv)
 		{ .name = "cordon-proxy run mode" },
 		{ .name = "cordon SNI check on" },
 		{ .name = "cordon SNI check off" },
+		{ .name = "cordon CONNECT by name" },
+		{ .name = "cordon transparent" },
 	};
+	bool netns = false;
+	pid_t dns = -1;
 	static uint8_t hello[HELLO_CAP];
 	double rt_us = -1;
 	struct target *live[5];
@@ -859,7 +1059,13 @@ main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
+	/* Before anything starts: all of it then runs in the namespace. */
+	if (strstr(skip, "transparent") == NULL && !(netns = netns_enter()))
+		fprintf(stderr, "bench_proxy: no network namespace of its own "
+		    "(needs root): the transparent rows are skipped\n");
 	up = up_start();
+	if (netns)
+		dns = dns_start();
 
 	/* Every anchor and cordon-proxy up at once (idle ones cost nothing),
 	 * then their runs interleaved; the idle-tunnel RSS of each last. */
@@ -911,6 +1117,30 @@ main(int argc, char **argv)
 	}
 	stop(&tg[5]);
 	stop(&tg[6]);
+	/* The transparent path beside CONNECT by name: one daemon. */
+	tg[7].hello = tg[8].hello = hello;
+	tg[7].hello_len = tg[8].hello_len = tg[5].hello_len;
+	tg[7].connect_host = SNI_NAME;
+	tg[8].transparent = true;
+	if (!netns || tg[7].hello_len == 0) {
+		tg[7].skip = tg[8].skip = true;
+		snprintf(tg[8].note, sizeof(tg[8].note), "%s", !netns ?
+		    "skipped (root: a network namespace)" :
+		    "no ClientHello fixture");
+	} else if (!start_cordon_transparent(&tg[7], &tg[8], cordon)) {
+		snprintf(tg[8].note, sizeof(tg[8].note), "did not start");
+		tg[7].skip = tg[8].skip = true;
+	} else {
+		struct target *pair[] = { &tg[7], &tg[8] };
+		run_interleaved(pair, 2);
+		snprintf(tg[7].note, sizeof(tg[7].note), "idle not measured");
+		snprintf(tg[8].note, sizeof(tg[8].note), "idle not measured");
+	}
+	stop(&tg[7]);
+	if (dns > 0) {
+		kill(dns, SIGKILL);
+		waitpid(dns, NULL, 0);
+	}
 	kill(up, SIGKILL);
 	waitpid(up, NULL, 0);
 

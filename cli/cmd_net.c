@@ -41,7 +41,9 @@ net_usage(FILE *f)
 	    "       cordon net seal CONTAINER   (seal a running proxy-mode "
 	    "container)\n"
 	    "       cordon net run-args         (docker run options for "
-	    "--net proxy)\n");
+	    "--net proxy, with the\n"
+	    "                                    resolv.conf mount; not the "
+	    "CA bundle's)\n");
 }
 
 /* The proxy: config proxy_bin, else beside this executable (build tree:
@@ -313,6 +315,10 @@ net_run_args(const struct config *c)
 	printf("--network=%s\n--runtime=%s\n", ra.network, ra.runtime);
 	for (size_t i = 0; i < ra.argc; i++)
 		printf("%s\n", ra.argv[i]);
+	/* The sandbox's resolver, mounted as runner/docker_argv.c does (the
+	 * CA bundle is left out: only inspected tunnels need it). */
+	printf("--mount\ntype=bind,src=%s,dst=/etc/resolv.conf,readonly\n",
+	    ra.resolv_conf);
 	return 0;
 }
 

@@ -45,6 +45,8 @@ static const struct field top_fields[] = {
 	STR("egress_bridge", egress_bridge),
 	STR("egress_subnet", egress_subnet),
 	INT("proxy_port", proxy_port, 1, 65535),
+	INT("proxy_transparent_port", proxy_transparent_port, 1, 65535),
+	INT("proxy_dns_port", proxy_dns_port, 1, 65535),
 	STR("proxy_user", proxy_user),
 	STR("proxy_bin", proxy_bin),
 	STR("egress_default_policy", egress_default_policy),
@@ -111,6 +113,16 @@ static const struct field serve_fields[] = {
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
 	SINT("pool_starts", pool_starts, 0, 16),	/* POOL_STARTS_MAX */
 	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
+	SINT("max_connections", max_connections, 0, 1000000),
+	SINT("max_connections_per_peer", max_connections_per_peer, 1, 1000000),
+	SINT("unix_connections", unix_connections, 1, 100000),
+	SINT("head_timeout_s", head_timeout_s, 1, 3600),
+	SINT("body_timeout_s", body_timeout_s, 1, 3600),
+	SINT("write_timeout_s", write_timeout_s, 1, 3600),
+	{ "unsent_max", F_SIZE, offsetof(struct config_serve, unsent_max_bytes),
+	    0, 1 << 20, 1LL << 40 },
+	SINT("refusals_per_min", refusals_per_min, 0, 1000000),
+	SSTR("stats_tcp", stats_tcp),
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
@@ -220,6 +232,8 @@ config_defaults(struct config *c)
 	strcpy(c->egress_bridge, "cordon0");
 	strcpy(c->egress_subnet, "10.213.0.0/24");
 	c->proxy_port = 3128;
+	c->proxy_transparent_port = 3129;
+	c->proxy_dns_port = 53;
 	strcpy(c->proxy_user, "nobody");
 	strcpy(c->egress_default_policy, "default");
 	c->egress_run_max_conns = 32;
@@ -261,6 +275,15 @@ config_defaults(struct config *c)
 	c->serve.pool = 0;
 	c->serve.pool_max_age_s = 900;
 	c->serve.sessions_per_tenant = 4;
+	c->serve.max_connections = 0;
+	c->serve.max_connections_per_peer = 64;
+	c->serve.unix_connections = 64;
+	c->serve.head_timeout_s = 10;
+	c->serve.body_timeout_s = 30;
+	c->serve.write_timeout_s = 30;
+	c->serve.unsent_max_bytes = 64ULL << 20;
+	c->serve.refusals_per_min = 60;
+	strcpy(c->serve.stats_tcp, "own");
 }
 
 static int fail(char *err, size_t errlen, const char *name, const char *fmt,
@@ -808,6 +831,12 @@ config_check(const struct config *c, const char *name, char *err,
 		return fail(err, errlen, name,
 		    "limits.pids_limit must be at least twice limits.nproc "
 		    "(the host-side limit also counts gVisor's own processes)");
+	/* All three listen on the gateway: one port each. */
+	if (c->proxy_port == c->proxy_transparent_port ||
+	    c->proxy_port == c->proxy_dns_port ||
+	    c->proxy_transparent_port == c->proxy_dns_port)
+		return fail(err, errlen, name, "proxy_port, "
+		    "proxy_transparent_port and proxy_dns_port must differ");
 	if (strcmp(c->docker_api, "auto") != 0 &&
 	    strcmp(c->docker_api, "never") != 0)
 		return fail(err, errlen, name, "docker_api: \"auto\" or "
@@ -832,6 +861,10 @@ config_check(const struct config *c, const char *name, char *err,
 			return fail(err, errlen, name, "image.name is too long "
 			    "to name profile %s's image", p->name);
 	}
+	if (strcmp(c->serve.stats_tcp, "own") != 0 &&
+	    strcmp(c->serve.stats_tcp, "local") != 0)
+		return fail(err, errlen, name, "serve.stats_tcp: \"own\" or "
+		    "\"local\"");
 	if (strcmp(c->user, "0") == 0 || strncmp(c->user, "0:", 2) == 0 ||
 	    strncmp(c->user, "root", 4) == 0)
 		return fail(err, errlen, name, "user: must not be root");

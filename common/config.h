@@ -109,6 +109,17 @@ struct config_serve {
 	int64_t pool_max_age_s;		/* an idle one is replaced after */
 	int64_t pool_starts;		/* pool starts at once; 0: online CPUs */
 	int64_t sessions_per_tenant;	/* live sessions per tenant; 0: none */
+	/* Hostile and careless clients (issue 39). */
+	int64_t max_connections;	/* TCP at once; 0: from the fd limit */
+	int64_t max_connections_per_peer;	/* TCP from one address */
+	int64_t unix_connections;	/* the unix socket's own share */
+	int64_t head_timeout_s;		/* a request head, and keep-alive */
+	int64_t body_timeout_s;		/* a request body */
+	int64_t write_timeout_s;	/* a reply that makes no progress */
+	uint64_t unsent_max_bytes;	/* a tenant's unread replies: 429 */
+	int64_t refusals_per_min;	/* a tenant's 4xx; 0: no bound */
+	char stats_tcp[8];		/* /metrics, /v1/health on TCP: "own"
+					 * (the tenant's) or "local" (403) */
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];
 	size_t ntenants;
 };
@@ -131,7 +142,12 @@ struct config {
 	char egress_network[64];	/* Docker network for --net proxy */
 	char egress_bridge[16];
 	char egress_subnet[64];
-	int64_t proxy_port;
+	int64_t proxy_port;		/* on the egress gateway: HTTP(S)_PROXY */
+	/* Also on the gateway: where the host redirects every other TCP
+	 * connection of a proxy-mode sandbox, and its DNS (UDP and TCP 53,
+	 * the resolver its resolv.conf names). */
+	int64_t proxy_transparent_port;
+	int64_t proxy_dns_port;
 	char proxy_user[32];
 	char proxy_bin[256];		/* cordon-proxy; "" = beside cordon */
 	/* Egress per run: the policy a proxy-mode run gets when it names

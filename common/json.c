@@ -233,3 +233,98 @@ json_add_bytes(cJSON *obj, const char *key, const void *data, size_t len)
 	free(s);
 	return item != NULL ? 0 : -ENOMEM;
 }
+
+/* The value of the hex digit c, or -1. */
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* True when the escape at p[0..avail) ("\u0000", any case of digits)
+ * decodes to U+0000. */
+static bool
+escape_is_nul(const char *p, size_t avail)
+{
+	if (avail < 6 || p[1] != 'u')
+		return false;
+	for (size_t i = 2; i < 6; i++)
+		if (hexval(p[i]) != 0)
+			return false;
+	return true;
+}
+
+void
+json_scan(const char *text, size_t len, struct json_scan *out)
+{
+	/* At depth 1 inside an object: the member whose name was read last
+	 * (a string at depth 1 that a ':' follows). */
+	const char *str = NULL, *member = NULL;
+	size_t member_len = 0, depth = 0, i = 0;
+	bool in_obj1 = false, nul_here;
+
+	memset(out, 0, sizeof(*out));
+	out->values = 1;
+	while (i < len) {
+		char c = text[i];
+
+		if (c == '\0') {
+			nul_here = true;
+			i++;
+		} else if (c == '"') {
+			str = text + i + 1;
+			nul_here = false;
+			for (i++; i < len && text[i] != '"'; i++) {
+				if (text[i] == '\0')
+					nul_here = true;
+				if (text[i] != '\\')
+					continue;
+				if (escape_is_nul(text + i, len - i))
+					nul_here = true;
+				i++;	/* the escaped character */
+			}
+			/* A name at depth 1: remember it for the value. */
+			if (depth == 1 && in_obj1) {
+				size_t j = i + 1;
+
+				while (j < len && (text[j] == ' ' ||
+				    text[j] == '\t' || text[j] == '\r' ||
+				    text[j] == '\n'))
+					j++;
+				if (j < len && text[j] == ':') {
+					member = str;
+					member_len = (size_t)(text + i - str);
+				}
+			}
+			i++;
+		} else {
+			nul_here = false;
+			if (c == '{' || c == '[') {
+				if (++depth > out->depth)
+					out->depth = depth;
+				if (depth == 1)
+					in_obj1 = c == '{';
+				out->values++;
+			} else if (c == '}' || c == ']') {
+				if (depth > 0 && --depth == 0)
+					member = NULL;
+			} else if (c == ',') {
+				out->values++;
+			}
+			i++;
+		}
+		if (nul_here && !out->nul) {
+			out->nul = true;
+			if (member != NULL && depth >= 1)
+				snprintf(out->nul_member, sizeof(out->nul_member),
+				    "%.*s", (int)(member_len < 63 ? member_len :
+				    63), member);
+		}
+	}
+}

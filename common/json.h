@@ -31,6 +31,26 @@ int json_get_array(const cJSON *obj, const char *key, const cJSON **out);
  * for anything else (*out NULL). */
 int json_get_keep(const cJSON *obj, const char *key, const char **out);
 
+/* What json_scan finds in a JSON text without building it (the text is not
+ * validated here: cJSON does that when it parses). */
+struct json_scan {
+	/* A raw NUL byte, or a string whose escapes decode to U+0000 (cJSON
+	 * would silently cut that string short there). */
+	bool nul;
+	/* The name of the top-level member whose name or value holds the
+	 * first such NUL, as written (escapes not decoded, at most 63 bytes);
+	 * "" when it is not inside a top-level member. */
+	char nul_member[64];
+	/* An upper bound of the values cJSON would allocate: one more than
+	 * the '{', '[' and ',' outside strings. */
+	size_t values;
+	size_t depth;			/* deepest nesting of '{' and '[' */
+};
+
+/* Scans text[0..len) in one pass, allocating nothing, so that a caller can
+ * refuse a body before cJSON builds it. Pure. */
+void json_scan(const char *text, size_t len, struct json_scan *out);
+
 /* Parses the file at path (at most max bytes). On failure returns a negative
  * errno (-EBADMSG for bad JSON) and writes a one-line reason to err. Caller
  * frees *out with cJSON_Delete. */

@@ -346,15 +346,22 @@ skip_ws(const char *p, const char *end)
 }
 
 /* Parses exactly one JSON value spanning msg[0..len) (whitespace around it
- * allowed); NULL when that is not what the bytes are. */
+ * allowed); NULL when that is not what the bytes are. A string escape that
+ * decodes to U+0000 (cJSON would cut the string there: "a\u0000x" and
+ * "a\u0000y" would both read "a") sets *nul, with *nul_in_id when it is in
+ * the top-level id. */
 static cJSON *
-parse_whole(const char *msg, size_t len)
+parse_whole(const char *msg, size_t len, bool *nul, bool *nul_in_id)
 {
 	const char *end = NULL;
+	struct json_scan sc;
 	cJSON *root;
 
 	if (len == 0 || memchr(msg, '\0', len) != NULL)
 		return NULL;
+	json_scan(msg, len, &sc);
+	*nul = sc.nul;
+	*nul_in_id = sc.nul && strcmp(sc.nul_member, "id") == 0;
 	root = cJSON_ParseWithLengthOpts(msg, len, &end, false);
 	if (root != NULL && (end == NULL || skip_ws(end, msg + len) !=
 	    msg + len)) {
@@ -377,10 +384,10 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 	const cJSON *id = NULL, *method, *version, *params;
 	cJSON *root;
 	char *line = NULL;
-	bool answer = true;
+	bool answer = true, nul = false, nul_in_id = false;
 
 	*reply = NULL;
-	if ((root = parse_whole(msg, len)) == NULL) {
+	if ((root = parse_whole(msg, len, &nul, &nul_in_id)) == NULL) {
 		line = error_line(NULL, MCP_PARSE_ERROR,
 		    "Parse error: not one JSON value");
 		goto done;
@@ -424,8 +431,18 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 	}
 	if (id == NULL) {
 		/* Notifications (initialized, cancelled, ...) get no reply;
-		 * the transport acts on cancellations (mcp_classify). */
+		 * the transport acts on cancellations (mcp_classify), never on
+		 * one holding a NUL (mcp_classify does not see it). */
 		answer = false;
+		goto done;
+	}
+	if (nul) {
+		/* Whatever string held it was cut short by the parser: refuse
+		 * the whole request rather than act on a prefix. An id that
+		 * held it is unknown: null. */
+		line = error_line(nul_in_id ? NULL : id, MCP_INVALID_PARAMS,
+		    "Invalid params: a string contains U+0000 (\\u0000), "
+		    "which is not accepted");
 		goto done;
 	}
 	line = dispatch(s, method->valuestring, id, params, cancel);
@@ -512,12 +529,15 @@ int
 mcp_classify(const char *msg, size_t len, enum mcp_kind *kind, char **id)
 {
 	const cJSON *method, *params, *v;
-	cJSON *root = parse_whole(msg, len);
+	bool nul = false, nul_in_id = false;
+	cJSON *root = parse_whole(msg, len, &nul, &nul_in_id);
 	int rc = -EINVAL;
 
 	*kind = MCP_KIND_OTHER;
 	*id = NULL;
-	if (!cJSON_IsObject(root))
+	/* A NUL: mcp_handle refuses it (a call) or drops it (a
+	 * cancellation, which would otherwise name a cut-short id). */
+	if (!cJSON_IsObject(root) || nul)
 		goto done;
 	method = cJSON_GetObjectItemCaseSensitive(root, "method");
 	params = cJSON_GetObjectItemCaseSensitive(root, "params");

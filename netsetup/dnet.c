@@ -1,8 +1,20 @@
 /*
  * The Docker network for proxy-mode jobs: its `docker network create`
  * argv, a pure check of `docker network inspect` output against what it
- * must be (bridge, internal, fixed bridge name, subnet and gateway, ICC
- * off, no IPv6), and create/inspect/remove through the docker CLI.
+ * must be (bridge, not internal, fixed bridge name, subnet and gateway,
+ * ICC off, IP masquerade off, no IPv6), and create/inspect/remove through
+ * the docker CLI.
+ *
+ * Not --internal: a container on an internal network has no default
+ * route, so a connection to any address but the subnet fails inside the
+ * sandbox (ENETUNREACH) before a packet leaves, and nothing reaches the
+ * host's nat redirect to the proxy. runsc's netstack reads the routes
+ * once, when the sandbox starts, so one cannot be added later. Without
+ * --internal Docker adds its own FORWARD rules for the bridge (an ACCEPT
+ * of what leaves it, among them); Cordon's forward chain, jumped to first
+ * from FORWARD and DOCKER-USER (fw.c, fwapply.c), drops everything from
+ * and to the bridge before them, and with masquerade off nothing could be
+ * answered anyway.
  */
 #include "netsetup/internal.h"
 
@@ -46,8 +58,10 @@ dnet_check(const cJSON *net, const struct netsetup_params *p, char *why,
 	why[0] = '\0';
 	if (json_get_string(net, "Driver", &s) < 0 || strcmp(s, "bridge") != 0)
 		why_add(why, len, &n, "driver is not bridge");
-	if (json_get_bool(net, "Internal", &b) < 0 || !b)
-		why_add(why, len, &n, "not --internal");
+	if (json_get_bool(net, "Internal", &b) < 0 || b)
+		why_add(why, len, &n, "is --internal (made by an older 'cordon "
+		    "net up'; its sandboxes have no default route, so nothing "
+		    "can be redirected to the proxy)");
 	if (json_get_bool(net, "EnableIPv6", &b) < 0 || b)
 		why_add(why, len, &n, "IPv6 is enabled");
 	s = opt_get(net, "com.docker.network.bridge.name");
@@ -60,6 +74,10 @@ dnet_check(const cJSON *net, const struct netsetup_params *p, char *why,
 	if (s == NULL || strcmp(s, "false") != 0)
 		why_add(why, len, &n, "inter-container communication is on "
 		    "(enable_icc is not false)");
+	s = opt_get(net, "com.docker.network.bridge.enable_ip_masquerade");
+	if (s == NULL || strcmp(s, "false") != 0)
+		why_add(why, len, &n, "IP masquerade is on "
+		    "(enable_ip_masquerade is not false)");
 	ipam = cJSON_GetObjectItemCaseSensitive(net, "IPAM");
 	cfgs = cJSON_GetObjectItemCaseSensitive(ipam, "Config");
 	if (!cJSON_IsArray(cfgs) || cJSON_GetArraySize(cfgs) != 1) {
@@ -140,25 +158,27 @@ int
 dnet_create_argv(const struct netsetup_params *p, const char **argv,
     size_t max, char *bufs, size_t buflen)
 {
-	char *subnet = bufs, *gw, *name, *icc, *label;
-	size_t n = 0, per = buflen / 5;
+	char *subnet = bufs, *gw, *name, *icc, *masq, *label;
+	size_t n = 0, per = buflen / 6;
 
-	if (max < 16 || per < 80)
+	if (max < DNET_ARGV_MAX || per < 80)
 		return -E2BIG;
 	gw = bufs + per;
 	name = bufs + 2 * per;
 	icc = bufs + 3 * per;
-	label = bufs + 4 * per;
+	masq = bufs + 4 * per;
+	label = bufs + 5 * per;
 	snprintf(subnet, per, "--subnet=%s", p->subnet);
 	snprintf(gw, per, "--gateway=%s", p->gateway);
 	snprintf(name, per, "com.docker.network.bridge.name=%s", p->bridge);
 	snprintf(icc, per, "com.docker.network.bridge.enable_icc=false");
+	snprintf(masq, per,
+	    "com.docker.network.bridge.enable_ip_masquerade=false");
 	snprintf(label, per, "%s=1", NETSETUP_LABEL);
 	argv[n++] = p->docker;
 	argv[n++] = "network";
 	argv[n++] = "create";
 	argv[n++] = "--driver=bridge";
-	argv[n++] = "--internal";
 	argv[n++] = "--ipv6=false";
 	argv[n++] = subnet;
 	argv[n++] = gw;
@@ -166,6 +186,8 @@ dnet_create_argv(const struct netsetup_params *p, const char **argv,
 	argv[n++] = name;
 	argv[n++] = "--opt";
 	argv[n++] = icc;
+	argv[n++] = "--opt";
+	argv[n++] = masq;
 	argv[n++] = "--label";
 	argv[n++] = label;
 	argv[n++] = p->network;
@@ -176,9 +198,9 @@ dnet_create_argv(const struct netsetup_params *p, const char **argv,
 int
 dnet_create(const struct netsetup_params *p, char *err, size_t errlen)
 {
-	const char *argv[16];
-	char bufs[5 * 128];
-	int rc = dnet_create_argv(p, argv, 16, bufs, sizeof(bufs));
+	const char *argv[DNET_ARGV_MAX];
+	char bufs[6 * 128];
+	int rc = dnet_create_argv(p, argv, DNET_ARGV_MAX, bufs, sizeof(bufs));
 
 	if (rc == 0)
 		rc = netsetup_exec(argv, NULL, NULL, NULL, err, errlen);

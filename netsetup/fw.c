@@ -1,6 +1,7 @@
 /*
- * Firewall rules as data (fw.h): the plan for one address family, argv
- * builders for each iptables operation, and parsers for `iptables -S`.
+ * Firewall rules as data (fw.h): the plan for one address family (filter
+ * and nat), argv builders for each iptables operation, and parsers for
+ * `iptables -S`.
  * Everything here is pure, so the exact rules are unit-tested.
  */
 #include "netsetup/fw.h"
@@ -15,7 +16,8 @@
 /* Appends one rule; spec is a NULL-terminated list of words. (jump is an
  * int: va_start after a promoted type would be undefined.) */
 static int
-plan_add(struct fw_plan *plan, const char *chain, int jump, ...)
+plan_add(struct fw_plan *plan, enum fw_table table, const char *chain,
+    int jump, ...)
 {
 	struct fw_rule *r;
 	const char *w;
@@ -26,6 +28,7 @@ plan_add(struct fw_plan *plan, const char *chain, int jump, ...)
 		return -E2BIG;
 	r = &plan->rules[plan->nrules];
 	memset(r, 0, sizeof(*r));
+	r->table = table;
 	if (!util_strlcpy(r->chain, chain, sizeof(r->chain)))
 		return -EINVAL;
 	r->jump = jump != 0;
@@ -44,46 +47,123 @@ plan_add(struct fw_plan *plan, const char *chain, int jump, ...)
 	return rc;
 }
 
+static int
+plan_chain(struct fw_plan *plan, enum fw_table table, const char *name)
+{
+	struct fw_chain *ch;
+
+	if (plan->nchains == FW_CHAINS_MAX)
+		return -E2BIG;
+	ch = &plan->chains[plan->nchains];
+	ch->table = table;
+	if (!util_strlcpy(ch->name, name, sizeof(ch->name)))
+		return -EINVAL;
+	plan->nchains++;
+	return 0;
+}
+
+static bool
+port_ok(int port)
+{
+	return port >= 1 && port <= 65535;
+}
+
+/* IPv4 filter <in>: what the gateway accepts from the bridge. The nat
+ * redirects come first on the packet's path, so the DNS and transparent
+ * rules see the port a packet was redirected to. */
+static int
+plan_input_v4(struct fw_plan *plan, const struct netsetup_params *p)
+{
+	const char *in = p->chain_in;
+	char dst[24], port[8], tport[8], dport[8];
+	int rc = 0;
+
+	snprintf(dst, sizeof(dst), "%s/32", p->gateway);
+	snprintf(port, sizeof(port), "%d", p->port);
+	snprintf(tport, sizeof(tport), "%d", p->tport);
+	snprintf(dport, sizeof(dport), "%d", p->dns_port);
+	rc |= plan_add(plan, FW_FILTER, in, 0, "-d", dst, "-p", "tcp", "-m",
+	    "tcp", "--dport", port, "-j", "ACCEPT", NULL);
+	rc |= plan_add(plan, FW_FILTER, in, 0, "-d", dst, "-p", "tcp", "-m",
+	    "tcp", "--dport", tport, "-j", "ACCEPT", NULL);
+	rc |= plan_add(plan, FW_FILTER, in, 0, "-d", dst, "-p", "udp", "-m",
+	    "udp", "--dport", dport, "-j", "ACCEPT", NULL);
+	rc |= plan_add(plan, FW_FILTER, in, 0, "-d", dst, "-p", "tcp", "-m",
+	    "tcp", "--dport", dport, "-j", "ACCEPT", NULL);
+	rc |= plan_add(plan, FW_FILTER, in, 0, "-m", "conntrack", "--ctstate",
+	    "RELATED,ESTABLISHED", "-j", "ACCEPT", NULL);
+	return rc;
+}
+
+/* IPv4 nat <nat>: every TCP connection and every DNS query from the
+ * bridge goes to the proxy on the gateway, whatever address it was for,
+ * before routing (so nothing is ever forwarded for it). */
+static int
+plan_nat_v4(struct fw_plan *plan, const struct netsetup_params *p)
+{
+	const char *nat = p->chain_nat;
+	char dst[24], port[8], tport[8], dport[8];
+	int rc = 0;
+
+	snprintf(dst, sizeof(dst), "%s/32", p->gateway);
+	snprintf(port, sizeof(port), "%d", p->port);
+	snprintf(tport, sizeof(tport), "%d", p->tport);
+	snprintf(dport, sizeof(dport), "%d", p->dns_port);
+	rc |= plan_add(plan, FW_NAT, nat, 0, "-d", dst, "-p", "tcp", "-m",
+	    "tcp", "--dport", port, "-j", "RETURN", NULL);
+	rc |= plan_add(plan, FW_NAT, nat, 0, "-p", "udp", "-m", "udp",
+	    "--dport", "53", "-j", "REDIRECT", "--to-ports", dport, NULL);
+	rc |= plan_add(plan, FW_NAT, nat, 0, "-p", "tcp", "-m", "tcp",
+	    "--dport", "53", "-j", "REDIRECT", "--to-ports", dport, NULL);
+	rc |= plan_add(plan, FW_NAT, nat, 0, "-p", "tcp", "-j", "REDIRECT",
+	    "--to-ports", tport, NULL);
+	return rc;
+}
+
 int
 fw_plan_build(struct fw_plan *plan, enum fw_family fam,
     const struct netsetup_params *p, bool docker_user)
 {
 	const char *in = p->chain_in, *fwd = p->chain_fwd, *br = p->bridge;
-	char dst[24], port[8];
 	int rc = 0;
 
 	memset(plan, 0, sizeof(*plan));
 	plan->family = fam;
 	if (fam != FW_INET && fam != FW_INET6)
 		return -EINVAL;
-	if (p->bridge[0] == '\0' || p->gateway[0] == '\0' || p->port < 1 ||
-	    p->port > 65535 ||
-	    !util_strlcpy(plan->chains[0], in, sizeof(plan->chains[0])) ||
-	    !util_strlcpy(plan->chains[1], fwd, sizeof(plan->chains[1])))
+	if (p->bridge[0] == '\0' || p->gateway[0] == '\0' ||
+	    !port_ok(p->port) || !port_ok(p->tport) || !port_ok(p->dns_port) ||
+	    p->port == p->tport || p->port == p->dns_port ||
+	    p->tport == p->dns_port || plan_chain(plan, FW_FILTER, in) < 0 ||
+	    plan_chain(plan, FW_FILTER, fwd) < 0 ||
+	    (fam == FW_INET && plan_chain(plan, FW_NAT, p->chain_nat) < 0))
 		return -EINVAL;
-	snprintf(dst, sizeof(dst), "%s/32", p->gateway);
-	snprintf(port, sizeof(port), "%d", p->port);
 
 	/* Our chains: the whole policy for traffic from the bridge. */
-	if (fam == FW_INET) {
-		rc |= plan_add(plan, in, 0, "-d", dst, "-p", "tcp", "-m",
-		    "tcp", "--dport", port, "-j", "ACCEPT", NULL);
-		rc |= plan_add(plan, in, 0, "-m", "conntrack", "--ctstate",
-		    "RELATED,ESTABLISHED", "-j", "ACCEPT", NULL);
-	}
-	rc |= plan_add(plan, in, 0, "-j", "DROP", NULL);
-	rc |= plan_add(plan, fwd, 0, "-j", "DROP", NULL);
+	if (fam == FW_INET)
+		rc |= plan_input_v4(plan, p);
+	rc |= plan_add(plan, FW_FILTER, in, 0, "-j", "DROP", NULL);
+	rc |= plan_add(plan, FW_FILTER, fwd, 0, "-j", "DROP", NULL);
+	if (fam == FW_INET)
+		rc |= plan_nat_v4(plan, p);
 
-	/* Jumps, each inserted at position 1 so nothing can accept first. */
-	rc |= plan_add(plan, "INPUT", 1, "-i", br, "-j", in, NULL);
-	rc |= plan_add(plan, "FORWARD", 1, "-i", br, "-j", fwd, NULL);
-	rc |= plan_add(plan, "FORWARD", 1, "-o", br, "-j", fwd, NULL);
+	/* Jumps, each inserted at position 1 so nothing can accept first;
+	 * the filter ones before the nat one, which only makes sense with
+	 * them in place. */
+	rc |= plan_add(plan, FW_FILTER, "INPUT", 1, "-i", br, "-j", in, NULL);
+	rc |= plan_add(plan, FW_FILTER, "FORWARD", 1, "-i", br, "-j", fwd,
+	    NULL);
+	rc |= plan_add(plan, FW_FILTER, "FORWARD", 1, "-o", br, "-j", fwd,
+	    NULL);
 	if (docker_user) {
-		rc |= plan_add(plan, "DOCKER-USER", 1, "-i", br, "-j", fwd,
-		    NULL);
-		rc |= plan_add(plan, "DOCKER-USER", 1, "-o", br, "-j", fwd,
-		    NULL);
+		rc |= plan_add(plan, FW_FILTER, "DOCKER-USER", 1, "-i", br,
+		    "-j", fwd, NULL);
+		rc |= plan_add(plan, FW_FILTER, "DOCKER-USER", 1, "-o", br,
+		    "-j", fwd, NULL);
 	}
+	if (fam == FW_INET)
+		rc |= plan_add(plan, FW_NAT, "PREROUTING", 1, "-i", br, "-j",
+		    p->chain_nat, NULL);
 	return rc != 0 ? -EINVAL : 0;
 }
 
@@ -93,9 +173,16 @@ fw_binary(enum fw_family fam)
 	return fam == FW_INET6 ? "ip6tables" : "iptables";
 }
 
+const char *
+fw_table_name(enum fw_table table)
+{
+	return table == FW_NAT ? "nat" : "filter";
+}
+
 int
-fw_argv(const char **argv, size_t max, enum fw_family fam, enum fw_op op,
-    const char *chain, const struct fw_rule *rule)
+fw_argv(const char **argv, size_t max, enum fw_family fam,
+    enum fw_table table, enum fw_op op, const char *chain,
+    const struct fw_rule *rule)
 {
 	static const char *const ops[] = {
 		[FW_OP_NEW_CHAIN] = "-N", [FW_OP_FLUSH] = "-F",
@@ -105,12 +192,13 @@ fw_argv(const char **argv, size_t max, enum fw_family fam, enum fw_op op,
 	};
 	size_t n = 0;
 
-	if ((unsigned)op > FW_OP_LIST || max < 6)
+	if ((unsigned)op > FW_OP_LIST || max < 6 ||
+	    (table != FW_FILTER && table != FW_NAT))
 		return -EINVAL;
 	argv[n++] = fw_binary(fam);
 	argv[n++] = "-w";
 	argv[n++] = "-t";
-	argv[n++] = "filter";
+	argv[n++] = fw_table_name(table);
 	argv[n++] = ops[op];
 	switch (op) {
 	case FW_OP_LIST:
@@ -123,7 +211,7 @@ fw_argv(const char **argv, size_t max, enum fw_family fam, enum fw_op op,
 		argv[n++] = chain;
 		break;
 	default:
-		if (rule == NULL || rule->nspec == 0)
+		if (rule == NULL || rule->nspec == 0 || rule->table != table)
 			return -EINVAL;
 		if (n + rule->nspec + 3 > max)
 			return -E2BIG;

@@ -69,9 +69,12 @@ int netsetup_state_lock(const struct netsetup_params *p, char *err,
 /* ---- the proxy as `up` starts it (proxy.c) ---- */
 
 /* Pure: the proxy argv as a JSON array of strings (the recorded form):
- * proxy_bin --listen GW:PORT --allowlist FILE --access-log -
- * --control STATE_DIR/control.sock --user USER, then o's extra arguments. 0 and *out (caller deletes), -EINVAL, or
- * -ENOMEM with *out NULL. */
+ * proxy_bin --listen GW:PORT --transparent GW:TPORT --dns-listen
+ * GW:DNSPORT --allowlist FILE --access-log - --control
+ * STATE_DIR/control.sock --state STATE_DIR/proxy-runs.state --user USER
+ * --ca-cert, --ca-key, --source-max-pending N [--secrets FILE], then o's
+ * extra arguments. 0 and *out (caller deletes), -EINVAL, or -ENOMEM with
+ * *out NULL. */
 int netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out);
 /* Starts (or restarts, when want differs from recorded) the supervised
@@ -93,7 +96,10 @@ int dnet_inspect(const struct netsetup_params *p, cJSON **net, char *err,
     size_t errlen);
 int dnet_create(const struct netsetup_params *p, char *err, size_t errlen);
 int dnet_remove(const struct netsetup_params *p, char *err, size_t errlen);
-/* Pure: the `docker network create` argv (points into p and constants). */
+/* Pure: the `docker network create` argv (points into p, bufs and
+ * constants; argv holds at least DNET_ARGV_MAX, bufs at least 480 bytes).
+ * 0 or -E2BIG. */
+#define DNET_ARGV_MAX 18
 int dnet_create_argv(const struct netsetup_params *p, const char **argv,
     size_t max, char *bufs, size_t buflen);
 
@@ -140,6 +146,15 @@ int nssuper_stop(const char *pid_path, const char *child_pid_path,
     int timeout_ms);
 /* Tries a TCP connect to addr:port within timeout_ms: true if accepted. */
 bool nssuper_port_open(const char *addr, int port, int timeout_ms);
+/* Pure: whether text (the contents of /proc/net/tcp or /proc/net/udp)
+ * lists a socket bound to the IPv4 addr:port exactly: for TCP one that
+ * listens, for UDP an unconnected one. */
+bool nssuper_listed(const char *text, const char *addr, int port, bool udp);
+/* The same for this network namespace's /proc/net/tcp or udp: whether the
+ * proxy's transparent and DNS sockets are there, without sending anything
+ * to them (a connect would be a refused transparent connection in the
+ * proxy's log). */
+bool nssuper_bound(const char *addr, int port, bool udp);
 
 /* ---- the same as a systemd unit (sdunit.c), where systemd runs ---- */
 

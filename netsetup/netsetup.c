@@ -1,6 +1,7 @@
 /*
- * `cordon net up|down` as a library. Orders matter here: the firewall goes
- * up before the network and the proxy, and comes down only when no
+ * `cordon net up|down` as a library. Orders matter here: the firewall
+ * (filter, then the nat redirects) goes up before the network, the
+ * sandbox's resolv.conf and the proxy, and comes down only when no
  * container is attached, so there is never a moment where a sandbox sees
  * the host.
  */
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -26,14 +28,24 @@ up_network(const struct netsetup_params *p, struct cbuf *changes,
 
 	rc = dnet_inspect(p, &net, err, errlen);
 	if (rc == 0 && (n = dnet_check(net, p, why, sizeof(why))) > 0) {
-		if (!dnet_ours(net) || dnet_containers(net) > 0) {
+		if (!dnet_ours(net)) {
 			snprintf(err, errlen, "network %s exists but is wrong: "
-			    "%s. Not changing it: %s. Remove it (docker network "
-			    "rm %s) or fix the configuration.", p->network, why,
-			    dnet_ours(net) ? "containers are attached" :
-			    "Cordon did not create it", p->network);
+			    "%s. Not changing it: Cordon did not create it. "
+			    "Remove it (docker network rm %s) or fix the "
+			    "configuration.", p->network, why, p->network);
 			cJSON_Delete(net);
 			return -EEXIST;
+		}
+		if ((n = dnet_containers(net)) > 0) {
+			/* Ours, e.g. an older up's --internal one: recreating
+			 * it would take it from under running sandboxes. */
+			snprintf(err, errlen, "network %s is wrong: %s. Not "
+			    "recreating it while %d container(s) are attached: "
+			    "stop them (e.g. cordon kill-all), then run 'cordon "
+			    "net up' again, which recreates it.", p->network,
+			    why, n);
+			cJSON_Delete(net);
+			return -EBUSY;
 		}
 		if ((rc = dnet_remove(p, err, errlen)) < 0) {
 			cJSON_Delete(net);
@@ -49,8 +61,9 @@ up_network(const struct netsetup_params *p, struct cbuf *changes,
 		if ((rc = dnet_create(p, err, errlen)) < 0)
 			return rc;
 		netsetup_note(changes, "created network %s (bridge %s, "
-		    "internal, subnet %s, gateway %s, icc off, no IPv6)",
-		    p->network, p->bridge, p->subnet, p->gateway);
+		    "subnet %s, default route to the gateway %s, icc off, IP "
+		    "masquerade off, no IPv6)", p->network, p->bridge,
+		    p->subnet, p->gateway);
 		/* Verify what Docker made of it. */
 		if ((rc = dnet_inspect(p, &net, err, errlen)) < 0)
 			return rc;
@@ -109,6 +122,42 @@ up_bridge_nf(struct cbuf *changes, char *err, size_t errlen)
 	return 0;
 }
 
+/* The sandbox's resolv.conf (netsetup_resolv_conf_text), written when
+ * it is missing or differs. */
+static int
+up_resolv_conf(const struct netsetup_params *p, struct cbuf *changes,
+    char *err, size_t errlen)
+{
+	char path[400], want[128], *have = NULL;
+	struct stat st;
+	size_t n = 0;
+	int rc;
+
+	netsetup_state_path(p, NETSETUP_RESOLV_CONF, path, sizeof(path));
+	if ((rc = netsetup_resolv_conf_text(p->gateway, want,
+	    sizeof(want))) < 0) {
+		snprintf(err, errlen, "cannot make the sandbox's resolv.conf");
+		return rc;
+	}
+	if (util_read_file(path, 4096, &have, &n) == 0 && n == strlen(want) &&
+	    memcmp(have, want, n) == 0 && stat(path, &st) == 0 &&
+	    (st.st_mode & 07777) == 0644) {
+		free(have);
+		return 0;
+	}
+	free(have);
+	/* 0644 whatever the umask: the sandbox's user reads it. */
+	if ((rc = util_write_file_atomic(path, want, strlen(want), 0644)) < 0 ||
+	    (chmod(path, 0644) < 0 && (rc = -errno) < 0)) {
+		snprintf(err, errlen, "cannot write %s: %s", path,
+		    strerror(-rc));
+		return rc;
+	}
+	netsetup_note(changes, "wrote %s (nameserver %s: the proxy's resolver "
+	    "on %s:%d)", path, p->gateway, p->gateway, p->dns_port);
+	return 0;
+}
+
 static char *
 changes_take(struct cbuf *changes)
 {
@@ -150,7 +199,8 @@ netsetup_up(const struct netsetup_params *p,
 		goto out;
 	if ((rc = up_network(p, changes, &ours, err, errlen)) < 0)
 		goto out;
-	if ((rc = up_bridge_nf(changes, err, errlen)) < 0)
+	if ((rc = up_bridge_nf(changes, err, errlen)) < 0 ||
+	    (rc = up_resolv_conf(p, changes, err, errlen)) < 0)
 		goto out;
 	/* Docker may have (re)made DOCKER-USER while creating the network:
 	 * a second pass adds our jumps there. */

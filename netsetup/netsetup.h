@@ -1,10 +1,13 @@
 /*
- * Netsetup: the egress network for proxy-mode jobs. One Docker --internal
- * bridge network, host firewall chains owned by Cordon so that only the
- * proxy on the bridge's gateway is reachable from it, and the supervised
- * cordon-proxy. Also what the runner needs for `cordon run --net proxy`:
- * a readiness check, the extra docker run arguments, and the per-container
- * seal that takes Docker's embedded DNS away from the sandbox.
+ * Netsetup: the egress network for proxy-mode jobs. One Docker bridge
+ * network (not internal: its sandboxes have a default route to the
+ * gateway), host firewall chains owned by Cordon that redirect every TCP
+ * connection and DNS query from the bridge to the proxy on the gateway
+ * (nat) and accept nothing else from it nor forward anything (filter), the
+ * sandbox's resolv.conf, and the supervised cordon-proxy. Also what the
+ * runner needs for `cordon run --net proxy`: a readiness check, the extra
+ * docker run arguments, and the per-container seal that takes Docker's
+ * embedded DNS away from the sandbox.
  * A library: it never prints and never exits.
  */
 #ifndef CORDON_NETSETUP_NETSETUP_H
@@ -28,6 +31,10 @@ struct netsetup_params {
 	char subnet[32];		/* normalised a.b.c.d/n */
 	char gateway[16];		/* first host address of subnet */
 	int port;			/* proxy port on the gateway */
+	int tport;			/* its transparent port (nat REDIRECT
+					   of every other TCP connection) */
+	int dns_port;			/* its DNS port (REDIRECT of UDP and
+					   TCP 53 to any address) */
 	char proxy_user[32];
 	char state_dir[300];		/* <state_dir>/net-<bridge> */
 	char ca_dir[300];		/* <state_dir>/egress-ca: the egress
@@ -35,6 +42,7 @@ struct netsetup_params {
 					   net up, kept by net down */
 	char chain_in[32];		/* CORDON-IN-<bridge> */
 	char chain_fwd[32];		/* CORDON-FWD-<bridge> */
+	char chain_nat[32];		/* CORDON-NAT-<bridge> (nat table) */
 };
 
 /*
@@ -130,12 +138,18 @@ struct netsetup_run_args {
 	/* The CA bundle (system roots + the egress CA) to mount read-only
 	 * in the container: <state_dir>/egress-ca/ca-bundle.pem. */
 	char ca_bundle[320];
+	/* The resolv.conf to mount read-only at /etc/resolv.conf:
+	 * <state_dir>/net-<bridge>/resolv.conf, naming the proxy's resolver
+	 * on the gateway (netsetup_resolv_conf_text). */
+	char resolv_conf[320];
 };
 
 /*
- * The docker run settings for a proxy-mode job: network and runtime, and
- * in argv: --dns=<gateway> (Docker's embedded DNS then forwards to an
- * address the firewall drops, never out) and the pairs "--env" "K=V" for
+ * The docker run settings for a proxy-mode job: network and runtime, the
+ * CA bundle and resolv.conf to mount, and in argv: --dns=<gateway>
+ * (Docker's embedded DNS, which the sandbox never reaches: the seal rejects
+ * it under --network=host, netstack cannot reach it, would forward only to
+ * the proxy's resolver) and the pairs "--env" "K=V" for
  * NO_PROXY= and no_proxy= (empty). No HTTP(S)_PROXY: the proxy URL carries
  * the run's credential, which never goes on an argv (ps) or into the
  * container's configuration (docker inspect); the runner hands it over on
@@ -147,10 +161,14 @@ int netsetup_run_args(const struct config *c,
 /*
  * Seals one running proxy-mode container: in the container's network
  * namespace (from the host, with nsenter), packets to Docker's embedded DNS
- * 127.0.0.11 are rejected and nothing leaves except loopback and TCP to
- * gateway:port; IPv6 only loopback. With runsc --network=host these rules
- * apply to the sandbox. Call after the container is running and before the
- * job's code is written to its stdin; on failure, remove the container.
+ * 127.0.0.11 are rejected and nothing leaves except loopback, TCP (to any
+ * address: the host redirects it to the proxy) and DNS (UDP 53, to any
+ * address: redirected to the proxy's resolver likewise); IPv6 only
+ * loopback. With runsc --network=host these rules apply to the sandbox;
+ * under runsc's own netstack they do nothing (gVisor issue 7168) and the
+ * host's rules alone hold the boundary. Call after the container is
+ * running and before the job's code is written to its stdin; on failure,
+ * remove the container.
  * addr (may be NULL; NETSETUP_ADDR_MAX bytes) receives the container's
  * IPv4 address on the egress network, from the same `docker inspect`: the
  * source address the proxy sees. 0 or a negative errno with a reason in
@@ -174,6 +192,18 @@ int netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
  * with a reason when no proxy runs. */
 int netsetup_proxy_reload(const struct netsetup_params *p, char *err,
     size_t errlen);
+
+/* The sandbox's resolver: `net up` writes NETSETUP_RESOLV_CONF in the
+ * bridge's state dir (0644), and every proxy-mode container has it
+ * read-only at /etc/resolv.conf (netsetup_run_args). */
+#define NETSETUP_RESOLV_CONF "resolv.conf"
+
+/* Pure: its text, "nameserver GATEWAY\noptions edns0 ndots:1\n": the
+ * proxy's resolver on the gateway, the only one; edns0 so that glibc
+ * sends an OPT record and the answer can carry an RFC 8914 Extended DNS
+ * Error; ndots:1 (glibc's default) so a dotted name is asked as given
+ * first. 0, -EINVAL (gateway not an IPv4 address) or -ENOSPC. */
+int netsetup_resolv_conf_text(const char *gateway, char *buf, size_t len);
 
 /* The iptables-restore input used by the seal, for one family (4 or 6).
  * Pure. 0 or -ENOSPC. */

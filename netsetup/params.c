@@ -1,7 +1,8 @@
 /*
  * Pure parts of netsetup.h: the subnet and gateway, the parameters derived
- * from the config, the docker run options for a proxy-mode job, and the
- * iptables-restore text that seals one container's network namespace.
+ * from the config, the docker run options for a proxy-mode job, the
+ * sandbox's resolv.conf, and the iptables-restore text that seals one
+ * container's network namespace.
  */
 #include "netsetup/netsetup.h"
 
@@ -85,11 +86,25 @@ netsetup_params_init(struct netsetup_params *p, const struct config *c,
 		snprintf(err, errlen, "proxy_user '%s': bad name", c->proxy_user);
 		return -EINVAL;
 	}
+	/* config_parse checks them too; a config built in code may not be. */
+	if (c->proxy_port < 1 || c->proxy_port > 65535 ||
+	    c->proxy_transparent_port < 1 ||
+	    c->proxy_transparent_port > 65535 || c->proxy_dns_port < 1 ||
+	    c->proxy_dns_port > 65535 ||
+	    c->proxy_port == c->proxy_transparent_port ||
+	    c->proxy_port == c->proxy_dns_port ||
+	    c->proxy_transparent_port == c->proxy_dns_port) {
+		snprintf(err, errlen, "proxy_port, proxy_transparent_port and "
+		    "proxy_dns_port: want three different ports 1-65535");
+		return -EINVAL;
+	}
 	snprintf(p->docker, sizeof(p->docker), "%s", c->docker);
 	snprintf(p->network, sizeof(p->network), "%s", c->egress_network);
 	snprintf(p->bridge, sizeof(p->bridge), "%s", c->egress_bridge);
 	snprintf(p->proxy_user, sizeof(p->proxy_user), "%s", c->proxy_user);
 	p->port = (int)c->proxy_port;
+	p->tport = (int)c->proxy_transparent_port;
+	p->dns_port = (int)c->proxy_dns_port;
 	snprintf(p->state_dir, sizeof(p->state_dir), "%s/net-%s", c->state_dir,
 	    c->egress_bridge);
 	if ((size_t)snprintf(p->ca_dir, sizeof(p->ca_dir), "%s/egress-ca",
@@ -99,6 +114,8 @@ netsetup_params_init(struct netsetup_params *p, const struct config *c,
 	}
 	snprintf(p->chain_in, sizeof(p->chain_in), "CORDON-IN-%s", p->bridge);
 	snprintf(p->chain_fwd, sizeof(p->chain_fwd), "CORDON-FWD-%s",
+	    p->bridge);
+	snprintf(p->chain_nat, sizeof(p->chain_nat), "CORDON-NAT-%s",
 	    p->bridge);
 	return 0;
 }
@@ -155,10 +172,11 @@ netsetup_run_args(const struct config *c, const struct netsetup_endpoint *ep,
 		return -EINVAL;
 	rc |= args_addf(out, &used, "%s", c->egress_network);
 	rc |= args_addf(out, &used, "%s", c->runtime_egress);
-	/* The embedded DNS (127.0.0.11) stays in resolv.conf on a user
-	 * network; its upstream becomes the gateway, whose port 53 the host
-	 * firewall drops, so it cannot forward a query out even before the
-	 * container is sealed (netsetup_sandbox_seal). */
+	/* The sandbox's resolv.conf is ours (resolv_conf below, mounted over
+	 * the one Docker writes, which then names no 127.0.0.11), but Docker
+	 * still runs its embedded DNS for the container; its upstream becomes
+	 * the gateway, so even a query that reached it would only ever be
+	 * forwarded to the proxy's resolver, never out. */
 	rc |= args_addf(out, &used, "--dns=%s", ep->gateway);
 	/* HTTP(S)_PROXY carry the run's credential: they come on stdin
 	 * (runner/egress.c), never here. */
@@ -172,7 +190,10 @@ netsetup_run_args(const struct config *c, const struct netsetup_endpoint *ep,
 	}
 	if ((size_t)snprintf(out->ca_bundle, sizeof(out->ca_bundle),
 	    "%s/egress-ca/ca-bundle.pem", c->state_dir) >=
-	    sizeof(out->ca_bundle)) {
+	    sizeof(out->ca_bundle) ||
+	    (size_t)snprintf(out->resolv_conf, sizeof(out->resolv_conf),
+	    "%s/net-%s/%s", c->state_dir, c->egress_bridge,
+	    NETSETUP_RESOLV_CONF) >= sizeof(out->resolv_conf)) {
 		memset(out, 0, sizeof(*out));
 		return -ENOSPC;
 	}
@@ -182,6 +203,26 @@ netsetup_run_args(const struct config *c, const struct netsetup_endpoint *ep,
 	out->argc -= 2;
 	memmove(out->argv, out->argv + 2, out->argc * sizeof(out->argv[0]));
 	out->argv[out->argc] = NULL;
+	return 0;
+}
+
+int
+netsetup_resolv_conf_text(const char *gateway, char *buf, size_t len)
+{
+	struct in_addr in;
+	int n;
+
+	if (len > 0)
+		buf[0] = '\0';
+	if (gateway == NULL || inet_pton(AF_INET, gateway, &in) != 1)
+		return -EINVAL;
+	n = snprintf(buf, len, "nameserver %s\noptions edns0 ndots:1\n",
+	    gateway);
+	if (n < 0 || (size_t)n >= len) {
+		if (len > 0)
+			buf[0] = '\0';
+		return -ENOSPC;
+	}
 	return 0;
 }
 
@@ -199,13 +240,20 @@ netsetup_seal_rules(int family, const struct netsetup_endpoint *ep,
 	} else {
 		if (ep == NULL)
 			return -EINVAL;
-		/* Order matters: 127.0.0.11 is on lo, so it goes first. */
+		/* Order matters: 127.0.0.11 is on lo, so it goes first. TCP
+		 * and DNS may leave for any address: the host's nat rules send
+		 * them to the proxy's transparent and DNS listeners on the
+		 * gateway (ep->gateway) before routing, and its filter rules
+		 * drop anything else; what this seal adds is that nothing
+		 * else even leaves (UDP to other ports, ICMP) and that Docker's
+		 * embedded DNS is out of reach. */
 		n = snprintf(buf, len, "*filter\n"
 		    "-A OUTPUT -d 127.0.0.11/32 -j REJECT\n"
 		    "-A OUTPUT -o lo -j ACCEPT\n"
-		    "-A OUTPUT -d %s/32 -p tcp -m tcp --dport %d -j ACCEPT\n"
+		    "-A OUTPUT -p tcp -j ACCEPT\n"
+		    "-A OUTPUT -p udp -m udp --dport 53 -j ACCEPT\n"
 		    "-A OUTPUT -j REJECT\n"
-		    "COMMIT\n", ep->gateway, ep->port);
+		    "COMMIT\n");
 	}
 	if (n < 0 || (size_t)n >= len)
 		return -ENOSPC;

@@ -37,7 +37,7 @@ netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out)
 {
 	char listen[40], control[NETSETUP_CONTROL_MAX], cert[340], key[340],
-	    pending[16], state[400];
+	    pending[16], state[400], tlisten[40], dlisten[40];
 	cJSON *a;
 	int rc;
 
@@ -49,15 +49,24 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	if ((a = cJSON_CreateArray()) == NULL)
 		return -ENOMEM;
 	snprintf(listen, sizeof(listen), "%s:%d", p->gateway, p->port);
+	snprintf(tlisten, sizeof(tlisten), "%s:%d", p->gateway, p->tport);
+	snprintf(dlisten, sizeof(dlisten), "%s:%d", p->gateway, p->dns_port);
 	snprintf(cert, sizeof(cert), "%s/ca.crt", p->ca_dir);
 	snprintf(key, sizeof(key), "%s/ca.key", p->ca_dir);
 	snprintf(pending, sizeof(pending), "%d", o->source_max_pending);
 	netsetup_state_path(p, "proxy-runs.state", state, sizeof(state));
-	/* The proxy binds and loads its allowlist first, then drops to the
-	 * proxy user itself: neither file needs to be readable by it. */
+	/* The proxy binds (all three listeners: its parent, as root, for
+	 * port 53) and loads its allowlist first, then drops to the proxy
+	 * user itself: neither file needs to be readable by it. */
 	if ((rc = argv_add(a, o->proxy_bin)) < 0 ||
 	    (rc = argv_add(a, "--listen")) < 0 ||
 	    (rc = argv_add(a, listen)) < 0 ||
+	    /* Where the host's nat rules send every other TCP connection
+	     * and every DNS query of a sandbox (fw.c). */
+	    (rc = argv_add(a, "--transparent")) < 0 ||
+	    (rc = argv_add(a, tlisten)) < 0 ||
+	    (rc = argv_add(a, "--dns-listen")) < 0 ||
+	    (rc = argv_add(a, dlisten)) < 0 ||
 	    (rc = argv_add(a, "--allowlist")) < 0 ||
 	    (rc = argv_add(a, o->allowlist)) < 0 ||
 	    (rc = argv_add(a, "--access-log")) < 0 ||
@@ -242,10 +251,20 @@ proxy_control_bound(const struct netsetup_params *p)
 	    stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-/* Waits until the proxy accepts on gateway:port and its control socket is
- * bound: the proxy listens first, and a connect succeeds as soon as it
- * does, so the port alone does not mean a run can register yet (seen
- * under load: `net up` returned before control.sock existed). */
+/* Whether the transparent listener and both DNS sockets are bound. */
+static bool
+proxy_others_bound(const struct netsetup_params *p)
+{
+	return nssuper_bound(p->gateway, p->tport, false) &&
+	    nssuper_bound(p->gateway, p->dns_port, true) &&
+	    nssuper_bound(p->gateway, p->dns_port, false);
+}
+
+/* Waits until the proxy accepts on gateway:port, its transparent and DNS
+ * sockets are bound and its control socket is: the proxy listens first,
+ * and a connect succeeds as soon as it does, so the port alone does not
+ * mean a run can register yet (seen under load: `net up` returned before
+ * control.sock existed). */
 static int
 proxy_wait(const struct netsetup_params *p, bool systemd, const char *pidp,
     const char *logp, char *err, size_t errlen)
@@ -255,13 +274,14 @@ proxy_wait(const struct netsetup_params *p, bool systemd, const char *pidp,
 	pid_t sup = 0;
 
 	while (!nssuper_port_open(p->gateway, p->port, 200) ||
-	    !proxy_control_bound(p)) {
+	    !proxy_others_bound(p) || !proxy_control_bound(p)) {
 		if (time_mono_ms() >= until ||
 		    (!systemd && nssuper_alive(pidp, &sup) < 0)) {
 			log_tail(p, tail, sizeof(tail));
 			snprintf(err, errlen, "the proxy is not listening on "
-			    "%s:%d with its control socket (log %s: %s)",
-			    p->gateway, p->port, logp, tail);
+			    "%s:%d (transparent %d, DNS %d) with its control "
+			    "socket (log %s: %s)", p->gateway, p->port, p->tport,
+			    p->dns_port, logp, tail);
 			return -ECONNREFUSED;
 		}
 		(void)usleep(100000);
@@ -314,7 +334,8 @@ netsetup_proxy_up(const struct netsetup_params *p,
 	if (rc < 0)
 		return rc;
 	netsetup_note(changes, "started proxy supervisor %ld: cordon-proxy as "
-	    "%s on %s:%d, allowlist %s, log %s", (long)sup, p->proxy_user,
-	    p->gateway, p->port, o->allowlist, logp);
+	    "%s on %s:%d (transparent %d, DNS %d), allowlist %s, log %s",
+	    (long)sup, p->proxy_user, p->gateway, p->port, p->tport,
+	    p->dns_port, o->allowlist, logp);
 	return proxy_wait(p, systemd, pidp, logp, err, errlen);
 }

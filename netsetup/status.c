@@ -1,7 +1,8 @@
 /*
  * `cordon net status` as a library, and the runner's readiness check on
- * top of it: the Docker network, the firewall of both families and the
- * proxy as they are, with one drift line per problem. A status that could
+ * top of it: the Docker network, the firewall of both families (filter
+ * and nat), the sandbox's resolv.conf and the proxy with its three
+ * listeners as they are, with one drift line per problem. A status that could
  * not be built whole (ENOMEM) is an error, never a shorter drift list.
  */
 #include "netsetup/internal.h"
@@ -9,8 +10,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <sys/stat.h>
+
+#include "common/util.h"
 
 static int
 status_network(const struct netsetup_params *p, cJSON *root, cJSON *drift)
@@ -77,9 +81,9 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 {
 	cJSON *o = cJSON_AddObjectToObject(root, "proxy");
 	char pidp[400], cpidp[400], logp[400], listen[40], name[64] = "";
-	char control[NETSETUP_CONTROL_MAX];
+	char control[NETSETUP_CONTROL_MAX], tlisten[40], dlisten[40];
 	pid_t sup = 0, child = 0;
-	bool sd, sup_ok, child_ok, open_ok, ctl_ok;
+	bool sd, sup_ok, child_ok, open_ok, ctl_ok, t_ok, d_ok;
 	struct stat stt;
 	int rc;
 
@@ -89,6 +93,8 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 	netsetup_state_path(p, "proxy.pid", cpidp, sizeof(cpidp));
 	netsetup_state_path(p, "proxy.log", logp, sizeof(logp));
 	snprintf(listen, sizeof(listen), "%s:%d", p->gateway, p->port);
+	snprintf(tlisten, sizeof(tlisten), "%s:%d", p->gateway, p->tport);
+	snprintf(dlisten, sizeof(dlisten), "%s:%d", p->gateway, p->dns_port);
 	if ((sd = sdunit_installed(p))) {
 		sdunit_name(p, name, sizeof(name));
 		sup_ok = sdunit_active(p);
@@ -100,6 +106,12 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 		child_ok = sup_ok && nssuper_child_alive(cpidp, &child) == 0;
 	}
 	open_ok = child_ok && nssuper_port_open(p->gateway, p->port, 1000);
+	/* The transparent and DNS sockets as the kernel lists them: a
+	 * connect from here would be a refused connection in the proxy's
+	 * log on every run's readiness check. */
+	t_ok = child_ok && nssuper_bound(p->gateway, p->tport, false);
+	d_ok = child_ok && nssuper_bound(p->gateway, p->dns_port, true) &&
+	    nssuper_bound(p->gateway, p->dns_port, false);
 	/* Runs are registered there; a proxy without it (an older one)
 	 * would let no proxy-mode run through. */
 	ctl_ok = netsetup_control_path(p, control, sizeof(control)) == 0 &&
@@ -112,6 +124,10 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 	    add_pid(o, "supervisor_pid", sup_ok, sup) < 0 ||
 	    add_pid(o, "proxy_pid", child_ok, child) < 0 ||
 	    cJSON_AddBoolToObject(o, "listening", open_ok) == NULL ||
+	    cJSON_AddStringToObject(o, "transparent", tlisten) == NULL ||
+	    cJSON_AddBoolToObject(o, "transparent_listening", t_ok) == NULL ||
+	    cJSON_AddStringToObject(o, "dns", dlisten) == NULL ||
+	    cJSON_AddBoolToObject(o, "dns_listening", d_ok) == NULL ||
 	    cJSON_AddStringToObject(o, "control", control) == NULL ||
 	    cJSON_AddBoolToObject(o, "control_present", ctl_ok) == NULL ||
 	    cJSON_AddStringToObject(o, "log", logp) == NULL ||
@@ -125,9 +141,55 @@ status_proxy(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 		    "it)");
 	else if (!open_ok)
 		rc = netsetup_drift(drift, "proxy not listening");
+	else if (!t_ok)
+		rc = netsetup_drift(drift, "proxy not listening on %s "
+		    "(transparent: where the host redirects TCP)", tlisten);
+	else if (!d_ok)
+		rc = netsetup_drift(drift, "proxy's resolver not listening on "
+		    "%s (UDP and TCP)", dlisten);
 	else if (!ctl_ok)
 		rc = netsetup_drift(drift, "proxy control socket %s missing (a "
 		    "proxy started by an older 'cordon net up'?)", control);
+	return rc;
+}
+
+/* The sandbox's resolv.conf: there, world-readable, and what up writes. */
+static int
+status_resolv_conf(const struct netsetup_params *p, cJSON *root,
+    cJSON *drift)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "resolv_conf");
+	char path[400], want[128], *have = NULL;
+	struct stat st;
+	size_t n = 0;
+	int rc;
+	bool there, right, readable;
+
+	if (o == NULL)
+		return -ENOMEM;
+	netsetup_state_path(p, NETSETUP_RESOLV_CONF, path, sizeof(path));
+	if (netsetup_resolv_conf_text(p->gateway, want, sizeof(want)) < 0)
+		return -EINVAL;
+	there = util_read_file(path, 4096, &have, &n) == 0;
+	right = there && n == strlen(want) && memcmp(have, want, n) == 0;
+	readable = there && stat(path, &st) == 0 &&
+	    (st.st_mode & 0444) == 0444;
+	free(have);
+	if (cJSON_AddStringToObject(o, "path", path) == NULL ||
+	    cJSON_AddStringToObject(o, "nameserver", p->gateway) == NULL ||
+	    cJSON_AddBoolToObject(o, "ok", right && readable) == NULL)
+		return -ENOMEM;
+	rc = 0;
+	if (!there)
+		rc = netsetup_drift(drift, "the sandbox's resolv.conf %s is "
+		    "missing", path);
+	else if (!right)
+		rc = netsetup_drift(drift, "the sandbox's resolv.conf %s is not "
+		    "what net up writes (nameserver %s, options edns0 "
+		    "ndots:1)", path, p->gateway);
+	else if (!readable)
+		rc = netsetup_drift(drift, "the sandbox's resolv.conf %s is not "
+		    "world-readable", path);
 	return rc;
 }
 
@@ -141,6 +203,7 @@ status_firewall(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 	    cJSON_AddStringToObject(fw, "backend", fwa_backend()) == NULL ||
 	    cJSON_AddStringToObject(fw, "input_chain", p->chain_in) == NULL ||
 	    cJSON_AddStringToObject(fw, "forward_chain", p->chain_fwd) ==
+	    NULL || cJSON_AddStringToObject(fw, "nat_chain", p->chain_nat) ==
 	    NULL || (v4 = cJSON_AddObjectToObject(fw, "ipv4")) == NULL)
 		return -ENOMEM;
 	if ((rc = fwa_status(p, FW_INET, v4, drift)) < 0)
@@ -173,7 +236,8 @@ netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
 			    "status");
 		goto bad;
 	}
-	if ((rc = status_proxy(p, root, drift)) < 0)
+	if ((rc = status_resolv_conf(p, root, drift)) < 0 ||
+	    (rc = status_proxy(p, root, drift)) < 0)
 		goto bad;
 	if (cJSON_AddBoolToObject(root, "ok", cJSON_GetArraySize(drift) ==
 	    0) == NULL) {

@@ -463,3 +463,85 @@ nssuper_port_open(const char *addr, int port, int timeout_ms)
 	close(fd);
 	return ok;
 }
+
+/* One hex field of /proc/net/{tcp,udp} ending at stop; *s moves past it.
+ * -1 when there is none. */
+static long long
+hex_field(const char **s, char stop)
+{
+	const char *p = *s;
+	long long v = 0;
+	int n = 0;
+
+	while (*p == ' ')
+		p++;
+	for (; n < 9; p++, n++) {
+		int d;
+		if (*p >= '0' && *p <= '9')
+			d = *p - '0';
+		else if (*p >= 'A' && *p <= 'F')
+			d = *p - 'A' + 10;
+		else if (*p >= 'a' && *p <= 'f')
+			d = *p - 'a' + 10;
+		else
+			break;
+		v = v * 16 + d;
+	}
+	if (n == 0 || n > 8 || *p != stop)
+		return -1;
+	*s = p + 1;
+	return v;
+}
+
+bool
+nssuper_listed(const char *text, const char *addr, int port, bool udp)
+{
+	struct in_addr in;
+	const char *line;
+
+	if (text == NULL || inet_pton(AF_INET, addr, &in) != 1)
+		return false;
+	/* "  sl  local_address rem_address   st ...", then one socket a
+	 * line: "   0: 0100007F:0C38 00000000:0000 0A ...". The address is
+	 * the network-order word printed as a native one, the port in host
+	 * order. */
+	for (line = strchr(text, '\n'); line != NULL;
+	    line = strchr(line, '\n')) {
+		const char *s = ++line;
+		long long la, lp, ra, rp, st;
+		while (*s == ' ')
+			s++;
+		while (*s >= '0' && *s <= '9')
+			s++;
+		if (*s++ != ':')
+			continue;
+		la = hex_field(&s, ':');
+		lp = la < 0 ? -1 : hex_field(&s, ' ');
+		ra = lp < 0 ? -1 : hex_field(&s, ':');
+		rp = ra < 0 ? -1 : hex_field(&s, ' ');
+		st = rp < 0 ? -1 : hex_field(&s, ' ');
+		if (st < 0 || (uint32_t)la != in.s_addr || lp != port ||
+		    ra != 0 || rp != 0)
+			continue;
+		/* TCP_LISTEN (0x0A); an unconnected UDP socket is TCP_CLOSE
+		 * (0x07). */
+		if (st == (udp ? 0x07 : 0x0A))
+			return true;
+	}
+	return false;
+}
+
+bool
+nssuper_bound(const char *addr, int port, bool udp)
+{
+	char *text = NULL;
+	size_t n = 0;
+	bool found;
+
+	if (util_read_file(udp ? "/proc/net/udp" : "/proc/net/tcp", 16u << 20,
+	    &text, &n) < 0)
+		return false;
+	found = nssuper_listed(text, addr, port, udp);
+	free(text);
+	return found;
+}

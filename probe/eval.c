@@ -362,8 +362,10 @@ ctl_setid(const struct views *v, struct probe_report *rep)
 }
 
 /* Proxy mode: the CA bundle (system roots + the egress CA, for TLS
- * inspection), mounted read-only there by runner/docker_argv.c. */
+ * inspection), mounted read-only there by runner/docker_argv.c, and the
+ * resolv.conf naming the proxy's resolver, read-only over Docker's. */
 #define PROBE_CA_BUNDLE "/etc/cordon/ca-bundle.pem"
+#define PROBE_RESOLV_CONF "/etc/resolv.conf"
 
 /* The only mount points a Cordon container may have (gVisor's view). */
 static bool
@@ -388,8 +390,9 @@ ctl_mounts(const struct probe_expect *e, const struct views *v,
 {
 	bool proxy = strcmp(e->mode, "proxy") == 0;
 	struct probe_control *c = control(rep, "no_host_mounts", proxy ?
-	    "no Docker socket, no host paths beyond /in and the CA bundle "
-	    "(read-only)" : "no Docker socket, no host paths beyond /in");
+	    "no Docker socket, no host paths beyond /in, the CA bundle and "
+	    "resolv.conf (both read-only)" : "no Docker socket, no host paths "
+	    "beyond /in");
 	const cJSON *m, *mounts = get(v->in, "mounts");
 	const cJSON *socks = get(v->in, "sockets");
 	const cJSON *hm = v->host ? cJSON_GetObjectItemCaseSensitive(v->host,
@@ -412,8 +415,8 @@ ctl_mounts(const struct probe_expect *e, const struct views *v,
 	cJSON_ArrayForEach(m, hm) {
 		const char *dst = get_str(m, "Destination");
 		const cJSON *rw = cJSON_GetObjectItemCaseSensitive(m, "RW");
-		if (proxy && dst != NULL && strcmp(dst, PROBE_CA_BUNDLE) == 0 &&
-		    cJSON_IsFalse(rw))
+		if (proxy && dst != NULL && (strcmp(dst, PROBE_CA_BUNDLE) == 0 ||
+		    strcmp(dst, PROBE_RESOLV_CONF) == 0) && cJSON_IsFalse(rw))
 			continue;
 		if (dst == NULL || strcmp(dst, "/in") != 0) {
 			bad = dst ? dst : "(malformed host mount)";
@@ -472,13 +475,68 @@ ctl_env(const struct probe_expect *e, const struct views *v,
 	    seen ? "; host marker leaked" : "");
 }
 
+/* The gateway of a proxy URL "http://GW:PORT" into gw (empty when it is
+ * not one). */
+static void
+proxy_gateway(const char *url, char *gw, size_t len)
+{
+	const char *h = url != NULL ? strstr(url, "://") : NULL;
+	const char *colon = h != NULL ? strrchr(h + 3, ':') : NULL;
+
+	gw[0] = '\0';
+	if (colon != NULL && (size_t)(colon - h - 3) < len)
+		snprintf(gw, len, "%.*s", (int)(colon - h - 3), h + 3);
+}
+
+/* Proxy mode. A direct connection lands on the proxy (the host redirects
+ * every TCP connection to its transparent listener), which refuses this
+ * name (403, or a close without an answer), or it fails; the only resolver
+ * is the proxy's on the gateway, and a name no policy allows does not
+ * resolve; the explicit proxy refuses an unlisted name (403) and a request
+ * without the run's credential (407). Fail-closed: anything missing or
+ * malformed fails. */
+static void
+ctl_network_proxy(const struct probe_expect *e, const struct views *v,
+    struct probe_control *c)
+{
+	const char *nm = get_str(v->host, "HostConfig.NetworkMode");
+	const char *denied = get_str(v->in, "proxy_denied");
+	const char *nocred = get_str(v->in, "proxy_nocred");
+	const char *direct = get_str(v->in, "direct_answer");
+	const cJSON *ns = get(v->in, "nameservers");
+	int res = get_bool(v->in, "resolve_denied_ok");
+	char gw[64];
+	bool direct_ok, ns_ok;
+
+	proxy_gateway(e->proxy_url, gw, sizeof(gw));
+	direct_ok = direct != NULL && (direct[0] == '\0' ||
+	    strncmp(direct, "connect failed", 14) == 0 ||
+	    strstr(direct, " 403") != NULL);
+	ns_ok = gw[0] != '\0' && cJSON_IsArray(ns) &&
+	    cJSON_GetArraySize(ns) == 1 && array_has_string(ns, gw, 0);
+	observe(c, nm != NULL && strcmp(nm, e->config->egress_network) == 0 &&
+	    direct_ok && ns_ok && res == 0 && denied != NULL &&
+	    strstr(denied, " 403") != NULL && nocred != NULL &&
+	    strstr(nocred, " 407") != NULL, "direct connect: %.80s; "
+	    "nameservers %s (want only %s); a name outside every policy %s; "
+	    "NetworkMode %s; proxy said %.80s with the credential, %.80s "
+	    "without", direct == NULL ? "(no observation)" : direct[0] == '\0' ?
+	    "closed without an answer" : direct, ns_ok ? "ok" : "wrong",
+	    gw[0] != '\0' ? gw : "(no gateway)", res == 1 ? "resolves" :
+	    res == 0 ? "does not resolve" : "(no observation)",
+	    nm ? nm : "(missing)", denied ? denied : "(nothing)",
+	    nocred ? nocred : "(nothing)");
+}
+
 static void
 ctl_network(const struct probe_expect *e, const struct views *v,
     struct probe_report *rep)
 {
 	bool proxy = strcmp(e->mode, "proxy") == 0;
 	struct probe_control *c = control(rep, "network", proxy ?
-	    "egress network only; direct connect fails; no resolver; proxy "
+	    "egress network only; a direct connection fails or lands on the "
+	    "proxy, which refuses it; the only resolver is the proxy's, and "
+	    "it does not resolve a name outside every policy; the proxy "
 	    "denies an unlisted name (403) and a request without the run's "
 	    "credential (407)" :
 	    "loopback only; connect fails; no resolver; NetworkMode none");
@@ -486,28 +544,19 @@ ctl_network(const struct probe_expect *e, const struct views *v,
 	long long cerr = -1;
 	int res = get_bool(v->in, "resolve_ok");
 	const char *nm = get_str(v->host, "HostConfig.NetworkMode");
-	const char *denied = get_str(v->in, "proxy_denied");
-	const char *nocred = get_str(v->in, "proxy_nocred");
 	bool ok = get_int(v->in, "connect_errno", &cerr) && res >= 0 &&
 	    cJSON_IsArray(ifs) && nm != NULL;
 	bool lo_only = ok && cJSON_GetArraySize(ifs) == 1 &&
 	    array_has_string(ifs, "lo", 0);
 
-	if (!proxy) {
-		observe(c, lo_only && cerr != 0 && res == 0 &&
-		    strcmp(nm, "none") == 0, "interfaces %s; connect errno %lld; "
-		    "resolve %s; NetworkMode %s", lo_only ? "lo" : "more than lo",
-		    cerr, res == 1 ? "works" : "fails", nm ? nm : "(missing)");
+	if (proxy) {
+		ctl_network_proxy(e, v, c);
 		return;
 	}
-	observe(c, ok && cerr != 0 && res == 0 &&
-	    strcmp(nm, e->config->egress_network) == 0 && denied != NULL &&
-	    strstr(denied, " 403") != NULL && nocred != NULL &&
-	    strstr(nocred, " 407") != NULL, "connect errno %lld; resolve %s; "
-	    "NetworkMode %s; proxy said %.80s with the credential, %.80s "
-	    "without", cerr, res == 1 ? "works" : "fails", nm ? nm :
-	    "(missing)", denied ? denied : "(nothing)", nocred ? nocred :
-	    "(nothing)");
+	observe(c, lo_only && cerr != 0 && res == 0 &&
+	    strcmp(nm, "none") == 0, "interfaces %s; connect errno %lld; "
+	    "resolve %s; NetworkMode %s", lo_only ? "lo" : "more than lo",
+	    cerr, res == 1 ? "works" : "fails", nm ? nm : "(missing)");
 }
 
 void

@@ -335,6 +335,8 @@ proxy_accesslog_format(const struct accesslog_entry *e, char *buf, size_t len)
 	out_num(&o, "dns_ms", e->dns_ms);
 	out_num(&o, "connect_ms", e->connect_ms);
 	out_str(&o, "sni", e->sni);
+	if (e->via != NULL)
+		out_str(&o, "via", e->via);
 	if (e->inspected) {
 		if (e->path != NULL)
 			out_str(&o, "path", e->path);

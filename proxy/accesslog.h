@@ -34,6 +34,7 @@ struct accesslog_entry {
 	int64_t dns_ms;
 	int64_t connect_ms;
 	const char *sni;	/* CONNECT: the ClientHello's server_name */
+	const char *via;	/* the path (egress.h's words), or NULL */
 	/* TLS inspection: the request was checked against an entry's
 	 * options ("inspected": true, and "path" when set: query stripped);
 	 * both are left out of other lines. */

@@ -371,7 +371,8 @@ static bool
 addr_exception_match_one(const struct addr_exception *e, const uint8_t *a,
     int family, uint16_t port)
 {
-	if (e->family != family || (e->port != 0 && e->port != port))
+	if (e->family != family || (e->port != 0 && port != 0 &&
+	    e->port != port))
 		return false;
 	if (e->family == AF_INET) {
 		uint32_t mask = e->prefix == 0 ? 0 : 0xffffffffu << (32 - e->prefix);

@@ -91,7 +91,9 @@ int proxy_addr_exception_parse(const char *s, struct addr_exception *out);
 int proxy_addr_exception_format(const struct addr_exception *e, char *buf,
     size_t len);
 /* True when sa (AF_INET/AF_INET6) with port (host byte order) matches one
- * of the n exceptions in list. list may be NULL when n is 0. */
+ * of the n exceptions in list. list may be NULL when n is 0. Port 0 is
+ * "some port": it matches an exception for any port (the closed
+ * resolver's question, which has no port; a connection always has one). */
 bool proxy_addr_exception_match(const struct addr_exception *list, size_t n,
     const struct sockaddr *sa, uint16_t port);
 

@@ -53,6 +53,7 @@ struct child_spec {
 	int alog;		/* the access log, or -1: none */
 	uint64_t alog_size;
 	int metrics;		/* the metrics listener, or -1 */
+	int tfd, dnsu, dnst;	/* transparent, resolver (UDP, TCP); -1 */
 	int lfd[CONFIG_MAX_LISTEN];
 	size_t nlfd;
 	long uid, gid;		/* -1: keep */
@@ -90,11 +91,12 @@ static int
 spec_parse(const char *text, struct child_spec *sp)
 {
 	char *copy = strdup(text), *save = NULL, *kv;
-	long v;
+	long v = 0;
 	int rc = 0;
 
 	memset(sp, 0, sizeof(*sp));
 	sp->chan = sp->alog = sp->metrics = -1;
+	sp->tfd = sp->dnsu = sp->dnst = -1;
 	sp->uid = sp->gid = -1;
 	if (copy == NULL)
 		return -ENOMEM;
@@ -134,7 +136,13 @@ spec_parse(const char *text, struct child_spec *sp)
 				}
 				sp->lfd[sp->nlfd++] = (int)v;
 			}
-		} else if (strcmp(kv, "uid") == 0)
+		} else if (strcmp(kv, "transparent") == 0)
+			rc = spec_num(val, -1, 1 << 20, &v), sp->tfd = (int)v;
+		else if (strcmp(kv, "dnsu") == 0)
+			rc = spec_num(val, -1, 1 << 20, &v), sp->dnsu = (int)v;
+		else if (strcmp(kv, "dnst") == 0)
+			rc = spec_num(val, -1, 1 << 20, &v), sp->dnst = (int)v;
+		else if (strcmp(kv, "uid") == 0)
 			rc = spec_num(val, -1, 0x7fffffff, &sp->uid);
 		else if (strcmp(kv, "gid") == 0)
 			rc = spec_num(val, -1, 0x7fffffff, &sp->gid);
@@ -470,6 +478,9 @@ proxy_child_main(int argc, char **argv)
 	if (sp.nlfd != cfg.nlisten)
 		fatalx("network child: %zu listeners for %zu --listen", sp.nlfd,
 		    cfg.nlisten);
+	cfg.transparent_fd = sp.tfd;
+	cfg.dns_udp_fd = sp.dnsu;
+	cfg.dns_tcp_fd = sp.dnst;
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGUSR1, SIG_IGN);

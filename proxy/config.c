@@ -26,7 +26,8 @@ enum {
 	OPT_RUN_BYTES_UP, OPT_RUN_BYTES_DOWN, OPT_SNI_TIMEOUT, OPT_NO_SNI_CHECK,
 	OPT_ACCESS_LOG_MAX, OPT_ACCESS_LOG_KEEP, OPT_SELF_REFRESH,
 	OPT_CA_CERT, OPT_CA_KEY, OPT_UPSTREAM_CA, OPT_SECRETS, OPT_MAKE_CA,
-	OPT_CA_ROOTS, OPT_SOURCE_MAX_PENDING, OPT_STATE,
+	OPT_CA_ROOTS, OPT_SOURCE_MAX_PENDING, OPT_STATE, OPT_TRANSPARENT,
+	OPT_DNS_LISTEN,
 };
 
 static const struct option config_options[] = {
@@ -67,6 +68,8 @@ static const struct option config_options[] = {
 	{ "source-max-pending", required_argument, NULL,
 	    OPT_SOURCE_MAX_PENDING },
 	{ "state", required_argument, NULL, OPT_STATE },
+	{ "transparent", required_argument, NULL, OPT_TRANSPARENT },
+	{ "dns-listen", required_argument, NULL, OPT_DNS_LISTEN },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -81,6 +84,7 @@ proxy_config_usage(void)
 	    "    [--connect-timeout S] [--idle-timeout S] [--dns-timeout S]\n"
 	    "    [--header-timeout S] [--grace S] [--max-header SIZE]\n"
 	    "    [--self-refresh S] [--source-max-pending N]\n"
+	    "    [--transparent ADDR:PORT] [--dns-listen ADDR:PORT]\n"
 	    "    [--user NAME] [--log-level error|warn|info|debug] [--no-splice]\n"
 	    "    [--control PATH [--state FILE] [--run-max-conns N]\n"
 	    "    [--run-bytes-up SIZE] [--run-bytes-down SIZE]]\n"
@@ -101,6 +105,11 @@ proxy_config_usage(void)
 	    "rotation (logrotate).\n"
 	    "--source-max-pending N: connections from one address that have\n"
 	    "not yet had a request accepted, at most (default 32; 0: no cap).\n"
+	    "--transparent ADDR:PORT: connections redirected to it (nat\n"
+	    "REDIRECT) are decided by their TLS server name, their HTTP Host,\n"
+	    "or (for raw entries) the name the resolver gave their address.\n"
+	    "--dns-listen ADDR:PORT: the closed resolver (UDP and TCP): it\n"
+	    "answers only names a run's policy allows, never forwarding others.\n"
 	    "Every local interface address is refused as the proxy's own\n"
 	    "(address-self) unless --allow-address opens it; they are reread\n"
 	    "on SIGHUP and every --self-refresh seconds (default 30).\n"
@@ -136,6 +145,7 @@ proxy_config_init(struct proxy_config *c)
 	for (size_t i = 0; i < CONFIG_MAX_LISTEN; i++)
 		c->listen_fd[i] = -1;
 	c->metrics_fd = -1;
+	c->transparent_fd = c->dns_udp_fd = c->dns_tcp_fd = -1;
 }
 
 static int
@@ -378,6 +388,18 @@ config_option(struct proxy_config *c, int opt, const char *arg, char *err,
 		return 0;
 	case OPT_ACCESS_LOG:
 		c->access_log = arg;
+		return 0;
+	case OPT_TRANSPARENT:
+		if (proxy_config_parse_sockaddr(arg, &c->transparent) != 0)
+			return config_fail(err, errlen, "--transparent %s: want "
+			    "IPV4:PORT or [IPV6]:PORT", arg);
+		c->has_transparent = true;
+		return 0;
+	case OPT_DNS_LISTEN:
+		if (proxy_config_parse_sockaddr(arg, &c->dns_listen) != 0)
+			return config_fail(err, errlen, "--dns-listen %s: want "
+			    "IPV4:PORT or [IPV6]:PORT", arg);
+		c->has_dns_listen = true;
 		return 0;
 	case OPT_METRICS:
 		if (proxy_config_parse_sockaddr(arg, &c->metrics) != 0)

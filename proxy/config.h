@@ -46,6 +46,12 @@ struct proxy_config {
 	unsigned access_log_keep;	/* rotated files kept (.1 .. .N) */
 	bool has_metrics;
 	struct proxy_config_addr metrics;
+	/* Egress for every client: the transparent listener (connections
+	 * the host firewall redirected to it) and the closed resolver. */
+	bool has_transparent;
+	struct proxy_config_addr transparent;
+	bool has_dns_listen;
+	struct proxy_config_addr dns_listen;
 	long max_connections;
 	int connect_timeout_ms;
 	int idle_timeout_ms;
@@ -81,6 +87,7 @@ struct proxy_config {
 	 * -1: none (bind here). Never set from the command line. */
 	int listen_fd[CONFIG_MAX_LISTEN];
 	int metrics_fd;
+	int transparent_fd, dns_udp_fd, dns_tcp_fd;
 	/* --state FILE: the parent keeps the run registry there (root
 	 * only), so a restarted parent knows the live runs. */
 	const char *state;

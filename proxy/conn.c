@@ -260,6 +260,7 @@ proxy_conn_request_done(struct conn *c)
 		e.dns_ms = r->dns_ms;
 		e.connect_ms = r->connect_ms;
 		e.sni = r->sni != NULL && r->sni[0] != '\0' ? r->sni : NULL;
+		e.via = proxy_conn_req_via(r);
 		e.inspected = r->inspected;
 		e.path = r->inspected && r->path != NULL && r->path[0] != '\0' ?
 		    r->path : NULL;
@@ -270,6 +271,12 @@ proxy_conn_request_done(struct conn *c)
 		}
 	}
 	conn_req_free(r);
+}
+
+const char *
+proxy_conn_req_via(const struct conn_req *r)
+{
+	return r->via != NULL ? r->via : "proxy";
 }
 
 /* --- pending connections ----------------------------------------------- */
@@ -352,6 +359,7 @@ proxy_conn_free(struct conn *c)
 		c->next->prev = c->prev;
 	s->nconns--;
 	proxy_metrics_connections_add(s->m, -1);
+	free(c->orig_name);
 	free(c);
 	if (s->draining && s->nconns == 0 && !s->drain_called &&
 	    s->drain_done != NULL) {
@@ -445,7 +453,7 @@ proxy_conn_fail(struct conn *c, int status, const char *decision,
     const char *reason)
 {
 	struct conn_req *r;
-	char body[160];
+	char body[512];
 	int n;
 
 	/* NULL on ENOMEM: no log line. */
@@ -465,9 +473,28 @@ proxy_conn_fail(struct conn *c, int status, const char *decision,
 		r->decision = decision;
 		snprintf(r->reason, sizeof(r->reason), "%s", reason);
 	}
-	if (r == NULL || !r->resp_started) {
-		n = snprintf(body, sizeof(body), "cordon-proxy: %d %s: %s\n",
-		    status, conn_status_text(status), reason);
+	if (c->transparent && c->speaks == SPEAKS_TLS &&
+	    (r == NULL || !r->resp_started)) {
+		/* It spoke TLS and got nothing yet: an access_denied alert. */
+		evbuffer_add(bufferevent_get_output(c->cli), proxy_tls_alert,
+		    sizeof(proxy_tls_alert));
+	} else if (c->transparent && c->speaks == SPEAKS_RAW) {
+		/* Not a protocol we can answer in: the close says it. */
+	} else if (r == NULL || !r->resp_started) {
+		/* Says who decided what, for an agent that reads only the
+		 * body: the host, port and policy with the reason. */
+		if (r != NULL && r->host != NULL && r->host[0] != '\0')
+			n = snprintf(body, sizeof(body), "cordon-proxy: %d %s: "
+			    "%s (host %s, port %u, policy %s)\n", status,
+			    conn_status_text(status), reason, r->host, r->port,
+			    proxy_run_policy(c) != NULL ? proxy_run_policy(c) :
+			    "none");
+		else
+			n = snprintf(body, sizeof(body), "cordon-proxy: %d %s: "
+			    "%s\n", status, conn_status_text(status), reason);
+		if (n < 0 || (size_t)n >= sizeof(body))
+			n = snprintf(body, sizeof(body), "cordon-proxy: %d: %s\n",
+			    status, reason);
 		evbuffer_add_printf(bufferevent_get_output(c->cli),
 		    "HTTP/1.1 %d %s\r\nX-Cordon-Error: %s\r\n%s"
 		    "Content-Type: text/plain\r\nContent-Length: %d\r\n"
@@ -521,6 +548,11 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		if (c->nrequests > 0 &&
 		    evbuffer_get_length(bufferevent_get_input(c->cli)) == 0)
 			proxy_conn_free(c);	/* idle keep-alive connection */
+		else if (c->transparent && c->speaks == SPEAKS_RAW &&
+		    c->orig_why[0] != '\0')
+			/* Waited for a server that was never to speak: the
+			 * refusal its address had (port-not-allowed...). */
+			proxy_conn_fail(c, 403, "deny", c->orig_why);
 		else
 			proxy_conn_fail(c, 408, "error", "header-timeout");
 		break;

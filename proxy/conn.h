@@ -101,6 +101,11 @@ struct conn_req {
 	/* The request carries a method or URL override header
 	 * (allowlist_override_header). */
 	bool override_header;
+	/* Came through the transparent listener: a "tunnel" gets no 200 (the
+	 * client never asked for one); how the name was learnt is via. */
+	bool transparent;
+	const char *via;	/* egress.h's words (static); NULL: not
+				   known yet (proxy_conn_req_via) */
 	char *path;
 	char *target;
 
@@ -167,6 +172,19 @@ struct conn {
 	struct proxy_run *run;
 	/* Counted in srv->pending until its first request is admitted. */
 	bool pending;
+	/* The transparent listener's connections (transparent.c): the
+	 * address the client meant (SO_ORIGINAL_DST), and what it speaks,
+	 * so a refusal is said in its protocol (an HTTP answer, a TLS
+	 * alert, or only the close). */
+	bool transparent;
+	enum { SPEAKS_HTTP = 0, SPEAKS_TLS, SPEAKS_RAW } speaks;
+	struct sockaddr_storage orig;
+	uint16_t orig_port;
+	/* The name the run's resolver gave orig (or orig as an IP literal)
+	 * when it decided no raw tunnel, and why: what a refusal of plain
+	 * bytes is noted under. NULL: none. */
+	char *orig_name;
+	char orig_why[96];
 };
 
 /* The server (server.h gives everyone else an opaque pointer). */
@@ -188,7 +206,12 @@ struct proxy_server {
 	struct event *runs_tick;
 	/* Connections not yet admitted, per source address (pending.h). */
 	struct proxy_pending *pending;
+	/* The closed resolver (dnsd.c), or NULL; standalone mode's one
+	 * synthetic address map (in run mode each run has its own). */
+	struct proxy_dnsd *dnsd;
+	struct proxy_synth *synth;
 	struct evconnlistener *lev[CONFIG_MAX_LISTEN];
+	struct evconnlistener *tlev;	/* --transparent, or NULL */
 	struct proxy_config_addr bound[CONFIG_MAX_LISTEN];
 	size_t nlisten;
 	struct proxy_selfaddr *self;	/* its own addresses (selfaddr.h) */
@@ -213,6 +236,9 @@ int proxy_conn_new(struct proxy_server *s, int fd, const struct sockaddr *sa,
     struct conn **out);
 void proxy_conn_format_addr(const struct sockaddr *sa, char *buf, size_t len);
 void proxy_conn_timer_arm(struct conn *c, int ms);
+/* The path r took, as the egress report and the access log say it:
+ * r->via, else "proxy" (refused before a request line was read). */
+const char *proxy_conn_req_via(const struct conn_req *r);
 /* Closes both sides and frees c (and its request, logged first). */
 void proxy_conn_free(struct conn *c);
 /* A new request record (start times set); NULL on ENOMEM. */
@@ -305,6 +331,11 @@ const char *proxy_sni_verdict(struct conn *c, const struct proxy_tlshello *h,
 bool proxy_request_has_override(const struct http_request *hr);
 /* request.c: waits for a request head on c, checks it and hands it on. */
 void proxy_request_wait(struct conn *c);
+/* upstream.c: NULL when the proxy may connect to sa:port, else the reason
+ * ("address-self", "address-CLASS") written into buf. Port 0: on some
+ * port (the closed resolver's question). */
+const char *proxy_upstream_blocked(const struct proxy_server *s,
+    const struct sockaddr *sa, uint16_t port, char *buf, size_t len);
 /* upstream.c: decides and connects (hp is the parsed request host). */
 void proxy_upstream_decide(struct conn *c, const struct host_parsed *hp);
 /* tunnel.c: upstream connected for a CONNECT: answers 200 and relays both
@@ -312,6 +343,14 @@ void proxy_upstream_decide(struct conn *c, const struct host_parsed *hp);
 void proxy_tunnel_start(struct conn *c);
 /* forward.c: upstream connected; send the head and relay the exchange. */
 void proxy_forward_start(struct conn *c);
+/* transparent.c: a connection the host redirected to the transparent
+ * listener (accepted and counted by server.c): learns the destination and
+ * the run, then the name (by synthetic address, ClientHello or Host) and
+ * hands it to upstream.c or request.c. */
+void proxy_transparent_begin(struct conn *c);
+/* The TLS alert a refused TLS client reads (7 bytes). */
+extern const char proxy_tls_alert[7];
+
 /* inspect.c: the SNI check passed on a tunnel to an inspected entry
  * (c->cli holds the unread ClientHello, c->up the checked connection):
  * terminates TLS and serves the requests inside. */

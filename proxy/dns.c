@@ -309,8 +309,11 @@ dns_addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinfo *ai)
 	switch (status) {
 	case ARES_SUCCESS:
 		break;
-	case ARES_ENOTFOUND:
 	case ARES_ENODATA:
+		res->nodata = true;
+		res->error = -ENOENT;
+		break;
+	case ARES_ENOTFOUND:
 		res->error = -ENOENT;
 		break;
 	case ARES_ETIMEOUT:
@@ -332,8 +335,10 @@ dns_addrinfo_cb(void *arg, int status, int timeouts, struct ares_addrinfo *ai)
 			continue;
 		memcpy(&res->addrs[res->n++], n->ai_addr, len);
 	}
-	if (res->error == 0 && res->n == 0)
+	if (res->error == 0 && res->n == 0) {
 		res->error = -ENOENT;
+		res->nodata = true;
+	}
 	/* Only answers with addresses; a failure or a negative answer is
 	 * asked again next time (and drops any older answer). */
 	(void)proxy_dnscache_put(q->dns->cache, q->name, res->addrs,

@@ -27,6 +27,8 @@ struct dns_result {
 	struct sockaddr_storage addrs[DNS_MAX_ADDRS];
 	int64_t elapsed_ms;
 	bool cached;		/* from the answer cache */
+	bool nodata;		/* -ENOENT: the name exists, without an A or
+				   AAAA (else there is no such name) */
 };
 
 /* res is only valid during the call. */

@@ -14,6 +14,7 @@
 struct egress_entry {
 	char host[PROXY_EGRESS_HOST_MAX + 1];	/* lowercased, cut */
 	char reason[PROXY_EGRESS_REASON_MAX + 1];
+	char via[PROXY_EGRESS_VIA_MAX + 1];	/* "" for none */
 	uint16_t port;
 	bool allowed;
 	int status;
@@ -96,15 +97,17 @@ proxy_egress_free(struct proxy_egress *e)
 	free(e);
 }
 
-/* The entry for (host, port, allowed), host already cut and lowercased. */
+/* The entry for (host, port, allowed, via), host already cut and
+ * lowercased, via cut. */
 static struct egress_entry *
 egress_find(const struct proxy_egress *e, const char *key, uint16_t port,
-    bool allowed)
+    bool allowed, const char *via, const char *reason)
 {
 	for (size_t i = 0; i < e->n; i++) {
 		struct egress_entry *x = &e->entries[i];
 		if (x->port == port && x->allowed == allowed &&
-		    strcmp(x->host, key) == 0)
+		    strcmp(x->host, key) == 0 && strcmp(x->via, via) == 0 &&
+		    (reason == NULL || strcmp(x->reason, reason) == 0))
 			return x;
 	}
 	return NULL;
@@ -161,18 +164,36 @@ int
 proxy_egress_note_at(struct proxy_egress *e, const char *host, uint16_t port,
     bool allowed, const char *reason, int status, int64_t first)
 {
-	char key[PROXY_EGRESS_HOST_MAX + 1];
+	return proxy_egress_note_via(e, host, port, NULL, allowed, reason,
+	    status, first);
+}
+
+int
+proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
+    const char *via, bool allowed, const char *reason, int status,
+    int64_t first)
+{
+	char key[PROXY_EGRESS_HOST_MAX + 1], vkey[PROXY_EGRESS_VIA_MAX + 1];
+	char rkey[PROXY_EGRESS_REASON_MAX + 1];
+	const char *rk = NULL;
 	struct egress_entry *x;
 	int rc;
 
 	if (e == NULL || host == NULL || host[0] == '\0')
 		return -EINVAL;
 	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
+	egress_copy(vkey, via != NULL ? via : "", PROXY_EGRESS_VIA_MAX, true);
+	/* A name's DNS outcomes are told apart by their reason too. */
+	if (strcmp(vkey, "dns") == 0) {
+		egress_copy(rkey, reason != NULL ? reason : "",
+		    PROXY_EGRESS_REASON_MAX, false);
+		rk = rkey;
+	}
 	if (allowed)
 		e->allowed = egress_add(e->allowed, 1);
 	else
 		e->denied = egress_add(e->denied, 1);
-	x = egress_find(e, key, port, allowed);
+	x = egress_find(e, key, port, allowed, vkey, rk);
 	if (x != NULL) {
 		x->count = egress_add(x->count, 1);
 		if (first < x->first) {
@@ -192,6 +213,7 @@ proxy_egress_note_at(struct proxy_egress *e, const char *host, uint16_t port,
 	x = &e->entries[e->n++];
 	memset(x, 0, sizeof(*x));
 	memcpy(x->host, key, sizeof(x->host));
+	memcpy(x->via, vkey, sizeof(x->via));
 	egress_set_first(x, reason, status);
 	x->port = port;
 	x->allowed = allowed;
@@ -215,13 +237,21 @@ int
 proxy_egress_bytes(struct proxy_egress *e, const char *host, uint16_t port,
     uint64_t up, uint64_t down)
 {
-	char key[PROXY_EGRESS_HOST_MAX + 1];
+	return proxy_egress_bytes_via(e, host, port, NULL, up, down);
+}
+
+int
+proxy_egress_bytes_via(struct proxy_egress *e, const char *host,
+    uint16_t port, const char *via, uint64_t up, uint64_t down)
+{
+	char key[PROXY_EGRESS_HOST_MAX + 1], vkey[PROXY_EGRESS_VIA_MAX + 1];
 	struct egress_entry *x;
 
 	if (e == NULL || host == NULL)
 		return -ENOENT;
 	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
-	x = egress_find(e, key, port, true);
+	egress_copy(vkey, via != NULL ? via : "", PROXY_EGRESS_VIA_MAX, true);
+	x = egress_find(e, key, port, true, vkey, NULL);
 	if (x == NULL)
 		return -ENOENT;
 	x->bytes_up = egress_add(x->bytes_up, up);
@@ -245,7 +275,8 @@ egress_entry_json(const struct egress_entry *x)
 	    cJSON_AddNumberToObject(o, "bytes_up", (double)x->bytes_up) ==
 	    NULL ||
 	    cJSON_AddNumberToObject(o, "bytes_down", (double)x->bytes_down) ==
-	    NULL) {
+	    NULL || (x->via[0] != '\0' &&
+	    json_add_bytes(o, "via", x->via, strlen(x->via)) < 0)) {
 		cJSON_Delete(o);
 		return NULL;
 	}

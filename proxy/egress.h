@@ -20,6 +20,8 @@
  * PROXY_EGRESS_REASON_MAX. */
 #define PROXY_EGRESS_HOST_MAX	255
 #define PROXY_EGRESS_REASON_MAX	63
+/* The path an attempt took (proxy_egress_note_via), cut to this. */
+#define PROXY_EGRESS_VIA_MAX	15
 /* The largest max accepted by proxy_egress_new (lookups are linear). */
 #define PROXY_EGRESS_MAX_LIMIT	10000
 /* The entry cap the daemon uses per run. */
@@ -67,6 +69,20 @@ int proxy_egress_note_at(struct proxy_egress *e, const char *host,
     int64_t first);
 
 /*
+ * The same, with the path the attempt took: entries are then keyed by
+ * (host, port, allowed, via) and carry "via" in the report. The daemon's
+ * words: "connect" (a CONNECT tunnel through the proxy port), "forward"
+ * (a plain-HTTP request through it), "proxy" (refused on the proxy port
+ * before its request line was read), "tls", "http", "raw" (transparent:
+ * decided by the ClientHello's server name, the Host header, the name
+ * the resolver gave the address), "dns" (the closed resolver, port 53:
+ * its entries are keyed by reason too, so one per name and outcome). via
+ * NULL is proxy_egress_note_at.
+ */
+int proxy_egress_note_via(struct proxy_egress *e, const char *host,
+    uint16_t port, const char *via, bool allowed, const char *reason,
+    int status, int64_t first);
+/*
  * Adds bytes sent (up, client to upstream) and received (down) to the
  * allowed entry for host:port (same host matching). Counters saturate at
  * UINT64_MAX. Returns 0, or -ENOENT when there is no such entry (never
@@ -74,13 +90,16 @@ int proxy_egress_note_at(struct proxy_egress *e, const char *host,
  */
 int proxy_egress_bytes(struct proxy_egress *e, const char *host,
     uint16_t port, uint64_t up, uint64_t down);
+/* The same for the entry noted with via (proxy_egress_note_via). */
+int proxy_egress_bytes_via(struct proxy_egress *e, const char *host,
+    uint16_t port, const char *via, uint64_t up, uint64_t down);
 
 /*
  * The report as a new JSON object (caller frees with cJSON_Delete), NULL
  * on ENOMEM:
  *   {"egress":[{"host":H,"port":N,"decision":"allowed"|"denied",
  *               "reason":R,"status":N,"count":N,"bytes_up":N,
- *               "bytes_down":N}, ...],
+ *               "bytes_down":N[,"via":V]}, ...],
  *    "egress_truncated":true, "egress_dropped":N,   (only when cut)
  *    "allowed":N, "denied":N}                         (attempt totals)
  * reason is "" when none. Strings are valid UTF-8 (bytes that are not are

@@ -447,6 +447,8 @@ inspect_setup(struct conn *c, const struct http_request *hr,
 	r->port = in->port;
 	r->run = c->run;
 	r->inspected = true;
+	/* The tunnel's path: a CONNECT's, or a redirected ClientHello's. */
+	r->via = c->transparent ? "tls" : "connect";
 	r->is_head = hr->method_len == 4 && memcmp(hr->method, "HEAD", 4) == 0;
 	r->keep_alive = hr->keep_alive;
 	r->client_http10 = hr->version_minor == 0;

@@ -52,7 +52,10 @@
 #define CHILD_FD_CHAN	3
 #define CHILD_FD_ALOG	4
 #define CHILD_FD_METRICS 5
-#define CHILD_FD_LISTEN	6
+#define CHILD_FD_LISTEN	6	/* .. 6 + CONFIG_MAX_LISTEN - 1 */
+#define CHILD_FD_TRANSPARENT (CHILD_FD_LISTEN + CONFIG_MAX_LISTEN)
+#define CHILD_FD_DNS_UDP (CHILD_FD_TRANSPARENT + 1)
+#define CHILD_FD_DNS_TCP (CHILD_FD_TRANSPARENT + 2)
 /* The network child's root: empty, root's, read-only. */
 #define PARENT_ROOT	"/run/cordon-proxy-root"
 
@@ -82,23 +85,28 @@ static void parent_spawn(void);
 static void
 spawn_exec(int chan, int alog, const char *spec)
 {
-	int hi[4 + CONFIG_MAX_LISTEN], n = 0, k;
+	int from[8 + CONFIG_MAX_LISTEN], to[8 + CONFIG_MAX_LISTEN], n = 0;
 	const char **argv;
 	sigset_t all;
 
-	/* Out of the way first, so no dup2 below overwrites another. */
-	hi[n++] = fcntl(chan, F_DUPFD, 100);
-	hi[n++] = alog >= 0 ? fcntl(alog, F_DUPFD, 100) : -1;
-	hi[n++] = P.metrics_fd >= 0 ? fcntl(P.metrics_fd, F_DUPFD, 100) : -1;
+	from[n] = chan, to[n++] = CHILD_FD_CHAN;
+	from[n] = alog, to[n++] = CHILD_FD_ALOG;
+	from[n] = P.metrics_fd, to[n++] = CHILD_FD_METRICS;
 	for (size_t i = 0; i < P.cfg.nlisten; i++)
-		hi[n++] = fcntl(P.lfd[i], F_DUPFD, 100);
-	for (k = 0; k < n; k++) {
-		int want = k < 3 ? CHILD_FD_CHAN + k : CHILD_FD_LISTEN + k - 3;
-		if (k < 3 && hi[k] < 0)
-			continue;
-		if (hi[k] < 0 || dup2(hi[k], want) < 0)
+		from[n] = P.lfd[i], to[n++] = CHILD_FD_LISTEN + (int)i;
+	from[n] = P.tfd, to[n++] = CHILD_FD_TRANSPARENT;
+	from[n] = P.dns_udp, to[n++] = CHILD_FD_DNS_UDP;
+	from[n] = P.dns_tcp, to[n++] = CHILD_FD_DNS_TCP;
+	/* Out of the way first, so no dup2 below overwrites another. */
+	for (int k = 0; k < n; k++)
+		if (from[k] >= 0 && (from[k] = fcntl(from[k], F_DUPFD, 100)) < 0)
 			_exit(126);
-		close(hi[k]);
+	for (int k = 0; k < n; k++) {
+		if (from[k] < 0)
+			continue;
+		if (dup2(from[k], to[k]) < 0)
+			_exit(126);
+		close(from[k]);
 	}
 	argv = calloc((size_t)P.argc + 3, sizeof(*argv));
 	if (argv == NULL)
@@ -136,10 +144,12 @@ parent_spawn(void)
 		used += (size_t)snprintf(lst + used, sizeof(lst) - used, "%s%zu",
 		    i > 0 ? "," : "", CHILD_FD_LISTEN + i);
 	snprintf(spec, sizeof(spec), "chan=%d;alog=%d:%llu;metrics=%d;"
-	    "listen=%s;uid=%ld;gid=%ld;root=%s", CHILD_FD_CHAN,
-	    alog >= 0 ? CHILD_FD_ALOG : -1, (unsigned long long)asize,
-	    P.metrics_fd >= 0 ? CHILD_FD_METRICS : -1, lst, P.uid, P.gid,
-	    P.root);
+	    "listen=%s;transparent=%d;dnsu=%d;dnst=%d;uid=%ld;gid=%ld;root=%s",
+	    CHILD_FD_CHAN, alog >= 0 ? CHILD_FD_ALOG : -1,
+	    (unsigned long long)asize, P.metrics_fd >= 0 ? CHILD_FD_METRICS :
+	    -1, lst, P.tfd >= 0 ? CHILD_FD_TRANSPARENT : -1, P.dns_udp >= 0 ?
+	    CHILD_FD_DNS_UDP : -1, P.dns_tcp >= 0 ? CHILD_FD_DNS_TCP : -1,
+	    P.uid, P.gid, P.root);
 	pid = fork();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -327,6 +337,10 @@ sigterm_cb(evutil_socket_t sig, short what, void *arg)
 			close(P.lfd[i]);
 			P.lfd[i] = -1;
 		}
+	if (P.tfd >= 0) {
+		close(P.tfd);
+		P.tfd = -1;
+	}
 	if (P.pid == 0 || P.chan == NULL ||
 	    proxy_chan_send(P.chan, PSMSG_DRAIN, 0, "{}", 2, -1) != 0) {
 		if (P.pid > 0)
@@ -454,6 +468,20 @@ open_all(void)
 	if (P.cfg.has_metrics && (P.metrics_fd = proxy_metrics_listen_socket(
 	    &P.cfg.metrics.ss, P.cfg.metrics.len)) < 0)
 		fatalx("--metrics: %s", strerror(-P.metrics_fd));
+	P.tfd = P.dns_udp = P.dns_tcp = -1;
+	if (P.cfg.has_transparent && (P.tfd = proxy_server_listen_socket(
+	    &P.cfg.transparent)) < 0)
+		fatalx("--transparent: %s", strerror(-P.tfd));
+	if (P.cfg.has_dns_listen) {
+		/* One port for both: the TCP listener picks it (port 0 in
+		 * tests), the UDP socket takes the same. */
+		if ((P.dns_tcp = proxy_server_listen_socket(
+		    &P.cfg.dns_listen)) < 0)
+			fatalx("--dns-listen (tcp): %s", strerror(-P.dns_tcp));
+		if ((P.dns_udp = proxy_server_udp_socket(
+		    &P.cfg.dns_listen)) < 0)
+			fatalx("--dns-listen (udp): %s", strerror(-P.dns_udp));
+	}
 	if (P.cfg.access_log != NULL) {
 		if ((rc = proxy_accesslog_open(P.cfg.access_log, &P.alog)) != 0)
 			fatalx("--access-log %s: %s", P.cfg.access_log,
@@ -501,6 +529,14 @@ proxy_parent_announce(void)
 	if (P.cfg.has_metrics) {
 		format_addr(&P.cfg.metrics.ss, text, sizeof(text));
 		log_info("metrics on %s", text);
+	}
+	if (P.cfg.has_transparent) {
+		format_addr(&P.cfg.transparent.ss, text, sizeof(text));
+		log_info("transparent on %s", text);
+	}
+	if (P.cfg.has_dns_listen) {
+		format_addr(&P.cfg.dns_listen.ss, text, sizeof(text));
+		log_info("dns on %s", text);
 	}
 	for (size_t i = 0; i < P.cfg.nlisten; i++) {
 		format_addr(&P.cfg.listen[i].ss, text, sizeof(text));

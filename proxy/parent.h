@@ -53,6 +53,7 @@ struct parent {
 	struct proxy_runs *runs;	/* run mode: the registry */
 	int lfd[CONFIG_MAX_LISTEN];
 	int metrics_fd;
+	int tfd, dns_udp, dns_tcp;	/* transparent, resolver; -1: none */
 	long uid, gid;			/* the child's; -1: unchanged */
 	char root[256];			/* the child's empty root, or "" */
 	/* The network child. */

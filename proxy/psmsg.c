@@ -293,13 +293,14 @@ static bool
 ps_egress_entry(const cJSON *e)
 {
 	static const char *const names[] = { "host", "port", "decision",
-	    "reason", "status", "count", "bytes_up", "bytes_down" };
+	    "reason", "status", "count", "bytes_up", "bytes_down", "via" };
 	const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "decision");
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "reason");
 	char s[300];
 	double v;
 
-	return cJSON_IsObject(e) && ps_members(e, names, 8) &&
+	return cJSON_IsObject(e) && (ps_members(e, names, 8) ||
+	    (ps_members(e, names, 9) && ps_str(e, "via", s, 15))) &&
 	    ps_str(e, "host", s, 256) && ps_num(e, "port", 0, 65535, &v) &&
 	    cJSON_IsString(d) && strlen(d->valuestring) < 16 &&
 	    cJSON_IsString(r) && strlen(r->valuestring) < 128 &&

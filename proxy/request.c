@@ -38,6 +38,73 @@ proxy_request_has_override(const struct http_request *hr)
 	return false;
 }
 
+/* A transparent client's origin-form request (it never asked for a
+ * proxy): the host is its Host header's, the port the one it connected
+ * to (a Host naming another port is refused), and the head for upstream
+ * is rewritten in origin form. False: refused (answered). */
+static bool
+request_transparent(struct conn *c, const struct http_request *hr,
+    struct host_parsed *hp)
+{
+	const struct http_header *h = hr->host_header;
+	struct conn_req *r = c->req;
+	const char *name;
+	char authority[HOST_NAME_MAXLEN + 16];
+	size_t len;
+	uint16_t port;
+	int rc;
+
+	r->port = c->orig_port;
+	if (h == NULL) {
+		proxy_conn_fail(c, 400, "error", "host-required");
+		return false;
+	}
+	if (proxy_host_port_split(h->value, h->value_len, &name, &len, &port,
+	    false) != 0 || proxy_host_parse(name, len, hp) != 0) {
+		(void)proxy_conn_req_str(&r->host, h->value, h->value_len <
+		    HOST_NAME_MAXLEN ? h->value_len : HOST_NAME_MAXLEN);
+		proxy_conn_fail(c, 400, "error", "bad-host");
+		return false;
+	}
+	if (proxy_conn_req_str(&r->host, hp->name, strlen(hp->name)) != 0) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
+	r->host_kind = hp->kind;
+	if (port != 0 && port != c->orig_port) {
+		proxy_conn_fail(c, 400, "error", "host-mismatch");
+		return false;
+	}
+	if (request_method_refused(hr)) {
+		proxy_conn_fail(c, 405, "error", "method-not-allowed");
+		return false;
+	}
+	r->override_header = proxy_request_has_override(hr);
+	r->target = strndup(hr->target, hr->target_len);
+	if (r->target == NULL || proxy_conn_req_path(r, r->target,
+	    strlen(r->target)) != 0) {
+		proxy_conn_fail(c, 503, "error", "no-memory");
+		return false;
+	}
+	snprintf(authority, sizeof(authority), hp->kind == HOST_IPV6 ?
+	    "[%s]:%u" : "%s:%u", hp->name, (unsigned)c->orig_port);
+	r->uphead = cbuf_new((size_t)proxy_conn_max_header(c) + 256);
+	rc = r->uphead == NULL ? -ENOMEM : proxy_http_request_rewrite_origin(
+	    hr, authority, NULL, NULL, r->uphead);
+	if (rc != 0) {
+		proxy_conn_fail(c, rc == -ENOSPC ? 431 : rc == -ENOMEM ? 503 :
+		    400, "error", rc == -ENOSPC ? "headers-too-large" :
+		    rc == -ENOMEM ? "no-memory" : "malformed-request");
+		return false;
+	}
+	r->body_left = hr->content_length > 0 ? hr->content_length : 0;
+	r->body_chunked = hr->chunked;
+	if (r->body_chunked)
+		proxy_http_chunked_init(&r->req_chunk);
+	r->req_done = !r->body_chunked && r->body_left == 0;
+	return true;
+}
+
 /* Fills c->req from a parsed head; on refusal answers and returns false. */
 static bool
 request_setup(struct conn *c, const struct http_request *hr,
@@ -53,6 +120,18 @@ request_setup(struct conn *c, const struct http_request *hr,
 	r->is_head = hr->method_len == 4 && memcmp(hr->method, "HEAD", 4) == 0;
 	r->keep_alive = hr->keep_alive;
 	r->client_http10 = hr->version_minor == 0;
+	r->via = c->transparent ? "http" : hr->is_connect ? "connect" :
+	    "forward";
+	/* Redirected, the request names its host in Host alone: a
+	 * CONNECT or an absolute URI (which could name another port than
+	 * the connection's) is refused. */
+	if (c->transparent) {
+		if (hr->form == HTTP_TARGET_ORIGIN)
+			return request_transparent(c, hr, hp);
+		r->port = c->orig_port;
+		proxy_conn_fail(c, 400, "error", "origin-form-required");
+		return false;
+	}
 	if (hr->form != HTTP_TARGET_AUTHORITY &&
 	    hr->form != HTTP_TARGET_ABSOLUTE) {
 		proxy_conn_fail(c, 400, "error", "origin-form");

@@ -95,6 +95,20 @@ proxy_run_admit(struct conn *c, const struct http_request *hr)
 
 	if (c->srv->runs == NULL)
 		return true;
+	/* The transparent listener's: the run registered at the source
+	 * address, tied at accept (no credential travels). */
+	if (c->transparent) {
+		c->req->run = c->run;
+		if (c->run == NULL) {
+			proxy_conn_fail(c, 407, "deny", "no-live-run");
+			return false;
+		}
+		if (proxy_run_over_bytes(c->run)) {
+			proxy_conn_fail(c, 429, "deny", "run-bytes-limit");
+			return false;
+		}
+		return true;
+	}
 	run = run_identify(c, hr, &why);
 	if (run == NULL) {
 		proxy_conn_fail(c, 407, "deny", why);
@@ -180,12 +194,13 @@ proxy_run_request_done(struct conn *c, struct conn_req *r)
 	/* -ENOSPC/-ENOMEM: counted as dropped by the report itself. */
 	/* Noted as it ends, ordered by when it started; a request that
 	 * never named a host (a malformed head) is noted under "-". */
-	(void)proxy_egress_note_at(run->egress, r->host != NULL &&
-	    r->host[0] != '\0' ? r->host : "-", r->port, allowed, r->reason,
-	    r->status, r->start_mono_ms);
+	(void)proxy_egress_note_via(run->egress, r->host != NULL &&
+	    r->host[0] != '\0' ? r->host : "-", r->port,
+	    proxy_conn_req_via(r), allowed, r->reason, r->status,
+	    r->start_mono_ms);
 	if (allowed && (r->bytes_up > 0 || r->bytes_down > 0))
-		(void)proxy_egress_bytes(run->egress, r->host, r->port,
-		    r->bytes_up, r->bytes_down);
+		(void)proxy_egress_bytes_via(run->egress, r->host, r->port,
+		    proxy_conn_req_via(r), r->bytes_up, r->bytes_down);
 }
 
 void

@@ -5,6 +5,7 @@
  * Expiry walks every record once per tick (cheap at this size).
  */
 #include "proxy/runs.h"
+#include "proxy/synth.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -95,6 +96,7 @@ static void
 runs_run_free(struct proxy_run *r)
 {
 	proxy_egress_free(r->egress);
+	proxy_synth_free(r->synth);
 	/* The token is a secret: do not leave it in freed memory. */
 	explicit_bzero(r->token, sizeof(r->token));
 	free(r);

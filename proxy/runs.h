@@ -16,6 +16,9 @@
 
 #include "proxy/cred.h"
 #include "proxy/ctl.h"
+#include "proxy/dnsrate.h"
+
+struct proxy_synth;
 
 struct proxy_egress;
 struct proxy_runs;
@@ -54,6 +57,14 @@ struct proxy_run {
 	/* cordon-proxy's parent: network child restarts during the run's
 	 * life (its egress report lost what that child had noted). */
 	unsigned restarts;
+	/* The closed resolver (network child): the names it gave synthetic
+	 * addresses (made on the first query, freed with the run), and the
+	 * run's query rate. */
+	struct proxy_synth *synth;
+	struct proxy_dnsrate dnsrate;
+	unsigned dns_pending;		/* its lookups waiting upstream */
+	bool dns_refusing;		/* over its rate since the last query
+					   it had a token for (logged once) */
 	/* Registry links (private). */
 	struct proxy_run *id_next, *ip_next;
 };

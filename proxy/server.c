@@ -23,15 +23,51 @@
 #include "common/log.h"
 #include "proxy/config.h"
 #include "proxy/conn.h"
+#include "proxy/dnsd.h"
 #include "proxy/metrics.h"
 #include "proxy/pending.h"
 #include "proxy/runs.h"
 #include "proxy/selfaddr.h"
+#include "proxy/synth.h"
 
 #define SERVER_OVERFLOW_SLOTS	64	/* 503 answers beyond the limit */
 #define SERVER_ACCEPT_RETRY_MS	100	/* after EMFILE */
 
 /* --- accepting -------------------------------------------------------- */
+
+/* A new client connection, counted and capped; NULL when refused. */
+static struct conn *
+server_accept(struct proxy_server *s, evutil_socket_t fd,
+    struct sockaddr *sa)
+{
+	struct conn *c;
+	bool over;
+
+	over = s->nconns >= (size_t)s->cfg->max_connections;
+	if (s->draining || s->nconns >= (size_t)s->cfg->max_connections +
+	    SERVER_OVERFLOW_SLOTS) {
+		evutil_closesocket(fd);
+		proxy_metrics_request(s->m, "error", "over-capacity");
+		return NULL;
+	}
+	if (proxy_conn_new(s, fd, sa, &c) != 0) {
+		log_warnx("accept: out of memory");
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	if (over) {
+		proxy_conn_fail(c, 503, "error", "over-capacity");
+		return NULL;
+	}
+	/* Fairness before the credential: one address holds at most
+	 * --source-max-pending connections that have not had a request
+	 * accepted, whatever it sends; refused at once, unread. */
+	if (!proxy_conn_pending_start(c)) {
+		proxy_conn_refuse_now(c, 503, "source-pending-limit");
+		return NULL;
+	}
+	return c;
+}
 
 static void
 server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -39,34 +75,25 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 {
 	struct proxy_server *s = arg;
 	struct conn *c;
-	bool over;
 
 	(void)l;
 	(void)salen;
-	over = s->nconns >= (size_t)s->cfg->max_connections;
-	if (s->draining || s->nconns >= (size_t)s->cfg->max_connections +
-	    SERVER_OVERFLOW_SLOTS) {
-		evutil_closesocket(fd);
-		proxy_metrics_request(s->m, "error", "over-capacity");
-		return;
-	}
-	if (proxy_conn_new(s, fd, sa, &c) != 0) {
-		log_warnx("accept: out of memory");
-		evutil_closesocket(fd);
-		return;
-	}
-	if (over) {
-		proxy_conn_fail(c, 503, "error", "over-capacity");
-		return;
-	}
-	/* Fairness before the credential: one address holds at most
-	 * --source-max-pending connections that have not had a request
-	 * accepted, whatever it sends; refused at once, unread. */
-	if (!proxy_conn_pending_start(c)) {
-		proxy_conn_refuse_now(c, 503, "source-pending-limit");
-		return;
-	}
-	s->request_wait(c);
+	if ((c = server_accept(s, fd, sa)) != NULL)
+		s->request_wait(c);
+}
+
+/* The transparent listener: the same counting, then transparent.c. */
+static void
+server_transparent_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct proxy_server *s = arg;
+	struct conn *c;
+
+	(void)l;
+	(void)salen;
+	if ((c = server_accept(s, fd, sa)) != NULL)
+		proxy_transparent_begin(c);
 }
 
 static void
@@ -81,6 +108,8 @@ server_accept_retry_cb(evutil_socket_t fd, short what, void *arg)
 	for (size_t i = 0; i < s->nlisten; i++)
 		if (s->lev[i] != NULL)
 			evconnlistener_enable(s->lev[i]);
+	if (s->tlev != NULL)
+		evconnlistener_enable(s->tlev);
 }
 
 static void
@@ -164,6 +193,83 @@ proxy_server_listen_socket(struct proxy_config_addr *a)
 }
 
 static int
+server_bind_transparent(struct proxy_server *s)
+{
+	struct proxy_config_addr a = s->cfg->transparent;
+	int fd = s->cfg->transparent_fd;
+
+	if (fd < 0 && (fd = proxy_server_listen_socket(&a)) < 0) {
+		errno = -fd;
+		log_warn("--transparent");
+		return fd;
+	}
+	s->tlev = evconnlistener_new(s->base, server_transparent_cb, s,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_DISABLED, -1, fd);
+	if (s->tlev == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	evconnlistener_set_error_cb(s->tlev, server_accept_error_cb);
+	a.len = sizeof(a.ss);
+	if (getsockname(fd, (struct sockaddr *)&a.ss, &a.len) != 0)
+		return -errno;
+	/* A connection redirected here that meant the proxy itself loops. */
+	return proxy_server_add_self(s, (struct sockaddr *)&a.ss);
+}
+
+/* The closed resolver (dnsd.c), on the parent's sockets or its own. */
+static int
+server_dns(struct proxy_server *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd = s->cfg->dns_udp_fd >= 0 ? s->cfg->dns_udp_fd :
+	    s->cfg->dns_tcp_fd;
+	int rc;
+
+	if ((rc = proxy_dnsd_new(s, s->cfg->dns_udp_fd, s->cfg->dns_tcp_fd,
+	    &s->dnsd)) != 0) {
+		errno = -rc;
+		log_warn("--dns-listen");
+		return rc;
+	}
+	/* Never a connection's destination (a name resolving to the
+	 * gateway would reach the resolver through the proxy). */
+	if (fd >= 0) {
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+			return -errno;
+		return proxy_server_add_self(s, (struct sockaddr *)&ss);
+	}
+	return proxy_server_add_self(s,
+	    (const struct sockaddr *)&s->cfg->dns_listen.ss);
+}
+
+int
+proxy_server_udp_socket(struct proxy_config_addr *a)
+{
+	int fd, rc, rcvbuf = 4 << 20;
+
+	fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd < 0)
+		return -errno;
+	/* Room for a burst of every run's queries (a stub sends A and AAAA
+	 * at once): past rmem_max when root may (FORCE), else what the
+	 * system allows. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
+	    sizeof(rcvbuf)) != 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+		    sizeof(rcvbuf));
+	if (bind(fd, (struct sockaddr *)&a->ss, a->len) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+static int
 server_bind(struct proxy_server *s, size_t i)
 {
 	struct proxy_config_addr *a = &s->bound[i];
@@ -235,6 +341,11 @@ proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 		rc = server_bind(s, i);
 		s->nlisten = i + 1;
 	}
+	if (rc == 0 && cfg->has_transparent)
+		rc = server_bind_transparent(s);
+	if (rc == 0 && (cfg->has_dns_listen || cfg->dns_udp_fd >= 0 ||
+	    cfg->dns_tcp_fd >= 0))
+		rc = server_dns(s);
 	if (rc != 0) {
 		proxy_server_free(s);
 		return rc;
@@ -254,6 +365,9 @@ proxy_server_free(struct proxy_server *s)
 	for (size_t i = 0; i < s->nlisten; i++)
 		if (s->lev[i] != NULL)
 			evconnlistener_free(s->lev[i]);
+	if (s->tlev != NULL)
+		evconnlistener_free(s->tlev);
+	proxy_dnsd_free(s->dnsd);
 	if (s->accept_retry != NULL)
 		event_free(s->accept_retry);
 	if (s->self_tick != NULL)
@@ -262,6 +376,7 @@ proxy_server_free(struct proxy_server *s)
 		event_free(s->runs_tick);
 	/* After the connections: they were counted in their runs. */
 	proxy_runs_free(s->runs);
+	proxy_synth_free(s->synth);
 	proxy_pending_free(s->pending);
 	allowlist_set_free(s->set);
 	proxy_selfaddr_free(s->self);
@@ -299,6 +414,8 @@ proxy_server_start(struct proxy_server *s)
 	for (size_t i = 0; i < s->nlisten; i++)
 		if (evconnlistener_enable(s->lev[i]) != 0)
 			return -EIO;
+	if (s->tlev != NULL && evconnlistener_enable(s->tlev) != 0)
+		return -EIO;
 	if (s->cfg->self_refresh_ms > 0 && event_add(s->self_tick, &tv) != 0)
 		return -EIO;
 	if (s->runs != NULL && s->runs_tick == NULL)
@@ -326,6 +443,10 @@ proxy_server_drain(struct proxy_server *s, void (*done)(void *), void *arg)
 			evconnlistener_free(s->lev[i]);
 		s->lev[i] = NULL;
 	}
+	if (s->tlev != NULL)
+		evconnlistener_free(s->tlev);
+	s->tlev = NULL;
+	proxy_dnsd_drain(s->dnsd);
 	/* Connections waiting for a (next) request have nothing in flight. */
 	for (c = s->conns; c != NULL; c = next) {
 		next = c->next;

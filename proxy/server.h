@@ -35,6 +35,9 @@ void proxy_server_free(struct proxy_server *s);
  * accepted sockets. The descriptor, or a negative errno. */
 struct proxy_config_addr;
 int proxy_server_listen_socket(struct proxy_config_addr *a);
+/* A bound UDP socket (the resolver's): non-blocking, close-on-exec; a->ss
+ * gets the bound port. The descriptor, or a negative errno. */
+int proxy_server_udp_socket(struct proxy_config_addr *a);
 
 int proxy_server_listen_addr(const struct proxy_server *s, size_t i,
     struct sockaddr_storage *ss, socklen_t *len);

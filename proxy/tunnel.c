@@ -392,6 +392,10 @@ tunnel_checked(const struct conn *c)
 {
 	if (c->req->inspect)
 		return true;
+	/* Transparent: the listener decided by this very ClientHello
+	 * (transparent.c, under tlshello.c's rules), or it is raw. */
+	if (c->req->transparent)
+		return false;
 	return !c->req->raw && !c->srv->cfg->no_sni_check;
 }
 
@@ -456,6 +460,32 @@ tunnel_splice_done(void *arg)
 	proxy_conn_free(arg);
 }
 
+/* Transparent: what the client sent before the decision (the ClientHello
+ * its name came from) goes to the upstream socket ahead of the splice.
+ * False: not all of it could be sent at once (what was sent is gone from
+ * the input; the buffered relay sends the rest). */
+static bool
+tunnel_flush_first(struct conn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+	size_t len = evbuffer_get_length(in);
+	unsigned char *p;
+	ssize_t n;
+
+	if (len == 0)
+		return true;
+	if (evbuffer_get_length(bufferevent_get_output(c->up)) > 0 ||
+	    (p = evbuffer_pullup(in, (ssize_t)len)) == NULL)
+		return false;
+	n = send(bufferevent_getfd(c->up), p, len, MSG_NOSIGNAL |
+	    MSG_DONTWAIT);
+	if (n <= 0)
+		return false;
+	evbuffer_drain(in, (size_t)n);
+	c->req->bytes_up += (uint64_t)n;
+	return (size_t)n == len;
+}
+
 /* Sends the 200 itself and hands both sockets to a splice relay. False:
  * nothing changed, except that (part of) the 200 may have been queued on
  * c->cli; the buffered relay runs. */
@@ -480,8 +510,9 @@ tunnel_splice(struct conn *c)
 	ssize_t n;
 	int a, b;
 
-	if (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 ||
-	    evbuffer_get_length(bufferevent_get_output(c->cli)) > 0)
+	if (evbuffer_get_length(bufferevent_get_output(c->cli)) > 0 ||
+	    (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 &&
+	    (!c->req->transparent || !tunnel_flush_first(c))))
 		return false;	/* pipelined bytes: the buffered relay */
 	if (proxy_zerocopy_new(&zc) != 0)
 		return false;
@@ -493,7 +524,9 @@ tunnel_splice(struct conn *c)
 		proxy_zerocopy_free(zc);
 		return false;	/* ENOMEM: the buffered relay (checks too) */
 	}
-	n = send(bufferevent_getfd(c->cli), ok, sizeof(ok) - 1,
+	/* Transparent: the client asked for no tunnel, and gets no 200. */
+	n = c->req->transparent ? (ssize_t)sizeof(ok) - 1 :
+	    send(bufferevent_getfd(c->cli), ok, sizeof(ok) - 1,
 	    MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n != (ssize_t)sizeof(ok) - 1) {
 		proxy_helloread_free(hr);
@@ -531,7 +564,8 @@ proxy_tunnel_start(struct conn *c)
 	if (!c->req->inspect && proxy_conn_splice_enabled(c) &&
 	    tunnel_splice(c))
 		return;
-	if (evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
+	if (!c->req->transparent &&
+	    evbuffer_get_length(bufferevent_get_output(c->cli)) == 0)
 		evbuffer_add(bufferevent_get_output(c->cli), TUNNEL_OK,
 		    sizeof(TUNNEL_OK) - 1);
 	tunnel_relay_start(c);

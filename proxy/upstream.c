@@ -54,8 +54,8 @@ sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
  * other local interface address is refused as the proxy's own (public or
  * not: the host's services bound to 0.0.0.0 answer there); the rest must
  * be public. */
-static const char *
-upstream_blocked(const struct proxy_server *s, const struct sockaddr *sa,
+const char *
+proxy_upstream_blocked(const struct proxy_server *s, const struct sockaddr *sa,
     uint16_t port, char *buf, size_t len)
 {
 	enum proxy_self self = proxy_selfaddr_match(s->self, sa);
@@ -193,7 +193,7 @@ upstream_plan(struct conn *c, const struct sockaddr_storage *addrs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct sockaddr_storage ss = addrs[i];
 		sockaddr_set_port(&ss, r->port);
-		blocked = upstream_blocked(c->srv, (struct sockaddr *)&ss,
+		blocked = proxy_upstream_blocked(c->srv, (struct sockaddr *)&ss,
 		    r->port, why, sizeof(why));
 		if (blocked == NULL) {
 			r->addrs[r->naddrs++] = ss;
@@ -298,7 +298,7 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 	}
 	if (hp->kind != HOST_NAME) {
 		sockaddr_set_port(&lit, r->port);
-		if (upstream_blocked(s, (struct sockaddr *)&lit, r->port,
+		if (proxy_upstream_blocked(s, (struct sockaddr *)&lit, r->port,
 		    why, sizeof(why)) != NULL) {
 			proxy_conn_fail(c, 403, "deny", why);
 			return;

@@ -43,6 +43,8 @@ container_spec(const struct config *c, const struct container_start *s,
 		out->extra = s->na->argv;
 		out->ca_bundle = s->na->ca_bundle[0] != '\0' ?
 		    s->na->ca_bundle : NULL;
+		out->resolv_conf = s->na->resolv_conf[0] != '\0' ?
+		    s->na->resolv_conf : NULL;
 		out->nextra = s->na->argc;
 	}
 	/* A debug run: the same argv, only the runtime differs. */

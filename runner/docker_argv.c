@@ -122,6 +122,9 @@ docker_spec_check(const struct config *c, const struct docker_spec *s)
 	if (s->ca_bundle != NULL && (check_value(s->ca_bundle, ",\"") < 0 ||
 	    s->ca_bundle[0] != '/'))
 		return -EINVAL;
+	if (s->resolv_conf != NULL && (check_value(s->resolv_conf,
+	    ",\"") < 0 || s->resolv_conf[0] != '/'))
+		return -EINVAL;
 	if (s->memory == 0 || s->cpus <= 0 || s->owner_pid <= 0)
 		return -EINVAL;
 	if (s->lang != 0 && s->lang != CONFIG_LANG_PYTHON &&
@@ -287,6 +290,14 @@ docker_run_argv(const struct config *c, const struct docker_spec *s,
 	}
 	if (s->ca_bundle != NULL)
 		add_ca_bundle(a, s->ca_bundle);
+	/* Proxy mode: the proxy's resolver is the sandbox's only one. A
+	 * user mount at /etc/resolv.conf makes Docker skip its own (which
+	 * would name its embedded DNS, 127.0.0.11). */
+	if (s->resolv_conf != NULL) {
+		dargv_add(a, "--mount");
+		dargv_addf(a, "type=bind,src=%s,dst=/etc/resolv.conf,readonly",
+		    s->resolv_conf);
+	}
 	for (size_t i = 0; i < s->nextra; i++)
 		dargv_add(a, s->extra[i]);
 	dargv_add(a, s->image_id);

@@ -52,6 +52,11 @@ struct docker_spec {
 					 * CA), mounted read-only at
 					 * DOCKER_CA_BUNDLE with the CA env
 					 * variables pointing at it; or NULL */
+	const char *resolv_conf;	/* proxy mode: host path of the
+					 * sandbox's resolv.conf (the proxy's
+					 * resolver on the gateway), mounted
+					 * read-only at /etc/resolv.conf over
+					 * Docker's; or NULL */
 	unsigned lang;			/* CONFIG_LANG_*; 0: python. bash and
 					 * node read the job from stdin too
 					 * (bash -s, node -), run directly,

@@ -116,8 +116,9 @@ dockerapi_create_body(const struct config *c, const struct docker_spec *s,
 	if ((rc = docker_spec_check(c, s)) < 0)
 		return rc;
 	/* Egress mode's options are CLI flags (netsetup), and its CA bundle
-	 * goes with them: that mode keeps the CLI path. */
-	if (s->nextra > 0 || s->ca_bundle != NULL || s->prelude != NULL)
+	 * and resolv.conf go with them: that mode keeps the CLI path. */
+	if (s->nextra > 0 || s->ca_bundle != NULL || s->resolv_conf != NULL ||
+	    s->prelude != NULL)
 		return -ENOTSUP;
 	if ((rc = docker_cmd_argv(s, &cmd)) < 0)
 		return rc;

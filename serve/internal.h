@@ -1,9 +1,12 @@
 /*
  * Private to serve/: the service's state and the pieces of its event loop.
  * Calls go one way only: server.c (lifecycle, listeners, signals) uses
- * routes.c (the table of HTTP routes) and queue.c (runs on worker threads);
- * routes.c uses queue.c; both answer through reply.c. The queue reports
- * back through its on_idle callback, never by calling its users.
+ * accept.c and conn.c (the network layer, conn.h), routes.c (the table of
+ * HTTP routes), sessions.c and queue.c (admission; runs on worker
+ * threads); routes.c uses sessions.c and queue.c, sessions.c uses queue.c;
+ * all answer through reply.c (over conn.c), and parse bodies on work.c's
+ * threads. The queue reports back through its on_idle callback and each
+ * waiter's start/refuse, never by calling its users.
  */
 #ifndef CORDON_SERVE_INTERNAL_H
 #define CORDON_SERVE_INTERNAL_H
@@ -27,27 +30,40 @@
 
 struct event;
 struct event_base;
-struct evhttp;
-struct evhttp_bound_socket;
-struct evhttp_request;
+struct serve_server;
+struct serve_accept;
+struct serve_conn;
 struct serve_prober;
+struct serve_work;
+
+/* Counts in the service's metrics and in tenant t's own (its view over
+ * TCP, issue 39). */
+#define SERVE_COUNT(m, tm, t, field) do {				\
+	(m)->field++;							\
+	(tm)[t].field++;						\
+} while (0)
 
 /* reply.c: answers with a body (may be NULL) of the given content type;
  * with o's one-line JSON (NULL: 500 out of memory); with {"error": why},
- * why made valid UTF-8. */
-void serve_reply(struct evhttp_request *req, int code, const char *reason,
-    const char *type, const char *body, size_t len);
-void serve_reply_json(struct evhttp_request *req, int code,
-    const char *reason, const cJSON *o);
-void serve_reply_error(struct evhttp_request *req, int code,
-    const char *reason, const char *why);
-/* ... with "code": what (NULL: none), a stable name of the failure. */
-void serve_reply_error_code(struct evhttp_request *req, int code,
-    const char *reason, const char *why, const char *what);
+ * why made valid UTF-8. Every 4xx but 499 is counted against the
+ * refusal rate of the tenant the request named (serve_reply_note). */
+void serve_reply(struct serve_conn *c, int code, const char *type,
+    const char *body, size_t len);
+void serve_reply_json(struct serve_conn *c, int code, const cJSON *o);
+void serve_reply_error(struct serve_conn *c, int code, const char *why);
+/* ... with "code": what (NULL: none), a stable name of the failure;
+ * counted as serve_reply_error is. */
+void serve_reply_error_code(struct serve_conn *c, int code, const char *why,
+    const char *what);
 /* The "code" of a failed run's or session's negative errno: "docker-
  * unavailable" for -EHOSTUNREACH (the daemon cannot be reached), else
  * NULL. */
 const char *serve_reply_code(int rc);
+/* Names the request's tenant for that count (routes.c, after the token):
+ * the connection's note (conn.h) is s, with tenant in its low 16 bits
+ * (routes.c keeps the route in the bits above). */
+void serve_reply_note(struct serve_conn *c, struct serve_server *s,
+    size_t tenant);
 /* The HTTP status (and *reason) for a failed run's negative errno:
  * 400 for -EINVAL (staging's or the runner's refusal of the request),
  * 503 when the sandbox cannot run now, else 500. */
@@ -61,67 +77,84 @@ struct serve_live;
 struct runner_stream;
 struct runner_result;
 
-bool serve_live_wanted(struct evhttp_request *req);
+bool serve_live_wanted(struct serve_conn *c);
 /* NULL on ENOMEM. */
 struct serve_live *serve_live_new(struct event_base *base,
-    struct evhttp_request *req);
+    struct serve_conn *c);
 void serve_live_free(struct serve_live *l);	/* accepts NULL */
 struct runner_stream *serve_live_stream(struct serve_live *l);
 /* True once the 200 and some events went out. */
 bool serve_live_started(const struct serve_live *l);
-/* Ends the reply: the queued events, then the result (res non-NULL) or
- * {"event":"error"} with err. Answers and releases a request whose client
- * is gone. */
-void serve_live_finish(struct serve_live *l, const struct runner_result *res,
-    const char *err);
+/* Ends the reply: the queued events, then line (the result's or an
+ * error's; taken, may be NULL on ENOMEM). Releases a connection whose
+ * client is gone. */
+void serve_live_finish(struct serve_live *l, char *line);
 
-/* queue.c: admitted runs, each on a detached worker thread, and the
- * kill-all sweep. Loop thread only. The owner sets the fields marked so;
- * serve_queue_init the rest. */
+/* queue.c: admission of every piece of work that takes a tenant's slot
+ * (runs, session starts, session calls: issue 39), the tenants' queues,
+ * runs on detached worker threads, and the kill-all sweep. Loop thread
+ * only. The owner sets the fields marked so; serve_queue_init the rest. */
 struct serve_job;
+struct serve_wait;
+TAILQ_HEAD(serve_wait_list, serve_wait);
 TAILQ_HEAD(serve_job_list, serve_job);
+
+/* One piece of work waiting for (or holding) a slot of its tenant. */
+struct serve_wait {
+	TAILQ_ENTRY(serve_wait) link;
+	size_t tenant;
+	bool queued;
+	/* Admitted from the queue: counted active now; go. */
+	void (*start)(struct serve_wait *w);
+	/* Refused while queued (kill-all, stop): answer 503 with why. */
+	void (*refuse)(struct serve_wait *w, const char *why);
+};
 
 struct serve_queue {
 	struct event_base *base;	/* owner */
 	const struct config *c;		/* owner */
 	struct serve_tenants *tenants;	/* owner; accounting of every job */
 	struct serve_metrics *metrics;	/* owner */
+	struct serve_metrics *tmetrics;	/* owner: per tenant */
 	struct runner_pool *pool;	/* owner; NULL: runs start cold */
 	const char *tmp_dir;		/* owner; for staged files */
 	void (*on_idle)(void *);	/* owner: after a run or a kill-all */
 	void *arg;			/* ended, or a reply was written */
-	struct serve_job_list waiting, running;
+	struct serve_wait_list waiting;
+	struct serve_job_list running;
 	int killing;			/* kill-all threads in flight */
 	int sending;			/* run replies not yet written */
 };
 
 void serve_queue_init(struct serve_queue *q);
 
-/* Admits a parsed run of tenant for req (serve_tenants_admit): starts it or
- * queues it, and then owns *r (zeroed here) and answers req itself.
- * -EAGAIN: the tenant is over its limit (nothing was counted; the caller
- * answers 429 and keeps *r); -ENOMEM (the caller answers 500). t0_ms: the
- * request's arrival, for the latency histogram. */
-int serve_queue_submit(struct serve_queue *q, struct evhttp_request *req,
+/* Admits w for its tenant: 1 when it may start now (counted active; the
+ * caller goes on), 0 when it was queued (w->start is called later, or
+ * w->refuse), -EAGAIN when the tenant is over its limit and queue
+ * (nothing counted: the caller answers 429). */
+int serve_queue_admit(struct serve_queue *q, struct serve_wait *w);
+/* A queued w whose client left: out of the queue, nothing called. */
+void serve_queue_withdraw(struct serve_queue *q, struct serve_wait *w);
+/* An admitted piece of work of tenant ended: its slot is free. */
+void serve_queue_release(struct serve_queue *q, size_t tenant);
+
+/* Admits a parsed run of tenant for c: starts it or queues it, and then
+ * owns *r (zeroed here) and answers c itself. -EAGAIN: the tenant is over
+ * its limit (nothing was counted; the caller answers 429 and keeps *r);
+ * -ENOMEM (the caller answers 500). t0_ms: the request's arrival, for the
+ * latency histogram. */
+int serve_queue_submit(struct serve_queue *q, struct serve_conn *c,
     size_t tenant, int64_t t0_ms, struct serve_req *r);
 
-/* Answers every queued run with 503 and why. */
+/* Answers everything queued (runs and sessions' work) 503 with why. */
 void serve_queue_flush(struct serve_queue *q, const char *why);
 /* Cancels every running run (they report closed_early). */
 void serve_queue_cancel(struct serve_queue *q);
 /* Cancels running runs, answers queued ones 503, then removes every
  * Cordon container from a thread and answers req ({removed, paused}). */
-void serve_queue_kill_all(struct serve_queue *q, struct evhttp_request *req);
+void serve_queue_kill_all(struct serve_queue *q, struct serve_conn *c);
 /* True while a run or a kill-all is in flight. */
 bool serve_queue_busy(const struct serve_queue *q);
-
-/* server.c: one accepting socket of the service. */
-struct serve_listener {
-	struct serve_server *s;
-	struct evhttp *http;
-	struct evhttp_bound_socket *bound;
-	bool tcp;			/* TCP: a bearer token is required */
-};
 
 struct serve_server {
 	const struct config *c;
@@ -131,11 +164,16 @@ struct serve_server {
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char listen[64];		/* "" or the TCP address, for the log */
 	struct event_base *base;
-	struct serve_listener lis[2];
-	size_t nlis;
-	struct event *sig_ev[2];
+	struct serve_accept *acc;	/* the listeners (conn.h) */
+	struct serve_work *work;	/* parse workers (work.h) */
+	int64_t caps[3];		/* connections: TCP, per peer, unix */
+	int64_t nofile;			/* the descriptor limit at start */
+	struct event *sig_ev[3];	/* SIGTERM, SIGINT, SIGHUP */
+	struct event *drain_ev;		/* while draining: may the loop end */
+	int64_t idle_ms;		/* draining, nothing left running since */
 	struct serve_tenants tenants;
 	struct serve_metrics metrics;
+	struct serve_metrics tmetrics[CONFIG_MAX_TENANTS + 1];
 	struct serve_queue queue;
 	struct serve_sessions sessions;	/* sessions.h */
 	bool paused, draining;
@@ -153,7 +191,10 @@ void serve_note_signal(struct serve_server *s, int sig);
  * carries this process's pid, and logs the summary. */
 void serve_note_shutdown(struct serve_server *s);
 
-/* routes.c: evhttp's callback for every request on a listener (arg). */
-void serve_routes_handle(struct evhttp_request *req, void *arg);
+/* routes.c: the connections' callbacks (conn.h; arg is the server): the
+ * token, the route and every refusal that needs no body on the head; the
+ * body parsed on a worker (work.h), then the route. */
+bool serve_routes_head(struct serve_conn *c, void *arg);
+void serve_routes_request(struct serve_conn *c, void *arg);
 
 #endif

@@ -4,11 +4,14 @@
  * the run's output arrives (runner/stream.h), the result last. The run's
  * worker thread only queues events (bounded; it never blocks) and wakes
  * the loop with event_active; the loop moves them to the connection one
- * chunk at a time: the next chunk only once evhttp has written the last,
- * so a client that stops reading leaves the queue full (and later events
- * dropped and counted), never a growing output buffer. The 200 and its
- * headers go with the first event, so a run that cannot start still gets
- * its HTTP error status.
+ * chunk at a time: the next chunk only once the socket has taken the last
+ * (backpressure: conn.c's on_drain), so a client that stops reading leaves
+ * the queue full (and later events dropped and counted), never a growing
+ * output buffer; what is written counts against the tenant's unsent bytes
+ * and the connection's write deadline (issue 39). The 200 and its headers
+ * go with the first event, so a run that cannot start still gets its HTTP
+ * error status. The last line (the result, built on the run's worker)
+ * is handed over without a copy.
  */
 #include "serve/internal.h"
 
@@ -17,26 +20,23 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "runner/stream.h"
+#include "serve/conn.h"
 
 #define LIVE_BATCH (64 * 1024)	/* bytes of events per chunk */
 
 struct serve_live {
-	struct evhttp_request *req;
+	struct serve_conn *c;
 	struct runner_stream *s;
 	struct event *ev;		/* events were queued */
-	bool started;			/* 200 and headers sent */
-	bool inflight;			/* a chunk evhttp has not written */
+	bool inflight;			/* a chunk the socket has not taken */
 };
 
 bool
-serve_live_wanted(struct evhttp_request *req)
+serve_live_wanted(struct serve_conn *c)
 {
-	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
-	const char *a = evhttp_find_header(h, "Accept");
+	const char *a = serve_conn_header(c, "Accept", NULL);
 
 	return a != NULL && strstr(a, "application/x-ndjson") != NULL;
 }
@@ -52,12 +52,8 @@ live_wake(void *arg)
 static void
 live_start(struct serve_live *l)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(l->req);
-
-	evhttp_add_header(h, "Content-Type", "application/x-ndjson");
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	evhttp_send_reply_start(l->req, 200, "OK");
-	l->started = true;
+	if (!serve_conn_started(l->c))
+		serve_conn_stream_start(l->c, 200, "application/x-ndjson");
 }
 
 /* Moves queued events into b, up to about max bytes; false on ENOMEM. */
@@ -79,14 +75,27 @@ live_take(struct serve_live *l, struct evbuffer *b, size_t max)
 	return ok;
 }
 
+/* Writes what b holds as one chunk. */
+static void
+live_put(struct serve_live *l, struct evbuffer *b)
+{
+	size_t n = evbuffer_get_length(b);
+	const char *p;
+
+	if (n == 0)
+		return;
+	live_start(l);
+	if ((p = (const char *)evbuffer_pullup(b, -1)) != NULL)
+		serve_conn_stream_chunk(l->c, p, n);
+}
+
 static void live_send(struct serve_live *l);
 
 static void
-live_written(struct evhttp_connection *evcon, void *arg)
+live_drained(void *arg)
 {
 	struct serve_live *l = arg;
 
-	(void)evcon;
 	l->inflight = false;
 	live_send(l);
 }
@@ -98,15 +107,14 @@ live_send(struct serve_live *l)
 {
 	struct evbuffer *b;
 
-	if (l->inflight || evhttp_request_get_connection(l->req) == NULL ||
+	if (l->inflight || serve_conn_gone(l->c) ||
 	    (b = evbuffer_new()) == NULL)
 		return;
 	(void)live_take(l, b, LIVE_BATCH);
 	if (evbuffer_get_length(b) > 0) {
-		if (!l->started)
-			live_start(l);
 		l->inflight = true;
-		evhttp_send_reply_chunk_with_cb(l->req, b, live_written, l);
+		serve_conn_on_drain(l->c, live_drained, l);
+		live_put(l, b);
 	}
 	evbuffer_free(b);
 }
@@ -120,13 +128,13 @@ live_ready(evutil_socket_t fd, short what, void *arg)
 }
 
 struct serve_live *
-serve_live_new(struct event_base *base, struct evhttp_request *req)
+serve_live_new(struct event_base *base, struct serve_conn *c)
 {
 	struct serve_live *l = calloc(1, sizeof(*l));
 
 	if (l == NULL)
 		return NULL;
-	l->req = req;
+	l->c = c;
 	if ((l->ev = event_new(base, -1, 0, live_ready, l)) == NULL ||
 	    (l->s = runner_stream_new(0, live_wake, l)) == NULL) {
 		serve_live_free(l);
@@ -155,40 +163,35 @@ serve_live_stream(struct serve_live *l)
 bool
 serve_live_started(const struct serve_live *l)
 {
-	return l->started;
+	return serve_conn_started(l->c);
 }
 
 void
-serve_live_finish(struct serve_live *l, const struct runner_result *res,
-    const char *err)
+serve_live_finish(struct serve_live *l, char *line)
 {
-	struct evbuffer *b = evbuffer_new();
-	char *line;
+	struct evbuffer *b;
 
-	if (evhttp_request_get_connection(l->req) == NULL || b == NULL) {
-		/* Gone: this frees the request evhttp let go of. */
-		if (l->started)
-			evhttp_send_reply_end(l->req);
+	serve_conn_on_drain(l->c, NULL, NULL);
+	if (serve_conn_gone(l->c)) {
+		/* Gone: this frees the connection. */
+		free(line);
+		if (serve_conn_started(l->c))
+			serve_conn_stream_end(l->c);
 		else
-			evhttp_send_reply(l->req, 499, "Client Closed Request",
-			    NULL);
-		if (b != NULL)
-			evbuffer_free(b);
+			serve_conn_reply(l->c, 499, "application/json", NULL,
+			    0);
 		return;
 	}
-	/* Whatever is queued (bounded), then the last event. */
-	(void)live_take(l, b, SIZE_MAX);
-	line = res != NULL ? runner_stream_result_line(res,
-	    runner_stream_dropped(l->s)) : runner_stream_error_line(err);
+	/* Whatever is queued (bounded), then the last line, as is. */
+	if ((b = evbuffer_new()) != NULL) {
+		(void)live_take(l, b, SIZE_MAX);
+		live_put(l, b);
+		evbuffer_free(b);
+	}
 	if (line == NULL)
 		line = runner_stream_error_line("out of memory");
+	live_start(l);
 	if (line != NULL)
-		(void)evbuffer_add(b, line, strlen(line));
-	free(line);
-	if (!l->started)
-		live_start(l);
-	/* Replaces live_written as the connection's write callback. */
-	evhttp_send_reply_chunk(l->req, b);
-	evhttp_send_reply_end(l->req);
-	evbuffer_free(b);
+		serve_conn_stream_chunk_take(l->c, line, strlen(line));
+	serve_conn_stream_end(l->c);
 }

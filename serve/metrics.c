@@ -37,6 +37,58 @@ status_label(int i)
 	    runner_status_name((enum runner_status)i);
 }
 
+void
+serve_metrics_add(struct serve_metrics *dst, const struct serve_metrics *src)
+{
+	for (int i = 0; i < SERVE_NSTATUS; i++) {
+		dst->runs[i] += src->runs[i];
+		dst->session_calls[i] += src->session_calls[i];
+	}
+	for (int i = 0; i <= SERVE_METRICS_BUCKETS; i++)
+		dst->hist[i] += src->hist[i];
+	dst->rejected += src->rejected;
+	dst->unavailable += src->unavailable;
+	dst->bad_requests += src->bad_requests;
+	dst->forbidden += src->forbidden;
+	dst->count += src->count;
+	dst->sum_s += src->sum_s;
+	dst->pool_hits += src->pool_hits;
+	dst->pool_misses += src->pool_misses;
+}
+
+/* The service's connections (issue 39). */
+static void
+render_conns(struct prom *p, const struct serve_metrics *m)
+{
+	static const char *const conns = "cordon_connections";
+	static const char *const refused = "cordon_connections_refused_total";
+
+	prom_help_type(p, conns, "Client connections open now, by listener.",
+	    "gauge");
+	prom_sample_i64(p, conns, (const char *[]){ "listener", "unix", NULL },
+	    m->conns_unix);
+	prom_sample_i64(p, conns, (const char *[]){ "listener", "tcp", NULL },
+	    m->conns_tcp);
+	prom_help_type(p, refused, "Connections closed at once or not "
+	    "accepted, by reason.", "counter");
+	prom_sample_u64(p, refused, (const char *[]){ "reason", "per_peer",
+	    NULL }, m->conns_refused_peer);
+	prom_sample_u64(p, refused, (const char *[]){ "reason",
+	    "listener_full", NULL }, m->listener_full);
+	prom_help_type(p, "cordon_connections_evicted_total", "Connections "
+	    "still reading a head closed to make room at a listener's cap.",
+	    "counter");
+	prom_sample_u64(p, "cordon_connections_evicted_total", NULL,
+	    m->evicted);
+	prom_help_type(p, "cordon_accept_errors_total", "Failed accepts "
+	    "(EMFILE...): accepting paused each time.", "counter");
+	prom_sample_u64(p, "cordon_accept_errors_total", NULL,
+	    m->accept_errors);
+	prom_help_type(p, "cordon_reply_unsent_bytes", "Reply bytes their "
+	    "clients have not read yet.", "gauge");
+	prom_sample_i64(p, "cordon_reply_unsent_bytes", NULL, m->unsent_bytes);
+}
+
 /* The histogram and the gauges and counters after it. */
 static void
 render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
@@ -50,8 +102,16 @@ render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
 	prom_help_type(p, "cordon_queue_depth", "Runs waiting for a slot.",
 	    "gauge");
 	prom_sample_i64(p, "cordon_queue_depth", NULL, m->queue_depth);
-	prom_help_type(p, "cordon_active_runs", "Runs executing now.", "gauge");
+	prom_help_type(p, "cordon_active_runs", "Runs, session starts and "
+	    "session calls executing now.", "gauge");
 	prom_sample_i64(p, "cordon_active_runs", NULL, m->active);
+	if (m->own) {
+		prom_help_type(p, "cordon_reply_unsent_bytes", "Reply bytes "
+		    "their clients have not read yet.", "gauge");
+		prom_sample_i64(p, "cordon_reply_unsent_bytes", NULL,
+		    m->unsent_bytes);
+		return;
+	}
 	prom_help_type(p, "cordon_pool_size",
 	    "Idle warm containers (0: pool disabled).", "gauge");
 	prom_sample_i64(p, "cordon_pool_size", NULL, m->pool_size);
@@ -116,6 +176,8 @@ serve_metrics_render(const struct serve_metrics *m)
 	    NULL }, m->forbidden);
 	render_latency_and_pool(&p, m);
 	render_sessions(&p, m);
+	if (!m->own)
+		render_conns(&p, m);
 	text = p.error == 0 ? cbuf_steal(b, NULL) : NULL;
 	cbuf_free(b);
 	return text;

@@ -5,6 +5,7 @@
 #ifndef CORDON_SERVE_METRICS_H
 #define CORDON_SERVE_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,10 +33,24 @@ struct serve_metrics {
 	int64_t sessions_live;		/* set before rendering */
 	uint64_t sessions_started, sessions_ended;	/* likewise */
 	uint64_t session_calls[SERVE_NSTATUS];	/* by status, + "error" */
+	/* The service's connections (set before rendering; issue 39). */
+	int64_t conns_unix, conns_tcp;
+	uint64_t conns_refused_peer;	/* over max_connections_per_peer */
+	uint64_t listener_full;		/* closed at once: its listener at
+					 * its cap, none to make room */
+	uint64_t evicted;		/* reading a head, closed to make room */
+	uint64_t accept_errors;		/* EMFILE and others: paused */
+	int64_t unsent_bytes;		/* replies not yet taken by sockets */
+	bool own;			/* render one tenant's view: no pool
+					 * and no connection lines */
 };
 
 /* Upper bounds of the latency buckets, in seconds. */
 extern const double serve_metrics_bounds[SERVE_METRICS_BUCKETS];
+
+/* Adds src's counters (not its gauges) into dst. */
+void serve_metrics_add(struct serve_metrics *dst,
+    const struct serve_metrics *src);
 
 /* Counts a finished run: status is a runner_status or SERVE_STATUS_ERROR;
  * latency_ms from admission to reply. */
@@ -43,7 +58,9 @@ void serve_metrics_observe(struct serve_metrics *m, int status,
     int64_t latency_ms);
 
 /* The text exposition (format 0.0.4), malloc'd, caller frees; NULL on
- * ENOMEM. */
+ * ENOMEM. With m->own, one tenant's view: its runs, refusals, latency,
+ * queue, active runs and sessions, nothing of the pool or the
+ * connections. */
 char *serve_metrics_render(const struct serve_metrics *m);
 
 #endif

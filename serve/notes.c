@@ -33,6 +33,13 @@ serve_note_startup(const struct serve_server *s, int64_t pool)
 	    s->socket_path, s->listen[0] != '\0' ? s->listen : "none",
 	    (long long)pool, s->tenants.n - 1, n > 0 ? " (" : "", names,
 	    n > 0 ? ")" : "", image);
+	log_info("connections: TCP at most %lld (%lld per address), unix "
+	    "socket %lld of its own; descriptor limit %lld; deadlines: head "
+	    "%lld s, body %lld s, a stalled reply %lld s", (long long)s->caps[0],
+	    (long long)s->caps[1], (long long)s->caps[2], (long long)s->nofile,
+	    (long long)s->c->serve.head_timeout_s,
+	    (long long)s->c->serve.body_timeout_s,
+	    (long long)s->c->serve.write_timeout_s);
 }
 
 void

@@ -1,9 +1,12 @@
 /*
- * The service's runs (internal.h): admission, the per-tenant queue, and one
- * detached worker thread per run that stages its files, calls runner_run
- * (which blocks) and hands its job back with event_active; the job owns all
- * of that run's state, so runs share nothing but the config. Also the
- * kill-all sweep's thread. Everything else runs on the loop's thread.
+ * The service's admission and runs (internal.h): every piece of work that
+ * takes a tenant's slot (a run, a session's start or call: issue 39) goes
+ * through serve_queue_admit and the per-tenant queue; a run then gets one
+ * detached worker thread that stages its files, calls runner_run (which
+ * blocks), builds its reply (the JSON of a 16 MiB output is hundreds of
+ * MB: never on the loop) and hands its job back with event_active; the job
+ * owns all of that run's state, so runs share nothing but the config.
+ * Also the kill-all sweep's thread. Everything else runs on the loop.
  */
 #include "serve/internal.h"
 
@@ -15,28 +18,24 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/runner.h"
 #include "runner/stage.h"
 #include "runner/stream.h"
+#include "serve/conn.h"
 #include "serve/listen.h"
 
-enum job_state { JOB_QUEUED, JOB_RUNNING };
-
 struct serve_job {
-	TAILQ_ENTRY(serve_job) link;
+	TAILQ_ENTRY(serve_job) link;	/* q->running */
+	struct serve_wait wait;		/* admission (tenant, queue) */
 	struct serve_queue *q;
-	struct evhttp_request *req;
+	struct serve_conn *c;
 	struct event *done_ev;
-	struct event *watch_ev;		/* EOF from the client, while we work */
-	size_t tenant;
-	enum job_state state;
-	bool gone;			/* the client went away */
+	bool running;
 	atomic_int cancel;
 	int64_t t0_ms;
 	struct serve_req parsed;
@@ -44,12 +43,13 @@ struct serve_job {
 	int rc;				/* runner_run's, or staging's */
 	char err[512];
 	struct runner_result res;
+	char *line;			/* the reply, built on the worker */
 };
 
 /* One `POST /v1/kill-all`: runner_gc(all) on a thread. */
 struct kill {
 	struct serve_queue *q;
-	struct evhttp_request *req;
+	struct serve_conn *c;
 	struct event *done_ev;
 	int rc, removed;
 	char err[256];
@@ -70,12 +70,69 @@ serve_queue_busy(const struct serve_queue *q)
 	return !TAILQ_EMPTY(&q->running) || q->killing != 0;
 }
 
+/* Starts queued work, oldest first, as far as the limits allow. */
 static void
-reply_sent(struct evhttp_request *req, void *arg)
+queue_dispatch(struct serve_queue *q)
+{
+	struct serve_wait *w, *next;
+
+	for (w = TAILQ_FIRST(&q->waiting); w != NULL; w = next) {
+		next = TAILQ_NEXT(w, link);
+		if (!serve_tenants_can_start(q->tenants, w->tenant))
+			continue;
+		TAILQ_REMOVE(&q->waiting, w, link);
+		w->queued = false;
+		serve_tenants_start_queued(q->tenants, w->tenant);
+		q->metrics->queue_depth--;
+		q->metrics->active++;
+		w->start(w);
+	}
+}
+
+int
+serve_queue_admit(struct serve_queue *q, struct serve_wait *w)
+{
+	switch (serve_tenants_admit(q->tenants, w->tenant)) {
+	case SERVE_ADMIT_RUN:
+		q->metrics->active++;
+		return 1;
+	case SERVE_ADMIT_QUEUE:
+		w->queued = true;
+		TAILQ_INSERT_TAIL(&q->waiting, w, link);
+		q->metrics->queue_depth++;
+		return 0;
+	case SERVE_ADMIT_REJECT:
+		break;
+	}
+	return -EAGAIN;
+}
+
+void
+serve_queue_withdraw(struct serve_queue *q, struct serve_wait *w)
+{
+	if (!w->queued)
+		return;
+	TAILQ_REMOVE(&q->waiting, w, link);
+	w->queued = false;
+	serve_tenants_unqueue(q->tenants, w->tenant);
+	q->metrics->queue_depth--;
+}
+
+void
+serve_queue_release(struct serve_queue *q, size_t tenant)
+{
+	serve_tenants_finish(q->tenants, tenant);
+	q->metrics->active--;
+	queue_dispatch(q);
+}
+
+/* The reply was written or dropped (conn.c reports both). */
+static void
+reply_sent(void *arg, bool written)
 {
 	struct serve_queue *q = arg;
 
-	(void)req;
+	(void)written;
 	q->sending--;
 	q->on_idle(q->arg);
 }
@@ -87,81 +144,27 @@ job_free(struct serve_job *j)
 		return;
 	if (j->done_ev != NULL)
 		event_free(j->done_ev);
-	if (j->watch_ev != NULL)
-		event_free(j->watch_ev);
 	serve_req_cleanup(&j->parsed);
 	runner_result_cleanup(&j->res);
 	serve_live_free(j->live);
+	free(j->line);
 	free(j);
 }
 
-/* Detaches the job from its connection before the reply (the close
- * callback would otherwise see a freed job). */
+/* The client hung up: cancel the run (the runner removes the container);
+ * a queued job leaves the queue and is answered (freed) at once. */
 static void
-job_detach(struct serve_job *j)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(j->req);
-
-	if (evcon != NULL)
-		evhttp_connection_set_closecb(evcon, NULL, NULL);
-	if (j->watch_ev != NULL) {
-		event_free(j->watch_ev);
-		j->watch_ev = NULL;
-	}
-}
-
-/* The client closed its connection: cancel the run (the runner removes
- * the container); a queued job is dropped on the next loop pass. */
-static void
-job_gone(struct serve_job *j)
-{
-	if (j->gone)
-		return;
-	j->gone = true;
-	j->cancel = 1;
-	if (j->state == JOB_QUEUED)
-		event_active(j->done_ev, 0, 0);
-}
-
-/* evhttp does not read a connection while its request is being served, so
- * a client that hangs up would go unnoticed until the reply: peek at the
- * socket instead. Bytes (a pipelined request) end the watch. */
-static void
-job_watch(evutil_socket_t fd, short what, void *arg)
+job_gone(void *arg)
 {
 	struct serve_job *j = arg;
-	char ch;
-	ssize_t n = recv(fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT);
+	struct serve_queue *q = j->q;
 
-	(void)what;
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	j->cancel = 1;
+	if (j->running)
 		return;
-	event_del(j->watch_ev);
-	if (n <= 0)
-		job_gone(j);
-}
-
-static void
-job_watch_start(struct serve_job *j)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(j->req);
-	struct bufferevent *bev = evcon != NULL ?
-	    evhttp_connection_get_bufferevent(evcon) : NULL;
-	evutil_socket_t fd = bev != NULL ? bufferevent_getfd(bev) : -1;
-
-	if (fd < 0)
-		return;
-	j->watch_ev = event_new(j->q->base, fd, EV_READ | EV_PERSIST,
-	    job_watch, j);
-	if (j->watch_ev != NULL)
-		event_add(j->watch_ev, NULL);
-}
-
-static void
-job_on_close(struct evhttp_connection *evcon, void *arg)
-{
-	(void)evcon;
-	job_gone(arg);
+	serve_queue_withdraw(q, &j->wait);
+	serve_reply_error(j->c, 499, "gone");
+	job_free(j);
 }
 
 /* The runner's notes (an automatic probe before a run) in the log. */
@@ -169,6 +172,29 @@ static void
 job_note(void *arg, const char *msg)
 {
 	log_warnx("tenant %s: %s", (const char *)arg, msg);
+}
+
+/* On the worker: the reply's body, so that the loop only hands it over
+ * (issue 39: a 201 MB JSON reply built on the loop stalled every other
+ * request for seconds). NULL on ENOMEM, or when the run failed before
+ * any event went out (the loop answers its status). */
+static void
+job_build(struct serve_job *j)
+{
+	cJSON *o;
+
+	if (j->live != NULL) {
+		j->line = j->rc == 0 ? runner_stream_result_line(&j->res,
+		    runner_stream_dropped(serve_live_stream(j->live))) :
+		    runner_stream_error_line(j->err[0] != '\0' ? j->err :
+		    strerror(-j->rc));
+		return;
+	}
+	if (j->rc != 0)
+		return;
+	o = runner_result_to_json(&j->res);
+	j->line = o != NULL ? json_print_line(o) : NULL;
+	cJSON_Delete(o);
 }
 
 static void *
@@ -200,7 +226,7 @@ job_thread(void *arg)
 		rq.pool = q->pool;
 		/* The tenant's name (checked by the config) tags the run's
 		 * container and its audit line. */
-		rq.session = q->tenants->t[j->tenant].name;
+		rq.session = q->tenants->t[j->wait.tenant].name;
 		rq.note = job_note;
 		rq.note_arg = (void *)rq.session;
 		if (j->live != NULL) {
@@ -213,6 +239,7 @@ job_thread(void *arg)
 	stage_dir_cleanup(&st);
 	if (j->live != NULL)
 		runner_stream_close(serve_live_stream(j->live));
+	job_build(j);
 	event_active(j->done_ev, 0, 0);
 	return NULL;
 }
@@ -220,44 +247,47 @@ job_thread(void *arg)
 static void
 job_reply(struct serve_queue *q, struct serve_job *j)
 {
-	const char *reason = "OK";
-	cJSON *o;
+	const char *reason;
 	int code = 200;
+	char *line = j->line;
 
-	job_detach(j);
-	if (evhttp_request_get_connection(j->req) != NULL) {
-		/* Keep the loop until the result is written (shutdown). */
-		evhttp_request_set_on_complete_cb(j->req, reply_sent, q);
-		q->sending++;
-	}
+	j->line = NULL;
+	serve_conn_on_gone(j->c, NULL, NULL);
+	/* Keep the loop until the result is written or dropped (stop). */
+	serve_conn_on_done(j->c, reply_sent, q);
+	q->sending++;
 	if (j->rc < 0 && (code = serve_reply_status(j->rc, &reason)) == 503)
-		q->metrics->unavailable++;
+		SERVE_COUNT(q->metrics, q->tmetrics, j->wait.tenant,
+		    unavailable);
 	/* Once events went out, an error is the last event; a run that
 	 * could not start answers with its status, as without streaming. */
 	if (j->live != NULL && (j->rc == 0 || serve_live_started(j->live))) {
-		serve_live_finish(j->live, j->rc == 0 ? &j->res : NULL,
-		    j->err[0] != '\0' ? j->err : strerror(-j->rc));
+		serve_live_finish(j->live, line);
 		return;
 	}
-	if (j->rc == 0) {
-		o = runner_result_to_json(&j->res);
-		serve_reply_json(j->req, 200, "OK", o);
-		cJSON_Delete(o);
+	if (j->rc == 0 && line != NULL) {
+		serve_conn_reply_take(j->c, 200, "application/json", line,
+		    strlen(line));
 		return;
 	}
-	serve_reply_error_code(j->req, code, reason, j->err[0] != '\0' ?
-	    j->err : strerror(-j->rc), serve_reply_code(j->rc));
+	free(line);
+	if (j->rc == 0)
+		serve_reply_error(j->c, 500, "out of memory");
+	else
+		serve_reply_error_code(j->c, code, j->err[0] != '\0' ?
+		    j->err : strerror(-j->rc), serve_reply_code(j->rc));
 }
 
 /* Starts j (already counted active by the tenants). */
 static void
-job_start(struct serve_queue *q, struct serve_job *j)
+job_start(struct serve_wait *w)
 {
+	struct serve_job *j = (struct serve_job *)((char *)w -
+	    offsetof(struct serve_job, wait));
 	int rc;
 
-	j->state = JOB_RUNNING;
-	TAILQ_INSERT_TAIL(&q->running, j, link);
-	q->metrics->active++;
+	j->running = true;
+	TAILQ_INSERT_TAIL(&j->q->running, j, link);
 	if ((rc = serve_listen_thread_spawn(job_thread, j)) == 0)
 		return;
 	j->rc = rc;
@@ -266,21 +296,17 @@ job_start(struct serve_queue *q, struct serve_job *j)
 	event_active(j->done_ev, 0, 0);
 }
 
-/* Starts queued runs, oldest first, as far as the limits allow. */
+/* Refused while queued: kill-all or the service's stop. */
 static void
-queue_dispatch(struct serve_queue *q)
+job_refuse(struct serve_wait *w, const char *why)
 {
-	struct serve_job *j, *next;
+	struct serve_job *j = (struct serve_job *)((char *)w -
+	    offsetof(struct serve_job, wait));
 
-	for (j = TAILQ_FIRST(&q->waiting); j != NULL; j = next) {
-		next = TAILQ_NEXT(j, link);
-		if (j->gone || !serve_tenants_can_start(q->tenants, j->tenant))
-			continue;
-		TAILQ_REMOVE(&q->waiting, j, link);
-		serve_tenants_start_queued(q->tenants, j->tenant);
-		q->metrics->queue_depth--;
-		job_start(q, j);
-	}
+	SERVE_COUNT(j->q->metrics, j->q->tmetrics, w->tenant, unavailable);
+	serve_conn_on_gone(j->c, NULL, NULL);
+	serve_reply_error(j->c, 503, why);
+	job_free(j);
 }
 
 static void
@@ -288,85 +314,65 @@ job_done(evutil_socket_t fd, short what, void *arg)
 {
 	struct serve_job *j = arg;
 	struct serve_queue *q = j->q;
+	size_t t = j->wait.tenant;
+	int status = j->rc == 0 ? (int)j->res.status : SERVE_STATUS_ERROR;
+	int64_t ms = time_mono_ms() - j->t0_ms;
 
 	(void)fd;
 	(void)what;
-	if (j->state == JOB_QUEUED) {
-		/* Only a gone client wakes a queued job. */
-		TAILQ_REMOVE(&q->waiting, j, link);
-		serve_tenants_unqueue(q->tenants, j->tenant);
-		q->metrics->queue_depth--;
-		job_detach(j);
-		serve_reply_error(j->req, 499, "Client Closed Request", "gone");
-		job_free(j);
-		return;
-	}
 	TAILQ_REMOVE(&q->running, j, link);
-	serve_tenants_finish(q->tenants, j->tenant);
-	q->metrics->active--;
-	serve_metrics_observe(q->metrics, j->rc == 0 ? (int)j->res.status :
-	    SERVE_STATUS_ERROR, time_mono_ms() - j->t0_ms);
+	serve_metrics_observe(q->metrics, status, ms);
+	serve_metrics_observe(&q->tmetrics[t], status, ms);
 	if (j->rc == 0 && j->res.warm)
-		q->metrics->pool_hits++;
+		SERVE_COUNT(q->metrics, q->tmetrics, t, pool_hits);
 	else if (j->rc == 0)
-		q->metrics->pool_misses++;
+		SERVE_COUNT(q->metrics, q->tmetrics, t, pool_misses);
 	job_reply(q, j);
 	job_free(j);
-	queue_dispatch(q);
+	serve_queue_release(q, t);
 	q->on_idle(q->arg);
 }
 
 int
-serve_queue_submit(struct serve_queue *q, struct evhttp_request *req,
+serve_queue_submit(struct serve_queue *q, struct serve_conn *c,
     size_t tenant, int64_t t0_ms, struct serve_req *r)
 {
 	struct serve_job *j;
-	enum serve_admit admit;
+	int rc;
 
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (j->done_ev = event_new(q->base, -1, 0, job_done, j)) == NULL ||
-	    (serve_live_wanted(req) && (j->live = serve_live_new(q->base,
-	    req)) == NULL)) {
+	    (serve_live_wanted(c) && (j->live = serve_live_new(q->base,
+	    c)) == NULL)) {
 		job_free(j);
 		return -ENOMEM;
 	}
-	if ((admit = serve_tenants_admit(q->tenants, tenant)) ==
-	    SERVE_ADMIT_REJECT) {
-		job_free(j);
-		return -EAGAIN;
-	}
 	j->q = q;
-	j->req = req;
-	j->tenant = tenant;
+	j->c = c;
+	j->wait.tenant = tenant;
+	j->wait.start = job_start;
+	j->wait.refuse = job_refuse;
 	j->t0_ms = t0_ms;
+	if ((rc = serve_queue_admit(q, &j->wait)) < 0) {
+		job_free(j);
+		return rc;
+	}
 	j->parsed = *r;
 	memset(r, 0, sizeof(*r));
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    job_on_close, j);
-	job_watch_start(j);
-	if (admit == SERVE_ADMIT_RUN) {
-		job_start(q, j);
-	} else {
-		j->state = JOB_QUEUED;
-		TAILQ_INSERT_TAIL(&q->waiting, j, link);
-		q->metrics->queue_depth++;
-	}
+	serve_conn_on_gone(c, job_gone, j);
+	if (rc == 1)
+		job_start(&j->wait);
 	return 0;
 }
 
 void
 serve_queue_flush(struct serve_queue *q, const char *why)
 {
-	struct serve_job *j;
+	struct serve_wait *w;
 
-	while ((j = TAILQ_FIRST(&q->waiting)) != NULL) {
-		TAILQ_REMOVE(&q->waiting, j, link);
-		serve_tenants_unqueue(q->tenants, j->tenant);
-		q->metrics->queue_depth--;
-		q->metrics->unavailable++;
-		job_detach(j);
-		serve_reply_error(j->req, 503, "Service Unavailable", why);
-		job_free(j);
+	while ((w = TAILQ_FIRST(&q->waiting)) != NULL) {
+		serve_queue_withdraw(q, w);
+		w->refuse(w, why);
 	}
 }
 
@@ -415,7 +421,7 @@ kill_done(evutil_socket_t fd, short what, void *arg)
 		log_info("kill-all: removed %d container(s); paused until "
 		    "resume", k->removed);
 	if (k->rc < 0) {
-		serve_reply_error(k->req, 500, "Internal Server Error", k->err);
+		serve_reply_error(k->c, 500, k->err);
 	} else {
 		o = cJSON_CreateObject();
 		if (o != NULL && (cJSON_AddNumberToObject(o, "removed",
@@ -424,7 +430,7 @@ kill_done(evutil_socket_t fd, short what, void *arg)
 			cJSON_Delete(o);
 			o = NULL;
 		}
-		serve_reply_json(k->req, 200, "OK", o);
+		serve_reply_json(k->c, 200, o);
 		cJSON_Delete(o);
 	}
 	event_free(k->done_ev);
@@ -434,7 +440,7 @@ kill_done(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-serve_queue_kill_all(struct serve_queue *q, struct evhttp_request *req)
+serve_queue_kill_all(struct serve_queue *q, struct serve_conn *c)
 {
 	struct kill *k = calloc(1, sizeof(*k));
 
@@ -443,17 +449,15 @@ serve_queue_kill_all(struct serve_queue *q, struct evhttp_request *req)
 	if (k == NULL || (k->done_ev = event_new(q->base, -1, 0, kill_done,
 	    k)) == NULL) {
 		free(k);
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
+		serve_reply_error(c, 500, "out of memory");
 		return;
 	}
 	k->q = q;
-	k->req = req;
+	k->c = c;
 	if (serve_listen_thread_spawn(kill_thread, k) < 0) {
 		event_free(k->done_ev);
 		free(k);
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "cannot start a worker thread");
+		serve_reply_error(c, 500, "cannot start a worker thread");
 		return;
 	}
 	q->killing++;

@@ -1,8 +1,11 @@
 /*
- * HTTP answers of the service (internal.h): every reply carries its content
- * type and Cache-Control: no-store; JSON is one line; errors are
- * {"error": why} with why made valid UTF-8. A reply that cannot be built
- * becomes a bodiless 500.
+ * HTTP answers of the service (internal.h), over conn.c: every reply
+ * carries its content type and Cache-Control: no-store; JSON is one line;
+ * errors are {"error": why} with why made valid UTF-8 (and "code", a
+ * stable name, where the failure has one: docker-unavailable). A reply
+ * that cannot be built becomes a 500. A 4xx counts against the refusal
+ * rate of the tenant the request named (issue 39: refused bodies cost the
+ * service too, so a tenant may send only so many a minute).
  */
 #include "serve/internal.h"
 
@@ -10,70 +13,81 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-
 #include "common/json.h"
+#include "common/util.h"
 #include "runner/runner.h"
+#include "serve/conn.h"
 
 void
-serve_reply(struct evhttp_request *req, int code, const char *reason,
-    const char *type, const char *body, size_t len)
+serve_reply_note(struct serve_conn *c, struct serve_server *s, size_t tenant)
 {
-	struct evbuffer *b = evbuffer_new();
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	serve_conn_set_note(c, s, tenant);
+}
 
-	evhttp_add_header(h, "Content-Type", type);
-	evhttp_add_header(h, "Cache-Control", "no-store");
-	if (b != NULL && body != NULL && evbuffer_add(b, body, len) < 0) {
-		evbuffer_free(b);
-		b = NULL;
-	}
-	if (b == NULL) {
-		evhttp_send_reply(req, 500, "Internal Server Error", NULL);
+/* Counts a 4xx against the request's tenant. */
+static void
+count_refusal(struct serve_conn *c, int code)
+{
+	struct serve_server *s;
+	size_t tenant;
+
+	if (code < 400 || code >= 500 || code == 499 ||
+	    (s = serve_conn_note(c, &tenant)) == NULL)
 		return;
-	}
-	evhttp_send_reply(req, code, reason, b);
-	evbuffer_free(b);
+	tenant &= 0xffff;
+	serve_tenants_refused(&s->tenants, tenant,
+	    time_mono_ms(), s->c->serve.refusals_per_min);
 }
 
 void
-serve_reply_json(struct evhttp_request *req, int code, const char *reason,
-    const cJSON *o)
+serve_reply(struct serve_conn *c, int code, const char *type,
+    const char *body, size_t len)
+{
+	count_refusal(c, code);
+	serve_conn_reply(c, code, type, body != NULL ? body : "",
+	    body != NULL ? len : 0);
+}
+
+void
+serve_reply_json(struct serve_conn *c, int code, const cJSON *o)
 {
 	char *line = o != NULL ? json_print_line(o) : NULL;
 
 	if (line == NULL) {
-		serve_reply(req, 500, "Internal Server Error",
-		    "application/json", "{\"error\":\"out of memory\"}\n", 26);
+		serve_conn_reply(c, 500, "application/json",
+		    "{\"error\":\"out of memory\"}\n", 26);
 		return;
 	}
-	serve_reply(req, code, reason, "application/json", line, strlen(line));
-	free(line);
+	count_refusal(c, code);
+	serve_conn_reply_take(c, code, "application/json", line, strlen(line));
 }
 
 void
-serve_reply_error_code(struct evhttp_request *req, int code,
-    const char *reason, const char *why, const char *what)
+serve_reply_error(struct serve_conn *c, int code, const char *why)
 {
-	cJSON *o = cJSON_CreateObject();
+	count_refusal(c, code);
+	serve_conn_reply_error(c, code, why);
+}
 
-	if (o != NULL && (json_add_bytes(o, "error", why, strlen(why)) < 0 ||
-	    (what != NULL && cJSON_AddStringToObject(o, "code", what) ==
-	    NULL))) {
+void
+serve_reply_error_code(struct serve_conn *c, int code, const char *why,
+    const char *what)
+{
+	cJSON *o;
+
+	if (what == NULL) {
+		serve_reply_error(c, code, why);
+		return;
+	}
+	/* serve_reply_json counts the refusal; NULL there is a 500. */
+	if ((o = cJSON_CreateObject()) != NULL && (json_add_bytes(o, "error",
+	    why, strlen(why)) < 0 || cJSON_AddStringToObject(o, "code",
+	    what) == NULL)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
-	serve_reply_json(req, code, reason, o);
+	serve_reply_json(c, code, o);
 	cJSON_Delete(o);
-}
-
-void
-serve_reply_error(struct evhttp_request *req, int code, const char *reason,
-    const char *why)
-{
-	serve_reply_error_code(req, code, reason, why, NULL);
 }
 
 const char *

@@ -75,6 +75,8 @@ parse_lang(const struct config *c, const cJSON *root, struct serve_req *r,
 
 	rc = json_get_string(root, "language", &s);
 	rl = json_get_string(root, "lang", rc == 0 ? &prof : &s);
+	r->lang_key = rc != -ENOENT ? "language" : rl != -ENOENT ? "lang" :
+	    NULL;
 	if (rc == 0 && rl == 0)
 		return bad(err, errlen, -EINVAL, "give 'language' or 'lang', "
 		    "not both");
@@ -150,6 +152,40 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 	return 0;
 }
 
+#define BODY_DEPTH_MAX 16
+
+int
+serve_body_scan(const struct config *c, const char *body, size_t len,
+    char *err, size_t errlen)
+{
+	struct json_scan sc;
+	uint64_t max = 64 + 8 * (uint64_t)c->limits.in_max_files;
+
+	json_scan(body, len, &sc);
+	if (sc.nul) {
+		if (sc.nul_member[0] != '\0')
+			snprintf(err, errlen, "'%s' holds a string with U+0000 "
+			    "(\\u0000 or a NUL byte), which is not accepted",
+			    sc.nul_member);
+		else
+			snprintf(err, errlen, "the body holds U+0000 (\\u0000 "
+			    "or a NUL byte), which is not accepted");
+		return -EINVAL;
+	}
+	if (sc.values > max) {
+		snprintf(err, errlen, "the body has too many JSON values "
+		    "(over %llu: at most 64 and 8 per file)",
+		    (unsigned long long)max);
+		return -EINVAL;
+	}
+	if (sc.depth > BODY_DEPTH_MAX) {
+		snprintf(err, errlen, "the body nests deeper than %d",
+		    BODY_DEPTH_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 serve_req_parse(const struct config *c, const char *body, size_t len,
     struct serve_req *out, char *err, size_t errlen)
@@ -163,6 +199,8 @@ serve_req_parse(const struct config *c, const char *body, size_t len,
 		    (unsigned long long)c->serve.body_max_bytes);
 		return -EFBIG;
 	}
+	if ((rc = serve_body_scan(c, body, len, err, errlen)) < 0)
+		return rc;
 	if ((root = cJSON_ParseWithLength(body, len)) == NULL)
 		return bad(err, errlen, -EINVAL, "the body is not valid JSON");
 	rc = parse_fields(c, root, out, err, errlen);

@@ -30,12 +30,23 @@ struct serve_req {
 	const char *keep;		/* NULL (both) or a static "head",
 					 * "tail", "both" */
 	const char *lang;		/* static "python", "bash", "node" */
+	const char *lang_key;		/* "language" or "lang" when given */
 	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the language's */
 	struct stage_file *files;	/* decoded (stage_files_parse) */
 	size_t nfiles;
 };
 
-/* Parses body[0..len) against c's limits. 0; -EINVAL (answer 400) or
+/* Before a body is parsed (issue 39), with json_scan: a string that
+ * decodes to contain U+0000 (cJSON would cut it there: code would run
+ * truncated, its audit hash that of the prefix), and more JSON values or
+ * nesting than a request of c's limits can hold (64 + 8 per file of
+ * limits.in_max_files; depth 16), so that cJSON never builds them. 0, or
+ * -EINVAL with a one-line reason naming the member. Pure. */
+int serve_body_scan(const struct config *c, const char *body, size_t len,
+    char *err, size_t errlen);
+
+/* Parses body[0..len) against c's limits (serve_body_scan first). 0;
+ * -EINVAL (answer 400) or
  * -EFBIG (answer 413: the body or the decoded files are over a cap) with a
  * one-line reason in err; or -ENOMEM. On failure *out is zeroed. */
 int serve_req_parse(const struct config *c, const char *body, size_t len,

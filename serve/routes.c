@@ -1,8 +1,14 @@
 /*
  * The service's HTTP routes (internal.h): one table of method, path and
- * handler, looked up after the caller's tenant is known. A known path with
- * another method is 405, an unknown path 404; the kill switch and resume
- * are for the host's operator and served on the unix socket only.
+ * handler. On a request's head, before a byte of its body is read (issue
+ * 39): the token (401 and close), the route (404, 405; the kill switch and
+ * resume are for the host's operator and served on the unix socket only),
+ * and for work that takes a body the refusals that need none: paused or
+ * stopping (503), the tenant's refused requests over its rate, its unread
+ * replies over serve.unsent_max, its limit and queue full (429), and a
+ * declared size over serve.body_max (413). A body is then parsed on a
+ * parse worker (work.h), never on the loop. /metrics and /v1/health over
+ * TCP show the caller's own figures, or are refused (serve.stats_tcp).
  */
 #include "serve/internal.h"
 
@@ -11,95 +17,142 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
-
 #include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/pool.h"
 #include "runner/runner.h"
+#include "serve/conn.h"
 #include "serve/probe_sched.h"
+#include "serve/work.h"
 
-typedef void (*route_fn)(struct serve_server *s, struct evhttp_request *req,
+typedef void (*route_fn)(struct serve_server *s, struct serve_conn *c,
     size_t tenant);
 
-/* Answers 429 for tenant, with a Retry-After of about one run's time: the
- * mean latency so far, at least 1 s. */
+/* Retry-After: about one run's time, the mean latency so far, at least 1
+ * s; or secs when larger. */
 static void
-reply_over_limit(struct serve_server *s, struct evhttp_request *req,
-    size_t tenant)
+add_retry_after(struct serve_server *s, struct serve_conn *c, int64_t secs)
 {
 	const struct serve_metrics *m = &s->metrics;
-	const struct serve_tenant *t = &s->tenants.t[tenant];
-	char retry[32], err[512];
+	int64_t mean = m->count > 0 && m->sum_s / (double)m->count > 1 ?
+	    (int64_t)(m->sum_s / (double)m->count + 0.999) : 1;
+	char retry[32];
 
-	s->metrics.rejected++;
-	snprintf(retry, sizeof(retry), "%lld", m->count > 0 &&
-	    m->sum_s / (double)m->count > 1 ?
-	    (long long)(m->sum_s / (double)m->count + 0.999) : 1LL);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Retry-After", retry);
+	snprintf(retry, sizeof(retry), "%lld", (long long)(secs > mean ? secs :
+	    mean));
+	serve_conn_add_header(c, "Retry-After", retry);
+}
+
+/* Answers 429 for tenant, with a Retry-After of about one run's time. */
+static void
+reply_over_limit(struct serve_server *s, struct serve_conn *c, size_t tenant)
+{
+	const struct serve_tenant *t = &s->tenants.t[tenant];
+	char err[512];
+
+	SERVE_COUNT(&s->metrics, s->tmetrics, tenant, rejected);
+	add_retry_after(s, c, 1);
 	snprintf(err, sizeof(err), "tenant '%s' is over its limit (%lld "
 	    "running, %lld queued)", t->name, (long long)t->active,
 	    (long long)t->queued);
-	serve_reply_error(req, 429, "Too Many Requests", err);
+	serve_reply_error(c, 429, err);
+}
+
+/* A run's body, parsed on a worker. */
+struct run_parse {
+	struct serve_task task;
+	struct serve_server *s;
+	struct serve_conn *c;
+	size_t tenant;
+	int64_t t0_ms;
+	int rc;
+	char err[512];
+	struct serve_req r;
+};
+
+static void
+run_parse(struct serve_task *t)
+{
+	struct run_parse *p = (struct run_parse *)t;
+	size_t len;
+	const char *body = serve_conn_body(p->c, &len);
+
+	p->rc = serve_req_parse(p->s->c, body, len, &p->r, p->err,
+	    sizeof(p->err));
 }
 
 static void
-route_run(struct serve_server *s, struct evhttp_request *req, size_t tenant)
+run_parsed(struct serve_task *t)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	const char *body = len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
-	int64_t t0_ms = time_mono_ms();
-	struct serve_req r;
-	char err[512] = "";
-	int rc;
+	struct run_parse *p = (struct run_parse *)t;
+	struct serve_server *s = p->s;
+	struct serve_conn *c = p->c;
+	size_t tenant = p->tenant;
+	int rc = p->rc;
+	char err[512];
 
+	if (serve_conn_gone(c)) {
+		serve_reply_error(c, 499, "gone");	/* frees it */
+		goto out;
+	}
 	if (s->draining || s->paused) {
-		s->metrics.unavailable++;
-		serve_reply_error(req, 503, "Service Unavailable", s->draining ?
-		    "the service is shutting down" : "runs are stopped by "
-		    "kill-all; POST /v1/resume to accept runs again");
-		return;
+		SERVE_COUNT(&s->metrics, s->tmetrics, tenant, unavailable);
+		serve_reply_error(c, 503, s->draining ? "the service is "
+		    "shutting down" : "runs are stopped by kill-all; POST "
+		    "/v1/resume to accept runs again");
+		goto out;
 	}
-	if (body == NULL) {
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
-		return;
-	}
-	rc = serve_req_parse(s->c, body, len, &r, err, sizeof(err));
 	if (rc < 0) {
-		s->metrics.bad_requests += rc != -ENOMEM;
-		serve_reply_error(req, rc == -EFBIG ? 413 : rc == -EINVAL ?
-		    400 : 500, rc == -EFBIG ? "Payload Too Large" :
-		    rc == -EINVAL ? "Bad Request" : "Internal Server Error",
-		    err);
-		return;
+		if (rc != -ENOMEM)
+			SERVE_COUNT(&s->metrics, s->tmetrics, tenant,
+			    bad_requests);
+		serve_reply_error(c, rc == -EFBIG ? 413 : rc == -EINVAL ? 400 :
+		    500, p->err);
+		goto out;
 	}
-	if (!r.has_net)
-		r.net = s->tenants.t[tenant].net;
+	if (!p->r.has_net)
+		p->r.net = s->tenants.t[tenant].net;
 	/* Before the run is queued: a refused run never reaches docker. */
-	rc = serve_tenant_check(s->c, s->tenants.t[tenant].conf, r.net,
-	    r.policy, err, sizeof(err));
+	rc = serve_tenant_check(s->c, s->tenants.t[tenant].conf, p->r.net,
+	    p->r.policy, err, sizeof(err));
 	if (rc < 0) {
 		if (rc == -EPERM)
-			s->metrics.forbidden++;
+			SERVE_COUNT(&s->metrics, s->tmetrics, tenant,
+			    forbidden);
 		else
-			s->metrics.bad_requests++;
-		serve_reply_error(req, rc == -EPERM ? 403 : 400, rc == -EPERM ?
-		    "Forbidden" : "Bad Request", err);
-		serve_req_cleanup(&r);
+			SERVE_COUNT(&s->metrics, s->tmetrics, tenant,
+			    bad_requests);
+		serve_reply_error(c, rc == -EPERM ? 403 : 400, err);
+		goto out;
+	}
+	rc = serve_queue_submit(&s->queue, c, tenant, p->t0_ms, &p->r);
+	if (rc == -EAGAIN)
+		reply_over_limit(s, c, tenant);
+	else if (rc < 0)
+		serve_reply_error(c, 500, "out of memory");
+out:
+	serve_req_cleanup(&p->r);
+	free(p);
+	s->queue.on_idle(s->queue.arg);	/* a stop may wait for it */
+}
+
+static void
+route_run(struct serve_server *s, struct serve_conn *c, size_t tenant)
+{
+	struct run_parse *p = calloc(1, sizeof(*p));
+
+	if (p == NULL) {
+		serve_reply_error(c, 500, "out of memory");
 		return;
 	}
-	rc = serve_queue_submit(&s->queue, req, tenant, t0_ms, &r);
-	if (rc == -EAGAIN)
-		reply_over_limit(s, req, tenant);
-	else if (rc < 0)
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
-	serve_req_cleanup(&r);
+	p->task.run = run_parse;
+	p->task.done = run_parsed;
+	p->s = s;
+	p->c = c;
+	p->tenant = tenant;
+	p->t0_ms = time_mono_ms();
+	serve_work_submit(s->work, &p->task);
 }
 
 /* Idle warm containers (all modes); st may be NULL. */
@@ -143,62 +196,94 @@ add_pool(struct serve_server *s, cJSON *o,
 	    strlen(st->last_error)) == 0;
 }
 
+/* The service's figures (unix socket), or over TCP only the caller's own
+ * (issue 39): its active and queued work and its sessions, no pool. */
 static void
-route_health(struct serve_server *s, struct evhttp_request *req,
-    size_t tenant)
+route_health(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
+	const struct serve_tenant *t = &s->tenants.t[tenant];
+	bool own = serve_conn_tcp(c);
 	struct runner_pool_stats st;
-	int64_t idle = pool_idle(s, &st);
+	int64_t idle = own ? 0 : pool_idle(s, &st);
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL && add_pool(s, o, &st) &&
+	bool ok = o != NULL && (own || add_pool(s, o, &st)) &&
 	    cJSON_AddStringToObject(o, "status", s->draining ? "draining" :
 	    s->paused ? "paused" : "ok") != NULL &&
-	    cJSON_AddNumberToObject(o, "active",
-	    (double)s->metrics.active) != NULL &&
-	    cJSON_AddNumberToObject(o, "queued",
-	    (double)s->metrics.queue_depth) != NULL &&
-	    cJSON_AddNumberToObject(o, "pool_size", (double)idle) != NULL &&
+	    cJSON_AddNumberToObject(o, "active", (double)(own ? t->active :
+	    s->metrics.active)) != NULL &&
+	    cJSON_AddNumberToObject(o, "queued", (double)(own ? t->queued :
+	    s->metrics.queue_depth)) != NULL &&
+	    (own ? cJSON_AddNumberToObject(o, "sessions",
+	    (double)serve_sessions_count(&s->sessions, tenant)) != NULL &&
+	    cJSON_AddStringToObject(o, "tenant", t->name) != NULL :
+	    cJSON_AddNumberToObject(o, "pool_size", (double)idle) != NULL) &&
 	    cJSON_AddStringToObject(o, "probe_none", serve_prober_note(s->prober,
 	    RUNNER_NET_NONE)) != NULL &&
 	    cJSON_AddStringToObject(o, "probe_proxy", serve_prober_note(s->prober,
 	    RUNNER_NET_PROXY)) != NULL &&
 	    cJSON_AddStringToObject(o, "version", CORDON_VERSION) != NULL;
 
-	(void)tenant;
 	if (!ok) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
-	serve_reply_json(req, 200, "OK", o);
+	serve_reply_json(c, 200, o);
 	cJSON_Delete(o);
 }
 
+/* The service's connection figures into m. */
 static void
-route_metrics(struct serve_server *s, struct evhttp_request *req,
-    size_t tenant)
+add_conns(struct serve_server *s, struct serve_metrics *m)
 {
+	struct serve_accept_stats st;
+
+	serve_accept_stats(s->acc, &st);
+	m->conns_unix = st.conns[0];
+	m->conns_tcp = st.conns[1];
+	m->conns_refused_peer = st.refused_peer;
+	m->listener_full = st.full - st.evicted;
+	m->evicted = st.evicted;
+	m->accept_errors = st.accept_errors;
+	m->unsent_bytes = 0;
+	for (size_t i = 0; i < s->tenants.n; i++)
+		m->unsent_bytes += s->tenants.t[i].unsent;
+}
+
+static void
+route_metrics(struct serve_server *s, struct serve_conn *c, size_t tenant)
+{
+	struct serve_metrics own;
+	const struct serve_tenant *t = &s->tenants.t[tenant];
 	char *text;
 
-	(void)tenant;
-	s->metrics.pool_size = pool_idle(s, NULL);
-	serve_sessions_metrics(&s->sessions, &s->metrics);
-	text = serve_metrics_render(&s->metrics);
+	if (serve_conn_tcp(c)) {
+		/* The caller's own figures only (issue 39). */
+		own = s->tmetrics[tenant];
+		own.own = true;
+		own.active = t->active;
+		own.queue_depth = t->queued;
+		own.unsent_bytes = t->unsent;
+		own.sessions_live = serve_sessions_count(&s->sessions, tenant);
+		text = serve_metrics_render(&own);
+	} else {
+		s->metrics.pool_size = pool_idle(s, NULL);
+		serve_sessions_metrics(&s->sessions, &s->metrics);
+		add_conns(s, &s->metrics);
+		text = serve_metrics_render(&s->metrics);
+	}
 	if (text == NULL) {
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
+		serve_reply_error(c, 500, "out of memory");
 		return;
 	}
-	serve_reply(req, 200, "OK", "text/plain; version=0.0.4", text,
+	serve_conn_reply_take(c, 200, "text/plain; version=0.0.4", text,
 	    strlen(text));
-	free(text);
 }
 
 /* Stops accepting runs, cancels running ones (they report closed_early),
  * answers queued ones, and removes every Cordon container from a thread;
  * runs that were still starting are cancelled again when it is done. */
 static void
-route_kill_all(struct serve_server *s, struct evhttp_request *req,
-    size_t tenant)
+route_kill_all(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
 	(void)tenant;
 	log_info("kill-all: cancelling %lld running run(s), refusing %lld "
@@ -209,12 +294,11 @@ route_kill_all(struct serve_server *s, struct evhttp_request *req,
 	/* Before the sweep, so that no new warm container appears. */
 	if (s->pool != NULL)
 		runner_pool_pause(s->pool, true);
-	serve_queue_kill_all(&s->queue, req);
+	serve_queue_kill_all(&s->queue, c);
 }
 
 static void
-route_resume(struct serve_server *s, struct evhttp_request *req,
-    size_t tenant)
+route_resume(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
 	(void)tenant;
 	log_info("resume: accepting runs again%s", s->pool != NULL ?
@@ -227,66 +311,175 @@ route_resume(struct serve_server *s, struct evhttp_request *req,
 	if (strncmp(serve_prober_note(s->prober, RUNNER_NET_NONE), "fail",
 	    4) == 0)
 		serve_prober_kick(s->prober);
-	serve_reply(req, 200, "OK", "application/json", "{\"paused\":false}\n",
-	    17);
+	serve_reply(c, 200, "application/json", "{\"paused\":false}\n", 17);
 }
 
-static const struct route {
-	enum evhttp_cmd_type method;
-	const char *path;
-	bool local;			/* unix socket only (403 on TCP) */
-	route_fn fn;
-} routes[] = {
-	{ EVHTTP_REQ_POST, "/v1/runs", false, route_run },
-	{ EVHTTP_REQ_GET, "/v1/health", false, route_health },
-	{ EVHTTP_REQ_GET, "/metrics", false, route_metrics },
-	{ EVHTTP_REQ_POST, "/v1/kill-all", true, route_kill_all },
-	{ EVHTTP_REQ_POST, "/v1/resume", true, route_resume },
+enum route_flags {
+	R_LOCAL = 1,		/* unix socket only (403 on TCP) */
+	R_BODY = 2,		/* work with a body: read and parse it */
+	R_STATS = 4,		/* serve.stats_tcp "local": 403 on TCP */
 };
 
-void
-serve_routes_handle(struct evhttp_request *req, void *arg)
-{
-	struct serve_listener *l = arg;
-	struct serve_server *s = l->s;
-	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-	const char *path = u != NULL ? evhttp_uri_get_path(u) : NULL;
-	const char *authz = evhttp_find_header(
-	    evhttp_request_get_input_headers(req), "Authorization");
-	int tenant = serve_tenants_lookup(&s->tenants, authz, l->tcp);
-	const struct route *r = NULL;
+static const struct route {
+	enum serve_http_method method;
+	const char *path;
+	int flags;
+	route_fn fn;
+} routes[] = {
+	{ SERVE_HTTP_POST, "/v1/runs", R_BODY, route_run },
+	{ SERVE_HTTP_GET, "/v1/health", R_STATS, route_health },
+	{ SERVE_HTTP_GET, "/metrics", R_STATS, route_metrics },
+	{ SERVE_HTTP_POST, "/v1/kill-all", R_LOCAL, route_kill_all },
+	{ SERVE_HTTP_POST, "/v1/resume", R_LOCAL, route_resume },
+};
 
-	if (path == NULL)
-		path = "";
+#define ROUTE_SESSIONS 0xff	/* the note's route for sessions */
+
+/* Before a body is read: the refusals of work that needs none (issue 39).
+ * True when it may be read. */
+static bool
+body_admissible(struct serve_server *s, struct serve_conn *c, size_t tenant)
+{
+	struct serve_tenant *t = &s->tenants.t[tenant];
+	const struct config_serve *cs = &s->c->serve;
+	int64_t wait = serve_tenants_refusal_wait(&s->tenants, tenant,
+	    time_mono_ms(), cs->refusals_per_min);
+	char err[512];
+
+	if (wait > 0) {
+		SERVE_COUNT(&s->metrics, s->tmetrics, tenant, rejected);
+		add_retry_after(s, c, wait);
+		snprintf(err, sizeof(err), "tenant '%s' had too many requests "
+		    "refused (serve.refusals_per_min %lld); retry in %lld s",
+		    t->name, (long long)cs->refusals_per_min, (long long)wait);
+		serve_reply_error(c, 429, err);
+		return false;
+	}
+	if ((uint64_t)(t->unsent > 0 ? t->unsent : 0) > cs->unsent_max_bytes) {
+		SERVE_COUNT(&s->metrics, s->tmetrics, tenant, rejected);
+		add_retry_after(s, c, (cs->write_timeout_s + 1));
+		snprintf(err, sizeof(err), "tenant '%s' has %lld bytes of "
+		    "replies its clients have not read (serve.unsent_max "
+		    "%llu): read them first", t->name, (long long)t->unsent,
+		    (unsigned long long)cs->unsent_max_bytes);
+		serve_reply_error(c, 429, err);
+		return false;
+	}
+	if (serve_tenants_would_reject(&s->tenants, tenant)) {
+		reply_over_limit(s, c, tenant);
+		return false;
+	}
+	if (serve_conn_length(c) > cs->body_max_bytes) {
+		SERVE_COUNT(&s->metrics, s->tmetrics, tenant, bad_requests);
+		snprintf(err, sizeof(err), "the body is over %llu bytes",
+		    (unsigned long long)cs->body_max_bytes);
+		serve_reply_error(c, 413, err);
+		return false;
+	}
+	return true;
+}
+
+static const char *
+unavailable(const struct serve_server *s)
+{
+	return s->draining ? "the service is shutting down" : s->paused ?
+	    "stopped by kill-all; POST /v1/resume first" : NULL;
+}
+
+bool
+serve_routes_head(struct serve_conn *c, void *arg)
+{
+	struct serve_server *s = arg;
+	const char *path = serve_conn_path(c);
+	size_t count = 0;
+	const char *authz = serve_conn_header(c, "Authorization", &count);
+	bool tcp = serve_conn_tcp(c);
+	int tenant = count > 1 ? -EACCES : serve_tenants_lookup(&s->tenants,
+	    authz, tcp);
+	const struct route *r = NULL;
+	size_t ri;
+
 	if (tenant < 0) {
+		/* Before any body (issue 39): answered, then closed. */
 		s->metrics.bad_requests++;
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "WWW-Authenticate", "Bearer");
-		serve_reply_error(req, 401, "Unauthorized", "a valid bearer "
-		    "token is required");
-		return;
+		serve_conn_add_header(c, "WWW-Authenticate", "Bearer");
+		serve_reply_error(c, 401, "a valid bearer token is required");
+		return false;
+	}
+	serve_reply_note(c, s, (size_t)tenant);
+	/* What its replies hold that its clients have not read yet. */
+	serve_conn_account(c, &s->tenants.t[tenant].unsent);
+	if (serve_conn_method(c) == SERVE_HTTP_OTHER) {
+		SERVE_COUNT(&s->metrics, s->tmetrics, tenant, bad_requests);
+		serve_reply_error(c, 501, "method not implemented");
+		return false;
 	}
 	if (strncmp(path, "/v1/sessions", 12) == 0) {
-		serve_sessions_route(&s->sessions, req, (size_t)tenant, path,
-		    s->draining ? "the service is shutting down" : s->paused ?
-		    "stopped by kill-all; POST /v1/resume first" : NULL);
-		return;
-	}
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (strcmp(path, routes[i].path) == 0)
-			r = &routes[i];
-	if (r == NULL) {
-		s->metrics.bad_requests++;
-		serve_reply_error(req, 404, "Not Found", "no such endpoint");
-	} else if (evhttp_request_get_command(req) != r->method) {
-		s->metrics.bad_requests++;
-		serve_reply_error(req, 405, "Method Not Allowed",
-		    "method not allowed");
-	} else if (r->local && l->tcp) {
-		/* The switch is for the host's operator, not for tenants. */
-		serve_reply_error(req, 403, "Forbidden", "kill-all and resume "
-		    "are only served on the unix socket");
+		if (!serve_sessions_head(&s->sessions, c, (size_t)tenant, path,
+		    unavailable(s)))
+			return false;
+		ri = ROUTE_SESSIONS;
 	} else {
-		r->fn(s, req, (size_t)tenant);
+		for (ri = 0; ri < sizeof(routes) / sizeof(routes[0]); ri++)
+			if (strcmp(path, routes[ri].path) == 0)
+				break;
+		if (ri == sizeof(routes) / sizeof(routes[0])) {
+			SERVE_COUNT(&s->metrics, s->tmetrics, tenant,
+			    bad_requests);
+			serve_reply_error(c, 404, "no such endpoint");
+			return false;
+		}
+		r = &routes[ri];
+		if (serve_conn_method(c) != r->method) {
+			SERVE_COUNT(&s->metrics, s->tmetrics, tenant,
+			    bad_requests);
+			serve_reply_error(c, 405, "method not allowed");
+			return false;
+		}
+		if ((r->flags & R_LOCAL) && tcp) {
+			/* The switch is for the host's operator. */
+			serve_reply_error(c, 403, "kill-all and resume are only "
+			    "served on the unix socket");
+			return false;
+		}
+		if ((r->flags & R_STATS) && tcp &&
+		    strcmp(s->c->serve.stats_tcp, "local") == 0) {
+			serve_reply_error(c, 403, "health and metrics are only "
+			    "served on the unix socket (serve.stats_tcp)");
+			return false;
+		}
+		if (r->fn == route_run && (s->draining || s->paused)) {
+			SERVE_COUNT(&s->metrics, s->tmetrics, tenant,
+			    unavailable);
+			serve_reply_error(c, 503, s->draining ? "the service "
+			    "is shutting down" : "runs are stopped by "
+			    "kill-all; POST /v1/resume to accept runs again");
+			return false;
+		}
+		if (!(r->flags & R_BODY)) {
+			r->fn(s, c, (size_t)tenant);
+			return false;
+		}
 	}
+	if (!body_admissible(s, c, (size_t)tenant))
+		return false;
+	/* The route too, for serve_routes_request (internal.h). */
+	serve_conn_set_note(c, s, (size_t)tenant | ri << 16);
+	return true;
+}
+
+void
+serve_routes_request(struct serve_conn *c, void *arg)
+{
+	struct serve_server *s = arg;
+	size_t n, tenant, ri;
+
+	(void)serve_conn_note(c, &n);
+	tenant = n & 0xffff;
+	ri = n >> 16;
+	if (ri == ROUTE_SESSIONS)
+		serve_sessions_request(&s->sessions, c, tenant,
+		    serve_conn_path(c));
+	else
+		routes[ri].fn(s, c, tenant);
 }

@@ -1,9 +1,11 @@
 /*
  * The service's lifecycle (server.h): the event loop, its listeners (the
- * unix socket, optionally TCP), the scheduled prober, the warm pool, and
- * the graceful stop on SIGTERM/SIGINT. Requests go to the route table
- * (routes.c), runs to the queue (queue.c); everything but the sandbox runs
- * on the loop's thread.
+ * unix socket, optionally TCP; accept.c and conn.c) with their connection
+ * caps derived from the descriptor limit, the parse workers, the scheduled
+ * prober, the warm pool, SIGHUP ignored (logged), and the graceful stop on
+ * SIGTERM/SIGINT. Requests go to the route table (routes.c), runs to the
+ * queue (queue.c); everything but the sandbox and body parsing runs on the
+ * loop's thread.
  */
 #include "serve/server.h"
 
@@ -14,42 +16,91 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 #include <event2/thread.h>
+#include <event2/util.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/pool.h"
 #include "runner/runner.h"
+#include "serve/conn.h"
 #include "serve/internal.h"
 #include "serve/listen.h"
 #include "serve/probe_sched.h"
+#include "serve/work.h"
+
+#define PARSE_THREADS 2		/* bodies parsed at once, off the loop */
+#define ACCEPT_PAUSE_MS 250	/* after EMFILE */
+#define ACCEPT_LOG_MS 10000	/* one warning per kind per interval */
+#define DRAIN_GRACE_MS 2000	/* replies still going out at the stop */
+#define DRAIN_TICK_MS 100
 
 static bool threads_ready;
 
-/* Ends the loop once draining and nothing is left to run or to write. A
- * reply whose connection failed never reports completion: after the last
- * run, wait at most 2 s for the writes. */
+/* Reply bytes not yet taken by the sockets, and replies still being
+ * written. */
+static int64_t
+server_pending(const struct serve_server *s)
+{
+	int64_t n = s->queue.sending + s->sessions.sending;
+
+	for (size_t i = 0; i < s->tenants.n; i++)
+		n += s->tenants.t[i].unsent > 0 ? s->tenants.t[i].unsent : 0;
+	return n;
+}
+
+/* Ends the loop once draining and nothing is left to run, as soon as the
+ * replies are out, or at most DRAIN_GRACE_MS later (their count is exact:
+ * a dropped one counts as done; issue 39). Called on every run's, session
+ * work's or parse's end, and every DRAIN_TICK_MS while draining. */
 static void
 server_maybe_exit(void *arg)
 {
 	struct serve_server *s = arg;
-	struct timeval grace = { 2, 0 };
+	int64_t now = time_mono_ms();
 
 	if (!s->draining || serve_queue_busy(&s->queue) ||
 	    serve_sessions_busy(&s->sessions) ||
-	    serve_prober_busy(s->prober))
+	    serve_prober_busy(s->prober) || serve_work_busy(s->work)) {
+		s->idle_ms = 0;
 		return;
-	event_base_loopexit(s->base, s->queue.sending == 0 ? NULL : &grace);
+	}
+	if (s->idle_ms == 0)
+		s->idle_ms = now;
+	if (server_pending(s) == 0 || now - s->idle_ms >= DRAIN_GRACE_MS)
+		event_base_loopexit(s->base, NULL);
+}
+
+static void
+drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	server_maybe_exit(arg);
+}
+
+/* SIGHUP: nothing to reload (issue 39: it used to kill the service at
+ * once, leaving its runs to outlive their deadlines until `cordon gc`). */
+static void
+on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	log_info("SIGHUP ignored: the configuration is read at start-up "
+	    "only; restart the service to change it");
 }
 
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct serve_server *s = arg;
+	struct timeval tick = { 0, DRAIN_TICK_MS * 1000 };
 
 	(void)what;
 	serve_note_signal(s, (int)sig);
@@ -64,50 +115,95 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	 * last. */
 	if (s->pool != NULL)
 		runner_pool_pause(s->pool, true);
-	for (size_t i = 0; i < s->nlis; i++)
-		if (s->lis[i].bound != NULL) {
-			evhttp_del_accept_socket(s->lis[i].http, s->lis[i].bound);
-			s->lis[i].bound = NULL;
-		}
+	serve_accept_stop(s->acc);
 	if (s->socket_path[0] != '\0')
 		(void)unlink(s->socket_path);
 	s->socket_path[0] = '\0';
 	serve_queue_flush(&s->queue, "the service is shutting down");
 	serve_sessions_end_all(&s->sessions, "the service is stopping");
+	if ((s->drain_ev = event_new(s->base, -1, EV_PERSIST, drain_tick,
+	    s)) != NULL)
+		event_add(s->drain_ev, &tick);
 	server_maybe_exit(s);
 }
 
-static int
-listener_init(struct serve_server *s, struct serve_listener *l, bool tcp,
-    char *err, size_t errlen)
+/* The descriptor budget (issue 39): the soft limit raised to the hard
+ * one; the unix socket's own share and the runs' (64, and 8 per run slot,
+ * warm container and session the config allows) are kept out of the TCP
+ * cap, so that TCP clients can never take what the operator needs to reach
+ * health and kill-all. s->caps: TCP, per peer, unix. */
+static void
+server_caps(struct serve_server *s, int64_t pool)
 {
-	int64_t t = s->c->limits.max_timeout_s + 60;
+	const struct config_serve *cs = &s->c->serve;
+	struct rlimit rl = { 0, 0 };
+	int64_t reserve, avail, tcp, ux;
 
-	l->s = s;
-	l->tcp = tcp;
-	if ((l->http = evhttp_new(s->base)) == NULL) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	s->nofile = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1 << 20) ?
+	    1 << 20 : (int64_t)rl.rlim_cur;
+	reserve = 64 + 8 * (cs->global_limit + 2 * pool +
+	    cs->sessions_per_tenant * (int64_t)(cs->ntenants + 1));
+	ux = s->nofile / 4 < cs->unix_connections ? s->nofile / 4 :
+	    cs->unix_connections;
+	ux = ux < 4 ? 4 : ux;
+	avail = s->nofile - reserve - ux;
+	tcp = cs->max_connections > 0 ? cs->max_connections : avail / 2;
+	if (cs->max_connections == 0 && tcp > 16384)
+		tcp = 16384;
+	if (tcp > avail) {
+		log_warnx("serve.max_connections %lld is more than the "
+		    "descriptor limit allows (nofile %lld, of which %lld are "
+		    "kept for runs and sessions and %lld for the unix socket): "
+		    "TCP connections capped at %lld; raise LimitNOFILE",
+		    (long long)tcp, (long long)s->nofile, (long long)reserve,
+		    (long long)ux, (long long)(avail > 1 ? avail : 1));
+		tcp = avail;
+	}
+	s->caps[0] = tcp < 1 ? 1 : tcp;
+	s->caps[1] = cs->max_connections_per_peer;
+	s->caps[2] = ux;
+}
+
+static int
+server_accept_new(struct serve_server *s, char *err, size_t errlen)
+{
+	const struct config_serve *cs = &s->c->serve;
+	struct serve_accept_opts o = {
+		.base = s->base,
+		.conn = {
+			.base = s->base,
+			.head_ms = cs->head_timeout_s * 1000,
+			.body_ms = cs->body_timeout_s * 1000,
+			.write_ms = cs->write_timeout_s * 1000,
+			.on_head = serve_routes_head,
+			.on_request = serve_routes_request,
+			.arg = s,
+		},
+		.tcp_max = s->caps[0], .peer_max = s->caps[1],
+		.unix_max = s->caps[2],
+		.pause_ms = ACCEPT_PAUSE_MS, .log_ms = ACCEPT_LOG_MS,
+	};
+
+	if (serve_accept_new(&o, &s->acc) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	evhttp_set_max_body_size(l->http, (ev_ssize_t)s->c->serve.body_max_bytes);
-	/* Over the cap: read and drop the rest of the body before closing,
-	 * so the client gets its 413 instead of a reset mid-upload. */
-	evhttp_set_flags(l->http, EVHTTP_SERVER_LINGERING_CLOSE);
-	evhttp_set_max_headers_size(l->http, 16384);
-	/* Never time out a client that waits for a long run. */
-	evhttp_set_timeout(l->http, t > INT_MAX ? INT_MAX : (int)t);
-	evhttp_set_allowed_methods(l->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_DELETE);
-	evhttp_set_gencb(l->http, serve_routes_handle, l);
 	return 0;
 }
 
 static int
-bind_tcp(struct serve_server *s, struct serve_listener *l, const char *spec,
-    char *err, size_t errlen)
+bind_tcp(struct serve_server *s, const char *spec, char *err, size_t errlen)
 {
-	char host[128];
+	struct evutil_addrinfo hints = { .ai_socktype = SOCK_STREAM,
+	    .ai_flags = EVUTIL_AI_NUMERICHOST | EVUTIL_AI_PASSIVE }, *ai = NULL;
+	char host[128], port_s[8];
 	uint16_t port;
+	int fd = -1, one = 1;
 
 	if (s->c->serve.ntenants == 0) {
 		snprintf(err, errlen, "--listen needs tenants with tokens "
@@ -119,10 +215,23 @@ bind_tcp(struct serve_server *s, struct serve_listener *l, const char *spec,
 		    spec);
 		return -EINVAL;
 	}
-	if ((l->bound = evhttp_bind_socket_with_handle(l->http, host,
-	    port)) == NULL) {
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	if (evutil_getaddrinfo(host, port_s, &hints, &ai) != 0 ||
+	    (fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR,
+	    &one, sizeof(one)) < 0 || bind(fd, ai->ai_addr,
+	    (socklen_t)ai->ai_addrlen) < 0 || listen(fd, 511) < 0) {
 		snprintf(err, errlen, "cannot listen on %.64s", spec);
+		if (fd >= 0)
+			close(fd);
+		if (ai != NULL)
+			evutil_freeaddrinfo(ai);
 		return -EADDRNOTAVAIL;
+	}
+	evutil_freeaddrinfo(ai);
+	if (serve_accept_listen(s->acc, fd, true) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
 	return 0;
 }
@@ -175,25 +284,19 @@ server_listen(struct serve_server *s, const char *sock, const char *tcp,
 {
 	int fd = -1, rc;
 
-	if ((rc = listener_init(s, &s->lis[0], false, err, errlen)) < 0)
+	if ((rc = server_accept_new(s, err, errlen)) < 0)
 		return rc;
-	s->nlis = 1;
 	if ((rc = serve_listen_unix(sock, &fd, err, errlen)) < 0)
 		return rc;
 	util_strlcpy(s->socket_path, sock, sizeof(s->socket_path));
-	if ((s->lis[0].bound = evhttp_accept_socket_with_handle(s->lis[0].http,
-	    fd)) == NULL) {
-		close(fd);
+	if (serve_accept_listen(s->acc, fd, false) < 0) {
 		snprintf(err, errlen, "cannot accept on %.200s", sock);
 		return -ENOMEM;
 	}
 	if (tcp[0] == '\0')
 		return 0;
 	util_strlcpy(s->listen, tcp, sizeof(s->listen));
-	if ((rc = listener_init(s, &s->lis[1], true, err, errlen)) < 0)
-		return rc;
-	s->nlis = 2;
-	return bind_tcp(s, &s->lis[1], tcp, err, errlen);
+	return bind_tcp(s, tcp, err, errlen);
 }
 
 int
@@ -232,24 +335,35 @@ serve_server_new(const struct serve_server_opts *opts,
 		rc = -ENOMEM;
 		goto bad;
 	}
+	if ((rc = serve_work_new(s->base, PARSE_THREADS, &s->work)) < 0) {
+		snprintf(err, errlen, "cannot start the parse workers: %s",
+		    strerror(-rc));
+		goto bad;
+	}
 	s->queue = (struct serve_queue){ .base = s->base, .c = c,
 	    .tenants = &s->tenants, .metrics = &s->metrics,
-	    .tmp_dir = s->tmp_dir, .on_idle = server_maybe_exit, .arg = s };
+	    .tmetrics = s->tmetrics, .tmp_dir = s->tmp_dir,
+	    .on_idle = server_maybe_exit, .arg = s };
 	serve_queue_init(&s->queue);
 	s->sessions = (struct serve_sessions){ .base = s->base, .c = c,
 	    .tenants = &s->tenants, .metrics = &s->metrics,
-	    .tmp_dir = s->tmp_dir, .on_idle = server_maybe_exit, .arg = s };
+	    .tmetrics = s->tmetrics, .tmp_dir = s->tmp_dir,
+	    .queue = &s->queue, .work = s->work,
+	    .on_idle = server_maybe_exit, .arg = s };
 	if (serve_sessions_init(&s->sessions) < 0) {
 		snprintf(err, errlen, "out of memory");
 		rc = -ENOMEM;
 		goto bad;
 	}
+	server_caps(s, opts->pool >= 0 ? opts->pool : c->serve.pool);
 	if ((rc = server_listen(s, sock, tcp, err, errlen)) < 0)
 		goto bad;
 	if ((s->sig_ev[0] = evsignal_new(s->base, SIGTERM, on_signal, s)) ==
 	    NULL || (s->sig_ev[1] = evsignal_new(s->base, SIGINT, on_signal,
-	    s)) == NULL || evsignal_add(s->sig_ev[0], NULL) < 0 ||
-	    evsignal_add(s->sig_ev[1], NULL) < 0) {
+	    s)) == NULL || (s->sig_ev[2] = evsignal_new(s->base, SIGHUP,
+	    on_hup, s)) == NULL || evsignal_add(s->sig_ev[0], NULL) < 0 ||
+	    evsignal_add(s->sig_ev[1], NULL) < 0 ||
+	    evsignal_add(s->sig_ev[2], NULL) < 0) {
 		snprintf(err, errlen, "cannot watch signals");
 		rc = -ENOMEM;
 		goto bad;
@@ -289,15 +403,18 @@ serve_server_free(struct serve_server *s)
 {
 	if (s == NULL)
 		return;
-	for (size_t i = 0; i < 2; i++)
+	/* First: a reply dropped here reports back into what follows. */
+	serve_accept_free(s->acc);
+	s->acc = NULL;
+	for (size_t i = 0; i < 3; i++)
 		if (s->sig_ev[i] != NULL)
 			event_free(s->sig_ev[i]);
+	if (s->drain_ev != NULL)
+		event_free(s->drain_ev);
+	serve_work_free(s->work);
 	serve_prober_free(s->prober);
 	serve_sessions_cleanup(&s->sessions);
 	runner_pool_free(s->pool);
-	for (size_t i = 0; i < s->nlis; i++)
-		if (s->lis[i].http != NULL)
-			evhttp_free(s->lis[i].http);
 	if (s->socket_path[0] != '\0')
 		(void)unlink(s->socket_path);
 	if (s->base != NULL)

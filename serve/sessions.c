@@ -1,63 +1,57 @@
 /*
  * The service's sessions (sessions.h): the table of live sessions (loop
- * thread only), the routes under /v1/sessions, the idle/lifetime tick, and
- * the worker threads that start a session's container, run one call in it
- * or end it (runner/session.h). A session leaves the table as soon as it
- * starts ending; what is still in flight is counted in ss->threads.
+ * thread only), the idle/lifetime tick, the admission of starts and calls
+ * (queue.c: each holds one of its tenant's slots, like a run: issue 39),
+ * and the worker threads that start a session's container, run one call in
+ * it (and build its reply there) or end it (runner/session.h). A session
+ * leaves the table as soon as it starts ending (and is remembered, with
+ * why, in ss->gone); what is still in flight is counted in ss->threads.
+ * The routes are sessions_route.c's.
  */
-#include "serve/sessions.h"
+#include "serve/sessions_int.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/session.h"
+#include "serve/conn.h"
 #include "serve/internal.h"
 #include "serve/listen.h"
-
-struct serve_session {
-	TAILQ_ENTRY(serve_session) link;
-	struct serve_sessions *ss;
-	char id[SERVE_SESSION_ID_LEN + 1];
-	size_t tenant;
-	enum runner_net net;
-	char policy[CONFIG_POLICY_MAX + 1];	/* "": the default one */
-	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the current one */
-	struct runner_session *rs;	/* NULL while starting */
-	int64_t created_ms, last_ms;	/* monotonic */
-	int64_t idle_s, life_s;
-	bool starting, busy, listed;
-	bool end_asked;			/* end once the thread is back */
-	atomic_int cancel;
-};
 
 enum work_kind { WORK_START, WORK_CALL, WORK_END };
 
 /* One thread's job; it owns everything here until it is back. */
-struct work {
+struct session_work {
 	enum work_kind kind;
 	struct serve_sessions *ss;
 	struct serve_session *se;
-	struct evhttp_request *req;	/* NULL for WORK_END */
+	struct serve_conn *c;		/* NULL for WORK_END */
+	struct serve_wait wait;		/* admission of a start or a call */
+	bool admitted;			/* holds a slot of its tenant */
 	struct event *done_ev;
 	struct serve_req call;		/* WORK_CALL */
 	int rc;
 	char err[512];
 	struct runner_result res;
+	char *line;			/* WORK_CALL: the reply, built on the
+					 * thread, its last '}' to be
+					 * replaced (room for session_ended) */
+	size_t line_len;
+	bool ended;			/* runner_session_ended after it */
 	struct runner_session *rs;	/* WORK_START's, WORK_END's */
 	char label[RUNNER_SESSION_MAX + 1];
 	int64_t t0_ms;
 	struct stage_file *files;	/* WORK_START: copied in at /in */
 	size_t nfiles;
 };
+
+#define LINE_ROOM 32	/* ,"session_ended":false}\n */
 
 static int64_t
 tenant_sessions(const struct serve_sessions *ss, size_t tenant)
@@ -70,8 +64,14 @@ tenant_sessions(const struct serve_sessions *ss, size_t tenant)
 	return n;
 }
 
-static struct serve_session *
-find(struct serve_sessions *ss, const char *id, size_t tenant)
+int64_t
+serve_sessions_count(const struct serve_sessions *ss, size_t tenant)
+{
+	return tenant_sessions(ss, tenant);
+}
+
+struct serve_session *
+serve_sessions_find(struct serve_sessions *ss, const char *id, size_t tenant)
 {
 	struct serve_session *se;
 
@@ -93,37 +93,59 @@ unlist(struct serve_session *se)
 
 static void work_done(evutil_socket_t fd, short what, void *arg);
 
+/* Written or dropped: conn.c reports both, so a stop never waits for a
+ * reply to a client that is gone (issue 39). */
 static void
-reply_sent(struct evhttp_request *req, void *arg)
+reply_sent(void *arg, bool written)
 {
 	struct serve_sessions *ss = arg;
 
-	(void)req;
+	(void)written;
 	ss->sending--;
 	ss->on_idle(ss->arg);
 }
 
-/* Keeps the loop (a stop) until the reply to req is written. */
+/* Keeps the loop (a stop) until the reply to c is written or dropped. */
 static void
-hold_reply(struct serve_sessions *ss, struct evhttp_request *req)
+hold_reply(struct serve_sessions *ss, struct serve_conn *c)
 {
-	if (evhttp_request_get_connection(req) == NULL)
-		return;
-	evhttp_request_set_on_complete_cb(req, reply_sent, ss);
+	serve_conn_on_gone(c, NULL, NULL);
+	serve_conn_on_done(c, reply_sent, ss);
 	ss->sending++;
+}
+
+/* On the thread: a call's result with its session id, printed, its last
+ * '}' kept for the loop to replace (session_ended is the loop's to say). */
+static void
+call_build(struct session_work *w)
+{
+	cJSON *o = runner_result_to_json(&w->res);
+	char *s, *grown;
+
+	if (o == NULL || cJSON_AddStringToObject(o, "session", w->se->id) ==
+	    NULL || (s = cJSON_PrintUnformatted(o)) == NULL) {
+		cJSON_Delete(o);
+		return;
+	}
+	cJSON_Delete(o);
+	w->line_len = strlen(s);
+	if ((grown = realloc(s, w->line_len + LINE_ROOM)) == NULL) {
+		free(s);
+		return;
+	}
+	w->line = grown;
 }
 
 static void *
 work_thread(void *arg)
 {
-	struct work *w = arg;
+	struct session_work *w = arg;
 	struct serve_session *se = w->se;
 	struct runner_session_opts o = { .net = se->net, .label = w->label,
 	    .policy = se->policy[0] != '\0' ? se->policy : NULL,
 	    .profile = se->profile[0] != '\0' ? se->profile : NULL,
 	    .max_lifetime_s = se->life_s, .cancel = &se->cancel };
 	struct runner_request rq = { 0 };
-
 	struct stage_dir st = { .nin = 0 };
 
 	switch (w->kind) {
@@ -148,6 +170,9 @@ work_thread(void *arg)
 		rq.cancel = &se->cancel;
 		w->rc = runner_session_call(se->rs, &rq, &w->res, w->err,
 		    sizeof(w->err));
+		w->ended = runner_session_ended(se->rs);
+		if (w->rc == 0)
+			call_build(w);
 		break;
 	case WORK_END:
 		runner_session_free(w->rs);
@@ -159,20 +184,20 @@ work_thread(void *arg)
 }
 
 static void
-work_free(struct work *w)
+work_free(struct session_work *w)
 {
 	if (w->done_ev != NULL)
 		event_free(w->done_ev);
 	serve_req_cleanup(&w->call);
 	runner_result_cleanup(&w->res);
 	stage_files_free(w->files, w->nfiles);
+	free(w->line);
 	free(w);
 }
 
-/* Starts w on a thread; on failure runs it here (only WORK_END can fail
- * that way without a reply: it then blocks the loop for the removal). */
+/* Starts w on a thread. */
 static int
-work_spawn(struct work *w)
+work_spawn(struct session_work *w)
 {
 	int rc;
 
@@ -185,23 +210,23 @@ work_spawn(struct work *w)
 	return 0;
 }
 
-static struct work *
+static struct session_work *
 work_new(struct serve_sessions *ss, struct serve_session *se,
-    enum work_kind kind, struct evhttp_request *req)
+    enum work_kind kind, struct serve_conn *c)
 {
-	struct work *w = calloc(1, sizeof(*w));
+	struct session_work *w = calloc(1, sizeof(*w));
 
 	if (w == NULL)
 		return NULL;
 	w->kind = kind;
 	w->ss = ss;
 	w->se = se;
-	w->req = req;
+	w->c = c;
 	w->t0_ms = time_mono_ms();
 	return w;
 }
 
-/* Remembers that se ended and why, for its tenant (gone_find). */
+/* Remembers that se ended and why, for its tenant (serve_sessions_gone). */
 static void
 gone_note(struct serve_sessions *ss, const struct serve_session *se,
     const char *why)
@@ -214,8 +239,9 @@ gone_note(struct serve_sessions *ss, const struct serve_session *se,
 	ss->gone_next = (ss->gone_next + 1) % SERVE_SESSIONS_GONE_MAX;
 }
 
-static const struct serve_session_gone *
-gone_find(const struct serve_sessions *ss, const char *id, size_t tenant)
+const struct serve_session_gone *
+serve_sessions_gone(const struct serve_sessions *ss, const char *id,
+    size_t tenant)
 {
 	for (size_t i = 0; i < SERVE_SESSIONS_GONE_MAX; i++)
 		if (ss->gone[i].id[0] != '\0' && ss->gone[i].tenant ==
@@ -224,13 +250,13 @@ gone_find(const struct serve_sessions *ss, const char *id, size_t tenant)
 	return NULL;
 }
 
-/* Ends se (already out of the table, no thread of its own in flight):
- * removes its container on a thread and frees it. */
+/* Ends se (already out of the table, nothing of its own in flight or
+ * waiting): removes its container on a thread and frees it. */
 static void
 session_end(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
-	struct work *w;
+	struct session_work *w;
 
 	unlist(se);
 	if (se->rs != NULL) {
@@ -239,6 +265,8 @@ session_end(struct serve_sessions *ss, struct serve_session *se,
 		gone_note(ss, se, why);
 	}
 	ss->ended++;
+	if (ss->tmetrics != NULL)
+		ss->tmetrics[se->tenant].sessions_ended++;
 	w = work_new(ss, se, WORK_END, NULL);
 	if (w != NULL) {
 		w->rs = se->rs;
@@ -252,13 +280,42 @@ session_end(struct serve_sessions *ss, struct serve_session *se,
 	free(se);
 }
 
-/* Asks se to end: now when nothing of it runs, else when its thread is
- * back (a running call is cancelled: its state would be unknown). */
+/* Undoes what a start or call that never ran had set, answers it (code,
+ * why) and frees it; a start's session (never started) goes too. */
 static void
-session_ask_end(struct serve_sessions *ss, struct serve_session *se,
+work_drop(struct session_work *w, int code, const char *why)
+{
+	struct serve_session *se = w->se;
+
+	se->queued = NULL;
+	serve_conn_on_gone(w->c, NULL, NULL);
+	serve_reply_error(w->c, code, why);
+	if (w->kind == WORK_START) {
+		unlist(se);
+		free(se);
+	} else {
+		se->busy = false;
+	}
+	work_free(w);
+}
+
+void
+serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
+	char msg[256];
+	bool start;
+
 	unlist(se);
+	if (se->queued != NULL) {
+		start = se->queued->kind == WORK_START;
+		serve_queue_withdraw(ss->queue, &se->queued->wait);
+		snprintf(msg, sizeof(msg), "the session was ended before its "
+		    "%s could run (%s)", start ? "start" : "call", why);
+		work_drop(se->queued, 503, msg);
+		if (start)
+			return;		/* it never started: freed */
+	}
 	if (se->busy || se->starting) {
 		se->end_asked = true;
 		se->cancel = 1;
@@ -270,8 +327,7 @@ session_ask_end(struct serve_sessions *ss, struct serve_session *se,
 }
 
 static void
-reply_session(struct serve_session *se, struct evhttp_request *req,
-    int64_t ms)
+reply_session(struct serve_session *se, struct serve_conn *c, int64_t ms)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -291,26 +347,24 @@ reply_session(struct serve_session *se, struct evhttp_request *req,
 		cJSON_Delete(o);
 		o = NULL;
 	}
-	serve_reply_json(req, 201, "Created", o);
+	serve_reply_json(c, 201, o);
 	cJSON_Delete(o);
 }
 
 static void
-start_done(struct serve_sessions *ss, struct work *w)
+start_done(struct serve_sessions *ss, struct session_work *w)
 {
 	struct serve_session *se = w->se;
 	const char *reason;
 	int code;
 
 	se->starting = false;
-	hold_reply(ss, w->req);
+	hold_reply(ss, w->c);
 	if (w->rc < 0) {
 		unlist(se);
 		code = w->rc == -EOPNOTSUPP ? 400 :
 		    serve_reply_status(w->rc, &reason);
-		if (w->rc == -EOPNOTSUPP)
-			reason = "Bad Request";
-		serve_reply_error_code(w->req, code, reason, w->err,
+		serve_reply_error_code(w->c, code, w->err,
 		    serve_reply_code(w->rc));
 		free(se);
 		return;
@@ -318,9 +372,11 @@ start_done(struct serve_sessions *ss, struct work *w)
 	se->rs = w->rs;
 	se->created_ms = se->last_ms = time_mono_ms();
 	ss->started++;
+	if (ss->tmetrics != NULL)
+		ss->tmetrics[se->tenant].sessions_started++;
 	if (se->end_asked) {
-		serve_reply_error(w->req, 503, "Service Unavailable", "the "
-		    "session was ended while it started (kill-all or stop)");
+		serve_reply_error(w->c, 503, "the session was ended while it "
+		    "started (kill-all or stop)");
 		session_end(ss, se, "ended while starting");
 		return;
 	}
@@ -328,40 +384,41 @@ start_done(struct serve_sessions *ss, struct work *w)
 	    se->id, ss->tenants->t[se->tenant].name,
 	    (long long)runner_session_start_ms(se->rs),
 	    runner_session_container(se->rs));
-	reply_session(se, w->req, time_mono_ms() - w->t0_ms);
+	reply_session(se, w->c, time_mono_ms() - w->t0_ms);
 }
 
 static void
-call_done(struct serve_sessions *ss, struct work *w)
+call_done(struct serve_sessions *ss, struct session_work *w)
 {
 	struct serve_session *se = w->se;
-	bool ended = runner_session_ended(se->rs);
+	bool ended = w->ended || runner_session_ended(se->rs);
+	int status = w->rc < 0 ? SERVE_STATUS_ERROR : (int)w->res.status;
 	const char *reason;
-	cJSON *o;
+	char *line = w->line;
 	int code;
 
+	w->line = NULL;
 	se->busy = false;
 	se->last_ms = time_mono_ms();
-	hold_reply(ss, w->req);
-	if (ss->metrics != NULL)
-		ss->metrics->session_calls[w->rc < 0 ? SERVE_STATUS_ERROR :
-		    (int)w->res.status]++;
+	hold_reply(ss, w->c);
+	if (ss->metrics != NULL) {
+		ss->metrics->session_calls[status]++;
+		ss->tmetrics[se->tenant].session_calls[status]++;
+	}
 	if (w->rc < 0) {
+		free(line);
 		code = w->rc == -ESHUTDOWN ? 410 :
 		    serve_reply_status(w->rc, &reason);
-		if (w->rc == -ESHUTDOWN)
-			reason = "Gone";
-		serve_reply_error(w->req, code, reason, w->err);
+		serve_reply_error(w->c, code, w->err);
+	} else if (line == NULL) {
+		serve_reply_error(w->c, 500, "out of memory");
 	} else {
-		o = runner_result_to_json(&w->res);
-		if (o != NULL && (cJSON_AddStringToObject(o, "session",
-		    se->id) == NULL || cJSON_AddBoolToObject(o,
-		    "session_ended", ended || se->end_asked) == NULL)) {
-			cJSON_Delete(o);
-			o = NULL;
-		}
-		serve_reply_json(w->req, 200, "OK", o);
-		cJSON_Delete(o);
+		/* Replaces the closing '}' (LINE_ROOM bytes were kept). */
+		snprintf(line + w->line_len - 1, LINE_ROOM,
+		    ",\"session_ended\":%s}\n", ended || se->end_asked ?
+		    "true" : "false");
+		serve_conn_reply_take(w->c, 200, "application/json", line,
+		    strlen(line));
 	}
 	if (ended || se->end_asked)
 		session_end(ss, se, ended ? runner_status_name(w->res.status) :
@@ -371,19 +428,14 @@ call_done(struct serve_sessions *ss, struct work *w)
 static void
 work_done(evutil_socket_t fd, short what, void *arg)
 {
-	struct work *w = arg;
+	struct session_work *w = arg;
 	struct serve_sessions *ss = w->ss;
+	size_t tenant = w->se->tenant;
+	bool admitted = w->admitted;
 
 	(void)fd;
 	(void)what;
 	ss->threads--;
-	if (w->req != NULL) {
-		struct evhttp_connection *evcon =
-		    evhttp_request_get_connection(w->req);
-
-		if (evcon != NULL)
-			evhttp_connection_set_closecb(evcon, NULL, NULL);
-	}
 	switch (w->kind) {
 	case WORK_START:
 		start_done(ss, w);
@@ -396,106 +448,117 @@ work_done(evutil_socket_t fd, short what, void *arg)
 		break;
 	}
 	work_free(w);
+	if (admitted)
+		serve_queue_release(ss->queue, tenant);
 	ss->on_idle(ss->arg);
 }
 
-/* The client hung up during a start or a call: cancel it. */
+/* The client hung up during a start or a call: cancel it (a call so
+ * cancelled ends its session, closed_early, as a run's hang-up does). */
 static void
-on_close(struct evhttp_connection *evcon, void *arg)
+on_gone(void *arg)
 {
-	struct serve_session *se = arg;
+	struct session_work *w = arg;
 
-	(void)evcon;
-	se->cancel = 1;
+	w->se->cancel = 1;
 }
 
-static const char *
-body_of(struct evhttp_request *req, size_t *len)
+/* The client of a start or call still waiting for a slot hung up. */
+static void
+on_gone_queued(void *arg)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	struct session_work *w = arg;
 
-	*len = evbuffer_get_length(in);
-	return *len > 0 ? (const char *)evbuffer_pullup(in, -1) : "";
+	serve_queue_withdraw(w->ss->queue, &w->wait);
+	work_drop(w, 499, "gone");
 }
 
-/* What may refuse a new session before anything starts: the tenant's
- * nets and policies, the profile, the tenant's session limit. 0, or the
- * HTTP status with reason and a message in err. */
-static int
-create_check(struct serve_sessions *ss, size_t tenant,
-    struct serve_session_opts *o, const char **reason, char *err,
-    size_t errlen)
+/* w holds its slot: run it now. */
+static void
+work_go(struct session_work *w)
 {
-	const struct serve_tenant *t = &ss->tenants->t[tenant];
-	const struct config_profile *prof;
+	struct serve_sessions *ss = w->ss;
+	size_t tenant = w->se->tenant;
+
+	w->admitted = true;
+	w->se->queued = NULL;
+	if (work_spawn(w) < 0) {
+		work_drop(w, 500, "cannot start a worker thread");
+		serve_queue_release(ss->queue, tenant);
+		return;
+	}
+	serve_conn_on_gone(w->c, on_gone, w);
+}
+
+static struct session_work *
+work_of(struct serve_wait *wt)
+{
+	return (struct session_work *)((char *)wt -
+	    offsetof(struct session_work, wait));
+}
+
+static void
+wait_start(struct serve_wait *wt)
+{
+	work_go(work_of(wt));
+}
+
+static void
+wait_refuse(struct serve_wait *wt, const char *why)
+{
+	struct session_work *w = work_of(wt);
+
+	if (w->ss->metrics != NULL)
+		SERVE_COUNT(w->ss->metrics, w->ss->tmetrics, wt->tenant,
+		    unavailable);
+	work_drop(w, 503, why);
+}
+
+/* Admits w for its session's tenant: runs it, queues it, or answers 429
+ * (and drops it). */
+static void
+work_admit(struct serve_sessions *ss, struct session_work *w)
+{
+	const struct serve_tenant *t = &ss->tenants->t[w->se->tenant];
+	char err[256];
 	int rc;
 
-	if (!o->has_net)
-		o->net = t->net;
-	if ((rc = serve_tenant_check(ss->c, t->conf, o->net, o->policy, err,
-	    errlen)) < 0) {
-		*reason = rc == -EPERM ? "Forbidden" : "Bad Request";
-		return rc == -EPERM ? 403 : 400;
+	w->wait.tenant = w->se->tenant;
+	w->wait.start = wait_start;
+	w->wait.refuse = wait_refuse;
+	if ((rc = serve_queue_admit(ss->queue, &w->wait)) == 1) {
+		work_go(w);
+	} else if (rc == 0) {
+		w->se->queued = w;
+		serve_conn_on_gone(w->c, on_gone_queued, w);
+	} else {
+		if (ss->metrics != NULL)
+			SERVE_COUNT(ss->metrics, ss->tmetrics, w->se->tenant,
+			    rejected);
+		snprintf(err, sizeof(err), "tenant '%s' is over its limit "
+		    "(%lld running, %lld queued)", t->name,
+		    (long long)t->active, (long long)t->queued);
+		serve_conn_add_header(w->c, "Retry-After", "1");
+		work_drop(w, 429, err);
 	}
-	if (config_profile_pick(ss->c, o->profile[0] != '\0' ? o->profile :
-	    NULL, "python", &prof, err, errlen) < 0) {
-		*reason = "Bad Request";
-		return 400;
-	}
-	if (tenant_sessions(ss, tenant) >= ss->c->serve.sessions_per_tenant) {
-		snprintf(err, errlen, "tenant '%s' has %lld session(s), its "
-		    "limit (serve.sessions_per_tenant); end one first",
-		    t->name, (long long)tenant_sessions(ss, tenant));
-		*reason = "Too Many Requests";
-		return 429;
-	}
-	return 0;
 }
 
-static void
-route_create(struct serve_sessions *ss, struct evhttp_request *req,
-    size_t tenant)
+void
+serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
+    size_t tenant, const struct serve_session_opts *o,
+    struct stage_file *files, size_t nfiles)
 {
 	const struct serve_tenant *t = &ss->tenants->t[tenant];
-	struct stage_file *files = NULL;
-	size_t nfiles = 0;
-	struct serve_session_opts o;
 	struct serve_session *se;
-	struct work *w;
-	const char *reason = "Bad Request";
-	char err[512], hex[17];
-	size_t len;
-	const char *body = body_of(req, &len);
-	int rc, code;
+	struct session_work *w = NULL;
+	char hex[17];
 
-	if (body == NULL || len > ss->c->serve.body_max_bytes) {
-		serve_reply_error(req, 413, "Payload Too Large", "body too big");
-		return;
-	}
-	if (serve_session_opts_parse(body, len, &o, err, sizeof(err)) < 0) {
-		serve_reply_error(req, 400, "Bad Request", err);
-		return;
-	}
-	code = create_check(ss, tenant, &o, &reason, err, sizeof(err));
-	rc = code == 0 && o.files != NULL ? stage_files_parse(ss->c, o.files,
-	    STAGE_CONTENT_BASE64, &files, &nfiles, err, sizeof(err)) : 0;
-	serve_session_opts_cleanup(&o);
-	if (rc < 0) {
-		code = rc == -EFBIG ? 413 : rc == -ENOMEM ? 500 : 400;
-		reason = rc == -EFBIG ? "Payload Too Large" : rc == -ENOMEM ?
-		    "Internal Server Error" : "Bad Request";
-	}
-	if (code != 0) {
-		serve_reply_error(req, code, reason, err);
-		return;
-	}
 	if ((se = calloc(1, sizeof(*se))) == NULL ||
 	    util_random_hex(hex, 8) < 0 ||
-	    (w = work_new(ss, se, WORK_START, req)) == NULL) {
+	    (w = work_new(ss, se, WORK_START, c)) == NULL) {
 		free(se);
 		stage_files_free(files, nfiles);
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
+		serve_reply_error(c, 500, "out of memory");
 		return;
 	}
 	w->files = files;
@@ -503,222 +566,34 @@ route_create(struct serve_sessions *ss, struct evhttp_request *req,
 	se->ss = ss;
 	snprintf(se->id, sizeof(se->id), "ses_%s", hex);
 	se->tenant = tenant;
-	se->net = o.net;
-	util_strlcpy(se->policy, o.policy, sizeof(se->policy));
-	util_strlcpy(se->profile, o.profile, sizeof(se->profile));
-	se->idle_s = o.idle_timeout_s;
-	se->life_s = o.max_lifetime_s;
+	se->net = o->net;
+	util_strlcpy(se->policy, o->policy, sizeof(se->policy));
+	util_strlcpy(se->profile, o->profile, sizeof(se->profile));
+	se->idle_s = o->idle_timeout_s;
+	se->life_s = o->max_lifetime_s;
 	se->starting = true;
 	snprintf(w->label, sizeof(w->label), "%.43s.%s", t->name, se->id);
 	TAILQ_INSERT_TAIL(&ss->live, se, link);
 	se->listed = true;
-	if (work_spawn(w) < 0) {
-		unlist(se);
-		work_free(w);
-		free(se);
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "cannot start a worker thread");
-		return;
-	}
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    on_close, se);
-}
-
-static void
-route_call(struct serve_sessions *ss, struct evhttp_request *req,
-    struct serve_session *se)
-{
-	struct work *w;
-	char err[512];
-	size_t len;
-	const char *body = body_of(req, &len);
-	int rc;
-
-	if (se->starting || se->busy) {
-		serve_reply_error(req, 409, "Conflict", se->starting ?
-		    "the session is still starting" : "a call is already "
-		    "running in this session (calls are not queued: wait for "
-		    "its reply)");
-		return;
-	}
-	if (body == NULL || (w = work_new(ss, se, WORK_CALL, req)) == NULL) {
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
-		return;
-	}
-	rc = serve_req_parse(ss->c, body, len, &w->call, err, sizeof(err));
-	if (rc == 0 && (w->call.has_net || w->call.policy[0] != '\0' ||
-	    w->call.nfiles > 0)) {
-		snprintf(err, sizeof(err), "a session's call takes code, "
-		    "timeout_s, max_output and keep only (net and policy "
-		    "belong to the session; files are not supported)");
-		rc = -EINVAL;
-	}
-	if (rc < 0) {
-		serve_reply_error(req, rc == -EFBIG ? 413 : rc == -EINVAL ?
-		    400 : 500, rc == -EFBIG ? "Payload Too Large" :
-		    rc == -EINVAL ? "Bad Request" : "Internal Server Error",
-		    err);
-		work_free(w);
-		return;
-	}
-	se->busy = true;
-	se->cancel = 0;
-	if (work_spawn(w) < 0) {
-		se->busy = false;
-		work_free(w);
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "cannot start a worker thread");
-		return;
-	}
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-	    on_close, se);
-}
-
-/* One session as GET shows it: its settings and state, never its nonce,
- * token or output. */
-static cJSON *
-session_json(const struct serve_session *se, int64_t now)
-{
-	cJSON *o = cJSON_CreateObject();
-	const char *state = se->starting ? "starting" : se->busy ? "busy" :
-	    "idle";
-	bool ok;
-
-	if (o == NULL)
-		return NULL;
-	ok = cJSON_AddStringToObject(o, "id", se->id) != NULL &&
-	    cJSON_AddStringToObject(o, "state", state) != NULL &&
-	    cJSON_AddStringToObject(o, "net", runner_net_name(se->net)) !=
-	    NULL &&
-	    cJSON_AddNumberToObject(o, "idle_timeout_s",
-	    (double)se->idle_s) != NULL && cJSON_AddNumberToObject(o,
-	    "max_lifetime_s", (double)se->life_s) != NULL;
-	if (ok && se->rs != NULL)
-		ok = cJSON_AddStringToObject(o, "container",
-		    runner_session_container(se->rs)) != NULL &&
-		    cJSON_AddStringToObject(o, "profile",
-		    runner_session_profile(se->rs)) != NULL &&
-		    (se->net != RUNNER_NET_PROXY || cJSON_AddStringToObject(o,
-		    "policy", runner_session_policy(se->rs)) != NULL) &&
-		    cJSON_AddNumberToObject(o, "age_s", (double)((now -
-		    se->created_ms) / 1000)) != NULL &&
-		    cJSON_AddNumberToObject(o, "idle_s", (double)(se->busy ? 0 :
-		    (now - se->last_ms) / 1000)) != NULL;
-	if (!ok) {
-		cJSON_Delete(o);
-		return NULL;
-	}
-	return o;
-}
-
-/* GET /v1/sessions: the calling tenant's sessions (only its own). */
-static void
-route_list(struct serve_sessions *ss, struct evhttp_request *req,
-    size_t tenant)
-{
-	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *one;
-	const struct serve_session *se;
-	int64_t now = time_mono_ms();
-	bool ok = o != NULL && a != NULL && cJSON_AddItemToObject(o,
-	    "sessions", a);
-
-	if (!ok)
-		cJSON_Delete(a);
-	TAILQ_FOREACH(se, &ss->live, link) {
-		if (!ok || se->tenant != tenant)
-			continue;
-		one = session_json(se, now);
-		ok = one != NULL && cJSON_AddItemToArray(a, one);
-		if (!ok)
-			cJSON_Delete(one);
-	}
-	if (!ok) {
-		cJSON_Delete(o);
-		serve_reply_error(req, 500, "Internal Server Error",
-		    "out of memory");
-		return;
-	}
-	serve_reply_json(req, 200, "OK", o);
-	cJSON_Delete(o);
-}
-
-/* A session of this tenant's that ended: 404 as any id not in the table,
- * with why it ended. */
-static void
-reply_gone(struct evhttp_request *req, const struct serve_session_gone *g)
-{
-	cJSON *o = cJSON_CreateObject();
-	char msg[224];
-
-	snprintf(msg, sizeof(msg), "no such session: it ended (%s)", g->why);
-	if (o != NULL && (cJSON_AddStringToObject(o, "error", msg) == NULL ||
-	    cJSON_AddBoolToObject(o, "ended", true) == NULL ||
-	    cJSON_AddStringToObject(o, "reason", g->why) == NULL)) {
-		cJSON_Delete(o);
-		o = NULL;
-	}
-	serve_reply_json(req, 404, "Not Found", o);
-	cJSON_Delete(o);
+	work_admit(ss, w);
 }
 
 void
-serve_sessions_route(struct serve_sessions *ss, struct evhttp_request *req,
-    size_t tenant, const char *path, const char *unavailable)
+serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
+    struct serve_session *se, struct serve_req *call)
 {
-	enum evhttp_cmd_type m = evhttp_request_get_command(req);
-	char id[SERVE_SESSION_ID_LEN + 1];
-	int kind = serve_session_path(path, id);
-	struct serve_session *se = kind > 0 ? find(ss, id, tenant) : NULL;
-	const struct serve_session_gone *g;
+	struct session_work *w = work_new(ss, se, WORK_CALL, c);
 
-	if (kind > 0 && se == NULL && (g = gone_find(ss, id, tenant)) !=
-	    NULL) {
-		reply_gone(req, g);
+	if (w == NULL) {
+		serve_req_cleanup(call);
+		serve_reply_error(c, 500, "out of memory");
 		return;
 	}
-	if (kind < 0 || (kind > 0 && se == NULL)) {
-		serve_reply_error(req, 404, "Not Found", kind < 0 ?
-		    "no such endpoint" : "no such session");
-		return;
-	}
-	if ((kind == 2 && m != EVHTTP_REQ_POST) || (kind == 0 &&
-	    m != EVHTTP_REQ_POST && m != EVHTTP_REQ_GET) || (kind == 1 &&
-	    m != EVHTTP_REQ_DELETE && m != EVHTTP_REQ_GET)) {
-		serve_reply_error(req, 405, "Method Not Allowed",
-		    "method not allowed");
-		return;
-	}
-	/* Reading is allowed while paused or draining. */
-	if (m == EVHTTP_REQ_GET) {
-		cJSON *one;
-
-		if (kind == 0) {
-			route_list(ss, req, tenant);
-			return;
-		}
-		if ((one = session_json(se, time_mono_ms())) == NULL) {
-			serve_reply_error(req, 500, "Internal Server Error",
-			    "out of memory");
-			return;
-		}
-		serve_reply_json(req, 200, "OK", one);
-		cJSON_Delete(one);
-		return;
-	}
-	if (kind != 1 && unavailable != NULL) {
-		serve_reply_error(req, 503, "Service Unavailable", unavailable);
-		return;
-	}
-	if (kind == 0) {
-		route_create(ss, req, tenant);
-	} else if (kind == 2) {
-		route_call(ss, req, se);
-	} else {
-		session_ask_end(ss, se, "DELETE");
-		serve_reply(req, 200, "OK", "application/json",
-		    "{\"ended\":true}\n", 15);
-	}
+	w->call = *call;
+	memset(call, 0, sizeof(*call));
+	se->busy = true;
+	se->cancel = 0;
+	work_admit(ss, w);
 }
 
 void
@@ -740,7 +615,7 @@ serve_sessions_end_all(struct serve_sessions *ss, const char *why)
 	struct serve_session *se;
 
 	while ((se = TAILQ_FIRST(&ss->live)) != NULL)
-		session_ask_end(ss, se, why);
+		serve_sessions_ask_end(ss, se, why);
 }
 
 /* Idle timeout, maximum lifetime, and containers gone between calls
@@ -761,12 +636,12 @@ on_tick(evutil_socket_t fd, short what, void *arg)
 		if (se->starting)
 			continue;
 		if (now - se->created_ms >= se->life_s * 1000)
-			session_ask_end(ss, se, "max lifetime");
+			serve_sessions_ask_end(ss, se, "max lifetime");
 		else if (!se->busy && now - se->last_ms >= se->idle_s * 1000)
-			session_ask_end(ss, se, "idle timeout");
+			serve_sessions_ask_end(ss, se, "idle timeout");
 		else if (!se->busy && runner_session_gone(se->rs, why,
 		    sizeof(why)))
-			session_ask_end(ss, se, why);
+			serve_sessions_ask_end(ss, se, why);
 	}
 }
 
@@ -776,6 +651,8 @@ serve_sessions_init(struct serve_sessions *ss)
 	struct timeval one = { 1, 0 };
 
 	TAILQ_INIT(&ss->live);
+	memset(ss->gone, 0, sizeof(ss->gone));
+	ss->gone_next = 0;
 	ss->threads = 0;
 	ss->sending = 0;
 	if ((ss->tick = event_new(ss->base, -1, EV_PERSIST, on_tick, ss)) ==
@@ -787,7 +664,7 @@ serve_sessions_init(struct serve_sessions *ss)
 bool
 serve_sessions_busy(const struct serve_sessions *ss)
 {
-	return ss->threads > 0 || ss->sending > 0 || !TAILQ_EMPTY(&ss->live);
+	return ss->threads > 0 || !TAILQ_EMPTY(&ss->live);
 }
 
 void

@@ -3,8 +3,10 @@
  * `POST /v1/sessions/ID/runs`, `DELETE /v1/sessions/ID`. A session belongs
  * to the tenant that created it: any other tenant gets 404 for its id. One
  * call at a time per session (a second concurrent call is refused 409).
- * Idle timeout and maximum lifetime are enforced by a 1 s tick on the
- * loop; kill-all and the service's stop end every session. Starting,
+ * Idle timeout, maximum lifetime and a container gone between calls are
+ * noticed by a 1 s tick on the loop; kill-all and the service's stop end
+ * every session. An ended session's id answers 404 with why it ended
+ * (the last SERVE_SESSIONS_GONE_MAX are remembered). Starting,
  * calling and ending run on worker threads; the table and the accounting
  * belong to the loop's thread.
  */
@@ -43,7 +45,8 @@ struct serve_session_opts {
  * the caller's to check: config_profile_pick), "default" the config's
  * current one; files must be an array (its entries are the caller's to
  * check, with the config's caps: stage_files_parse). Unknown fields and
- * wrong types are refused; serve_session_opts_cleanup frees o.
+ * wrong types are refused, and so is a string that decodes to hold
+ * U+0000; serve_session_opts_cleanup frees o.
  * 0, or -EINVAL with a one-line reason in err. Pure. */
 int serve_session_opts_parse(const char *body, size_t len,
     struct serve_session_opts *o, char *err, size_t errlen);
@@ -57,9 +60,11 @@ int serve_session_path(const char *path, char *id);
 
 struct event;
 struct event_base;
-struct evhttp_request;
+struct serve_conn;
+struct serve_queue;
 struct serve_tenants;
 struct serve_metrics;
+struct serve_work;
 struct serve_session;
 TAILQ_HEAD(serve_session_list, serve_session);
 
@@ -84,25 +89,40 @@ struct serve_sessions {
 	int sending;			/* replies not yet written */
 	int64_t started, ended;		/* counters (log, metrics) */
 	struct serve_metrics *metrics;	/* owner; NULL: none kept */
+	struct serve_metrics *tmetrics;	/* owner: per tenant, with metrics */
 	const char *tmp_dir;		/* owner: where `files` are staged */
+	/* Issue 39: starts and calls take their tenant's slot through the
+	 * same admission as runs (queue or 429), and bodies are parsed on
+	 * the parse workers. */
+	struct serve_queue *queue;	/* owner */
+	struct serve_work *work;	/* owner */
 	struct serve_session_gone gone[SERVE_SESSIONS_GONE_MAX];
 	size_t gone_next;		/* the oldest entry, overwritten next */
 };
 
 /* 0, or -ENOMEM. */
 int serve_sessions_init(struct serve_sessions *ss);
-/* Requests under /v1/sessions (path as above), for tenant. paused or
- * draining: new sessions and calls are refused 503 (why). */
-void serve_sessions_route(struct serve_sessions *ss,
-    struct evhttp_request *req, size_t tenant, const char *path,
-    const char *unavailable);
+/* The head of a request under /v1/sessions (path as above) of tenant:
+ * answers what needs no body (GET, DELETE; 404, 405, 409, 429 over
+ * sessions_per_tenant; 503 with unavailable when that is not NULL: paused
+ * or draining) and returns false; true for a create or a call, whose body
+ * the caller reads and then hands to serve_sessions_request. */
+bool serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
+    size_t tenant, const char *path, const char *unavailable);
+/* A create's or a call's body is in: parsed on a worker, then checked,
+ * admitted (queued, or 429) and started; c is answered in the end. */
+void serve_sessions_request(struct serve_sessions *ss, struct serve_conn *c,
+    size_t tenant, const char *path);
+/* Live sessions of tenant. */
+int64_t serve_sessions_count(const struct serve_sessions *ss, size_t tenant);
 /* Ends every session: idle ones now, a running call is cancelled and its
  * session ended when it returns. */
 void serve_sessions_end_all(struct serve_sessions *ss, const char *why);
 /* Copies the session figures into m (before rendering it). */
 void serve_sessions_metrics(const struct serve_sessions *ss,
     struct serve_metrics *m);
-/* True while a session exists or a thread of one is in flight. */
+/* True while a session exists or a thread of one is in flight (replies
+ * still being written are counted in sending, not here). */
 bool serve_sessions_busy(const struct serve_sessions *ss);
 /* After the loop: frees (every session must have ended). */
 void serve_sessions_cleanup(struct serve_sessions *ss);

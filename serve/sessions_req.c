@@ -105,6 +105,7 @@ int
 serve_session_opts_parse(const char *body, size_t len,
     struct serve_session_opts *o, char *err, size_t errlen)
 {
+	struct json_scan sc;
 	cJSON *root;
 	int rc;
 
@@ -114,6 +115,16 @@ serve_session_opts_parse(const char *body, size_t len,
 		o->idle_timeout_s = SERVE_SESSION_IDLE_DEFAULT_S;
 		o->max_lifetime_s = SERVE_SESSION_LIFE_DEFAULT_S;
 		return 0;
+	}
+	/* cJSON would cut a string at U+0000 (issue 39). */
+	json_scan(body, len, &sc);
+	if (sc.nul) {
+		snprintf(err, errlen, "%s%s%s holds a string with U+0000 "
+		    "(\\u0000 or a NUL byte), which is not accepted",
+		    sc.nul_member[0] != '\0' ? "'" : "", sc.nul_member[0] !=
+		    '\0' ? sc.nul_member : "the body", sc.nul_member[0] !=
+		    '\0' ? "'" : "");
+		return -EINVAL;
 	}
 	if ((root = cJSON_ParseWithLength(body, len)) == NULL)
 		return bad(err, errlen, "the body is not valid JSON");

@@ -168,3 +168,55 @@ serve_tenants_finish(struct serve_tenants *ts, size_t i)
 	ts->t[i].active--;
 	ts->active--;
 }
+
+/* Refills tenant i's refusal budget up to per_min at per_min a minute. */
+static void
+refill(struct serve_tenant *t, int64_t now_ms, int64_t per_min)
+{
+	if (t->refusals_ms == 0) {
+		t->refusals_left = (double)per_min;
+	} else if (now_ms > t->refusals_ms) {
+		t->refusals_left += (double)(now_ms - t->refusals_ms) *
+		    (double)per_min / 60000.0;
+		if (t->refusals_left > (double)per_min)
+			t->refusals_left = (double)per_min;
+	}
+	t->refusals_ms = now_ms > 0 ? now_ms : 1;
+}
+
+void
+serve_tenants_refused(struct serve_tenants *ts, size_t i, int64_t now_ms,
+    int64_t per_min)
+{
+	struct serve_tenant *t = &ts->t[i];
+
+	if (i == SERVE_LOCAL_TENANT || per_min <= 0)
+		return;
+	refill(t, now_ms, per_min);
+	t->refusals_left = t->refusals_left >= 1 ? t->refusals_left - 1 : 0;
+}
+
+int64_t
+serve_tenants_refusal_wait(struct serve_tenants *ts, size_t i,
+    int64_t now_ms, int64_t per_min)
+{
+	struct serve_tenant *t = &ts->t[i];
+	double ms;
+
+	if (i == SERVE_LOCAL_TENANT || per_min <= 0)
+		return 0;
+	refill(t, now_ms, per_min);
+	if (t->refusals_left >= 1)
+		return 0;
+	ms = (1 - t->refusals_left) * 60000.0 / (double)per_min;
+	return ms < 1000 ? 1 : (int64_t)(ms / 1000 + 0.999);
+}
+
+bool
+serve_tenants_would_reject(const struct serve_tenants *ts, size_t i)
+{
+	const struct serve_tenant *t = &ts->t[i];
+
+	return !(t->queued == 0 && serve_tenants_can_start(ts, i)) &&
+	    t->queued >= t->max_queue;
+}

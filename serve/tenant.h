@@ -28,6 +28,12 @@ struct serve_tenant {
 	const struct config_tenant *conf;
 	int64_t active;			/* runs started and not finished */
 	int64_t queued;			/* runs waiting for a slot */
+	/* Issue 39: bytes of its replies its clients have not read yet
+	 * (serve/conn.h counts them), and what is left of its budget of
+	 * refused requests (a token bucket refilled at refusals_per_min). */
+	int64_t unsent;
+	double refusals_left;
+	int64_t refusals_ms;		/* last refill; 0: never (full) */
 };
 
 struct serve_tenants {
@@ -58,6 +64,18 @@ int serve_tenants_lookup(const struct serve_tenants *ts, const char *authz,
  * The reason is in err, naming what the tenant may use. Pure. */
 int serve_tenant_check(const struct config *c, const struct config_tenant *t,
     enum runner_net net, const char *policy, char *err, size_t errlen);
+
+/* Counts one refused request (a 4xx) of tenant i at now_ms against
+ * per_min (0: no bound). The local tenant is never counted. */
+void serve_tenants_refused(struct serve_tenants *ts, size_t i, int64_t now_ms,
+    int64_t per_min);
+/* 0 when tenant i's refusals leave it room at now_ms; else the seconds
+ * (at least 1) until they do. Always 0 for the local tenant. */
+int64_t serve_tenants_refusal_wait(struct serve_tenants *ts, size_t i,
+    int64_t now_ms, int64_t per_min);
+/* True when a new run of tenant i would be rejected now (nothing is
+ * counted): to refuse it before its body is read. */
+bool serve_tenants_would_reject(const struct serve_tenants *ts, size_t i);
 
 /* Decides a new run of tenant i: RUN (counted active now), QUEUE (counted
  * queued now; nobody of that tenant jumps the queue), or REJECT. */

@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for netsetup's parsers of outside text: `iptables -S`
- * listings (chain presence, counts, jump position), `docker network
- * inspect` JSON (the network check) and CIDR strings.
+ * listings of the filter and nat tables (chain presence, counts, jump
+ * position), `docker network inspect` JSON (the network check),
+ * /proc/net/{tcp,udp} listings and CIDR strings.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    fw_plan_build(&plan, FW_INET, &p, true) == 0) {
 		(void)fw_listing_has_chain(text, p.chain_in);
 		(void)fw_listing_count(text, p.chain_in);
+		(void)fw_listing_has_chain(text, p.chain_nat);
+		(void)fw_listing_count(text, p.chain_nat);
 		for (size_t i = 0; i < plan.nrules; i++)
 			(void)fw_listing_jump_first(text, &plan.rules[i]);
 		if ((net = cJSON_Parse(text)) != NULL) {
@@ -45,6 +48,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			cJSON_Delete(net);
 		}
 	}
+	(void)nssuper_listed(text, "10.213.0.1", 53, true);
+	(void)nssuper_listed(text, "10.213.0.1", 3129, false);
 	(void)fw_backend_parse(text);
 	(void)netsetup_subnet_parse(text, norm, gw);
 	free(text);

@@ -504,6 +504,70 @@ test_no_policy(void **state)
 	assert_string_equal(d.reason, "no-policy");
 }
 
+/* The closed resolver's question (a name has no port): allowed on some
+ * port. Each row is also checked against every port, one by one. */
+static void
+test_any_port(void **state)
+{
+	static const char text[] =
+	    "git.example.com:22 raw\n"
+	    "*.example.org\n"
+	    "!secret.example.org\n"
+	    "!mail.example.org:25\n"
+	    "db.example.net:5432\n"
+	    "!*.example.net:5432\n"
+	    "api.example.io:8443,9000\n"
+	    "!api.example.io:8443\n";
+	static const struct {
+		const char *host;
+		bool allowed;
+		const char *reason;
+	} port_rows[] = {
+		{ "git.example.com", true, "allowed-by-entry" },
+		{ "GIT.Example.com.", true, "allowed-by-entry" },
+		{ "www.example.org", true, "allowed-by-entry" },
+		{ "secret.example.org", false, "denied-by-entry" },
+		{ "mail.example.org", true, "allowed-by-entry" },
+		{ "db.example.net", false, "denied-by-entry" },
+		{ "api.example.io", true, "allowed-by-entry" },
+		{ "other.example.com", false, "no-match" },
+		{ "example.org", false, "no-match" },
+		{ "not a host", false, "invalid-host" },
+	};
+	struct allowlist_set *s2 = NULL;
+	struct allowlist_diag diag;
+	const struct allowlist *al;
+	struct allowlist_decision d;
+
+	(void)state;
+	allowlist_diag_init(&diag);
+	if (allowlist_set_parse("a.list", text, sizeof(text) - 1, &s2,
+	    &diag) != 0)
+		fail_msg("%s", diag.count > 0 ? diag.items[0].text : "?");
+	allowlist_diag_cleanup(&diag);
+	al = allowlist_set_policy(s2, NULL);
+	assert_non_null(al);
+	for (size_t i = 0; i < sizeof(port_rows) / sizeof(port_rows[0]); i++) {
+		bool got = allowlist_match_any_port(al, port_rows[i].host, &d);
+		bool some = false;
+
+		if (got != port_rows[i].allowed || strcmp(d.reason,
+		    port_rows[i].reason) != 0)
+			fail_msg("%s: got %s %s, want %s %s", port_rows[i].host,
+			    got ? "allowed" : "denied", d.reason,
+			    port_rows[i].allowed ? "allowed" : "denied",
+			    port_rows[i].reason);
+		for (long p = 1; p <= 65535 && !some; p++)
+			some = allowlist_match(al, port_rows[i].host, p, NULL);
+		if (some != got)
+			fail_msg("%s: any port says %d, port by port %d",
+			    port_rows[i].host, got, some);
+	}
+	assert_false(allowlist_match_any_port(NULL, "git.example.com", &d));
+	assert_string_equal(d.reason, "no-policy");
+	allowlist_set_free(s2);
+}
+
 static void
 test_host_parse(void **state)
 {
@@ -541,6 +605,7 @@ main(void)
 		cmocka_unit_test(test_lengths),
 		cmocka_unit_test(test_authority),
 		cmocka_unit_test(test_no_policy),
+		cmocka_unit_test(test_any_port),
 		cmocka_unit_test(test_host_parse),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

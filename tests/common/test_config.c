@@ -29,6 +29,10 @@ test_defaults_are_closed(void **state)
 	assert_int_equal(c.limits.memory_bytes, 256ULL << 20);
 	assert_true(c.limits.pids_limit >= 2 * c.limits.nproc);
 	assert_true(c.limits.timeout_s <= c.limits.max_timeout_s);
+	/* The proxy's three ports on the egress gateway. */
+	assert_int_equal(c.proxy_port, 3128);
+	assert_int_equal(c.proxy_transparent_port, 3129);
+	assert_int_equal(c.proxy_dns_port, 53);
 }
 
 static void
@@ -63,6 +67,20 @@ test_parse_overrides(void **state)
 	assert_int_equal(config_parse(&c, "{\"docker_api\":\"never\"}", 22,
 	    "t.json", err, sizeof(err)), 0);
 	assert_string_equal(c.docker_api, "never");
+	j = "{\"proxy_port\":8080,\"proxy_transparent_port\":8081,"
+	    "\"proxy_dns_port\":5353}";
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.proxy_port, 8080);
+	assert_int_equal(c.proxy_transparent_port, 8081);
+	assert_int_equal(c.proxy_dns_port, 5353);
+	/* A port moved onto another's default is refused only when it
+	 * collides: 3129 is free once the transparent port moved. */
+	j = "{\"proxy_port\":3129,\"proxy_transparent_port\":3130}";
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.proxy_port, 3129);
+	assert_int_equal(c.proxy_dns_port, 53);
 }
 
 static void
@@ -79,6 +97,13 @@ test_parse_errors(void **state)
 		{ "{\"probe_auto\":1}", "t.json: probe_auto: expected true or false" },
 		{ "{\"limits\":{\"max_concurrent_runs\":0}}", "t.json: limits.max_concurrent_runs: expected a whole number in [1, 1024]" },
 		{ "{\"limits\":{\"queue_timeout_s\":-1}}", "t.json: limits.queue_timeout_s: expected a whole number in [0, 3600]" },
+		{ "{\"proxy_transparent_port\":0}", "t.json: proxy_transparent_port: expected a whole number in [1, 65535]" },
+		{ "{\"proxy_dns_port\":65536}", "t.json: proxy_dns_port: expected a whole number in [1, 65535]" },
+		{ "{\"proxy_dns_port\":\"53\"}", "t.json: proxy_dns_port: expected a whole number in [1, 65535]" },
+		{ "{\"proxy_transparent_port\":3128}", "t.json: proxy_port, proxy_transparent_port and proxy_dns_port must differ" },
+		{ "{\"proxy_port\":53}", "t.json: proxy_port, proxy_transparent_port and proxy_dns_port must differ" },
+		{ "{\"proxy_dns_port\":3129}", "t.json: proxy_port, proxy_transparent_port and proxy_dns_port must differ" },
+		{ "{\"proxy_port\":5353,\"proxy_transparent_port\":5353,\"proxy_dns_port\":5354}", "t.json: proxy_port, proxy_transparent_port and proxy_dns_port must differ" },
 		{ "{\"docker_api\":\"always\"}", "t.json: docker_api: \"auto\" or \"never\"" },
 		{ "{\"docker_api\":\"sometimes\"}", "t.json: docker_api: too long (max 7)" },
 		{ "{\"docker_api\":\"\"}", "t.json: docker_api: \"auto\" or \"never\"" },

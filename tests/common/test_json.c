@@ -153,6 +153,64 @@ test_parse_file(void **state)
 	assert_int_equal(json_parse_file(path, 4096, &o, err, sizeof(err)), -ENOENT);
 }
 
+/* json_scan: NULs that cJSON would cut a string at (raw, or escaped in
+ * any case of hex digits, not an escaped backslash before "u0000"), the
+ * top-level member that holds the first, and the value/depth bounds. */
+static void
+test_scan(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t len;		/* 0: strlen */
+		bool nul;
+		const char *member;
+		size_t values, depth;
+	} rows[] = {
+		{ "{\"code\":\"print(1)\"}", 0, false, "", 2, 1 },
+		{ "{\"code\":\"print(1)\\u0000x\"}", 0, true, "code", 2, 1 },
+		{ "{\"code\":\"a\\u0000\"}", 0, true, "code", 2, 1 },
+		{ "{\"a\":1,\"b\":\"\\U0000\"}", 0, false, "", 3, 1 },
+		{ "{\"a\":\"\\u000a\\u0000\"}", 0, true, "a", 2, 1 },
+		{ "{\"a\":\"\\u00\"}", 0, false, "", 2, 1 },
+		/* An escaped backslash, then the text u0000: no NUL. */
+		{ "{\"a\":\"\\\\u0000\"}", 0, false, "", 2, 1 },
+		{ "{\"a\":\"\\\\\\u0000\"}", 0, true, "a", 2, 1 },
+		/* Deeper: the top-level member holding it. */
+		{ "{\"id\":1,\"params\":{\"arguments\":{\"code\":"
+		  "\"\\u0000\"}}}", 0, true, "params", 5, 3 },
+		{ "{\"id\":\"a\\u0000b\",\"method\":\"ping\"}", 0, true,
+		  "id", 3, 1 },
+		/* In a name. */
+		{ "{\"x\\u0000y\":1}", 0, true, "x\\u0000y", 2, 1 },
+		/* Raw NUL bytes, in a string and outside. */
+		{ "{\"a\":\"x\0y\"}", 11, true, "a", 2, 1 },
+		{ "{\"a\":1}\0", 8, true, "", 2, 1 },
+		/* Top-level array: no member. */
+		{ "[\"\\u0000\"]", 0, true, "", 2, 1 },
+		/* Structure inside strings does not count. */
+		{ "{\"a\":\"{[,,,]}\"}", 0, false, "", 2, 1 },
+		{ "[0,0,0,[0,[0]]]", 0, false, "", 8, 3 },
+		{ "", 0, false, "", 1, 0 },
+		/* Cut short inside a string or an escape. */
+		{ "{\"a\":\"\\u00", 0, false, "", 2, 1 },
+		{ "{\"a\":\"\\", 0, false, "", 2, 1 },
+	};
+	struct json_scan sc;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		size_t len = rows[i].len ? rows[i].len : strlen(rows[i].text);
+
+		json_scan(rows[i].text, len, &sc);
+		if (sc.nul != rows[i].nul || strcmp(sc.nul_member,
+		    rows[i].member) != 0 || sc.values != rows[i].values ||
+		    sc.depth != rows[i].depth)
+			fail_msg("row %zu: nul %d member '%s' values %zu depth "
+			    "%zu", i, sc.nul, sc.nul_member, sc.values,
+			    sc.depth);
+	}
+}
+
 int
 main(void)
 {
@@ -162,6 +220,7 @@ main(void)
 		cmocka_unit_test(test_strict_getters),
 		cmocka_unit_test(test_get_keep),
 		cmocka_unit_test(test_parse_file),
+		cmocka_unit_test(test_scan),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,18 @@ test_classify(void **state)
 		    MCP_KIND_OTHER, NULL },
 		{ "garbage", MCP_KIND_OTHER, NULL },
 		{ "", MCP_KIND_OTHER, NULL },
+		/* A NUL anywhere: never a call nor a cancellation (issue 39:
+		 * "a\u0000x" would name request "a"); mcp_handle refuses
+		 * the call and drops the notification. */
+		{ "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000x\",\"method\":"
+		    "\"tools/call\",\"params\":{\"name\":\"run_code\"}}",
+		    MCP_KIND_OTHER, NULL },
+		{ "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\","
+		    "\"params\":{\"name\":\"run_code\",\"arguments\":{\"code\":"
+		    "\"print(1)\\u0000x\"}}}", MCP_KIND_OTHER, NULL },
+		{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+		    "\"params\":{\"requestId\":\"a\\u0000y\"}}", MCP_KIND_OTHER,
+		    NULL },
 	};
 	enum mcp_kind kind;
 	char *id = (char *)"not touched";

@@ -319,6 +319,22 @@ static const struct {
 	{ "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}", false, NULL, 0 },
 	{ "{\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":1,\"message\":"
 	    "\"x\"}}", false, NULL, 0 },
+	/* A string that decodes to contain U+0000 (cJSON would cut it
+	 * there): invalid params, never a prefix acted on (issue 39). Held
+	 * by the id: unknown, so null; the two ids would both read "a". */
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000x\",\"method\":\"ping\"}",
+	    true, "null", MCP_INVALID_PARAMS },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000y\",\"method\":"
+	    "\"tools/list\"}", true, "null", MCP_INVALID_PARAMS },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\\u0000x\"}", true,
+	    "8", MCP_INVALID_PARAMS },
+	{ CALL("{\"code\":\"print(1)\\u0000import os\"}"), true, "9",
+	    MCP_INVALID_PARAMS },
+	{ CALL("{\"code\":\"1\",\"session\":\"s\\u0000t\"}"), true, "9",
+	    MCP_INVALID_PARAMS },
+	/* A notification holding one is still not answered. */
+	{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+	    "\"params\":{\"requestId\":\"a\\u0000x\"}}", false, NULL, 0 },
 };
 
 static void

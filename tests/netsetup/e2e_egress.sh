@@ -91,6 +91,9 @@ cleanup() {
 		[ $alive = 0 ] && break
 		sleep 0.1
 	done
+	# What a failed run left attached would make net down refuse, and
+	# the next suite would find this network: remove it first.
+	"$docker" ps -aq --filter network="$net" | xargs -r "$docker" rm -f >/dev/null 2>&1
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	rm -rf "$T"
@@ -537,5 +540,10 @@ kill -TERM "$spid"
 for _ in $(seq 600); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$spid" 2>/dev/null || fail "cordon serve did not exit within 60 s of SIGTERM: $(tail -n5 "$T/serve.log")"
 wait "$spid" || fail "cordon serve exited non-zero: $(tail -n5 "$T/serve.log")"
-[ -z "$("$docker" ps -aq --filter network="$net")" ] || fail "containers left on $net: $("$docker" ps -a --filter network="$net")"
+left=$("$docker" ps -aq --filter network="$net")
+if [ -n "$left" ]; then
+	# Who made it (the owner pid label: serve's $spid, or a `cordon run`),
+	# and what serve said as it stopped.
+	fail "containers left on $net: $("$docker" ps -a --filter network="$net" --format '{{.Names}} {{.Status}} created {{.CreatedAt}} owner={{.Label "cordon.owner_pid"}}') (serve was $spid; its last lines: $(tail -n4 "$T/serve.log"); audit: $(grep -h "$("$docker" ps -a --filter network="$net" --format '{{.Names}}' | head -n1)" "$T/audit.log" 2>/dev/null | tail -n2))"
+fi
 echo "PASS in $(( $(date +%s) - start )) s"

@@ -52,6 +52,9 @@ EOF
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	# A failed run may have left a container attached (net down would
+	# refuse, and the next suite find this network): remove it first.
+	"$docker" ps -aq --filter network="$net" | xargs -r "$docker" rm -f >/dev/null 2>&1
 	"$cordon" net down >/dev/null 2>&1
 	"$docker" network rm "$net" >/dev/null 2>&1
 	rm -rf "$T"

@@ -165,9 +165,21 @@ test_each_weakening_fails_its_control(void **state)
 
 /* The network control of a proxy-mode probe: the proxy must refuse an
  * unlisted name with the run's credential (403) and anything without it
- * (407). */
+ * (407); a direct connection fails or lands on the proxy, which refuses
+ * it; the proxy's resolver on the gateway is the only one, and a name no
+ * policy allows does not resolve. */
+struct proxy_obs {
+	const char *denied, *nocred, *direct, *nameservers, *resolve_denied;
+};
+
+static const struct proxy_obs proxy_good = {
+	"\"HTTP/1.1 403 Forbidden\"",
+	"\"HTTP/1.1 407 Proxy Authentication Required\"",
+	"\"HTTP/1.1 403 Forbidden\"", "[\"10.213.0.1\"]", "false",
+};
+
 static bool
-proxy_network_pass(const char *denied, const char *nocred)
+proxy_network_pass(const struct proxy_obs *o)
 {
 	cJSON *in = cJSON_Parse(inside_good), *insp = cJSON_Parse(inspect_good);
 	struct probe_expect e = expect();
@@ -179,10 +191,17 @@ proxy_network_pass(const char *denied, const char *nocred)
 	assert_non_null(in);
 	assert_non_null(insp);
 	e.mode = "proxy";
+	e.proxy_url = "http://10.213.0.1:3128";
 	snprintf(nm, sizeof(nm), "\"%s\"", cfg.egress_network);
 	set_path(in, "interfaces", "[\"lo\",\"eth0\"]");
-	set_path(in, "proxy_denied", denied);
-	set_path(in, "proxy_nocred", nocred);
+	/* Not observed in proxy mode. */
+	set_path(in, "connect_errno", NULL);
+	set_path(in, "resolve_ok", NULL);
+	set_path(in, "proxy_denied", o->denied);
+	set_path(in, "proxy_nocred", o->nocred);
+	set_path(in, "direct_answer", o->direct);
+	set_path(in, "nameservers", o->nameservers);
+	set_path(in, "resolve_denied_ok", o->resolve_denied);
 	set_path(cJSON_GetArrayItem(insp, 0), "HostConfig.NetworkMode", nm);
 	a = cJSON_PrintUnformatted(in);
 	b = cJSON_PrintUnformatted(insp);
@@ -203,19 +222,57 @@ proxy_network_pass(const char *denied, const char *nocred)
 static void
 test_proxy_network(void **state)
 {
+	struct proxy_obs o = proxy_good;
+
 	(void)state;
-	assert_true(proxy_network_pass("\"HTTP/1.1 403 Forbidden\"",
-	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
+	assert_true(proxy_network_pass(&o));
 	/* A proxy that serves requests without the run's credential. */
-	assert_false(proxy_network_pass("\"HTTP/1.1 403 Forbidden\"",
-	    "\"HTTP/1.1 403 Forbidden\""));
-	assert_false(proxy_network_pass("\"HTTP/1.1 403 Forbidden\"",
-	    "null"));
+	o.nocred = "\"HTTP/1.1 403 Forbidden\"";
+	assert_false(proxy_network_pass(&o));
+	o.nocred = "null";
+	assert_false(proxy_network_pass(&o));
 	/* One that lets the credentialed request through. */
-	assert_false(proxy_network_pass("\"HTTP/1.1 200 OK\"",
-	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
-	assert_false(proxy_network_pass("\"no credential in HTTP_PROXY\"",
-	    "\"HTTP/1.1 407 Proxy Authentication Required\""));
+	o = proxy_good;
+	o.denied = "\"HTTP/1.1 200 OK\"";
+	assert_false(proxy_network_pass(&o));
+	o.denied = "\"no credential in HTTP_PROXY\"";
+	assert_false(proxy_network_pass(&o));
+	/* The direct connection: refused by the proxy (403, or closed with
+	 * no answer) or failed, never served. */
+	o = proxy_good;
+	o.direct = "\"\"";
+	assert_true(proxy_network_pass(&o));
+	o.direct = "\"connect failed: errno 111\"";
+	assert_true(proxy_network_pass(&o));
+	o.direct = "\"connect failed: timeout\"";
+	assert_true(proxy_network_pass(&o));
+	o.direct = "\"HTTP/1.1 200 OK\"";
+	assert_false(proxy_network_pass(&o));
+	o.direct = "\"SSH-2.0-OpenSSH_9.2\"";
+	assert_false(proxy_network_pass(&o));
+	o.direct = "\"no answer in 5 s\"";
+	assert_false(proxy_network_pass(&o));
+	o.direct = "null";		/* the observation raised */
+	assert_false(proxy_network_pass(&o));
+	o.direct = NULL;
+	assert_false(proxy_network_pass(&o));
+	/* The resolver: the gateway's only, and closed. */
+	o = proxy_good;
+	o.resolve_denied = "true";
+	assert_false(proxy_network_pass(&o));
+	o.resolve_denied = "null";
+	assert_false(proxy_network_pass(&o));
+	o = proxy_good;
+	o.nameservers = "[\"127.0.0.11\"]";
+	assert_false(proxy_network_pass(&o));
+	o.nameservers = "[\"10.213.0.1\",\"8.8.8.8\"]";
+	assert_false(proxy_network_pass(&o));
+	o.nameservers = "[]";
+	assert_false(proxy_network_pass(&o));
+	o.nameservers = "[\"10.213.0.10\"]";
+	assert_false(proxy_network_pass(&o));
+	o.nameservers = "null";
+	assert_false(proxy_network_pass(&o));
 }
 
 /* Whether control name passes for a probe in mode, with in_path/host_path
@@ -251,9 +308,9 @@ control_pass(const char *mode, const char *name, const char *in_path,
 	return pass;
 }
 
-/* Proxy mode: the CA bundle, read-only at its one path, and the variables
- * naming it, are expected; anywhere else, writable, or offline they are
- * not. */
+/* Proxy mode: the CA bundle and the resolv.conf, read-only at their one
+ * path each, and the variables naming the bundle, are expected; anywhere
+ * else, writable, or offline they are not. */
 static void
 test_proxy_ca_bundle(void **state)
 {
@@ -272,6 +329,18 @@ test_proxy_ca_bundle(void **state)
 	    "Mounts", rw));
 	assert_false(control_pass("none", "no_host_mounts", NULL, NULL,
 	    "Mounts", ro));
+	/* The sandbox's resolv.conf, the same way. */
+	assert_true(control_pass("proxy", "no_host_mounts", NULL, NULL,
+	    "Mounts", "[{\"Destination\":\"/etc/cordon/ca-bundle.pem\","
+	    "\"RW\":false},{\"Destination\":\"/etc/resolv.conf\","
+	    "\"RW\":false}]"));
+	assert_false(control_pass("proxy", "no_host_mounts", NULL, NULL,
+	    "Mounts", "[{\"Destination\":\"/etc/resolv.conf\",\"RW\":true}]"));
+	assert_false(control_pass("proxy", "no_host_mounts", NULL, NULL,
+	    "Mounts", "[{\"Destination\":\"/etc/resolv.conf\"}]"));
+	assert_false(control_pass("none", "no_host_mounts", NULL, NULL,
+	    "Mounts", "[{\"Destination\":\"/etc/resolv.conf\","
+	    "\"RW\":false}]"));
 	assert_true(control_pass("proxy", "environment", "env_keys", env,
 	    NULL, NULL));
 	assert_false(control_pass("none", "environment", "env_keys", env,

@@ -50,7 +50,9 @@ test_full(void **state)
 		"debug", "--control", "/run/cordon/proxy.sock",
 		"--run-max-conns", "8", "--run-bytes-up", "1m",
 		"--run-bytes-down", "1g", "--self-refresh", "2.5",
-		"--sni-timeout", "0.75", "--insecure-no-sni-check", NULL,
+		"--sni-timeout", "0.75", "--insecure-no-sni-check",
+		"--transparent", "10.213.0.1:3129", "--dns-listen",
+		"10.213.0.1:53", NULL,
 	};
 	struct proxy_config c;
 
@@ -85,6 +87,14 @@ test_full(void **state)
 	assert_int_equal(c.run_bytes_down, 1024 * 1024 * 1024);
 	assert_int_equal(c.sni_timeout_ms, 750);
 	assert_true(c.no_sni_check);
+	assert_true(c.has_transparent);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&c.transparent.ss)->
+	    sin_port), 3129);
+	assert_true(c.has_dns_listen);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&c.dns_listen.ss)->
+	    sin_port), 53);
+	assert_int_equal(c.transparent_fd, -1);
+	assert_int_equal(c.dns_udp_fd, -1);
 }
 
 static void
@@ -112,6 +122,9 @@ test_defaults(void **state)
 	/* The SNI check is on, 5 s for a started ClientHello. */
 	assert_false(c.no_sni_check);
 	assert_int_equal(c.sni_timeout_ms, 5000);
+	/* Neither the transparent listener nor the resolver. */
+	assert_false(c.has_transparent);
+	assert_false(c.has_dns_listen);
 }
 
 static void
@@ -153,6 +166,10 @@ test_errors(void **state)
 		{ "--sni-timeout", "forever", NULL },
 		{ "--no-sni-check", NULL },	/* only the insecure- name */
 		{ "--insecure-no-sni-check", "yes", NULL },
+		{ "--transparent", "3129", NULL },
+		{ "--transparent", "example.com:3129", NULL },
+		{ "--dns-listen", "10.0.0.1", NULL },
+		{ "--dns-listen", "10.0.0.1:65536", NULL },
 		{ "--bogus", NULL },
 		{ "--listen", NULL },
 	};

@@ -312,6 +312,72 @@ test_egress_cut(void **state)
 	proxy_egress_free(e);
 }
 
+/* The path: one entry per (host, port, decision, via), and per reason
+ * too for "dns"; "via" in the report (and absent for entries noted
+ * without one); bytes go to the entry of their path. */
+static void
+test_egress_via(void **state)
+{
+	struct proxy_egress *e = proxy_egress_new(10);
+	char *got;
+	cJSON *o;
+
+	(void)state;
+	assert_int_equal(proxy_egress_note_via(e, "a.example", 443, "connect",
+	    true, "allowed-by-entry", 200, 1), 0);
+	assert_int_equal(proxy_egress_note_via(e, "a.example", 443, "tls",
+	    true, "allowed-by-entry", 0, 2), 0);
+	assert_int_equal(proxy_egress_note_via(e, "A.example", 443, "tls",
+	    true, "allowed-by-entry", 0, 3), 0);
+	assert_int_equal(proxy_egress_note_via(e, "a.example", 53, "dns",
+	    true, "allowed", 0, 4), 0);
+	assert_int_equal(proxy_egress_note_via(e, "b.example", 53, "dns",
+	    false, "not-on-policy p", 0, 5), 0);
+	assert_int_equal(proxy_egress_note_via(e, "b.example", 53, "dns",
+	    false, "dns-rate-limit", 0, 6), 0);
+	assert_int_equal(proxy_egress_note_via(e, "B.example", 53, "dns",
+	    false, "not-on-policy p", 0, 7), 0);
+	assert_int_equal(proxy_egress_note_at(e, "c.example", 80, false,
+	    "x", 403, 7), 0);
+	/* A path over PROXY_EGRESS_VIA_MAX bytes is cut. */
+	assert_int_equal(proxy_egress_note_via(e, "d.example", 1,
+	    "0123456789abcdefXYZ", true, "", 0, 8), 0);
+	assert_int_equal(proxy_egress_bytes_via(e, "a.example", 443, "tls", 5,
+	    6), 0);
+	assert_int_equal(proxy_egress_bytes_via(e, "a.example", 443, "raw", 5,
+	    6), -ENOENT);
+	assert_int_equal(proxy_egress_bytes(e, "a.example", 443, 5, 6),
+	    -ENOENT);
+	o = proxy_egress_to_json(e);
+	got = cJSON_PrintUnformatted(o);
+	assert_string_equal(got, "{\"egress\":["
+	    "{\"host\":\"a.example\",\"port\":443,\"decision\":\"allowed\","
+	    "\"reason\":\"allowed-by-entry\",\"status\":200,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"connect\"},"
+	    "{\"host\":\"a.example\",\"port\":443,\"decision\":\"allowed\","
+	    "\"reason\":\"allowed-by-entry\",\"status\":0,\"count\":2,"
+	    "\"bytes_up\":5,\"bytes_down\":6,\"via\":\"tls\"},"
+	    "{\"host\":\"a.example\",\"port\":53,\"decision\":\"allowed\","
+	    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"},"
+	    "{\"host\":\"b.example\",\"port\":53,\"decision\":\"denied\","
+	    "\"reason\":\"not-on-policy p\",\"status\":0,\"count\":2,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"},"
+	    "{\"host\":\"b.example\",\"port\":53,\"decision\":\"denied\","
+	    "\"reason\":\"dns-rate-limit\",\"status\":0,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"},"
+	    "{\"host\":\"c.example\",\"port\":80,\"decision\":\"denied\","
+	    "\"reason\":\"x\",\"status\":403,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0},"
+	    "{\"host\":\"d.example\",\"port\":1,\"decision\":\"allowed\","
+	    "\"reason\":\"\",\"status\":0,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"0123456789abcde\"}],"
+	    "\"allowed\":5,\"denied\":4}");
+	free(got);
+	cJSON_Delete(o);
+	proxy_egress_free(e);
+}
+
 int
 main(void)
 {
@@ -322,6 +388,7 @@ main(void)
 		cmocka_unit_test(test_egress_truncate),
 		cmocka_unit_test(test_egress_bytes),
 		cmocka_unit_test(test_egress_cut),
+		cmocka_unit_test(test_egress_via),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

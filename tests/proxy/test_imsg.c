@@ -246,7 +246,7 @@ test_unsealed_blob(void **state)
 	    sv), 0);
 	assert_int_equal(proxy_chan_new(base, sv[1], got_cb, &g, &b), 0);
 	memset(&cm, 0, sizeof(cm));
-	c = CMSG_FIRSTHDR(&mh);
+	c = &cm.h;	/* CMSG_FIRSTHDR(&mh): the buffer's start */
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(int));
@@ -326,6 +326,32 @@ test_psmsg(void **state)
 		    0);
 		assert_false(ok);
 		assert_int_equal(proxy_psmsg_report_check(r3, strlen(r3), &ok),
+		    -EINVAL);
+	}
+	{
+		/* An entry with its path, and one whose path is too long
+		 * or not a string. */
+		static const char v1[] = "{\"ok\":true,\"egress\":[{\"host\":"
+		    "\"a.example\",\"port\":53,\"decision\":\"allowed\","
+		    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
+		    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"}],"
+		    "\"allowed\":1,\"denied\":0}";
+		static const char v2[] = "{\"ok\":true,\"egress\":[{\"host\":"
+		    "\"a.example\",\"port\":53,\"decision\":\"allowed\","
+		    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
+		    "\"bytes_up\":0,\"bytes_down\":0,\"via\":"
+		    "\"0123456789abcdef\"}],\"allowed\":1,\"denied\":0}";
+		static const char v3[] = "{\"ok\":true,\"egress\":[{\"host\":"
+		    "\"a.example\",\"port\":53,\"decision\":\"allowed\","
+		    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
+		    "\"bytes_up\":0,\"bytes_down\":0,\"via\":7}],"
+		    "\"allowed\":1,\"denied\":0}";
+		assert_int_equal(proxy_psmsg_report_check(v1, strlen(v1), &ok),
+		    0);
+		assert_true(ok);
+		assert_int_equal(proxy_psmsg_report_check(v2, strlen(v2), &ok),
+		    -EINVAL);
+		assert_int_equal(proxy_psmsg_report_check(v3, strlen(v3), &ok),
 		    -EINVAL);
 	}
 }

@@ -31,6 +31,9 @@
 #include <cjson/cJSON.h>
 
 #include "common/util.h"
+#include "proxy/dnsd.h"
+#include "dig_util.h"
+#include "dns_util.h"
 #include "hello_util.h"
 #include "proxy_fixture.h"
 
@@ -92,8 +95,9 @@ rm_policies(struct rm *r)
 {
 	char text[256];
 
-	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u raw\n",
-	    fx_echo_port(), fx_http_port(), fx_flood_port());
+	snprintf(text, sizeof(text), "echo.cordon-test.net:%u,%u,%u raw\n"
+	    "slow.cordon-test.net\n", fx_echo_port(), fx_http_port(),
+	    fx_flood_port());
 	write_policy(r, "pypi", text);
 	snprintf(text, sizeof(text), "web.cordon-test.net:%u,%u,%u raw\n",
 	    fx_echo_port(), fx_http_port(), fx_flood_port());
@@ -671,13 +675,13 @@ test_run_report(void **state)
 	snprintf(want, sizeof(want), "{\"ok\":true,\"egress\":["
 	    "{\"host\":\"x.other-test.net\",\"port\":%u,\"decision\":\"denied\","
 	    "\"reason\":\"not-on-policy pypi\",\"status\":403,\"count\":1,"
-	    "\"bytes_up\":0,\"bytes_down\":0},"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"connect\"},"
 	    "{\"host\":\"denied.cordon-test.net\",\"port\":443,\"decision\":"
 	    "\"denied\",\"reason\":\"not-on-policy pypi\",\"status\":403,"
-	    "\"count\":1,\"bytes_up\":0,\"bytes_down\":0},"
+	    "\"count\":1,\"bytes_up\":0,\"bytes_down\":0,\"via\":\"connect\"},"
 	    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,\"decision\":"
 	    "\"allowed\",\"reason\":\"allowed-by-entry\",\"status\":200,"
-	    "\"count\":2,\"bytes_up\":13,\"bytes_down\":13}],"
+	    "\"count\":2,\"bytes_up\":13,\"bytes_down\":13,\"via\":\"connect\"}],"
 	    "\"allowed\":2,\"denied\":2}", fx_echo_port(), fx_echo_port());
 	assert_string_equal(got, want);
 	free(got);
@@ -750,11 +754,12 @@ test_run_sni(void **state)
 		    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,"
 		    "\"decision\":\"denied\",\"reason\":\"sni-mismatch\","
 		    "\"status\":200,\"count\":1,\"bytes_up\":0,"
-		    "\"bytes_down\":0},"
+		    "\"bytes_down\":0,\"via\":\"connect\"},"
 		    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,"
 		    "\"decision\":\"allowed\",\"reason\":"
 		    "\"allowed-by-entry\",\"status\":200,\"count\":1,"
-		    "\"bytes_up\":%zu,\"bytes_down\":%zu}],"
+		    "\"bytes_up\":%zu,\"bytes_down\":%zu,"
+		    "\"via\":\"connect\"}],"
 		    "\"allowed\":1,\"denied\":1}", fx_echo_port(),
 		    fx_echo_port(), good, good);
 		assert_string_equal(got, want);
@@ -1132,6 +1137,256 @@ test_run_control_path(void **state)
 	(void)util_rm_rf(dir);
 }
 
+/* dig from src (127.0.0.1 or .2) at the resolver on port: its output. */
+static const char *
+rdig(uint16_t port, const char *src, const char *name, const char *type)
+{
+	const char *args[] = { "-b", src, name, type, NULL };
+
+	return dig_run(port, args);
+}
+
+/* The report entry of run report j for host with via (and reason, when
+ * not NULL), or NULL. */
+static const cJSON *
+entry_by(const cJSON *j, const char *host, const char *via,
+    const char *reason)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
+		const cJSON *h = cJSON_GetObjectItem(e, "host");
+		const cJSON *v = cJSON_GetObjectItem(e, "via");
+		const cJSON *w = cJSON_GetObjectItem(e, "reason");
+		if (cJSON_IsString(h) && strcmp(h->valuestring, host) == 0 &&
+		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0 &&
+		    (reason == NULL || (cJSON_IsString(w) &&
+		    strcmp(w->valuestring, reason) == 0)))
+			return e;
+	}
+	return NULL;
+}
+
+static const cJSON *
+entry_of(const cJSON *j, const char *host, const char *via)
+{
+	return entry_by(j, host, via, NULL);
+}
+
+/* n A queries for name from 127.0.0.1 sent at once; the answers that
+ * came within 3 s: how many had text in them (an EDE's EXTRA-TEXT), and
+ * *answers: how many came. */
+static unsigned
+dns_flood(uint16_t port, const char *name, unsigned n, const char *text,
+    unsigned *answers)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	    .sin_port = htons(port) };
+	struct timeval tv = { 3, 0 };
+	int fd;
+	unsigned got = 0;
+	uint8_t q[512], a[1500];
+
+	*answers = 0;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+	    sizeof(tv)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = dns_query(q, sizeof(q), (uint16_t)(7000 + i), name,
+		    1, 1, 1232, 0, false);
+		assert_int_equal(send(fd, q, len, 0), (ssize_t)len);
+	}
+	for (ssize_t k; *answers < n && (k = recv(fd, a, sizeof(a), 0)) >= 12;) {
+		(*answers)++;
+		if (memmem(a, (size_t)k, text, strlen(text)) != NULL)
+			got++;
+	}
+	close(fd);
+	return got;
+}
+
+/* n queries for name sent back to back from 127.0.0.1, then every
+ * answer read: how many had rcode. */
+static unsigned
+dns_burst(uint16_t port, const char *name, unsigned n, unsigned rcode,
+    unsigned *answers)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	    .sin_port = htons(port) };
+	struct timeval tv = { 1, 0 };
+	int fd, big = 1 << 20;
+	unsigned got = 0;
+	uint8_t q[512], a[1500];
+	ssize_t k;
+
+	*answers = 0;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+	    sizeof(tv)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	/* In batches of 20, each answered before the next (a socket
+	 * buffer holds a few hundred datagrams at most). */
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = dns_query(q, sizeof(q), (uint16_t)i, name, 1, 1,
+		    1232, 0, false);
+		assert_int_equal(send(fd, q, len, 0), (ssize_t)len);
+		if (i % 20 != 19 && i + 1 < n)
+			continue;
+		while (*answers <= i && (k = recv(fd, a, sizeof(a), 0)) >=
+		    12) {
+			(*answers)++;
+			if ((a[3] & 0x0f) == rcode)
+				got++;
+		}
+	}
+	close(fd);
+	return got;
+}
+
+/* The closed resolver in run mode: a query belongs to the run registered
+ * at its source address, answered under that run's policy from that run's
+ * own synthetic map, rate-limited per run, and every name it asked is in
+ * its report (via "dns"); a source with no live run is refused. */
+static void
+test_run_dns(void **state)
+{
+	const char *extra[] = { "--dns-listen", "127.0.0.1:0", NULL };
+	struct rm *r = &R;
+	const char *t, *s;
+	const cJSON *e;
+	char a[32], b[32];
+	unsigned total, limited, answers, answers400, web_a;
+	uint16_t dp;
+	cJSON *j;
+
+	(void)state;
+	rm_start(r, extra);
+	s = strstr(r->p.err, "dns on 127.0.0.1:");
+	assert_non_null(s);
+	dp = (uint16_t)atoi(s + strlen("dns on 127.0.0.1:"));
+	total = fx_queries(NULL);
+	web_a = fx_queries_a("web.cordon-test.net");
+	t = rdig(dp, "127.0.0.1", "echo.cordon-test.net", "A");
+	dig_check(t, "status: REFUSED", true);
+	dig_check(t, "EDE: 18 (Prohibited): (cordon: no-live-run)", true);
+	assert_int_equal(fx_queries(NULL), total);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	reg_ok(r, "run-b", "127.0.0.2", "npm", TOK_B, "");
+	t = rdig(dp, "127.0.0.1", "echo.cordon-test.net", "A");
+	dig_check(t, "status: NOERROR", true);
+	dig_answer_a(t, "echo.cordon-test.net", 30, a, sizeof(a));
+	t = rdig(dp, "127.0.0.1", "web.cordon-test.net", "A");
+	dig_check(t, "status: NXDOMAIN", true);
+	dig_check(t, "EDE: 15 (Blocked): (cordon: not-on-policy pypi)", true);
+	t = rdig(dp, "127.0.0.2", "web.cordon-test.net", "A");
+	dig_check(t, "status: NOERROR", true);
+	dig_answer_a(t, "web.cordon-test.net", 30, b, sizeof(b));
+	t = rdig(dp, "127.0.0.2", "echo.cordon-test.net", "A");
+	dig_check(t, "status: NXDOMAIN", true);
+	dig_check(t, "EDE: 15 (Blocked): (cordon: not-on-policy npm)", true);
+	/* Each run its own map: both start at the block's first address. */
+	assert_string_equal(a, "198.18.0.1");
+	assert_string_equal(b, "198.18.0.1");
+	assert_int_equal(fx_queries_a("web.cordon-test.net"), web_a + 1);
+	/* Over the rate (burst 200): refused, EDE 18; run-b unaffected. */
+	limited = dns_burst(dp, "x.other-test.net", 400, 5, &answers);
+	answers400 = answers;
+	if (limited < 100 || answers < 390)
+		fail_msg("400 queries at once: %u answers, %u REFUSED", answers,
+		    limited);
+	print_message("400 queries in batches of 20: %u answers, %u REFUSED "
+	    "dns-rate-limit\n", answers, limited);
+	t = rdig(dp, "127.0.0.2", "web.cordon-test.net", "A");
+	dig_check(t, "status: NOERROR", true);
+	assert_int_equal(fx_queries("x.other-test.net"), 0);
+	/* Lookups waiting upstream: at most 32 of one run (the stub never
+	 * answers slow.cordon-test.net), the rest SERVFAIL at once; the
+	 * other run is answered meanwhile. */
+	sleep_ms(2100);		/* the bucket full again */
+	{
+		unsigned busy = dns_flood(dp, "slow.cordon-test.net", 60,
+		    "cordon: resolver-busy", &answers);
+		if (busy != 60 - PROXY_DNSD_RUN_PENDING_MAX || answers != 60)
+			fail_msg("60 lookups at once: %u answers, %u "
+			    "resolver-busy", answers, busy);
+		print_message("60 lookups that never return, at once: %u "
+		    "SERVFAIL resolver-busy, the other %u upstream-timeout\n",
+		    busy, answers - busy);
+	}
+	t = rdig(dp, "127.0.0.2", "web.cordon-test.net", "A");
+	dig_check(t, "status: NOERROR", true);
+	/* TCP from an address with no run: closed at accept. */
+	{
+		struct sockaddr_in sa = { .sin_family = AF_INET,
+		    .sin_port = htons(dp) };
+		struct sockaddr_in me = { .sin_family = AF_INET };
+		struct timeval tv = { 3, 0 };
+		char c;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		inet_pton(AF_INET, "127.0.0.3", &me.sin_addr);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof(me)),
+		    0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa,
+		    sizeof(sa)), 0);
+		assert_true(recv(fd, &c, 1, 0) <= 0);
+		close(fd);
+	}
+	j = ctl_report(r, "unregister", "run-a");
+	e = entry_of(j, "echo.cordon-test.net", "dns");
+	assert_non_null(e);
+	assert_string_equal(cJSON_GetObjectItem(e, "decision")->valuestring,
+	    "allowed");
+	assert_int_equal(cJSON_GetObjectItem(e, "port")->valueint, 53);
+	e = entry_of(j, "web.cordon-test.net", "dns");
+	assert_non_null(e);
+	assert_string_equal(cJSON_GetObjectItem(e, "reason")->valuestring,
+	    "not-on-policy pypi");
+	/* The burst: one entry per name and outcome, counted. */
+	e = entry_by(j, "x.other-test.net", "dns", "not-on-policy pypi");
+	assert_non_null(e);
+	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
+	    (int)(answers400 - limited));
+	e = entry_by(j, "x.other-test.net", "dns", "dns-rate-limit");
+	assert_non_null(e);
+	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
+	    (int)limited);
+	assert_non_null(entry_by(j, "slow.cordon-test.net", "dns",
+	    "resolver-busy"));
+	cJSON_Delete(j);
+	/* Unregistered: its address has no run any more. */
+	t = rdig(dp, "127.0.0.1", "echo.cordon-test.net", "A");
+	dig_check(t, "status: REFUSED", true);
+	j = ctl_report(r, "unregister", "run-b");
+	assert_non_null(entry_by(j, "web.cordon-test.net", "dns", "allowed"));
+	assert_non_null(entry_by(j, "echo.cordon-test.net", "dns",
+	    "not-on-policy npm"));
+	cJSON_Delete(j);
+	/* Refusals over the rate: logged once per stretch, not each. */
+	{
+		char *log = rm_finish(r);
+		unsigned lines = 0;
+
+		for (const char *p = log; (p = strstr(p, "\"dns-rate-limit\""))
+		    != NULL; p++)
+			lines++;
+		if (lines == 0 || lines >= limited)
+			fail_msg("%u access-log lines for %u rate-limited "
+			    "queries", lines, limited);
+		print_message("%u rate-limited queries, %u access-log lines\n",
+		    limited, lines);
+		free(log);
+	}
+}
+
 static int
 group_setup(void **state)
 {
@@ -1182,6 +1437,7 @@ main(void)
 		cmocka_unit_test_teardown(test_run_control, test_teardown),
 		cmocka_unit_test_teardown(test_run_control_path,
 		    test_teardown),
+		cmocka_unit_test_teardown(test_run_dns, test_teardown),
 	};
 	const char *filter = getenv("CORDON_TEST_FILTER");
 

@@ -307,6 +307,8 @@ test_container_spec_modes(void **state)
 	assert_false(has_arg(&a, "-c"));
 	assert_false(has_pair(&a, "--env",
 	    "SSL_CERT_FILE=/etc/cordon/ca-bundle.pem"));
+	for (size_t i = 0; i < a.n; i++)
+		assert_null(strstr(a.v[i], "resolv.conf"));
 	dargv_cleanup(&a);
 
 	assert_int_equal(netsetup_run_args(&c, &ep, &na), 0);
@@ -329,10 +331,22 @@ test_container_spec_modes(void **state)
 	    "CURL_CA_BUNDLE=/etc/cordon/ca-bundle.pem"));
 	assert_true(has_pair(&a, "--env",
 	    "NODE_EXTRA_CA_CERTS=/etc/cordon/ca-bundle.pem"));
+	/* The sandbox's resolver: net up's resolv.conf over Docker's. */
+	assert_true(has_pair(&a, "--mount", "type=bind,src=/var/lib/cordon/"
+	    "net-cordon0/resolv.conf,dst=/etc/resolv.conf,readonly"));
 	for (size_t i = 0; i < a.n; i++) {
 		assert_null(strstr(a.v[i], "10.213.0.1:3128"));
 		assert_null(strcasestr(a.v[i], "_PROXY=http"));
 	}
+	dargv_cleanup(&a);
+	/* A warm pool's container (and a session's, built the same way)
+	 * gets the same mount; `docker exec` then inherits it. */
+	cs.holder = true;
+	container_spec(&c, &cs, &spec);
+	assert_int_equal(docker_run_argv(&c, &spec, &a), 0);
+	assert_true(has_pair(&a, "--mount", "type=bind,src=/var/lib/cordon/"
+	    "net-cordon0/resolv.conf,dst=/etc/resolv.conf,readonly"));
+	assert_string_equal(a.v[a.n - 1], DARGV_HOLDER);
 	dargv_cleanup(&a);
 }
 
@@ -368,15 +382,19 @@ test_bad_spec_values(void **state)
 	struct {
 		const char *what;
 		struct docker_spec s;
-	} cases[10];
+	} cases[12];
 	struct config c;
 	struct dargv a;
 	size_t n = 0;
 
 	(void)state;
 	config_defaults(&c);
-	for (size_t i = 0; i < 10; i++)
+	for (size_t i = 0; i < 12; i++)
 		cases[i].s = base_spec();
+	cases[n].what = "comma in the resolv.conf";
+	cases[n++].s.resolv_conf = "/x/resolv.conf,dst=/etc/shadow";
+	cases[n].what = "relative resolv.conf";
+	cases[n++].s.resolv_conf = "resolv.conf";
 	cases[n].what = "comma in the CA bundle";
 	cases[n++].s.ca_bundle = "/x/b.pem,dst=/etc/passwd";
 	cases[n].what = "relative CA bundle";

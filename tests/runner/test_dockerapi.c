@@ -400,6 +400,10 @@ test_create_refusals(void **state)
 	s = base;
 	s.prelude = "x";
 	assert_int_equal(dockerapi_create_body(&cfg, &s, &b), -ENOTSUP);
+	s = base;
+	s.resolv_conf = "/var/lib/cordon/net-cordon0/resolv.conf";
+	assert_int_equal(dockerapi_create_body(&cfg, &s, &b), -ENOTSUP);
+	assert_null(b);
 }
 
 /* ---- a fake daemon ---- */

@@ -206,6 +206,124 @@ test_req_oversize(void **state)
 	free(big);
 }
 
+/* Issue 39: a string that decodes to hold U+0000 (cJSON would cut it
+ * there: print(1)\u0000... ran print(1), and the audit hash was of the
+ * prefix) and bodies with more values than a request can hold are refused
+ * before cJSON builds them, naming the member. */
+static void
+test_req_scan(void **state)
+{
+	static const struct { const char *body; size_t len; const char *msg; }
+	    rows[] = {
+		{ "{\"code\":\"print(1)\\u0000import os\"}", 0, "'code' holds "
+		  "a string with U+0000 (\\u0000 or a NUL byte), which is not "
+		  "accepted" },
+		{ "{\"code\":\"1\",\"files\":[{\"path\":\"a\\u0000b\","
+		  "\"content_b64\":\"\"}]}", 0, "'files' holds a string with "
+		  "U+0000" },
+		{ "{\"code\":\"1\",\"policy\":\"p\\u0000\"}", 0,
+		  "'policy' holds" },
+		{ "{\"co\\u0000de\":\"1\"}", 0, "'co\\u0000de' holds" },
+		{ "{\"code\":\"a\0b\"}", 13, "'code' holds" },
+		{ "[\"\\u0000\"]", 0, "the body holds U+0000" },
+	};
+	struct serve_req r;
+	char err[256], *big;
+	size_t n;
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		n = rows[i].len ? rows[i].len : strlen(rows[i].body);
+		err[0] = '\0';
+		if (serve_req_parse(&cfg, rows[i].body, n, &r, err,
+		    sizeof(err)) != -EINVAL || strstr(err, rows[i].msg) == NULL)
+			fail_msg("row %zu: '%s'", i, err);
+		assert_null(r.code);
+	}
+	/* An escaped backslash before u0000 is no NUL. */
+	assert_int_equal(serve_req_parse(&cfg, "{\"code\":\"\\\\u0000\"}",
+	    18, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.code, "\\u0000");
+	serve_req_cleanup(&r);
+	/* Values: 64 and 8 per file (in_max_files 3 here: 88). */
+	big = malloc(cfg.serve.body_max_bytes);
+	assert_non_null(big);
+	n = (size_t)snprintf(big, 64, "{\"code\":\"1\",\"x\":[");
+	for (int i = 0; i < 90; i++)
+		n += (size_t)snprintf(big + n, 8, "0,");
+	n += (size_t)snprintf(big + n, 8, "0]}");
+	assert_int_equal(serve_req_parse(&cfg, big, n, &r, err, sizeof(err)),
+	    -EINVAL);
+	assert_string_equal(err, "the body has too many JSON values (over 88: "
+	    "at most 64 and 8 per file)");
+	n = (size_t)snprintf(big, 64, "{\"code\":\"1\",\"x\":");
+	for (int i = 0; i < 17; i++)
+		big[n++] = '[';
+	for (int i = 0; i < 17; i++)
+		big[n++] = ']';
+	big[n++] = '}';
+	assert_int_equal(serve_req_parse(&cfg, big, n, &r, err, sizeof(err)),
+	    -EINVAL);
+	assert_string_equal(err, "the body nests deeper than 16");
+	free(big);
+	/* Who named the language: "language", "lang", or nobody. */
+	assert_int_equal(serve_req_parse(&cfg, "{\"code\":\"1\"}", 12, &r,
+	    err, sizeof(err)), 0);
+	assert_null(r.lang_key);
+	serve_req_cleanup(&r);
+	assert_int_equal(serve_req_parse(&cfg, "{\"code\":\"1\",\"lang\":"
+	    "\"python\"}", 28, &r, err, sizeof(err)), 0);
+	assert_string_equal(r.lang_key, "lang");
+	serve_req_cleanup(&r);
+}
+
+/* Issue 39: a tenant's refused requests count against a budget of
+ * refusals_per_min, refilled continuously; the local tenant (the host's
+ * operator) is never held back. */
+static void
+test_refusals(void **state)
+{
+	const char *j = "{\"serve\":{\"tenants\":[{\"name\":\"a\","
+	    "\"token\":\"aaaaaaaaaaaaaaaa\",\"max_concurrent\":1,"
+	    "\"max_queue\":1}]}}";
+	struct serve_tenants ts;
+	struct config c;
+	char err[256];
+	int64_t t = 1000000;
+	(void)state;
+	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)), 0);
+	assert_int_equal(c.serve.refusals_per_min, 60);
+	serve_tenants_init(&ts, &c);
+	for (int i = 0; i < 60; i++) {
+		assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t, 60), 0);
+		serve_tenants_refused(&ts, 1, t, 60);
+	}
+	/* Used up: one more in a second (60 a minute). */
+	assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t, 60), 1);
+	assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t + 500, 60), 1);
+	assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t + 1000, 60), 0);
+	serve_tenants_refused(&ts, 1, t + 1000, 60);
+	assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t + 1000, 6), 10);
+	/* Refilled to at most the budget. */
+	assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t + 3600000, 60),
+	    0);
+	assert_true(ts.t[1].refusals_left <= 60);
+	/* No bound, and the local tenant. */
+	serve_tenants_refused(&ts, 1, t, 0);
+	assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t, 0), 0);
+	for (int i = 0; i < 100; i++)
+		serve_tenants_refused(&ts, SERVE_LOCAL_TENANT, t, 1);
+	assert_int_equal(serve_tenants_refusal_wait(&ts, SERVE_LOCAL_TENANT, t,
+	    1), 0);
+	/* would_reject: nothing counted. */
+	assert_false(serve_tenants_would_reject(&ts, 1));
+	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_RUN);
+	assert_false(serve_tenants_would_reject(&ts, 1));
+	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_QUEUE);
+	assert_true(serve_tenants_would_reject(&ts, 1));
+	assert_int_equal(ts.t[1].queued, 1);
+	assert_int_equal(ts.t[1].active, 1);
+}
+
 static void
 test_stage(void **state)
 {
@@ -488,6 +606,8 @@ main(void)
 		cmocka_unit_test_setup(test_req_ok, setup),
 		cmocka_unit_test_setup(test_req_bad, setup),
 		cmocka_unit_test_setup(test_req_oversize, setup),
+		cmocka_unit_test_setup(test_req_scan, setup),
+		cmocka_unit_test(test_refusals),
 		cmocka_unit_test_setup(test_stage, setup),
 		cmocka_unit_test(test_tenants),
 		cmocka_unit_test(test_metrics),

@@ -106,6 +106,12 @@ test_opts_refused(void **state)
 		{ "{\"idle_timeout_s\":\"5\"}", "'idle_timeout_s' must be" },
 		{ "{\"max_lifetime_s\":86401}", "'max_lifetime_s' must be" },
 		{ "{\"max_lifetime_s\":-1}", "'max_lifetime_s' must be" },
+		/* Issue 39: cJSON would cut these at U+0000. */
+		{ "{\"profile\":\"data\\u0000x\"}", "'profile' holds a string "
+		  "with U+0000" },
+		{ "{\"files\":[{\"path\":\"a\\u0000\",\"content_b64\":\"\"}]}",
+		  "'files' holds a string with U+0000" },
+		{ "[\"\\u0000\"]", "the body holds a string with U+0000" },
 	};
 	struct serve_session_opts o;
 	char err[256];

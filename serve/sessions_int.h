@@ -1,0 +1,60 @@
+/*
+ * Private to serve/sessions*.c: a live session, and what sessions.c (the
+ * table, the tick, the work on threads, admission) offers the routes
+ * (sessions_route.c). Loop thread only.
+ */
+#ifndef CORDON_SERVE_SESSIONS_INT_H
+#define CORDON_SERVE_SESSIONS_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runner/stage.h"
+#include "serve/request.h"
+#include "serve/sessions.h"
+
+struct serve_conn;
+struct session_work;
+
+struct serve_session {
+	TAILQ_ENTRY(serve_session) link;
+	struct serve_sessions *ss;
+	char id[SERVE_SESSION_ID_LEN + 1];
+	size_t tenant;
+	enum runner_net net;
+	char policy[CONFIG_POLICY_MAX + 1];	/* "": the default one */
+	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the current one */
+	struct runner_session *rs;	/* NULL while starting */
+	int64_t created_ms, last_ms;	/* monotonic */
+	int64_t idle_s, life_s;
+	bool starting, busy, listed;
+	bool end_asked;			/* end once the thread is back */
+	struct session_work *queued;	/* its start or call, waiting for
+					 * a slot of its tenant */
+	atomic_int cancel;
+};
+
+/* tenant's session id, or NULL (another tenant's is not there). */
+struct serve_session *serve_sessions_find(struct serve_sessions *ss,
+    const char *id, size_t tenant);
+/* tenant's session id that ended lately (why it ended), or NULL. */
+const struct serve_session_gone *serve_sessions_gone(
+    const struct serve_sessions *ss, const char *id, size_t tenant);
+/* Ends se: now when nothing of it runs or waits, else when its thread is
+ * back (a running call is cancelled); a start or call still waiting for a
+ * slot is answered 503 (why). */
+void serve_sessions_ask_end(struct serve_sessions *ss,
+    struct serve_session *se, const char *why);
+/* A checked create of tenant for c: the session is listed (starting) and
+ * its start admitted like a run (queued, or 429). o's fields are copied;
+ * files (staged at /in) are taken. c is answered in the end. */
+void serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
+    size_t tenant, const struct serve_session_opts *o,
+    struct stage_file *files, size_t nfiles);
+/* A checked call in se (idle) for c: admitted like a run; *call is taken
+ * (zeroed). c is answered in the end. */
+void serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
+    struct serve_session *se, struct serve_req *call);
+
+#endif

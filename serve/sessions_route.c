@@ -1,0 +1,358 @@
+/*
+ * The routes under /v1/sessions (sessions.h): on the head, what needs no
+ * body (GET, DELETE, 404, 405, 409, the session limit, 503 while paused);
+ * a create's or a call's body parsed on a parse worker (work.h: issue 39),
+ * then, back on the loop, the checks that read the service's state and
+ * the hand-over to sessions.c.
+ */
+#include "serve/sessions_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "common/util.h"
+#include "runner/session.h"
+#include "serve/conn.h"
+#include "serve/internal.h"
+#include "serve/work.h"
+
+/* A create's or a call's body, parsed on a worker. */
+struct parse {
+	struct serve_task task;
+	struct serve_sessions *ss;
+	struct serve_conn *c;
+	size_t tenant;
+	bool create;
+	char id[SERVE_SESSION_ID_LEN + 1];	/* a call's session */
+	int code;			/* 0, or the status to answer */
+	char err[512];
+	struct serve_session_opts o;	/* create */
+	struct stage_file *files;
+	size_t nfiles;
+	int files_rc;
+	char files_err[512];
+	struct serve_req call;		/* call */
+};
+
+/* What a call takes besides code, timeout_s, max_output and keep: a 400
+ * naming it (issue 39: language and profile were silently ignored). */
+static int
+call_check(const struct serve_req *r, char *err, size_t errlen)
+{
+	if (r->has_net || r->policy[0] != '\0' || r->nfiles > 0) {
+		snprintf(err, errlen, "a session's call takes code, timeout_s, "
+		    "max_output and keep only (net and policy belong to the "
+		    "session; files are not supported)");
+		return 400;
+	}
+	if (r->lang_key != NULL) {
+		snprintf(err, errlen, "'%s' does not apply to a session's call "
+		    "(a session runs Python)", r->lang_key);
+		return 400;
+	}
+	if (r->profile[0] != '\0') {
+		snprintf(err, errlen, "'profile' does not apply to a session's "
+		    "call (a session's profile is set when it is created)");
+		return 400;
+	}
+	return 0;
+}
+
+static void
+parse_run(struct serve_task *t)
+{
+	struct parse *p = (struct parse *)t;
+	const struct config *c = p->ss->c;
+	size_t len;
+	const char *body = serve_conn_body(p->c, &len);
+	int rc;
+
+	if (!p->create) {
+		rc = serve_req_parse(c, body, len, &p->call, p->err,
+		    sizeof(p->err));
+		p->code = rc == -EFBIG ? 413 : rc == -EINVAL ? 400 : rc < 0 ?
+		    500 : call_check(&p->call, p->err, sizeof(p->err));
+		return;
+	}
+	if ((len > 0 && serve_body_scan(c, body, len, p->err,
+	    sizeof(p->err)) < 0) || serve_session_opts_parse(body, len, &p->o,
+	    p->err, sizeof(p->err)) < 0) {
+		p->code = 400;
+		return;
+	}
+	/* Checked here (pure, the config's caps); answered after the
+	 * tenant's checks, as before. */
+	if (p->o.files != NULL)
+		p->files_rc = stage_files_parse(c, p->o.files,
+		    STAGE_CONTENT_BASE64, &p->files, &p->nfiles, p->files_err,
+		    sizeof(p->files_err));
+	cJSON_Delete(p->o.files);
+	p->o.files = NULL;
+}
+
+/* What may refuse a new session before anything starts: the tenant's
+ * nets and policies, the profile, the tenant's session limit. 0, or the
+ * HTTP status with a message in err. */
+static int
+create_check(struct serve_sessions *ss, size_t tenant,
+    struct serve_session_opts *o, char *err, size_t errlen)
+{
+	const struct serve_tenant *t = &ss->tenants->t[tenant];
+	const struct config_profile *prof;
+	int64_t n = serve_sessions_count(ss, tenant);
+	int rc;
+
+	if (!o->has_net)
+		o->net = t->net;
+	if ((rc = serve_tenant_check(ss->c, t->conf, o->net, o->policy, err,
+	    errlen)) < 0)
+		return rc == -EPERM ? 403 : 400;
+	if (config_profile_pick(ss->c, o->profile[0] != '\0' ? o->profile :
+	    NULL, "python", &prof, err, errlen) < 0)
+		return 400;
+	if (n >= ss->c->serve.sessions_per_tenant) {
+		snprintf(err, errlen, "tenant '%s' has %lld session(s), its "
+		    "limit (serve.sessions_per_tenant); end one first",
+		    t->name, (long long)n);
+		return 429;
+	}
+	return 0;
+}
+
+/* A session of this tenant's that ended: 404 as any id not in the table,
+ * with why it ended (made valid UTF-8, as every error: a reason may quote
+ * docker's stderr). */
+static void
+reply_gone(struct serve_conn *c, const struct serve_session_gone *g)
+{
+	cJSON *o = cJSON_CreateObject();
+	char msg[224];
+
+	snprintf(msg, sizeof(msg), "no such session: it ended (%s)", g->why);
+	if (o != NULL && (json_add_bytes(o, "error", msg, strlen(msg)) < 0 ||
+	    cJSON_AddBoolToObject(o, "ended", true) == NULL ||
+	    json_add_bytes(o, "reason", g->why, strlen(g->why)) < 0)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	serve_reply_json(c, 404, o);
+	cJSON_Delete(o);
+}
+
+/* 404 for tenant's session id that is not in the table: with why when it
+ * ended lately. */
+static void
+reply_no_session(struct serve_sessions *ss, struct serve_conn *c,
+    const char *id, size_t tenant)
+{
+	const struct serve_session_gone *g = serve_sessions_gone(ss, id,
+	    tenant);
+
+	if (g != NULL)
+		reply_gone(c, g);
+	else
+		serve_reply_error(c, 404, "no such session");
+}
+
+static void
+parse_free(struct parse *p)
+{
+	serve_session_opts_cleanup(&p->o);
+	stage_files_free(p->files, p->nfiles);
+	serve_req_cleanup(&p->call);
+	free(p);
+}
+
+static void
+parse_done(struct serve_task *t)
+{
+	struct parse *p = (struct parse *)t;
+	struct serve_sessions *ss = p->ss;
+	struct serve_session *se;
+	int code = p->code;
+
+	if (serve_conn_gone(p->c)) {
+		serve_reply_error(p->c, 499, "gone");	/* frees it */
+	} else if (code != 0) {
+		serve_reply_error(p->c, code, p->err);
+	} else if (p->create) {
+		if ((code = create_check(ss, p->tenant, &p->o, p->err,
+		    sizeof(p->err))) == 0 && p->files_rc < 0) {
+			code = p->files_rc == -EFBIG ? 413 :
+			    p->files_rc == -ENOMEM ? 500 : 400;
+			util_strlcpy(p->err, p->files_err, sizeof(p->err));
+		}
+		if (code != 0) {
+			serve_reply_error(p->c, code, p->err);
+		} else {
+			serve_sessions_create(ss, p->c, p->tenant, &p->o,
+			    p->files, p->nfiles);
+			p->files = NULL;
+			p->nfiles = 0;
+		}
+	} else if ((se = serve_sessions_find(ss, p->id, p->tenant)) == NULL) {
+		/* It ended while its call's body was read or parsed. */
+		reply_no_session(ss, p->c, p->id, p->tenant);
+	} else if (se->starting || se->busy) {
+		serve_reply_error(p->c, 409, se->starting ? "the session is "
+		    "still starting" : "a call is already running in this "
+		    "session (calls are not queued: wait for its reply)");
+	} else {
+		serve_sessions_call(ss, p->c, se, &p->call);
+	}
+	parse_free(p);
+	ss->on_idle(ss->arg);	/* a stop may wait for it */
+}
+
+void
+serve_sessions_request(struct serve_sessions *ss, struct serve_conn *c,
+    size_t tenant, const char *path)
+{
+	struct parse *p = calloc(1, sizeof(*p));
+
+	if (p == NULL) {
+		serve_reply_error(c, 500, "out of memory");
+		return;
+	}
+	p->task.run = parse_run;
+	p->task.done = parse_done;
+	p->ss = ss;
+	p->c = c;
+	p->tenant = tenant;
+	p->create = serve_session_path(path, p->id) == 0;
+	serve_work_submit(ss->work, &p->task);
+}
+
+/* One session as GET shows it: its settings and state, never its nonce,
+ * token or output. */
+static cJSON *
+session_json(const struct serve_session *se, int64_t now)
+{
+	cJSON *o = cJSON_CreateObject();
+	const char *state = se->starting ? "starting" : se->busy ? "busy" :
+	    "idle";
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	ok = cJSON_AddStringToObject(o, "id", se->id) != NULL &&
+	    cJSON_AddStringToObject(o, "state", state) != NULL &&
+	    cJSON_AddStringToObject(o, "net", runner_net_name(se->net)) !=
+	    NULL &&
+	    cJSON_AddNumberToObject(o, "idle_timeout_s",
+	    (double)se->idle_s) != NULL && cJSON_AddNumberToObject(o,
+	    "max_lifetime_s", (double)se->life_s) != NULL;
+	if (ok && se->rs != NULL)
+		ok = cJSON_AddStringToObject(o, "container",
+		    runner_session_container(se->rs)) != NULL &&
+		    cJSON_AddStringToObject(o, "profile",
+		    runner_session_profile(se->rs)) != NULL &&
+		    (se->net != RUNNER_NET_PROXY || cJSON_AddStringToObject(o,
+		    "policy", runner_session_policy(se->rs)) != NULL) &&
+		    cJSON_AddNumberToObject(o, "age_s", (double)((now -
+		    se->created_ms) / 1000)) != NULL &&
+		    cJSON_AddNumberToObject(o, "idle_s", (double)(se->busy ? 0 :
+		    (now - se->last_ms) / 1000)) != NULL;
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* GET /v1/sessions: the calling tenant's sessions (only its own). */
+static void
+route_list(struct serve_sessions *ss, struct serve_conn *c, size_t tenant)
+{
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *one;
+	const struct serve_session *se;
+	int64_t now = time_mono_ms();
+	bool ok = o != NULL && a != NULL && cJSON_AddItemToObject(o,
+	    "sessions", a);
+
+	if (!ok)
+		cJSON_Delete(a);
+	TAILQ_FOREACH(se, &ss->live, link) {
+		if (!ok || se->tenant != tenant)
+			continue;
+		one = session_json(se, now);
+		ok = one != NULL && cJSON_AddItemToArray(a, one);
+		if (!ok)
+			cJSON_Delete(one);
+	}
+	if (!ok) {
+		cJSON_Delete(o);
+		serve_reply_error(c, 500, "out of memory");
+		return;
+	}
+	serve_reply_json(c, 200, o);
+	cJSON_Delete(o);
+}
+
+bool
+serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
+    size_t tenant, const char *path, const char *unavailable)
+{
+	enum serve_http_method m = serve_conn_method(c);
+	char id[SERVE_SESSION_ID_LEN + 1], err[256];
+	int kind = serve_session_path(path, id);
+	struct serve_session *se = kind > 0 ? serve_sessions_find(ss, id,
+	    tenant) : NULL;
+	cJSON *one;
+
+	if (kind < 0) {
+		serve_reply_error(c, 404, "no such endpoint");
+		return false;
+	}
+	if (kind > 0 && se == NULL) {
+		reply_no_session(ss, c, id, tenant);
+		return false;
+	}
+	if ((kind == 2 && m != SERVE_HTTP_POST) || (kind == 0 &&
+	    m != SERVE_HTTP_POST && m != SERVE_HTTP_GET) || (kind == 1 &&
+	    m != SERVE_HTTP_DELETE && m != SERVE_HTTP_GET)) {
+		serve_reply_error(c, 405, "method not allowed");
+		return false;
+	}
+	/* Reading is allowed while paused or draining. */
+	if (m == SERVE_HTTP_GET) {
+		if (kind == 0) {
+			route_list(ss, c, tenant);
+		} else if ((one = session_json(se, time_mono_ms())) == NULL) {
+			serve_reply_error(c, 500, "out of memory");
+		} else {
+			serve_reply_json(c, 200, one);
+			cJSON_Delete(one);
+		}
+		return false;
+	}
+	if (kind != 1 && unavailable != NULL) {
+		serve_reply_error(c, 503, unavailable);
+		return false;
+	}
+	if (kind == 1) {
+		serve_sessions_ask_end(ss, se, "DELETE");
+		serve_reply(c, 200, "application/json", "{\"ended\":true}\n",
+		    15);
+		return false;
+	}
+	if (kind == 2 && (se->starting || se->busy)) {
+		serve_reply_error(c, 409, se->starting ? "the session is still "
+		    "starting" : "a call is already running in this session "
+		    "(calls are not queued: wait for its reply)");
+		return false;
+	}
+	if (kind == 0 && serve_sessions_count(ss, tenant) >=
+	    ss->c->serve.sessions_per_tenant) {
+		snprintf(err, sizeof(err), "tenant '%s' has %lld session(s), "
+		    "its limit (serve.sessions_per_tenant); end one first",
+		    ss->tenants->t[tenant].name,
+		    (long long)serve_sessions_count(ss, tenant));
+		serve_reply_error(c, 429, err);
+		return false;
+	}
+	return true;
+}
