@@ -138,18 +138,36 @@ container_api_abort(const struct config *c, const char *name,
 	return rc;
 }
 
-int
-container_remove(const struct config *c, const char *name)
+static int
+remove_once(const struct config *c, const char *name)
 {
 	const char *names[] = { name };
 	int rc;
 
 	if (dockerapi_usable(c)) {
 		rc = dockerapi_rm_force(DOCKERAPI_SOCKET, name, DOCKER_CALL_MS);
-		if (rc == 0 || rc == -ENOENT)
+		if (rc == 0 || rc == -ENOENT || rc == -EBUSY)
 			return rc;
 	}
 	return docker_rm_force(c, names, 1);
+}
+
+int
+container_remove(const struct config *c, const char *name)
+{
+	int64_t end = time_mono_ms() + CONTAINER_BUSY_MS;
+	int rc;
+
+	/* A removal already in progress (409) is not one done: it may be
+	 * an earlier one of ours cut by its timeout, and it can still fail
+	 * (a kill the runtime did not carry out), leaving the container
+	 * running with nobody to remove it. That was seen in CI: a probe's
+	 * warm container, Up a minute after its probe had exited. Asked
+	 * again until the daemon answers removed or no such container. */
+	while ((rc = remove_once(c, name)) == -EBUSY &&
+	    time_mono_ms() < end)
+		(void)poll(NULL, 0, 100);
+	return rc;
 }
 
 int

@@ -21,6 +21,9 @@
 #define CONTAINER_GC_GRACE_S 30	/* label deadline = run deadline + this */
 #define CONTAINER_ABORT_MS 10000	/* container_abort: how long a
 					 * `docker run` may take to create */
+#define CONTAINER_BUSY_MS 10000	/* container_remove: how long a
+					 * removal already in progress is
+					 * asked about again */
 #define CONTAINER_PATIENT_MS 60000	/* container_abort_patient: how
 					 * long a removal waits for dockerd
 					 * to be back */
@@ -86,7 +89,9 @@ int container_api_abort(const struct config *c, const char *name,
     const struct apirun *a);
 
 /* `docker rm -f NAME`: through the API socket when that is the configured
- * daemon (saves a CLI start), else the CLI. 0, -ENOENT or an errno. */
+ * daemon (saves a CLI start), else the CLI. A removal already in progress
+ * is asked about again for up to CONTAINER_BUSY_MS. 0, -ENOENT, -EBUSY
+ * (still in progress then) or another negative errno. */
 int container_remove(const struct config *c, const char *name);
 
 /* Removes the container NAME that cli (its `docker run`, not yet reaped)

@@ -71,11 +71,13 @@ docker_rm_force(const struct config *c, const char *const *names, size_t n)
 	rc = call_argv(&a, 65536, NULL, err, sizeof(err));
 	dargv_cleanup(&a);
 	/* Newer clients exit 0 for `rm -f` of a missing container; older ones
-	 * say "No such", and a removal already in progress (the run removing
-	 * its own container while gc lists it) ends the same way. */
-	if (rc == -EIO && (says_no_such(err) ||
-	    strstr(err, "already in progress") != NULL))
+	 * say "No such". A removal already in progress (the run removing its
+	 * own container while gc lists it, or an earlier removal of ours cut
+	 * by its timeout) is -EBUSY: it may still fail. */
+	if (rc == -EIO && says_no_such(err))
 		rc = -ENOENT;
+	else if (rc == -EIO && strstr(err, "already in progress") != NULL)
+		rc = -EBUSY;
 	return rc;
 }
 

@@ -25,7 +25,8 @@ struct docker_state {
 };
 
 /* `docker rm -f NAME...` (at most 64 names). 0, -ENOENT when docker said
- * there was no such container, or another negative errno. */
+ * there was no such container, -EBUSY when a removal was already in
+ * progress (it may still fail), or another negative errno. */
 int docker_rm_force(const struct config *c, const char *const *names,
     size_t n);
 

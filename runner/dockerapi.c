@@ -516,10 +516,10 @@ dockerapi_rm_force(const char *sock, const char *name, int timeout_ms)
 		return rc;
 	rc = r.status;
 	dockerapi_resp_cleanup(&r);
-	/* 409: a removal already in progress, by someone else: as the CLI
-	 * path says (docker_rm_force), the container is going. */
-	return rc == 204 || rc == 200 ? 0 : rc == 404 || rc == 409 ? -ENOENT :
-	    -EIO;
+	/* 409: a removal already in progress, which may still fail: the
+	 * caller asks again (container_remove). */
+	return rc == 204 || rc == 200 ? 0 : rc == 404 ? -ENOENT : rc == 409 ?
+	    -EBUSY : -EIO;
 }
 
 int

@@ -32,8 +32,8 @@ bool dockerapi_usable(const struct config *c);
 bool dockerapi_cold_usable(const struct config *c);
 
 /* DELETE /containers/NAME?force=1 with a deadline: 0, -ENOENT (no such
- * container, or its removal already in progress: 409), -ETIMEDOUT, or
- * another negative errno. */
+ * container), -EBUSY (its removal already in progress: 409, which may
+ * still fail), -ETIMEDOUT, or another negative errno. */
 int dockerapi_rm_force(const char *sock, const char *name, int timeout_ms);
 
 /* GET /_ping before timeout_ms: 0 when the daemon answered 200, -EIO

@@ -61,13 +61,15 @@ list_containers(const struct config *c, struct cbuf **out, char *err,
 	return rc;
 }
 
-/* Removes a batch; names that vanished meanwhile still count as gone. */
+/* Removes a batch; names that vanished meanwhile, or whose removal was
+ * already in progress (a run removing its own), still count as gone: a
+ * sweep is repeated, and that run's removal asks again if it fails. */
 static int
 flush(const struct config *c, const char **batch, size_t *n, int *removed)
 {
 	int rc = docker_rm_force(c, batch, *n);
 
-	if (rc == 0 || rc == -ENOENT) {
+	if (rc == 0 || rc == -ENOENT || rc == -EBUSY) {
 		*removed += (int)*n;
 		rc = 0;
 	}

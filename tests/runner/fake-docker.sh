@@ -9,6 +9,8 @@
 # `run`, from a detached process that outlives the CLI (dockerd goes on
 # creating after its client is killed: issue 22), and until then `rm` says
 # "No such". `exec` behaves as `run` by $FAKE_MODE, with no marker.
+# FAKE_RM_BUSY=N makes the first N `rm` of each name fail as a removal
+# already in progress.
 # FAKE_MODE=stuck is dockerd relaying an endless flood: the job looks for
 # a kill only between chunks, so `kill` (and `rm -f`, which kills first)
 # is held up for as long as nobody reads the run's stdout and stderr.
@@ -105,6 +107,16 @@ rm)
 		case "$a" in
 		-*) ;;
 		*)	stuck_kill "$a"
+			# FAKE_RM_BUSY=N: the first N removals of a name find
+			# another removal in progress (dockerd's 409).
+			if [ -n "${FAKE_RM_BUSY:-}" ]; then
+				b=$(cat "$FAKE_LOG.busy.$a" 2>/dev/null || echo 0)
+				if [ "$b" -lt "$FAKE_RM_BUSY" ]; then
+					echo $((b + 1)) > "$FAKE_LOG.busy.$a"
+					echo "Error response from daemon: removal of container $a is already in progress" >&2
+					exit 1
+				fi
+			fi
 			if [ -n "${FAKE_CREATE_DELAY:-}" ] && [ ! -e "$FAKE_LOG.$a" ]; then
 				echo "Error: No such container: $a" >&2; exit 1
 			fi

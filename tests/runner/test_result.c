@@ -416,6 +416,10 @@ test_dockerapi_rm(void **state)
 	pid = fake_daemon(path, "HTTP/1.1 404 Not Found\r\n\r\n{}");
 	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 5000), -ENOENT);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	/* A removal already in progress may still fail: not "gone". */
+	pid = fake_daemon(path, "HTTP/1.1 409 Conflict\r\n\r\n{}");
+	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 5000), -EBUSY);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
 	pid = fake_daemon(path, NULL);
 	assert_int_equal(dockerapi_rm_force(path, "cordon-x", 300), -ETIMEDOUT);
 	kill(pid, SIGKILL);

@@ -19,6 +19,7 @@
 
 #include "common/config.h"
 #include "common/util.h"
+#include "runner/container.h"
 #include "runner/runner.h"
 #include "fake_docker.h"
 
@@ -369,6 +370,48 @@ test_gc_selects(void **state)
 	free(log);
 }
 
+static int
+count_lines(const char *log, const char *line)
+{
+	int n = 0;
+
+	for (const char *p = log; (p = strstr(p, line)) != NULL; p++)
+		if ((p == log || p[-1] == '\n') && p[strlen(line)] == '\n')
+			n++;
+	return n;
+}
+
+/* A removal that finds another in progress (dockerd's 409) asks again
+ * until it is done: the one in progress may fail and leave the container
+ * running (a probe's warm container was left so in CI). Before, the first
+ * "already in progress" counted as removed. */
+static void
+test_remove_busy_asks_again(void **state)
+{
+	static const char code[] = "print(1)\n";
+	struct runner_request q = { .code = code, .code_len = strlen(code) };
+	struct runner_result res;
+	char err[256], line[64], *log;
+
+	(void)state;
+	unlink(fk.log);
+	setenv("FAKE_RM_BUSY", "3", 1);
+	assert_int_equal(container_remove(&fk.cfg, "cordon-busy1"), 0);
+	log = read_log();
+	assert_int_equal(count_lines(log, "rm -f cordon-busy1"), 4);
+	free(log);
+	/* A run's own removal, the same way. */
+	setenv("FAKE_RM_BUSY", "2", 1);
+	assert_int_equal(run_mode("ok", &q, &res, err, sizeof(err)), 0);
+	unsetenv("FAKE_RM_BUSY");
+	log = read_log();
+	snprintf(line, sizeof(line), "rm -f %s", res.container);
+	assert_int_equal(count_lines(log, line), 3);
+	assert_true(fake_docker_removed(log, res.container));
+	free(log);
+	runner_result_cleanup(&res);
+}
+
 int
 main(void)
 {
@@ -385,6 +428,7 @@ main(void)
 		cmocka_unit_test(test_proxy_refused_and_preflight),
 		cmocka_unit_test(test_require_probe_fails_closed),
 		cmocka_unit_test(test_gc_selects),
+		cmocka_unit_test(test_remove_busy_asks_again),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
