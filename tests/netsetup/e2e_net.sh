@@ -85,7 +85,19 @@ cleanup() {
 	# A failed run may have left a container attached (net down would
 	# refuse, and the next suite find this network): remove it first.
 	"$docker" ps -aq --filter network="$net" | xargs -r "$docker" rm -f >/dev/null 2>&1
-	"$cordon" net down >/dev/null 2>&1
+	if ! "$cordon" net down >"$T/cleanup-down.txt" 2>&1; then
+		echo "cleanup: net down failed: $(cat "$T/cleanup-down.txt")" >&2
+	fi
+	# A proxy that net down did not stop keeps the gateway's ports bound
+	# (the address goes with the bridge, the sockets stay): the next
+	# suite's net up on this subnet failed with "Address already in use".
+	for pf in "$T/state/net-$br/supervisor.pid" "$T/state/net-$br/proxy.pid"; do
+		pp=$(cat "$pf" 2>/dev/null) || continue
+		# Only a cordon process (a stale file's pid may be another's now).
+		case $(cat "/proc/$pp/comm" 2>/dev/null) in
+		cordon*) kill -KILL "$pp" 2>/dev/null && echo "cleanup: killed $(basename "$pf" .pid) $pp" >&2 ;;
+		esac
+	done
 	"$docker" network rm "$net" >/dev/null 2>&1
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	ip link del "$dummy" 2>/dev/null
