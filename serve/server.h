@@ -1,6 +1,7 @@
 /*
- * The HTTP/JSON service behind `cordon serve`: evhttp on a unix socket
- * (and optionally TCP, where a bearer token is required), runs executed on
+ * The HTTP/JSON service behind `cordon serve`: its own HTTP/1.1 layer
+ * (serve/http.c, conn.c, accept.c) on a unix socket (and optionally TCP,
+ * where a bearer token is required), runs executed on
  * worker threads with per-tenant and global limits, a kill switch, and a
  * graceful stop on SIGTERM/SIGINT, and a scheduled probe per net mode.
  * The library never exits; it says what it does through common/log.h
