@@ -132,15 +132,15 @@ out:
 	return rc;
 }
 
-static void
-greet_run(struct proxy_run *r, void *arg)
+/* A run as the register line that made it (with its token: the caller
+ * wipes and frees it), or NULL (no memory). Greeting a new child and the
+ * state file both hand runs on this way. */
+static char *
+run_register_line(const struct proxy_run *r)
 {
-	struct parent *p = arg;
 	struct proxy_ctl_req req;
 	char *line;
 
-	if (r->expired || r->deadline_ms <= time_wall_ms())
-		return;
 	proxy_ctl_req_reset(&req);
 	req.op = PROXY_CTL_REGISTER;
 	snprintf(req.run, sizeof(req.run), "%s", r->id);
@@ -153,7 +153,18 @@ greet_run(struct proxy_run *r, void *arg)
 	req.bytes_down = (int64_t)r->lim.bytes_down;
 	line = proxy_ctl_format(&req);
 	explicit_bzero(req.token, sizeof(req.token));
-	if (line == NULL) {
+	return line;
+}
+
+static void
+greet_run(struct proxy_run *r, void *arg)
+{
+	struct parent *p = arg;
+	char *line;
+
+	if (r->expired || r->deadline_ms <= time_wall_ms())
+		return;
+	if ((line = run_register_line(r)) == NULL) {
 		log_warnx("run %s: cannot be handed to the network child",
 		    r->id);
 		return;
@@ -760,25 +771,12 @@ static void
 state_line(struct proxy_run *r, void *arg)
 {
 	struct state_buf *b = arg;
-	struct proxy_ctl_req req;
 	char *line, *np;
 	size_t n;
 
 	if (b->fail || r->expired || r->deadline_ms <= time_wall_ms())
 		return;
-	proxy_ctl_req_reset(&req);
-	req.op = PROXY_CTL_REGISTER;
-	snprintf(req.run, sizeof(req.run), "%s", r->id);
-	snprintf(req.addr_text, sizeof(req.addr_text), "%s", r->addr_text);
-	snprintf(req.policy, sizeof(req.policy), "%s", r->policy);
-	snprintf(req.token, sizeof(req.token), "%s", r->token);
-	req.deadline_ms = r->deadline_ms;
-	req.max_conns = r->lim.max_conns;
-	req.bytes_up = (int64_t)r->lim.bytes_up;
-	req.bytes_down = (int64_t)r->lim.bytes_down;
-	line = proxy_ctl_format(&req);
-	explicit_bzero(req.token, sizeof(req.token));
-	if (line == NULL) {
+	if ((line = run_register_line(r)) == NULL) {
 		b->fail = true;
 		return;
 	}
