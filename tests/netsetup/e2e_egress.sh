@@ -55,6 +55,7 @@ for t in iptables ip python3; do
 	command -v "$t" >/dev/null || missing "no $t"
 done
 docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
+. "$CORDON_SOURCE_ROOT/tests/netsetup/teardown.sh"
 "$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
 rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
 drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
@@ -91,33 +92,7 @@ cleanup() {
 		[ $alive = 0 ] && break
 		sleep 0.1
 	done
-	# What a failed run left attached would make net down refuse, and
-	# the next suite would find this network: remove it first.
-	for _ in $(seq 30); do
-		left=$("$docker" ps -aq --filter network="$net")
-		[ -z "$left" ] && break
-		# A removal can fail while dockerd is still tearing a sandbox
-		# down (net down would then refuse): again, for up to 30 s.
-		echo "$left" | xargs "$docker" rm -f >/dev/null 2>&1; sleep 1
-	done
-	if ! "$cordon" net down >"$T/cleanup-down.txt" 2>&1; then
-		echo "cleanup: net down failed: $(cat "$T/cleanup-down.txt")" >&2
-	fi
-	# A proxy that net down did not stop keeps the gateway's ports bound
-	# (the address goes with the bridge, the sockets stay): the next
-	# suite's net up on this subnet failed with "Address already in use".
-	for pf in "$T/state/net-$br/supervisor.pid" "$T/state/net-$br/proxy.pid"; do
-		pp=$(cat "$pf" 2>/dev/null) || continue
-		# Only a cordon process (a stale file's pid may be another's now);
-		# the supervisor is asked first (it stops its proxy).
-		case $(cat "/proc/$pp/comm" 2>/dev/null) in
-		cordon*)
-			kill -TERM "$pp" 2>/dev/null
-			for _ in $(seq 50); do [ -d "/proc/$pp" ] || break; sleep 0.1; done
-			kill -KILL "$pp" 2>/dev/null
-			echo "cleanup: stopped $(basename "$pf" .pid) $pp, left running by net down" >&2 ;;
-		esac
-	done
+	net_teardown
 	"$docker" network rm "$net" >/dev/null 2>&1
 	rm -rf "$T"
 }
