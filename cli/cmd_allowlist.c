@@ -30,6 +30,8 @@ allowlist_usage(FILE *f)
 	    "       cordon allowlist explain FILE|DIR HOST[:PORT] "
 	    "[--policy NAME]\n"
 	    "                [--method METHOD --path PATH] [--secrets PATH]\n"
+	    "       cordon allowlist replay [--log FILE ...] [--since DURATION] "
+	    "FILE|DIR\n"
 	    "\n"
 	    "check    list every error and warning; exit 0 when valid, 1 "
 	    "otherwise\n"
@@ -49,7 +51,10 @@ allowlist_usage(FILE *f)
 	    "(not root),\n"
 	    "         secret names are not verified: a warning, or with "
 	    "--require-secrets\n"
-	    "         an error.\n");
+	    "         an error.\n"
+	    "replay   decide the requests of an access log again under FILE|DIR "
+	    "and\n"
+	    "         print what changes (see cordon allowlist replay --help)\n");
 }
 
 static void
@@ -337,6 +342,8 @@ cmd_allowlist(int argc, char **argv)
 	bool check, bad = false;
 	int nargs = 0;
 
+	if (argc >= 2 && strcmp(argv[1], "replay") == 0)
+		return cmd_allowlist_replay(argc - 1, argv + 1);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
