@@ -12,6 +12,7 @@ int cmd_probe(int argc, char **argv);
 int cmd_net(int argc, char **argv);
 int cmd_allowlist(int argc, char **argv);
 int cmd_allowlist_replay(int argc, char **argv);
+int cmd_allowlist_suggest(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_kill_all(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -32,6 +32,9 @@ allowlist_usage(FILE *f)
 	    "                [--method METHOD --path PATH] [--secrets PATH]\n"
 	    "       cordon allowlist replay [--log FILE ...] [--since DURATION] "
 	    "FILE|DIR\n"
+	    "       cordon allowlist suggest [--log FILE ...] "
+	    "[--result RUN.json ...]\n"
+	    "                --policy NAME [--wildcards]\n"
 	    "\n"
 	    "check    list every error and warning; exit 0 when valid, 1 "
 	    "otherwise\n"
@@ -54,7 +57,10 @@ allowlist_usage(FILE *f)
 	    "         an error.\n"
 	    "replay   decide the requests of an access log again under FILE|DIR "
 	    "and\n"
-	    "         print what changes (see cordon allowlist replay --help)\n");
+	    "         print what changes (see cordon allowlist replay --help)\n"
+	    "suggest  allowlist lines for what a policy denied (see cordon "
+	    "allowlist\n"
+	    "         suggest --help)\n");
 }
 
 static void
@@ -344,6 +350,8 @@ cmd_allowlist(int argc, char **argv)
 
 	if (argc >= 2 && strcmp(argv[1], "replay") == 0)
 		return cmd_allowlist_replay(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "suggest") == 0)
+		return cmd_allowlist_suggest(argc - 1, argv + 1);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {

@@ -20,7 +20,7 @@ static const struct command commands[] = {
 	{ "run", cmd_run, "run untrusted code under gVisor (code on stdin)" },
 	{ "probe", cmd_probe, "prove every sandbox control holds" },
 	{ "net", cmd_net, "up|down|status|reload: the egress network, firewall and proxy" },
-	{ "allowlist", cmd_allowlist, "check|explain|replay: lint, explain and replay allowlists" },
+	{ "allowlist", cmd_allowlist, "check|explain|replay|suggest: lint, explain, replay, suggest" },
 	{ "gc", cmd_gc, "remove expired or orphaned Cordon containers" },
 	{ "kill-all", cmd_kill_all, "remove every Cordon container now" },
 	{ "doctor", cmd_doctor, "check the host set-up, with hints" },

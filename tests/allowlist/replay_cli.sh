@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `cordon allowlist replay` as a user runs it: a policy directory before and
+# `cordon allowlist replay` and `suggest` as a user runs them: a policy directory before and
 # after an edit, an access log with noise, and the exit codes of diff
 # (0 nothing changes, 1 something does, 2 error), the JSON report's
 # counts and groups, --since, stdin, and a broken allowlist refused with
@@ -71,4 +71,24 @@ rc=0; "$cordon" allowlist replay --since soon "$t/new" </dev/null 2>/dev/null ||
 [ "$rc" = 2 ] || fail "bad --since: exit $rc"
 rc=0; out=$("$cordon" allowlist replay --help) || rc=$?
 [ "$rc" = 0 ] && grep -q "^usage: cordon allowlist replay" <<<"$out" || fail "--help: exit $rc"
+
+# suggest: from the same log and from a run result, for policy default.
+cat > "$t/run.json" <<'JSON'
+{"status":"ok","policy":"default","egress":[
+ {"host":"files.example.net","port":443,"decision":"denied","reason":"not-on-policy default","status":403,"count":4},
+ {"host":"ok.example.net","port":443,"decision":"allowed","reason":"allowed-by-entry","status":200,"count":1},
+ {"host":"169.254.169.254","port":80,"decision":"denied","reason":"not-on-policy default","status":403,"count":1}]}
+JSON
+rc=0; out=$("$cordon" allowlist suggest --log "$t/access.log" --result "$t/run.json" --policy default 2>"$t/err") || rc=$?
+[ "$rc" = 0 ] || fail "suggest: exit $rc: $(cat "$t/err")"
+grep -qx 'new.example.org:443  # 1 denied, e.g. .* CONNECT new.example.org:443' <<<"$out" || fail "suggest: no line for new.example.org: $out"
+grep -q '^files.example.net:443  # 4 denied, e.g. run result ' <<<"$out" || fail "suggest: no line from the result: $out"
+grep -q '^# not suggested: 169.254.169.254 (an internal address' <<<"$out" || fail "suggest: metadata address: $out"
+grep -q '^ok.example.net' <<<"$out" && fail "suggest: an allowed host suggested: $out"
+printf '%s\n' "$out" > "$t/suggested.list"
+"$cordon" allowlist check "$t/suggested.list" >/dev/null || fail "suggest's output does not pass check"
+rc=0; "$cordon" allowlist suggest --log "$t/access.log" 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "suggest without --policy: exit $rc"
+rc=0; "$cordon" allowlist suggest --result "$t/access.log" --policy default 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || fail "suggest with a result that is not JSON: exit $rc"
 echo "replay_cli: ok"
