@@ -12,6 +12,11 @@ int cmd_probe(int argc, char **argv);
 int cmd_net(int argc, char **argv);
 int cmd_allowlist(int argc, char **argv);
 int cmd_allowlist_replay(int argc, char **argv);
+/* `cordon net reload --replay`: replays access_log (and its rotated
+ * files .1 to .keep) under allowlist and prints a summary on stdout. 0,
+ * or -1 after saying why on stderr. */
+int cmd_allowlist_replay_log(const char *allowlist, const char *access_log,
+    unsigned keep);
 int cmd_allowlist_suggest(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_kill_all(int argc, char **argv);

@@ -6,6 +6,7 @@
  * something does, 2 on error (like diff).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,13 +164,85 @@ replay_report(const struct allowlist_replay_stats *st, const char *dir,
 	return o;
 }
 
+/* Loads path for replay (secret names are not looked up: replay never
+ * needs their values). Prints the loader's errors. */
+static struct allowlist_set *
+replay_load(const char *who, const char *path)
+{
+	struct allowlist_load_opts lo = { .secrets_unverified = true };
+	struct allowlist_set *set = NULL;
+	struct allowlist_diag diag;
+	int rc;
+
+	allowlist_diag_init(&diag);
+	rc = allowlist_set_load_opts(path, &lo, &set, &diag);
+	for (size_t i = 0; i < diag.count; i++)
+		if (!diag.items[i].warning || rc != 0)
+			fprintf(stderr, "%s\n", diag.items[i].text);
+	allowlist_diag_cleanup(&diag);
+	if (rc != 0)
+		fprintf(stderr, "%s: %s: not loaded (%s)\n", who, path,
+		    strerror(-rc));
+	return set;
+}
+
+int
+cmd_allowlist_replay_log(const char *allowlist, const char *access_log,
+    unsigned keep)
+{
+	struct allowlist_replay_stats st;
+	struct allowlist_set *set;
+	char path[PATH_MAX + 16];
+	size_t to_allowed = 0, to_denied = 0;
+	int rc = 0;
+
+	if ((set = replay_load("cordon net reload --replay", allowlist)) ==
+	    NULL)
+		return -1;
+	allowlist_replay_stats_init(&st);
+	/* Rotated files first, oldest (highest number) first. */
+	for (unsigned i = keep; rc == 0 && i >= 1; i--) {
+		snprintf(path, sizeof(path), "%s.%u", access_log, i);
+		if (access(path, F_OK) == 0)
+			rc = replay_file(&st, set, path, NULL);
+	}
+	if (rc == 0 && access(access_log, F_OK) == 0)
+		rc = replay_file(&st, set, access_log, NULL);
+	if (rc == 0) {
+		allowlist_replay_sort(&st);
+		for (size_t i = 0; i < st.nchanges; i++) {
+			const struct allowlist_replay_change *c =
+			    &st.changes[i];
+			if (c->to_allowed)
+				to_allowed += c->count;
+			else
+				to_denied += c->count;
+		}
+		printf("replay of %s under %s: %llu request(s), %llu "
+		    "change(s): %zu to allowed, %zu to denied; %llu "
+		    "malformed line(s)\n", access_log, allowlist,
+		    (unsigned long long)st.replayed,
+		    (unsigned long long)st.changed, to_allowed, to_denied,
+		    (unsigned long long)st.malformed);
+		for (size_t i = 0; i < st.nchanges; i++) {
+			const struct allowlist_replay_change *c =
+			    &st.changes[i];
+			printf("  %s %s:%ld %s->%s x%llu (%s)\n", c->policy,
+			    c->host, c->port, c->from_allowed ? "allowed" :
+			    "denied", c->to_allowed ? "allowed" : "denied",
+			    (unsigned long long)c->count, c->rule);
+		}
+	}
+	allowlist_replay_stats_free(&st);
+	allowlist_set_free(set);
+	return rc;
+}
+
 int
 cmd_allowlist_replay(int argc, char **argv)
 {
 	const char *logs[REPLAY_LOGS_MAX], *dir = NULL, *since_arg = NULL;
 	char since[32], *out;
-	struct allowlist_load_opts lo = { .secrets_unverified = true };
-	struct allowlist_diag diag;
 	struct allowlist_set *set = NULL;
 	struct allowlist_replay_stats st;
 	size_t nlogs = 0;
@@ -226,17 +299,8 @@ cmd_allowlist_replay(int argc, char **argv)
 		}
 		logs[nlogs++] = "-";
 	}
-	allowlist_diag_init(&diag);
-	rc = allowlist_set_load_opts(dir, &lo, &set, &diag);
-	for (size_t i = 0; i < diag.count; i++)
-		if (!diag.items[i].warning || rc != 0)
-			fprintf(stderr, "%s\n", diag.items[i].text);
-	allowlist_diag_cleanup(&diag);
-	if (rc != 0) {
-		fprintf(stderr, "cordon allowlist replay: %s: not loaded "
-		    "(%s)\n", dir, strerror(-rc));
+	if ((set = replay_load("cordon allowlist replay", dir)) == NULL)
 		return 2;
-	}
 	if (since_arg != NULL) {
 		struct timeval tv;
 		gettimeofday(&tv, NULL);

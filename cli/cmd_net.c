@@ -36,8 +36,11 @@ net_usage(FILE *f)
 	    "[--proxy-arg ARG]...\n"
 	    "       cordon net down\n"
 	    "       cordon net status\n"
-	    "       cordon net reload           (check the allowlist, then "
-	    "make the proxy load it)\n"
+	    "       cordon net reload [--replay] (check the allowlist, then "
+	    "make the proxy load\n"
+	    "                                    it; --replay first prints "
+	    "what it changes for the\n"
+	    "                                    requests in the access log)\n"
 	    "       cordon net seal CONTAINER   (seal a running proxy-mode "
 	    "container)\n"
 	    "       cordon net run-args         (docker run options for "
@@ -165,7 +168,9 @@ net_up(const struct config *c, int argc, char **argv)
 	}
 	o = (struct netsetup_up_opts){ al, proxy, pargs, npargs,
 	    c->egress_secrets[0] != '\0' ? c->egress_secrets : NULL,
-	    (int)c->egress_source_max_pending };
+	    (int)c->egress_source_max_pending,
+	    c->egress_access_log[0] != '\0' ? c->egress_access_log : NULL,
+	    c->egress_access_log_max, (int)c->egress_access_log_keep };
 	rc = netsetup_up(&p, &o, &changes, err, sizeof(err));
 	print_changes(changes, rc == 0 ? "already up: nothing changed" : "");
 	free(changes);
@@ -228,7 +233,7 @@ net_status(const struct config *c)
  * its network child has the new generation, or with the loader's
  * FILE:LINE diagnostics while the old generation stays in force. */
 static int
-net_reload(const struct config *c)
+net_reload(const struct config *c, bool replay)
 {
 	static const char *const counts[] = { "entries", "inspected", "raw",
 	    "secrets" };
@@ -252,6 +257,24 @@ net_reload(const struct config *c)
 		fprintf(stderr, "cordon net reload: the control socket's path "
 		    "under %s is too long\n", p.state_dir);
 		return 1;
+	}
+	/* --replay: what the edit changes for the traffic in the access
+	 * log, said before the proxy takes it (a broken list stops here). */
+	if (replay) {
+		char alog[PATH_MAX];
+		if (netsetup_proxy_access_log(&p, alog, sizeof(alog)) < 0) {
+			fprintf(stderr, "cordon net reload: --replay: the "
+			    "running proxy has no access log file (it was "
+			    "started by an older 'cordon net up': run it "
+			    "again)\n");
+			return 1;
+		}
+		if (cmd_allowlist_replay_log(path, alog,
+		    (unsigned)c->egress_access_log_keep) < 0) {
+			fprintf(stderr, "cordon net reload: %s: not "
+			    "reloaded\n", path);
+			return 1;
+		}
 	}
 	rc = runner_egress_call(ctl, "{\"op\":\"reload\"}\n",
 	    RELOAD_TIMEOUT_MS, &a, err, sizeof(err));
@@ -339,6 +362,9 @@ cmd_net(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "up") == 0)
 		return net_up(&c, argc - 1, argv + 1);
+	if (argc == 3 && strcmp(argv[1], "reload") == 0 &&
+	    strcmp(argv[2], "--replay") == 0)
+		return net_reload(&c, true);
 	if (argc != 2 && strcmp(argv[1], "seal") != 0) {
 		net_usage(stderr);
 		return 2;
@@ -348,7 +374,7 @@ cmd_net(int argc, char **argv)
 	if (strcmp(argv[1], "status") == 0)
 		return net_status(&c);
 	if (strcmp(argv[1], "reload") == 0)
-		return net_reload(&c);
+		return net_reload(&c, false);
 	if (strcmp(argv[1], "seal") == 0)
 		return net_seal(&c, argc - 1, argv + 1);
 	if (strcmp(argv[1], "run-args") == 0)

@@ -51,6 +51,10 @@ static const struct field top_fields[] = {
 	STR("proxy_bin", proxy_bin),
 	STR("egress_default_policy", egress_default_policy),
 	STR("egress_secrets", egress_secrets),
+	STR("egress_access_log", egress_access_log),
+	{ "egress_access_log_max", F_SIZE, offsetof(struct config,
+	    egress_access_log_max), 0, 0, 1LL << 53 },
+	INT("egress_access_log_keep", egress_access_log_keep, 1, 100),
 	INT("egress_run_max_conns", egress_run_max_conns, 1, 65535),
 	INT("egress_source_max_pending", egress_source_max_pending, 0, 65535),
 	{ "egress_run_bytes_up", F_SIZE, offsetof(struct config,
@@ -238,6 +242,8 @@ config_defaults(struct config *c)
 	strcpy(c->egress_default_policy, "default");
 	c->egress_run_max_conns = 32;
 	c->egress_source_max_pending = 32;
+	c->egress_access_log_max = 64u << 20;
+	c->egress_access_log_keep = 5;
 	c->require_probe = true;
 	c->probe_max_age_s = 3600;
 	c->probe_auto = true;
@@ -847,6 +853,9 @@ config_check(const struct config *c, const char *name, char *err,
 	if (c->egress_secrets[0] != '\0' && c->egress_secrets[0] != '/')
 		return fail(err, errlen, name, "egress_secrets: an absolute "
 		    "path (or empty for none)");
+	if (c->egress_access_log[0] != '\0' && c->egress_access_log[0] != '/')
+		return fail(err, errlen, name, "egress_access_log: an absolute "
+		    "path (or empty for access.log in the state dir)");
 	for (size_t i = 0; i < c->image.nprofiles; i++) {
 		const struct config_profile *p = &c->image.profiles[i];
 		bool py = false;

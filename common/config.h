@@ -157,6 +157,12 @@ struct config {
 	 * NAME=VALUE lines or directory of one file per secret
 	 * (allowlist/README.md); "" = none. */
 	char egress_secrets[256];
+	/* The proxy's access log (JSON lines): "" = access.log in the
+	 * network's state dir; rotated at egress_access_log_max bytes (0:
+	 * never) keeping egress_access_log_keep old files. */
+	char egress_access_log[256];
+	uint64_t egress_access_log_max;
+	int64_t egress_access_log_keep;
 	int64_t egress_run_max_conns;	/* concurrent proxy connections */
 	/* Connections from one sandbox not yet admitted by the proxy (no
 	 * request accepted yet), at most; 0: no cap. */

@@ -70,7 +70,8 @@ int netsetup_state_lock(const struct netsetup_params *p, char *err,
 
 /* Pure: the proxy argv as a JSON array of strings (the recorded form):
  * proxy_bin --listen GW:PORT --transparent GW:TPORT --dns-listen
- * GW:DNSPORT --allowlist FILE --access-log - --control
+ * GW:DNSPORT --allowlist FILE --access-log ACCESS_LOG [--access-log-max
+ * N --access-log-keep K] --control
  * STATE_DIR/control.sock --state STATE_DIR/proxy-runs.state --user USER
  * --ca-cert, --ca-key, --source-max-pending N [--secrets FILE], then o's
  * extra arguments. 0 and *out (caller deletes), -EINVAL, or -ENOMEM with

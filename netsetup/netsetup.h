@@ -73,6 +73,11 @@ struct netsetup_up_opts {
 	const char *secrets;		/* config egress_secrets, or NULL */
 	/* config egress_source_max_pending (--source-max-pending). */
 	int source_max_pending;
+	/* config egress_access_log (NULL: STATE_DIR/access.log), and its
+	 * rotation (--access-log-max, 0: none; --access-log-keep). */
+	const char *access_log;
+	uint64_t access_log_max;
+	int access_log_keep;
 };
 
 /*
@@ -184,6 +189,8 @@ int netsetup_sandbox_seal(const struct config *c,
 /* The allowlist path the running proxy was started with (its --allowlist
  * argument as recorded in net.json by the last `up`). 0, -ENOENT when
  * there is no record, -ENAMETOOLONG. */
+int netsetup_proxy_access_log(const struct netsetup_params *p, char *buf,
+    size_t len);
 int netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
     size_t len);
 

@@ -37,7 +37,8 @@ netsetup_proxy_argv(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, cJSON **out)
 {
 	char listen[40], control[NETSETUP_CONTROL_MAX], cert[340], key[340],
-	    pending[16], state[400], tlisten[40], dlisten[40];
+	    pending[16], state[400], tlisten[40], dlisten[40], alog[400],
+	    amax[24], akeep[16];
 	cJSON *a;
 	int rc;
 
@@ -55,6 +56,16 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	snprintf(key, sizeof(key), "%s/ca.key", p->ca_dir);
 	snprintf(pending, sizeof(pending), "%d", o->source_max_pending);
 	netsetup_state_path(p, "proxy-runs.state", state, sizeof(state));
+	/* The access log in a file of its own (replay and suggest read it),
+	 * rotated by the proxy itself. */
+	if (o->access_log != NULL)
+		snprintf(alog, sizeof(alog), "%s", o->access_log);
+	else
+		netsetup_state_path(p, "access.log", alog, sizeof(alog));
+	snprintf(amax, sizeof(amax), "%llu",
+	    (unsigned long long)o->access_log_max);
+	snprintf(akeep, sizeof(akeep), "%d", o->access_log_keep > 0 ?
+	    o->access_log_keep : 5);
 	/* The proxy binds (all three listeners: its parent, as root, for
 	 * port 53) and loads its allowlist first, then drops to the proxy
 	 * user itself: neither file needs to be readable by it. */
@@ -70,7 +81,11 @@ netsetup_proxy_argv(const struct netsetup_params *p,
 	    (rc = argv_add(a, "--allowlist")) < 0 ||
 	    (rc = argv_add(a, o->allowlist)) < 0 ||
 	    (rc = argv_add(a, "--access-log")) < 0 ||
-	    (rc = argv_add(a, "-")) < 0 ||
+	    (rc = argv_add(a, alog)) < 0 ||
+	    (o->access_log_max > 0 && ((rc = argv_add(a,
+	    "--access-log-max")) < 0 || (rc = argv_add(a, amax)) < 0 ||
+	    (rc = argv_add(a, "--access-log-keep")) < 0 ||
+	    (rc = argv_add(a, akeep)) < 0)) ||
 	    (rc = argv_add(a, "--control")) < 0 ||
 	    (rc = argv_add(a, control)) < 0 ||
 	    /* The run registry, for a restarted proxy (root only). */

@@ -1,6 +1,7 @@
 /*
  * `cordon net reload` as a library: where the running proxy's allowlist
- * is (the --allowlist of the argv `up` recorded), and the SIGHUP that
+ * and access log are (the --allowlist and --access-log of the argv `up`
+ * recorded), and the SIGHUP that
  * makes the proxy load it again. The caller checks the file first: a
  * proxy told to reload a broken list keeps its old one, but says so only
  * in its log.
@@ -12,8 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-int
-netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
+/* The value after flag in the proxy argv `up` recorded. */
+static int
+proxy_arg(const struct netsetup_params *p, const char *flag, char *buf,
     size_t len)
 {
 	cJSON *st = netsetup_state_read(p);
@@ -24,8 +26,8 @@ netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
 	buf[0] = '\0';
 	cJSON_ArrayForEach(a, argv) {
 		next = a->next;
-		if (!cJSON_IsString(a) || strcmp(a->valuestring,
-		    "--allowlist") != 0 || !cJSON_IsString(next))
+		if (!cJSON_IsString(a) || strcmp(a->valuestring, flag) != 0 ||
+		    !cJSON_IsString(next))
 			continue;
 		if (strlen(next->valuestring) >= len)
 			rc = -ENAMETOOLONG;
@@ -36,6 +38,26 @@ netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
 		break;
 	}
 	cJSON_Delete(st);
+	return rc;
+}
+
+int
+netsetup_proxy_allowlist(const struct netsetup_params *p, char *buf,
+    size_t len)
+{
+	return proxy_arg(p, "--allowlist", buf, len);
+}
+
+int
+netsetup_proxy_access_log(const struct netsetup_params *p, char *buf,
+    size_t len)
+{
+	int rc = proxy_arg(p, "--access-log", buf, len);
+
+	if (rc == 0 && strcmp(buf, "-") == 0) {
+		buf[0] = '\0';
+		rc = -ENOENT;	/* a proxy of an older `net up`: stdout */
+	}
 	return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "netsetup/internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -69,10 +70,16 @@ add_allowlist(const struct netsetup_params *p, cJSON *o)
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(st, "allowlist");
 	int rc = 0;
 
+	char alog[PATH_MAX];
+
 	if (cJSON_IsString(a) &&
 	    cJSON_AddStringToObject(o, "allowlist", a->valuestring) == NULL)
 		rc = -ENOMEM;
 	cJSON_Delete(st);
+	/* Where the access log is (replay and suggest read it). */
+	if (rc == 0 && netsetup_proxy_access_log(p, alog, sizeof(alog)) == 0 &&
+	    cJSON_AddStringToObject(o, "access_log", alog) == NULL)
+		rc = -ENOMEM;
 	return rc;
 }
 

@@ -33,9 +33,10 @@ export CORDON_CONFIG="$tmp/config.json"
 printf 'example.com\n' >"$tmp/lists/pol-a.list"
 printf 'github-token=Bearer cordon-test-secret-value\n' >"$tmp/secrets"
 chmod 600 "$tmp/secrets"
-printf '{"proxy_argv":["%s","--listen","127.0.0.1:0","--allowlist","%s"]}\n' \
-	"$proxy" "$tmp/lists" >"$state/net.json"
+printf '{"proxy_argv":["%s","--listen","127.0.0.1:0","--allowlist","%s","--access-log","%s"]}\n' \
+	"$proxy" "$tmp/lists" "$tmp/access.log" >"$state/net.json"
 "$proxy" --listen 127.0.0.1:0 --allowlist "$tmp/lists" \
+	--access-log "$tmp/access.log" \
 	--control "$state/control.sock" --secrets "$tmp/secrets" \
 	--user nobody >"$tmp/proxy.log" 2>&1 &
 pid=$!
@@ -73,7 +74,29 @@ out=$("$cordon" net reload 2>"$tmp/err"); rc=$?
 [ "$(policies)" = '{"ok":true,"policies":["pol-a","pol-b","pol-c"]}' ] || fail "policies: $(policies)"
 echo "ok: $out"
 
-# 4. No proxy running: said, exit 1.
+# 4. --replay: the access log (and its rotated file) replayed under the
+#    edited directory first, then the reload.
+printf '%s\n' '{"time":"2026-12-04T09:00:00.000Z","host":"example.org","port":443,"decision":"deny","reason":"not-on-policy pol-a","policy":"pol-a"}' >"$tmp/access.log.1"
+printf '%s\n' '{"time":"2026-12-04T10:00:00.000Z","host":"example.com","port":443,"decision":"allow","reason":"allowed-by-entry","policy":"pol-a"}' \
+	'{"time":"2026-12-04T10:00:01.000Z","host":"example.org","port":443,"decision":"deny","reason":"not-on-policy pol-a","policy":"pol-a"}' \
+	'not json' >>"$tmp/access.log"
+printf 'example.org\n' >"$tmp/lists/pol-a.list"
+out=$("$cordon" net reload --replay 2>"$tmp/err"); rc=$?
+[ $rc = 0 ] || fail "reload --replay: exit $rc: $(cat "$tmp/err")"
+head -n1 <<<"$out" | grep -q "^replay of $tmp/access.log under $tmp/lists: 3 request(s), 3 change(s): 2 to allowed, 1 to denied; 1 malformed line(s)$" ||
+	fail "reload --replay summary: $out"
+grep -qx "  pol-a example.org:443 denied->allowed x2 ($tmp/lists/pol-a.list:1: example.org)" <<<"$out" || fail "reload --replay: $out"
+grep -qx "  pol-a example.com:443 allowed->denied x1 (no-match)" <<<"$out" || fail "reload --replay: $out"
+tail -n1 <<<"$out" | grep -q "^reloaded $tmp/lists: generation 4" || fail "reload --replay did not reload: $out"
+echo "ok: $(head -n1 <<<"$out")"
+printf 'example.org\n*.com\n' >"$tmp/lists/pol-a.list"
+out=$("$cordon" net reload --replay 2>"$tmp/err"); rc=$?
+[ $rc = 1 ] || fail "reload --replay of a broken list: exit $rc"
+grep -q "pol-a.list:2: " "$tmp/err" && grep -q "not reloaded" "$tmp/err" || fail "$(cat "$tmp/err")"
+[ -z "$out" ] || fail "reload --replay of a broken list printed: $out"
+printf 'example.org\n' >"$tmp/lists/pol-a.list"
+
+# 5. No proxy running: said, exit 1.
 kill "$pid"; wait "$pid" 2>/dev/null; pid=
 out=$("$cordon" net reload 2>"$tmp/err"); rc=$?
 [ $rc = 1 ] || fail "no proxy: exit $rc"

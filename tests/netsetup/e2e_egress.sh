@@ -125,6 +125,11 @@ step "cordon net up with an allowlist directory (policies pol-a, pol-b)"
 up
 sock="$T/state/net-$br/control.sock"
 plog="$T/state/net-$br/proxy.log"
+# The access log, a file of its own (net status names it).
+alog="$T/state/net-$br/access.log"
+"$cordon" net status >"$T/status.txt" 2>&1 || true
+grep -qF "\"access_log\":\"$alog\"" "$T/status.txt" ||
+	fail "net status does not name the access log $alog: $(cat "$T/status.txt")"
 [ -S "$sock" ] || fail "no control socket at $sock: $(cat "$T/up.txt")"
 [ "$(stat -c '%a %U' "$sock")" = "600 root" ] || fail "control socket is $(stat -c '%a %U' "$sock"), not 600 root"
 echo "ok: control socket $(stat -c '%a %U' "$sock")"
@@ -179,8 +184,9 @@ check_pair() {  # RESULT POLICY OWN OTHER
 check_pair "$T/a.json" pol-a a.example.com b.example.com
 check_pair "$T/b.json" pol-b b.example.com a.example.com
 ca=$(jget "$T/a.json" 'd["container"]'); cb=$(jget "$T/b.json" 'd["container"]')
-grep -q "\"run\":\"$ca\".*\"policy\":\"pol-a\"\|\"policy\":\"pol-a\".*\"run\":\"$ca\"" "$plog" ||
-	fail "the access log has no line with run $ca and policy pol-a: $(tail -n5 "$plog")"
+grep -q "\"run\":\"$ca\".*\"policy\":\"pol-a\"\|\"policy\":\"pol-a\".*\"run\":\"$ca\"" "$alog" ||
+	fail "the access log has no line with run $ca and policy pol-a: $(tail -n5 "$alog")"
+! grep -q '"decision":' "$plog" || fail "access-log lines in the proxy's diagnostic log: $(grep -m2 '"decision":' "$plog")"
 grep -q "\"egress_allowed\":1" "$T/audit.log" && grep -q "\"egress_denied\":1" "$T/audit.log" ||
 	fail "the audit log has no egress counts: $(tail -n2 "$T/audit.log")"
 echo "ok: A ($ca) and B ($cb) each reached their own host, got not-on-policy for the other, egress lists exactly their attempts"
@@ -242,7 +248,7 @@ PY
 jget "$T/old.json" 'd["stdout"]' | grep -q '^HTTP/1.1 407' || fail "an ended run's credential was accepted: $(cat "$T/old.json")"
 echo "ok: $(jget "$T/old.json" 'd["stdout"].strip()')"
 for t in "$old_token" "$other_token"; do
-	! grep -q "$t" "$plog" || fail "a token is in the proxy's log"
+	! grep -q "$t" "$plog" "$alog" || fail "a token is in the proxy's logs"
 done
 ! grep -q "$old_token" "$T/audit.log" || fail "a token is in the audit log"
 echo "ok: no token in the proxy's log or the audit log"
@@ -415,7 +421,7 @@ read -r _ srun stoken < <(echo "$out" | grep '^me ')
 [ "$(jget "$T/c2.json" '[(e["host"], e["decision"], e["status"]) for e in d["egress"]]' 'd["egress_allowed"]' 'd["egress_denied"]')" = \
 	"[('a.example.com', 'allowed', 200), ('b.example.com', 'denied', 403)] 1 1" ] ||
 	fail "call 2's egress is not the session's two attempts so far: $(jget "$T/c2.json" 'd["egress"]')"
-[ "$(grep -c "\"run\":\"$sctr\"" "$plog")" -ge 2 ] || fail "the access log does not show both calls under run $sctr: $(tail -n4 "$plog")"
+[ "$(grep -c "\"run\":\"$sctr\"" "$alog")" -ge 2 ] || fail "the access log does not show both calls under run $sctr: $(tail -n4 "$alog")"
 ctl "{\"op\":\"report\",\"run\":\"$sctr\"}" | grep -q '"ok":true' || fail "the session is not registered with the proxy between calls"
 echo "ok: session $sid ($sctr): call 1 reached a.example.com, call 2 used call 1's function and got not-on-policy, one run identity, egress so far in each result"
 code=$(sreq "$T/d.json" -X DELETE "http://cordon/v1/sessions/$sid")
@@ -427,7 +433,7 @@ sed -e "s/$old_run/$srun/; s/$old_token/$stoken/" "$T/old.py" >"$T/sold.py"
 "$cordon" run --net proxy --policy pol-a <"$T/sold.py" >"$T/sold.json" 2>"$T/sold.err" ||
 	fail "ended-session credential run: $(cat "$T/sold.err" "$T/sold.json")"
 jget "$T/sold.json" 'd["stdout"]' | grep -q '^HTTP/1.1 407' || fail "an ended session's credential was accepted: $(cat "$T/sold.json")"
-! grep -q "$stoken" "$plog" "$T/audit.log" "$T/serve.log" || fail "the session's token is in a log"
+! grep -q "$stoken" "$plog" "$alog" "$T/audit.log" "$T/serve.log" || fail "the session's token is in a log"
 echo "ok: DELETE removed $sctr and its registration; its credential then gets $(jget "$T/sold.json" 'd["stdout"].strip()'); no token in the logs"
 step "10. a warm proxy-mode run (the same service's --pool 1): the pooled container registers only when a run takes it"
 for _ in $(seq 300); do
@@ -482,17 +488,17 @@ PY
 # checks the later fetch got 200 and the report counts the restart.
 kill_during() {
 	local who=$1 label=$2 rj victim n0
-	n0=$(grep -c '"host":"a.example.com"' "$plog" || true)
+	n0=$(grep -c '"host":"a.example.com"' "$alog" || true)
 	"$cordon" run --net proxy --policy pol-a --timeout 60 <"$T/kill.py" >"$T/k-$label.json" 2>"$T/k-$label.err" &
 	rj=$!
 	# The kill comes after the run's first fetch reached the proxy (a
 	# fixed delay could land before the run was registered, and then
 	# nothing it had was lost).
 	for _ in $(seq 300); do
-		[ "$(grep -c '"host":"a.example.com"' "$plog" || true)" -gt "$n0" ] && break
+		[ "$(grep -c '"host":"a.example.com"' "$alog" || true)" -gt "$n0" ] && break
 		sleep 0.1
 	done
-	[ "$(grep -c '"host":"a.example.com"' "$plog" || true)" -gt "$n0" ] ||
+	[ "$(grep -c '"host":"a.example.com"' "$alog" || true)" -gt "$n0" ] ||
 		fail "$label: the run's first fetch never reached the proxy: $(cat "$T/k-$label.err")"
 	if [ "$who" = child ]; then victim=$(netchild); else victim=$(cat "$ppid_file"); fi
 	[ -n "$victim" ] || fail "$label: no proxy $who to kill"
@@ -508,7 +514,7 @@ kill_during() {
 
 step "11. the proxy's network child is SIGKILLed during a run: the run's next fetch gets 200, its result says the proxy restarted"
 kill_during child child-run
-grep -q '"reason":"proxy-restarted"' "$plog" || fail "the access log does not say the proxy restarted"
+grep -q '"reason":"proxy-restarted"' "$alog" || fail "the access log does not say the proxy restarted"
 
 step "12. the proxy's network child is SIGKILLed between a session's calls: the next call's fetch gets 200"
 code=$(sreq "$T/s3.json" -H 'Content-Type: application/json' -d '{"net":"proxy","policy":"pol-a","idle_timeout_s":120}' http://cordon/v1/sessions)

@@ -208,8 +208,9 @@ grep -qF "${secret#Bearer }" "$T/inspect.json" && fail "the secret is in docker 
 grep -q '"Destination": "/etc/cordon/ca-bundle.pem"' "$T/inspect.json" || fail "no bundle mount in docker inspect"
 grep -q '"RW": false' "$T/inspect.json" || fail "the bundle mount is not read-only"
 plog="$T/state/net-$br/proxy.log"
-grep -qF "${secret#Bearer }" "$plog" && fail "the secret is in the proxy's log"
-grep -q '"path":"/v1/items","inspected":true' "$plog" || fail "no inspected line in the access log: $(tail -n5 "$plog")"
+alog="$T/state/net-$br/access.log"
+grep -qF "${secret#Bearer }" "$plog" "$alog" && fail "the secret is in the proxy's logs"
+grep -q '"path":"/v1/items","inspected":true' "$alog" || fail "no inspected line in the access log: $(tail -n5 "$alog")"
 echo "ok: the secret is in neither docker inspect, the mounted files, /proc/self/environ nor the proxy log"
 # The report keys entries by (host, port, decision) with the first
 # attempt's reason: the fronting attempt came first, the 403 counts with it.

@@ -937,7 +937,10 @@ test_proxy_argv(void **state)
 {
 	const char *extra[] = { "--log-level", "debug" };
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL, 32 };
+	    "/usr/lib/cordon/cordon-proxy", extra, 2, NULL, 32, NULL, 0, 0 };
+	struct netsetup_up_opts o2 = { "/etc/cordon/default.list",
+	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL, 32,
+	    "/var/log/cordon/access.log", 1u << 20, 3 };
 	struct netsetup_params p;
 	char want[2048], *text;
 	cJSON *a = NULL;
@@ -953,14 +956,24 @@ test_proxy_argv(void **state)
 	    "\"--listen\",\"10.213.0.1:3128\",\"--transparent\","
 	    "\"10.213.0.1:3129\",\"--dns-listen\",\"10.213.0.1:53\","
 	    "\"--allowlist\","
-	    "\"/etc/cordon/default.list\",\"--access-log\",\"-\","
+	    "\"/etc/cordon/default.list\",\"--access-log\","
+	    "\"%s/access.log\","
 	    "\"--control\",\"%s/control.sock\",\"--state\","
 	    "\"%s/proxy-runs.state\",\"--user\","
 	    "\"%s\",\"--ca-cert\",\"%s/ca.crt\",\"--ca-key\",\"%s/ca.key\","
 	    "\"--source-max-pending\",\"32\","
 	    "\"--log-level\",\"debug\"]", p.state_dir, p.state_dir,
-	    p.proxy_user, p.ca_dir, p.ca_dir);
+	    p.state_dir, p.proxy_user, p.ca_dir, p.ca_dir);
 	assert_string_equal(text, want);
+	free(text);
+	cJSON_Delete(a);
+	/* The config's access log path and its rotation. */
+	assert_int_equal(netsetup_proxy_argv(&p, &o2, &a), 0);
+	text = cJSON_PrintUnformatted(a);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"--access-log\","
+	    "\"/var/log/cordon/access.log\",\"--access-log-max\","
+	    "\"1048576\",\"--access-log-keep\",\"3\",\"--control\""));
 	free(text);
 	cJSON_Delete(a);
 	/* Under ENOMEM: the whole argv (with --user) or nothing. */
@@ -1041,7 +1054,7 @@ static void
 test_state_write(void **state)
 {
 	struct netsetup_up_opts o = { "/etc/cordon/default.list",
-	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL, 32 };
+	    "/usr/lib/cordon/cordon-proxy", NULL, 0, NULL, 32, NULL, 0, 0 };
 	struct netsetup_params p;
 	char dir[] = "/tmp/cordon-test-netsetup.XXXXXX", path[400];
 	const cJSON *v;
