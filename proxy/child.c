@@ -330,6 +330,24 @@ child_run_add(const struct proxy_imsg *m)
 	free(answer);
 }
 
+/* A live run's new policy: the child judges its open connections. */
+static void
+child_run_policy(const struct proxy_imsg *m)
+{
+	struct proxy_ctl_req req;
+	char err[256], *answer;
+
+	if (proxy_ctl_parse(m->data, m->len, &req, err, sizeof(err)) != 0 ||
+	    req.op != PROXY_CTL_POLICY)
+		answer = proxy_ctl_error(err[0] != '\0' ? err : "not a policy "
+		    "request");
+	else
+		answer = proxy_server_run_policy(srv, &req);
+	child_send(PSMSG_POLICY_ACK, m->id, answer != NULL ? answer :
+	    "{\"ok\":false,\"error\":\"out of memory\"}\n");
+	free(answer);
+}
+
 static void
 child_run_del(const struct proxy_imsg *m)
 {
@@ -387,6 +405,9 @@ child_msg(void *arg, const struct proxy_imsg *m)
 		break;
 	case PSMSG_RUN_DEL:
 		child_run_del(m);
+		break;
+	case PSMSG_RUN_POLICY:
+		child_run_policy(m);
 		break;
 	case PSMSG_LEAF:
 	case PSMSG_SECRET:

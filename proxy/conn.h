@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <cjson/cJSON.h>
 #include <event2/event_struct.h>
 
 #include "proxy/config.h"
@@ -300,6 +301,14 @@ void proxy_run_detach(struct conn *c);
  * tunnel) keeps its decision but is logged with reason too. */
 void proxy_run_close_conns(struct proxy_server *s, struct proxy_run *run,
     const char *reason, bool force);
+/* run's policy was changed (the policy op): each of its connections let
+ * through under the old one is judged again (host and port, how it is
+ * carried: raw or inspected, and a tunnel's ClientHello name); those the
+ * new one denies are closed, logged as "deny" with reason "policy-changed
+ * WHY", and added to closed as {"host","port","reason"}. The number
+ * closed, or -ENOMEM. */
+int proxy_run_repolicy(struct proxy_server *s, struct proxy_run *run,
+    cJSON *closed);
 /* False when c's run limits bytes (its tunnels are then relayed in user
  * space, where the limit is enforced). */
 bool proxy_run_splice_ok(const struct conn *c);

@@ -44,6 +44,7 @@ static const struct ctl_op_spec {
 	{ "policies", PROXY_CTL_POLICIES, 0, 0 },
 	{ "ping", PROXY_CTL_PING, 0, 0 },
 	{ "reload", PROXY_CTL_RELOAD, 0, 0 },
+	{ "policy", PROXY_CTL_POLICY, FB(F_RUN) | FB(F_POLICY), 0 },
 };
 #define CTL_NOPS (sizeof(ctl_ops) / sizeof(ctl_ops[0]))
 
@@ -372,6 +373,9 @@ ctl_parse_obj(const cJSON *root, struct proxy_ctl_req *out, char *err,
 		return rc;
 	if (spec->op == PROXY_CTL_REGISTER)
 		return ctl_register_fields(items, seen, out, err, errlen);
+	if (spec->op == PROXY_CTL_POLICY)
+		return ctl_get_str(items[F_POLICY], F_POLICY, ctl_policy_valid,
+		    out->policy, sizeof(out->policy), err, errlen);
 	return 0;
 }
 
@@ -437,6 +441,11 @@ ctl_format_check(const struct proxy_ctl_req *req, char *addr, size_t addrlen)
 	n = strnlen(req->run, sizeof(req->run));
 	if (n == sizeof(req->run) || !proxy_cred_run_id_valid(req->run, n))
 		return -EINVAL;
+	if (req->op == PROXY_CTL_POLICY) {
+		n = strnlen(req->policy, sizeof(req->policy));
+		return n == sizeof(req->policy) ||
+		    !ctl_policy_valid(req->policy, n) ? -EINVAL : 0;
+	}
 	if (req->op != PROXY_CTL_REGISTER)
 		return 0;
 	if (strnlen(req->addr_text, sizeof(req->addr_text)) ==
@@ -473,6 +482,8 @@ ctl_format_fields(cJSON *o, const struct proxy_ctl_req *req, const char *addr)
 		return true;
 	if (cJSON_AddStringToObject(o, "run", req->run) == NULL)
 		return false;
+	if (req->op == PROXY_CTL_POLICY)
+		return cJSON_AddStringToObject(o, "policy", req->policy) != NULL;
 	if (req->op != PROXY_CTL_REGISTER)
 		return true;
 	if (cJSON_AddStringToObject(o, "addr", addr) == NULL ||

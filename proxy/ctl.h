@@ -29,6 +29,11 @@
  *   {"op":"ping"}
  *   {"op":"reload"}   answer: the new generation and its counts, or the
  *                     loader's FILE:LINE diagnostics (the old set stays)
+ *   {"op":"policy","run":ID,"policy":NAME}   a live run's policy from now
+ *                     on: new connections are judged under NAME at once,
+ *                     open ones NAME denies are closed; answer:
+ *                     {"ok":true,"policy":NAME,"was":OLD,"closed":[{"host",
+ *                     "port","reason"}...]}
  * Rules (anything else is refused, nothing is ignored):
  *   - the line is at most PROXY_CTL_LINE_MAX bytes, with or without one
  *     final '\n'; no other control byte anywhere (so no raw newline, CR
@@ -66,6 +71,7 @@ enum proxy_ctl_op {
 	PROXY_CTL_POLICIES,
 	PROXY_CTL_PING,
 	PROXY_CTL_RELOAD,
+	PROXY_CTL_POLICY,
 };
 
 /*
@@ -80,7 +86,7 @@ struct proxy_ctl_req {
 	/* register only */
 	char addr_text[INET6_ADDRSTRLEN];	/* canonical text */
 	struct sockaddr_storage addr;		/* AF_INET/AF_INET6, port 0 */
-	char policy[PROXY_CTL_POLICY_MAX + 1];
+	char policy[PROXY_CTL_POLICY_MAX + 1];	/* register and policy */
 	char token[PROXY_CRED_TOKEN_MAX + 1];
 	int64_t deadline_ms;
 	int64_t max_conns;	/* 1..65535 or PROXY_CTL_UNSET */

@@ -103,6 +103,39 @@ proxy_server_run_add(struct proxy_server *s, const struct proxy_ctl_req *req)
 }
 
 char *
+proxy_server_run_policy(struct proxy_server *s, const struct proxy_ctl_req *req)
+{
+	struct proxy_run *run = s->runs != NULL ? proxy_runs_find(s->runs,
+	    req->run) : NULL;
+	char was[PROXY_CTL_POLICY_MAX + 1];
+	cJSON *o, *closed;
+	int n;
+
+	if (run == NULL)
+		return proxy_ctl_error("unknown run");
+	if (s->set == NULL || allowlist_set_policy(s->set, req->policy) == NULL)
+		return proxy_ctl_unknown_policy(s->set, req->policy);
+	snprintf(was, sizeof(was), "%s", run->policy);
+	snprintf(run->policy, sizeof(run->policy), "%s", req->policy);
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "policy", run->policy) == NULL ||
+	    cJSON_AddStringToObject(o, "was", was) == NULL ||
+	    (closed = cJSON_AddArrayToObject(o, "closed")) == NULL) {
+		cJSON_Delete(o);
+		/* The policy stays changed: the parent's registry has it. */
+		return proxy_ctl_error("out of memory");
+	}
+	n = proxy_run_repolicy(s, run, closed);
+	log_info("run %s: policy %s -> %s, %d open connection(s) closed",
+	    run->id, was, run->policy, n);
+	if (n < 0) {
+		cJSON_Delete(o);
+		return proxy_ctl_error("out of memory");
+	}
+	return proxy_ctl_ok(o);
+}
+
+char *
 proxy_server_run_report(struct proxy_server *s, const char *id, bool forget)
 {
 	struct proxy_run *run = s->runs != NULL ? proxy_runs_find(s->runs, id) :

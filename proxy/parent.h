@@ -28,7 +28,8 @@ struct proxy_imsg;
 struct proxy_runs;
 
 /* A control request waiting for the child's answer. */
-enum parent_wait_kind { PW_REGISTER, PW_REPORT, PW_UNREGISTER, PW_RELOAD };
+enum parent_wait_kind { PW_REGISTER, PW_REPORT, PW_UNREGISTER, PW_RELOAD,
+    PW_POLICY };
 struct parent_wait {
 	struct parent_wait *next;
 	uint64_t id;		/* of the message to the child */

@@ -23,6 +23,7 @@
 #include <openssl/crypto.h>
 
 #include "allowlist/allowlist.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/accesslog.h"
@@ -331,6 +332,14 @@ proxy_parent_child_lost(struct parent *p)
 			    "its successor"));
 			free(w);
 			break;
+		case PW_POLICY:
+			/* The registry has it: the successor gets the run
+			 * under its new policy, with no connection open. */
+			proxy_ctl_reply_send(w->reply, proxy_ctl_error("the "
+			    "network child died; the run's new policy goes to "
+			    "its successor"));
+			free(w);
+			break;
 		}
 	}
 }
@@ -531,6 +540,8 @@ report_msg(struct parent *p, const struct proxy_imsg *m)
 		report_done(p, w, m->data, m->len);
 }
 
+static void policy_ack(struct parent *p, const struct proxy_imsg *m);
+
 void
 proxy_parent_child_msg(void *arg, const struct proxy_imsg *m)
 {
@@ -552,6 +563,9 @@ proxy_parent_child_msg(void *arg, const struct proxy_imsg *m)
 		break;
 	case PSMSG_RUN_ACK:
 		run_ack(p, m);
+		break;
+	case PSMSG_POLICY_ACK:
+		policy_ack(p, m);
 		break;
 	case PSMSG_REPORT:
 		report_msg(p, m);
@@ -607,6 +621,72 @@ ctl_register(struct parent *p, const struct proxy_ctl_req *req,
 	free(line);
 	*later = true;
 	return NULL;
+}
+
+/* The policy op: the registry (and its state file) first, so a child
+ * started later gets the new policy; then the child, which closes what
+ * the new policy denies and answers with the closures. */
+static char *
+ctl_policy(struct parent *p, const struct proxy_ctl_req *req,
+    struct proxy_ctl_reply *reply, bool *later)
+{
+	struct proxy_run *r = p->runs != NULL ? proxy_runs_find(p->runs,
+	    req->run) : NULL;
+	char *line;
+	uint64_t id;
+
+	if (r == NULL)
+		return proxy_ctl_error("unknown run");
+	if (r->expired)
+		return proxy_ctl_error("run past its deadline");
+	if (p->set == NULL || allowlist_set_policy(p->set, req->policy) ==
+	    NULL)
+		return proxy_ctl_unknown_policy(p->set, req->policy);
+	snprintf(r->policy, sizeof(r->policy), "%s", req->policy);
+	proxy_parent_state_save(p);
+	if (p->chan == NULL) {
+		cJSON *o = cJSON_CreateObject();
+		/* No child now: the next one gets the run with it. */
+		if (o == NULL || cJSON_AddStringToObject(o, "policy",
+		    req->policy) == NULL ||
+		    cJSON_AddArrayToObject(o, "closed") == NULL) {
+			cJSON_Delete(o);
+			return proxy_ctl_error("out of memory");
+		}
+		return proxy_ctl_ok(o);
+	}
+	line = proxy_ctl_format(req);
+	id = ++p->next_id;
+	if (line == NULL || proxy_chan_send(p->chan, PSMSG_RUN_POLICY, id,
+	    line, strlen(line), -1) != 0 || wait_add(p, PW_POLICY, id, reply,
+	    req->run) == NULL) {
+		free(line);
+		return proxy_ctl_error("cannot reach the network child");
+	}
+	free(line);
+	*later = true;
+	return NULL;
+}
+
+static void
+policy_ack(struct parent *p, const struct proxy_imsg *m)
+{
+	struct parent_wait *w = wait_take(p, m->id, PW_POLICY);
+	cJSON *o;
+	char *line;
+
+	if (w == NULL)
+		return;
+	/* The child's answer as it is, once it is a valid one. */
+	o = cJSON_ParseWithLength(m->data, m->len);
+	if (cJSON_IsObject(o) && cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(o,
+	    "ok")) && (line = json_print_line(o)) != NULL)
+		proxy_ctl_reply_send(w->reply, line);
+	else
+		proxy_ctl_reply_send(w->reply, proxy_ctl_error("the network "
+		    "child sent a malformed answer"));
+	cJSON_Delete(o);
+	free(w);
 }
 
 static char *
@@ -665,6 +745,8 @@ proxy_parent_ctl(void *arg, const struct proxy_ctl_req *req,
 		*later = true;
 		proxy_parent_reload(p, reply);
 		return NULL;
+	case PROXY_CTL_POLICY:
+		return ctl_policy(p, req, reply, later);
 	default:
 		return proxy_ctl_error("unknown op");
 	}

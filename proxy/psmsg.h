@@ -30,6 +30,7 @@ enum proxy_psmsg_type {
 				   payload {"size": N} */
 	PSMSG_DRAIN,		/* stop accepting, finish, exit */
 	PSMSG_REFRESH,		/* reread the local addresses */
+	PSMSG_RUN_POLICY,	/* id: a policy request line (ctl.h) */
 	/* child -> parent */
 	PSMSG_READY = 100,	/* {} once listening */
 	PSMSG_GEN_ACK,		/* {"gen": N} installed */
@@ -39,6 +40,7 @@ enum proxy_psmsg_type {
 	PSMSG_LEAF_REQ,		/* id: proxy_psmsg_leaf_req */
 	PSMSG_SECRET_REQ,	/* id: proxy_psmsg_secret_req */
 	PSMSG_ROTATE,		/* {} the access log reached its size */
+	PSMSG_POLICY_ACK,	/* id: the policy op's answer (ctl.h) */
 };
 
 /* A leaf certificate for host, signed by the egress CA over the child's

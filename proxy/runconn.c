@@ -232,6 +232,70 @@ proxy_run_close_conns(struct proxy_server *s, struct proxy_run *run,
 	}
 }
 
+/* Why c, decided under the run's old policy, may not stay open under its
+ * policy now; NULL when it may. */
+static const char *
+repolicy_why(struct conn *c, char *why, size_t len)
+{
+	const struct allowlist_inspect *insp;
+	struct conn_req *r = c->req;
+	bool raw;
+
+	if (!proxy_policy_decide(c, r->host, r->port, why, len, &insp, &raw))
+		return why;
+	/* Carried otherwise than the deciding entry now says. */
+	if (r->raw && !raw)
+		return "raw-not-allowed";
+	if (r->inspect != (insp != NULL))
+		return insp != NULL ? "inspect-required" : "inspect-removed";
+	/* A tunnel to an address was let through on its ClientHello's
+	 * name: that name must still pass. */
+	if (r->host_kind != HOST_NAME && r->sni != NULL &&
+	    !proxy_policy_decide(c, r->sni, r->port, why, len, NULL, NULL))
+		return why;
+	return NULL;
+}
+
+int
+proxy_run_repolicy(struct proxy_server *s, struct proxy_run *run,
+    cJSON *closed)
+{
+	struct conn *c, *next;
+	char why[96];
+	const char *reason;
+	int n = 0;
+
+	for (c = s->conns; c != NULL; c = next) {
+		cJSON *e;
+
+		next = c->next;
+		/* Undecided requests are judged under the new policy when
+		 * they are decided: only what was let through is looked at. */
+		if (c->run != run || c->req == NULL || c->req->host == NULL ||
+		    c->req->decision == NULL ||
+		    strcmp(c->req->decision, "allow") != 0)
+			continue;
+		if ((reason = repolicy_why(c, why, sizeof(why))) == NULL)
+			continue;
+		if ((e = cJSON_CreateObject()) == NULL ||
+		    !cJSON_AddItemToArray(closed, e) ||
+		    cJSON_AddStringToObject(e, "host", c->req->host) == NULL ||
+		    cJSON_AddNumberToObject(e, "port", c->req->port) == NULL ||
+		    cJSON_AddStringToObject(e, "reason", reason) == NULL)
+			return -ENOMEM;
+		log_info("run %s: policy now %s: closing %s:%u (%s)", run->id,
+		    run->policy, c->req->host, c->req->port, reason);
+		c->req->decision = "deny";
+		/* "policy-changed " + a reason cut to what fits. */
+		snprintf(c->req->reason, sizeof(c->req->reason),
+		    "policy-changed %.*s", (int)sizeof(c->req->reason) - 16,
+		    reason);
+		proxy_conn_free(c);
+		n++;
+	}
+	return n;
+}
+
 bool
 proxy_run_splice_ok(const struct conn *c)
 {

@@ -71,6 +71,11 @@ void proxy_server_set_psep(struct proxy_server *s, struct proxy_psep *p);
 struct proxy_ctl_req;
 char *proxy_server_run_add(struct proxy_server *s,
     const struct proxy_ctl_req *req);
+/* The policy op (ctl.h): the run's policy from now on; its open
+ * connections that the new policy denies are closed ("policy-changed").
+ * Returns the answer line (caller frees). */
+char *proxy_server_run_policy(struct proxy_server *s,
+    const struct proxy_ctl_req *req);
 char *proxy_server_run_report(struct proxy_server *s, const char *id,
     bool forget);
 

@@ -42,6 +42,9 @@ static const struct ok_row {
 	  "abc_D-9", NULL, 0, NULL, 0, 0, 0, 0 },
 	{ "{\"run\":\"r1\",\"op\":\"unregister\"}", PROXY_CTL_UNREGISTER, "r1",
 	  NULL, 0, NULL, 0, 0, 0, 0 },
+	/* a live run's new policy */
+	{ "{\"op\":\"policy\",\"run\":\"r1\",\"policy\":\"a.b_c-1\"}",
+	  PROXY_CTL_POLICY, "r1", NULL, 0, "a.b_c-1", 0, 0, 0, 0 },
 	/* an escape that decodes to an allowed character is fine */
 	{ "{\"op\":\"report\",\"run\":\"\\u0041b\"}", PROXY_CTL_REPORT, "Ab",
 	  NULL, 0, NULL, 0, 0, 0, 0 },
@@ -79,6 +82,14 @@ static const struct bad_row {
 	const char *why;
 } bad_rows[] = {
 	{ "", 0, -EBADMSG, "invalid JSON" },
+	{ "{\"op\":\"policy\",\"run\":\"r1\"}", 0, -EINVAL,
+	  "missing field \"policy\"" },
+	{ "{\"op\":\"policy\",\"policy\":\"p\"}", 0, -EINVAL,
+	  "missing field \"run\"" },
+	{ "{\"op\":\"policy\",\"run\":\"r1\",\"policy\":\".p\"}", 0,
+	  -EINVAL, "policy" },
+	{ "{\"op\":\"policy\",\"run\":\"r1\",\"policy\":\"p\",\"token\":"
+	  "\"" TOK "\"}", 0, -EINVAL, "unknown field \"token\" for op policy" },
 	{ "\n", 0, -EBADMSG, "invalid JSON" },
 	{ "ping", 0, -EBADMSG, "invalid JSON" },
 	{ "{\"op\":\"ping\"", 0, -EBADMSG, "invalid JSON" },
@@ -212,6 +223,8 @@ test_ctl_ok_rows(void **state)
 		assert_int_equal(q.op, r->op);
 		assert_string_equal(q.run, r->run);
 		if (r->addr == NULL) {
+			assert_string_equal(q.policy, r->policy != NULL ?
+			    r->policy : "");
 			assert_string_equal(q.addr_text, "");
 			assert_int_equal(q.addr.ss_family, 0);
 			assert_int_equal(q.max_conns, PROXY_CTL_UNSET);

@@ -1400,6 +1400,65 @@ group_setup(void **state)
 	return fx_start();
 }
 
+/* The policy op: a live run's policy changed while a tunnel is open. The
+ * tunnel the new policy denies is closed and named in the answer, the
+ * next CONNECT is judged under the new policy at once, a tunnel both
+ * allow stays open, and the access log says why the closed one ended. */
+static void
+test_run_policy_change(void **state)
+{
+	const char *A = auth_line("run-a", TOK_A);
+	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *web = auth("web.cordon-test.net", fx_echo_port());
+	struct rm *r = &R;
+	char want[512], buf[8], *log;
+	const char *a;
+	int fd = -1, fd2 = -1;
+
+	(void)state;
+	rm_start(r, NULL);
+	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
+	assert_int_equal(rconnect(r, "127.0.0.1", A, echo, &fd), 200);
+	assert_int_equal(cli_send(fd, "abc"), 0);
+	assert_int_equal(cli_read_n(fd, buf, 3), 0);
+	refused(r, "127.0.0.1", A, web, 403, "not-on-policy pypi");
+
+	a = ctl(r, "{\"op\":\"policy\",\"run\":\"run-a\",\"policy\":\"npm\"}");
+	snprintf(want, sizeof(want), "{\"ok\":true,\"policy\":\"npm\","
+	    "\"was\":\"pypi\",\"closed\":[{\"host\":"
+	    "\"echo.cordon-test.net\",\"port\":%u,\"reason\":"
+	    "\"not-on-policy npm\"}]}", fx_echo_port());
+	assert_string_equal(a, want);
+	assert_true(closed_within(fd, 3000));
+	close(fd);
+	/* Judged under npm from now on. */
+	refused(r, "127.0.0.1", A, echo, 403, "not-on-policy npm");
+	assert_int_equal(rconnect(r, "127.0.0.1", A, web, &fd2), 200);
+	/* The same policy again: nothing closes. */
+	a = ctl(r, "{\"op\":\"policy\",\"run\":\"run-a\",\"policy\":\"npm\"}");
+	assert_string_equal(a, "{\"ok\":true,\"policy\":\"npm\",\"was\":"
+	    "\"npm\",\"closed\":[]}");
+	assert_int_equal(cli_send(fd2, "xyz"), 0);
+	assert_int_equal(cli_read_n(fd2, buf, 3), 0);
+	assert_memory_equal(buf, "xyz", 3);
+	close(fd2);
+	/* Refusals: nothing changes. */
+	a = ctl(r, "{\"op\":\"policy\",\"run\":\"run-a\",\"policy\":\"nope\"}");
+	assert_true(strncmp(a, "{\"ok\":false,\"error\":\"unknown policy "
+	    "\\\"nope\\\"", 40) == 0);
+	a = ctl(r, "{\"op\":\"policy\",\"run\":\"run-z\",\"policy\":\"npm\"}");
+	assert_string_equal(a, "{\"ok\":false,\"error\":\"unknown run\"}");
+	a = ctl(r, "{\"op\":\"policy\",\"run\":\"run-a\"}");
+	assert_string_equal(a, "{\"ok\":false,\"error\":\"missing field "
+	    "\\\"policy\\\"\"}");
+	refused(r, "127.0.0.1", A, echo, 403, "not-on-policy npm");
+	log = rm_finish(r);
+	if (strstr(log, "\"decision\":\"deny\",\"reason\":\"policy-changed "
+	    "not-on-policy npm\",\"policy\":\"npm\"") == NULL)
+		fail_msg("no policy-changed line in the access log:\n%s", log);
+	free(log);
+}
+
 static int
 test_teardown(void **state)
 {
@@ -1427,6 +1486,8 @@ main(void)
 		cmocka_unit_test_teardown(test_run_credentials, test_teardown),
 		cmocka_unit_test_teardown(test_run_limits, test_teardown),
 		cmocka_unit_test_teardown(test_run_report, test_teardown),
+		cmocka_unit_test_teardown(test_run_policy_change,
+		    test_teardown),
 		cmocka_unit_test_teardown(test_run_sni, test_teardown),
 		cmocka_unit_test_teardown(test_run_fairness, test_teardown),
 		cmocka_unit_test_teardown(test_run_child_killed,
