@@ -70,18 +70,21 @@ mcp_sessions_free(struct mcp_sessions *t)
 }
 
 /* A later call may not change what the session was started with: its net
- * mode, policy (NULL: the default) and profile (NULL: the one python
- * gets). -EINVAL with a reason in err when it names other ones. */
+ * mode and profile (NULL: the one python gets). -EINVAL with a reason in
+ * err when it names other ones. A proxy-mode session's policy is the one
+ * thing a call may change: naming another sets *repolicy (the caller
+ * changes it live); not naming one keeps the session's. */
 static int
 same_settings(const struct config *c, const struct runner_session *rs,
-    const char *name, const struct runner_request *req, char *err,
-    size_t errlen)
+    const char *name, const struct runner_request *req, bool *repolicy,
+    char *err, size_t errlen)
 {
 	const char *policy = req->policy != NULL ? req->policy :
-	    c->egress_default_policy;
+	    runner_session_policy(rs);
 	const struct config_profile *p;
 	int rc;
 
+	*repolicy = false;
 	if (req->nin > 0) {
 		snprintf(err, errlen, "session '%s' has started: 'files' go "
 		    "only with the call that starts a session (they are in "
@@ -92,12 +95,11 @@ same_settings(const struct config *c, const struct runner_session *rs,
 	    errlen)) < 0)
 		return rc;
 	if (req->net != runner_session_net(rs) ||
-	    (req->net == RUNNER_NET_PROXY &&
-	    strcmp(policy, runner_session_policy(rs)) != 0) ||
 	    strcmp(p->name, runner_session_profile(rs)) != 0) {
 		snprintf(err, errlen, "session '%s' runs with network \"%s\"%s"
 		    "%s%s and profile %s: a call in it may not name others "
-		    "(use another session name)", name,
+		    "(use another session name; only a proxy-mode session's "
+		    "policy may change)", name,
 		    runner_net_name(runner_session_net(rs)),
 		    runner_session_net(rs) == RUNNER_NET_PROXY ? ", policy \"" :
 		    "", runner_session_net(rs) == RUNNER_NET_PROXY ?
@@ -106,6 +108,8 @@ same_settings(const struct config *c, const struct runner_session *rs,
 		    runner_session_profile(rs));
 		return -EINVAL;
 	}
+	*repolicy = req->net == RUNNER_NET_PROXY &&
+	    strcmp(policy, runner_session_policy(rs)) != 0;
 	return 0;
 }
 
@@ -128,6 +132,7 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	    .in = req->in, .nin = req->nin, .cancel = req->cancel };
 	struct mcp_session *se = NULL;
 	struct runner_session *gone = NULL;
+	bool repolicy = false;
 	size_t i;
 	int rc;
 
@@ -163,8 +168,15 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	if (se->rs == NULL) {
 		*is_new = true;
 		rc = runner_session_start(c, &o, &se->rs, err, errlen);
-	} else {
-		rc = same_settings(c, se->rs, name, req, err, errlen);
+	} else if ((rc = same_settings(c, se->rs, name, req, &repolicy, err,
+	    errlen)) == 0 && repolicy) {
+		/* The session's egress under the named policy from now on
+		 * (its open connections the new one denies are closed). */
+		cJSON *answer = NULL;
+		if ((rc = runner_session_policy_change(se->rs, req->policy,
+		    &answer, err, errlen)) == 0)
+			runner_session_policy_set(se->rs, req->policy);
+		cJSON_Delete(answer);
 	}
 	if (rc == 0)
 		rc = runner_session_call(se->rs, req, res, err, errlen);

@@ -116,6 +116,20 @@ enum runner_net runner_session_net(const struct runner_session *s);
 const char *runner_session_profile(const struct runner_session *s);
 const char *runner_session_policy(const struct runner_session *s);
 
+/*
+ * Net proxy: asks the proxy to judge the session's egress under policy
+ * from now on (the control socket's policy op): new connections at once,
+ * open ones the new policy denies are closed. *answer gets the proxy's
+ * answer ({"ok":true,"policy","was","closed":[...]}, caller deletes).
+ * Does not change runner_session_policy: the caller does, with
+ * runner_session_policy_set, where no call of the session runs. 0, -EINVAL
+ * (not a proxy-mode session), -ESRCH (not registered), or the control
+ * call's error with err.
+ */
+int runner_session_policy_change(struct runner_session *s,
+    const char *policy, cJSON **answer, char *err, size_t errlen);
+void runner_session_policy_set(struct runner_session *s, const char *policy);
+
 /* Removes the container (if not yet) and kills and reaps `docker run`.
  * Idempotent. */
 void runner_session_end(struct runner_session *s);

@@ -16,6 +16,7 @@
 
 #include "common/util.h"
 #include "runner/container.h"
+#include "proxy/ctl.h"
 #include "runner/egress.h"
 
 /* The proxy keeps a session's credential this long past its lifetime: the
@@ -103,6 +104,45 @@ runner_session_first_lines(struct runner_session *s, unsigned char **out,
 	    s->nonce, NULL, 0, out, outlen);
 	explicit_bzero(cred, sizeof(cred));
 	return rc;
+}
+
+int
+runner_session_policy_change(struct runner_session *s, const char *policy,
+    cJSON **answer, char *err, size_t errlen)
+{
+	struct proxy_ctl_req req;
+	char *line;
+	int rc;
+
+	*answer = NULL;
+	if (s->net != RUNNER_NET_PROXY) {
+		snprintf(err, errlen, "the session's net is \"none\": it has "
+		    "no egress policy");
+		return -EINVAL;
+	}
+	if (!s->registered) {
+		snprintf(err, errlen, "the session is not registered with the "
+		    "proxy");
+		return -ESRCH;
+	}
+	proxy_ctl_req_reset(&req);
+	req.op = PROXY_CTL_POLICY;
+	if (!util_strlcpy(req.run, s->name, sizeof(req.run)) ||
+	    !util_strlcpy(req.policy, policy, sizeof(req.policy)) ||
+	    (line = proxy_ctl_format(&req)) == NULL) {
+		snprintf(err, errlen, "bad policy request");
+		return -EINVAL;
+	}
+	rc = runner_egress_call(s->ep.control, line, RUNNER_EGRESS_CALL_MS,
+	    answer, err, errlen);
+	free(line);
+	return rc;
+}
+
+void
+runner_session_policy_set(struct runner_session *s, const char *policy)
+{
+	util_strlcpy(s->policy, policy, sizeof(s->policy));
 }
 
 /* Ends the proxy's registration (it closes what the session still has

@@ -79,7 +79,8 @@ parse_request_line(char *line, struct serve_http_head *h, const char **why)
 			return bad(why, 400, "malformed request line");
 	h->method = strcmp(line, "GET") == 0 ? SERVE_HTTP_GET :
 	    strcmp(line, "POST") == 0 ? SERVE_HTTP_POST :
-	    strcmp(line, "DELETE") == 0 ? SERVE_HTTP_DELETE : SERVE_HTTP_OTHER;
+	    strcmp(line, "DELETE") == 0 ? SERVE_HTTP_DELETE :
+	    strcmp(line, "PATCH") == 0 ? SERVE_HTTP_PATCH : SERVE_HTTP_OTHER;
 	target = sp1 + 1;
 	if ((sp2 = strchr(target, ' ')) == NULL || target[0] != '/')
 		return bad(why, 400, "malformed request line (the target "

@@ -21,6 +21,7 @@ enum serve_http_method {
 	SERVE_HTTP_GET,
 	SERVE_HTTP_POST,
 	SERVE_HTTP_DELETE,
+	SERVE_HTTP_PATCH,
 };
 
 struct serve_http_field {

@@ -300,6 +300,16 @@ work_drop(struct session_work *w, int code, const char *why)
 }
 
 void
+serve_sessions_release(struct serve_sessions *ss, struct serve_session *se,
+    const char *why)
+{
+	se->busy = false;
+	se->last_ms = time_mono_ms();
+	if (se->end_asked)
+		session_end(ss, se, why);
+}
+
+void
 serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {

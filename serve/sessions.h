@@ -52,6 +52,12 @@ int serve_session_opts_parse(const char *body, size_t len,
     struct serve_session_opts *o, char *err, size_t errlen);
 void serve_session_opts_cleanup(struct serve_session_opts *o);
 
+/* Parses a PATCH body: {"policy": NAME} and no other member; policy gets
+ * NAME (plen >= CONFIG_POLICY_MAX + 1). A string that decodes to hold
+ * U+0000 is refused. 0, or -EINVAL with a one-line reason in err. Pure. */
+int serve_session_patch_parse(const char *body, size_t len, char *policy,
+    size_t plen, char *err, size_t errlen);
+
 /* The session id in a path "/v1/sessions/ID" or "/v1/sessions/ID/runs":
  * 1 for the session itself, 2 for its runs, 0 for "/v1/sessions", -1 for
  * anything else. id gets ID (SERVE_SESSION_ID_LEN + 1 bytes) when it has

@@ -56,5 +56,9 @@ void serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
  * (zeroed). c is answered in the end. */
 void serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
     struct serve_session *se, struct serve_req *call);
+/* se, busy with something other than a call (a policy change), is idle
+ * again: it ends now if that was asked meanwhile (why). */
+void serve_sessions_release(struct serve_sessions *ss,
+    struct serve_session *se, const char *why);
 
 #endif

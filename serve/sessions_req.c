@@ -151,6 +151,51 @@ serve_session_opts_cleanup(struct serve_session_opts *o)
 }
 
 int
+serve_session_patch_parse(const char *body, size_t len, char *policy,
+    size_t plen, char *err, size_t errlen)
+{
+	struct json_scan sc;
+	const cJSON *v;
+	cJSON *o = NULL;
+	int rc = -EINVAL;
+
+	policy[0] = '\0';
+	if (len == 0) {
+		snprintf(err, errlen, "a body {\"policy\": NAME} is required");
+		return -EINVAL;
+	}
+	json_scan(body, len, &sc);
+	if (sc.nul) {
+		snprintf(err, errlen, "a string holds U+0000");
+		return -EINVAL;
+	}
+	if ((o = cJSON_ParseWithLength(body, len)) == NULL ||
+	    !cJSON_IsObject(o)) {
+		snprintf(err, errlen, "the body is not a JSON object");
+		goto out;
+	}
+	cJSON_ArrayForEach(v, o)
+		if (v->string == NULL || strcmp(v->string, "policy") != 0) {
+			snprintf(err, errlen, "unknown field '%.64s' (a "
+			    "session's PATCH takes only 'policy')",
+			    v->string != NULL ? v->string : "");
+			goto out;
+		}
+	v = cJSON_GetObjectItemCaseSensitive(o, "policy");
+	if (!cJSON_IsString(v) || !config_policy_name_valid(v->valuestring) ||
+	    !util_strlcpy(policy, v->valuestring, plen)) {
+		policy[0] = '\0';
+		snprintf(err, errlen, "'policy' must be a policy name (1-%d of "
+		    "[A-Za-z0-9_-])", CONFIG_POLICY_MAX);
+		goto out;
+	}
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+int
 serve_session_path(const char *path, char *id)
 {
 	static const char base[] = "/v1/sessions";

@@ -13,19 +13,22 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "runner/session.h"
 #include "serve/conn.h"
 #include "serve/internal.h"
 #include "serve/work.h"
 
-/* A create's or a call's body, parsed on a worker. */
+/* A create's, a call's or a policy change's body, parsed on a worker. */
 struct parse {
 	struct serve_task task;
 	struct serve_sessions *ss;
 	struct serve_conn *c;
 	size_t tenant;
 	bool create;
+	bool patch;			/* PATCH: a live policy change */
+	char policy[CONFIG_POLICY_MAX + 1];	/* patch */
 	char id[SERVE_SESSION_ID_LEN + 1];	/* a call's session */
 	int code;			/* 0, or the status to answer */
 	char err[512];
@@ -70,6 +73,13 @@ parse_run(struct serve_task *t)
 	const char *body = serve_conn_body(p->c, &len);
 	int rc;
 
+	if (p->patch) {
+		p->code = (len > 0 && serve_body_scan(c, body, len, p->err,
+		    sizeof(p->err)) < 0) || serve_session_patch_parse(body, len,
+		    p->policy, sizeof(p->policy), p->err, sizeof(p->err)) < 0 ?
+		    400 : 0;
+		return;
+	}
 	if (!p->create) {
 		rc = serve_req_parse(c, body, len, &p->call, p->err,
 		    sizeof(p->err));
@@ -166,6 +176,96 @@ parse_free(struct parse *p)
 	free(p);
 }
 
+/* A policy change on a worker: the control socket round trip. */
+struct repolicy {
+	struct serve_task task;
+	struct serve_sessions *ss;
+	struct serve_conn *c;
+	struct serve_session *se;	/* busy until done */
+	char policy[CONFIG_POLICY_MAX + 1];
+	char was[CONFIG_POLICY_MAX + 1];
+	cJSON *answer;
+	int rc;
+	char err[512];
+};
+
+static void
+repolicy_run(struct serve_task *t)
+{
+	struct repolicy *x = (struct repolicy *)t;
+
+	x->rc = runner_session_policy_change(x->se->rs, x->policy, &x->answer,
+	    x->err, sizeof(x->err));
+}
+
+static void
+repolicy_done(struct serve_task *t)
+{
+	struct repolicy *x = (struct repolicy *)t;
+	struct serve_session *se = x->se;
+	const cJSON *closed = cJSON_GetObjectItemCaseSensitive(x->answer,
+	    "closed");
+	cJSON *o = NULL;
+
+	if (x->rc == 0) {
+		runner_session_policy_set(se->rs, x->policy);
+		util_strlcpy(se->policy, x->policy, sizeof(se->policy));
+		log_info("session %s: egress policy %s -> %s, %d connection(s) "
+		    "closed", se->id, x->was, x->policy,
+		    cJSON_GetArraySize(closed));
+	}
+	if (serve_conn_gone(x->c)) {
+		serve_reply_error(x->c, 499, "gone");
+	} else if (x->rc < 0) {
+		/* The proxy's refusal (an unknown policy) is the request's
+		 * fault; anything else is the service's. */
+		serve_reply_error(x->c, x->rc == -EREMOTEIO ? 400 : 502, x->err);
+	} else if ((o = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(o, "id", se->id) == NULL ||
+	    cJSON_AddStringToObject(o, "policy", x->policy) == NULL ||
+	    cJSON_AddStringToObject(o, "was", x->was) == NULL ||
+	    !cJSON_AddItemToObject(o, "closed", closed != NULL ?
+	    cJSON_Duplicate(closed, 1) : cJSON_CreateArray())) {
+		serve_reply_error(x->c, 500, "out of memory");
+	} else {
+		serve_reply_json(x->c, 200, o);
+	}
+	cJSON_Delete(o);
+	cJSON_Delete(x->answer);
+	serve_sessions_release(x->ss, se, "asked during a policy change");
+	x->ss->on_idle(x->ss->arg);
+	free(x);
+}
+
+/* A checked PATCH for se (idle, net proxy): the tenant may use policy;
+ * then the change on a worker, se busy meanwhile. */
+static void
+patch_start(struct parse *p, struct serve_session *se)
+{
+	const struct serve_tenant *t = &p->ss->tenants->t[p->tenant];
+	struct repolicy *x;
+	int rc;
+
+	if ((rc = serve_tenant_check(p->ss->c, t->conf, RUNNER_NET_PROXY,
+	    p->policy, p->err, sizeof(p->err))) < 0) {
+		serve_reply_error(p->c, rc == -EPERM ? 403 : 400, p->err);
+		return;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL) {
+		serve_reply_error(p->c, 500, "out of memory");
+		return;
+	}
+	x->task.run = repolicy_run;
+	x->task.done = repolicy_done;
+	x->ss = p->ss;
+	x->c = p->c;
+	x->se = se;
+	util_strlcpy(x->policy, p->policy, sizeof(x->policy));
+	util_strlcpy(x->was, runner_session_policy(se->rs), sizeof(x->was));
+	se->busy = true;
+	serve_work_submit(p->ss->work, &x->task);
+}
+
 static void
 parse_done(struct serve_task *t)
 {
@@ -200,6 +300,8 @@ parse_done(struct serve_task *t)
 		serve_reply_error(p->c, 409, se->starting ? "the session is "
 		    "still starting" : "a call is already running in this "
 		    "session (calls are not queued: wait for its reply)");
+	} else if (p->patch) {
+		patch_start(p, se);
 	} else {
 		serve_sessions_call(ss, p->c, se, &p->call);
 	}
@@ -223,6 +325,7 @@ serve_sessions_request(struct serve_sessions *ss, struct serve_conn *c,
 	p->c = c;
 	p->tenant = tenant;
 	p->create = serve_session_path(path, p->id) == 0;
+	p->patch = serve_conn_method(c) == SERVE_HTTP_PATCH;
 	serve_work_submit(ss->work, &p->task);
 }
 
@@ -313,7 +416,8 @@ serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
 	}
 	if ((kind == 2 && m != SERVE_HTTP_POST) || (kind == 0 &&
 	    m != SERVE_HTTP_POST && m != SERVE_HTTP_GET) || (kind == 1 &&
-	    m != SERVE_HTTP_DELETE && m != SERVE_HTTP_GET)) {
+	    m != SERVE_HTTP_DELETE && m != SERVE_HTTP_GET &&
+	    m != SERVE_HTTP_PATCH)) {
 		serve_reply_error(c, 405, "method not allowed");
 		return false;
 	}
@@ -332,6 +436,21 @@ serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
 	if (kind != 1 && unavailable != NULL) {
 		serve_reply_error(c, 503, unavailable);
 		return false;
+	}
+	if (kind == 1 && m == SERVE_HTTP_PATCH) {
+		/* A live policy change: its body is read next. */
+		if (se->net != RUNNER_NET_PROXY) {
+			serve_reply_error(c, 400, "the session's net is "
+			    "\"none\": it has no egress policy to change");
+			return false;
+		}
+		if (se->starting || se->busy) {
+			serve_reply_error(c, 409, se->starting ? "the session "
+			    "is still starting" : "a call is running in this "
+			    "session: change its policy between calls");
+			return false;
+		}
+		return true;
 	}
 	if (kind == 1) {
 		serve_sessions_ask_end(ss, se, "DELETE");

@@ -34,6 +34,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc != 0 && o.files != NULL)
 		abort();	/* refused: nothing is left to free */
 	serve_session_opts_cleanup(&o);
+	/* The same bytes as a PATCH body. */
+	{
+		char policy[CONFIG_POLICY_MAX + 1];
+		rc = serve_session_patch_parse((const char *)data, size,
+		    policy, sizeof(policy), err, sizeof(err));
+		if ((rc == 0 && !config_policy_name_valid(policy)) ||
+		    (rc != 0 && (rc != -EINVAL || policy[0] != '\0')))
+			abort();
+	}
 	if ((path = malloc(size + 1)) == NULL)
 		return 0;
 	memcpy(path, data, size);

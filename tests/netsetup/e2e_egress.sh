@@ -23,8 +23,10 @@
 #  8. a bash job gets the proxy through the prelude;
 #  9. a proxy-mode session (cordon serve, POST /v1/sessions net proxy)
 #     keeps one proxy identity across calls (state kept too), each call's
-#     result has the session's egress so far, and DELETE ends both its
-#     container and its registration (its credential is then refused);
+#     result has the session's egress so far, PATCH changes its policy
+#     live (the next call is judged under the new one), and DELETE ends
+#     both its container and its registration (its credential is then
+#     refused);
 # 10. a warm proxy-mode run from the same service's pool (--pool 1) takes
 #     the pooled container, registered only while the run has it;
 # 11-13. the proxy's network child SIGKILLed during a run and between a
@@ -424,6 +426,56 @@ read -r _ srun stoken < <(echo "$out" | grep '^me ')
 [ "$(grep -c "\"run\":\"$sctr\"" "$alog")" -ge 2 ] || fail "the access log does not show both calls under run $sctr: $(tail -n4 "$alog")"
 ctl "{\"op\":\"report\",\"run\":\"$sctr\"}" | grep -q '"ok":true' || fail "the session is not registered with the proxy between calls"
 echo "ok: session $sid ($sctr): call 1 reached a.example.com, call 2 used call 1's function and got not-on-policy, one run identity, egress so far in each result"
+# The session's policy changed live (PATCH): the next call is judged
+# under the new one; a name no policy has, and another field, are refused.
+# (pol-b went in step 7: pol-c is added for this.)
+printf 'b.example.com:%s\n' "$port" >"$T/lists/pol-c.list"
+"$cordon" net reload >"$T/reload-c.txt" 2>&1 || fail "net reload with pol-c: $(cat "$T/reload-c.txt")"
+code=$(sreq "$T/p.json" -X PATCH -H 'Content-Type: application/json' -d '{"policy":"pol-c"}' "http://cordon/v1/sessions/$sid")
+[ "$code" = 200 ] || fail "PATCH the session's policy: HTTP $code: $(cat "$T/p.json") $(tail -n3 "$T/serve.log")"
+[ "$(jget "$T/p.json" 'd["policy"]' 'd["was"]' 'd["closed"]')" = "pol-c pol-a []" ] || fail "PATCH answer: $(cat "$T/p.json")"
+printf 'print(get("a.example.com"))\nprint(get("b.example.com"))\n' >"$T/s3.py"
+code=$(scall "$T/c3.json" "$T/s3.py")
+[ "$code" = 200 ] || fail "session call 3: HTTP $code: $(cat "$T/c3.json")"
+[ "$(jget "$T/c3.json" 'd["stdout"]')" = "a.example.com 403 not-on-policy pol-c
+b.example.com 200 cordon-upstream-ok" ] || fail "session call 3 after the change to pol-c: $(cat "$T/c3.json")"
+[ "$(jget "$T/c3.json" 'd["policy"]')" = pol-c ] || fail "call 3's result does not carry pol-c: $(cat "$T/c3.json")"
+code=$(sreq "$T/g.json" "http://cordon/v1/sessions/$sid")
+[ "$code" = 200 ] && [ "$(jget "$T/g.json" 'd["policy"]')" = pol-c ] || fail "GET session after PATCH: $(cat "$T/g.json")"
+code=$(sreq "$T/p2.json" -X PATCH -d '{"policy":"nope"}' "http://cordon/v1/sessions/$sid")
+[ "$code" = 400 ] && grep -q 'unknown policy' "$T/p2.json" || fail "PATCH to an unknown policy: HTTP $code: $(cat "$T/p2.json")"
+code=$(sreq "$T/p3.json" -X PATCH -d '{"policy":"pol-a","net":"none"}' "http://cordon/v1/sessions/$sid")
+[ "$code" = 400 ] || fail "PATCH with another field: HTTP $code: $(cat "$T/p3.json")"
+ctl "{\"op\":\"report\",\"run\":\"$sctr\"}" | grep -q '"ok":true' || fail "the session is not registered after the refused PATCHes"
+echo "ok: PATCH {\"policy\":\"pol-c\"}: the next call got a.example.com 403 not-on-policy pol-c and b.example.com 200; unknown policy and extra field refused (400)"
+# The same through cordon mcp: a later run_code naming another policy in
+# a proxy-mode session changes it from that call on.
+python3 -I - "$T/s1.py" >"$T/mcp.in" <<'PY'
+import json, sys
+first = open(sys.argv[1]).read()
+msgs = [
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e-egress", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "run_code", "arguments": {"code": first, "session": "live", "network": "proxy", "policy": "pol-a", "timeout_s": 60}}},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_code", "arguments": {"code": 'print(get("a.example.com"))\nprint(get("b.example.com"))\n', "session": "live", "network": "proxy", "policy": "pol-c", "timeout_s": 60}}},
+]
+for m in msgs:
+    print(json.dumps(m))
+PY
+"$cordon" mcp <"$T/mcp.in" >"$T/mcp.out" 2>"$T/mcp.err" || fail "cordon mcp: $(cat "$T/mcp.err")"
+python3 -I - "$T/mcp.out" <<'PY' || fail "cordon mcp's live policy change: $(cat "$T/mcp.out" "$T/mcp.err")"
+import json, sys
+res = {}
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("id") in (1, 2):
+        res[m["id"]] = m["result"]["structuredContent"]
+assert res[1]["stdout"] == "a.example.com 200 cordon-upstream-ok\n", res[1]
+assert res[1]["policy"] == "pol-a", res[1]
+assert res[2]["stdout"] == "a.example.com 403 not-on-policy pol-c\nb.example.com 200 cordon-upstream-ok\n", res[2]
+assert res[2]["policy"] == "pol-c", res[2]
+PY
+echo "ok: cordon mcp: run_code naming pol-c in a pol-a session: a.example.com 403 not-on-policy pol-c, b.example.com 200"
 code=$(sreq "$T/d.json" -X DELETE "http://cordon/v1/sessions/$sid")
 [ "$code" = 200 ] || [ "$code" = 204 ] || fail "DELETE session: HTTP $code: $(cat "$T/d.json")"
 for _ in $(seq 100); do "$docker" inspect "$sctr" >/dev/null 2>&1 || break; sleep 0.1; done

@@ -98,6 +98,9 @@ test_head_ok(void **state)
 	assert_int_equal(parse("PUT / HTTP/1.1\r\n\r\n", &h, buf, sizeof(buf),
 	    &why), 0);
 	assert_int_equal(h.method, SERVE_HTTP_OTHER);
+	assert_int_equal(parse("PATCH /v1/sessions/x HTTP/1.1\r\n\r\n", &h, buf,
+	    sizeof(buf), &why), 0);
+	assert_int_equal(h.method, SERVE_HTTP_PATCH);
 	assert_int_equal(parse("GET /a#frag HTTP/1.1\r\n\r\n", &h, buf,
 	    sizeof(buf), &why), 0);
 	assert_string_equal(h.path, "/a");

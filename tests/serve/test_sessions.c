@@ -128,6 +128,31 @@ test_opts_refused(void **state)
 }
 
 static void
+test_patch(void **state)
+{
+	static const char *const bad[] = {
+		"", "[]", "{}", "{\"policy\":1}", "{\"policy\":\"\"}",
+		"{\"policy\":\".x\"}", "{\"policy\":\"a b\"}",
+		"{\"policy\":\"pol\\u0000x\"}", "{\"policy\":\"a\",\"net\":\"none\"}",
+		"{\"Policy\":\"a\"}", "{\"policy\":\"a\"", "{\"policy\":null}",
+	};
+	char policy[CONFIG_POLICY_MAX + 1], err[256];
+
+	(void)state;
+	assert_int_equal(serve_session_patch_parse("{\"policy\":\"pol-b\"}", 18,
+	    policy, sizeof(policy), err, sizeof(err)), 0);
+	assert_string_equal(policy, "pol-b");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (serve_session_patch_parse(bad[i], strlen(bad[i]), policy,
+		    sizeof(policy), err, sizeof(err)) != -EINVAL)
+			fail_msg("%s: accepted", bad[i]);
+		assert_string_equal(policy, "");
+		assert_true(err[0] != '\0');
+	}
+}
+
+static void
 test_paths(void **state)
 {
 	static const struct { const char *path; int want; } rows[] = {
@@ -171,6 +196,7 @@ main(void)
 		cmocka_unit_test(test_opts_profile),
 		cmocka_unit_test(test_opts_files),
 		cmocka_unit_test(test_opts_refused),
+		cmocka_unit_test(test_patch),
 		cmocka_unit_test(test_paths),
 	};
 
