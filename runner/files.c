@@ -290,6 +290,36 @@ report_unpacked(const struct config_limits *l, const unsigned char *rest,
 }
 
 int
+runner_out_dir_check(const char *out_dir, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	if ((rc = util_mkdir_p(out_dir, 0755)) < 0 && rc != -EEXIST) {
+		snprintf(err, errlen, "--out %.200s: cannot create it: %s",
+		    out_dir, strerror(-rc));
+		return rc;
+	}
+	if (stat(out_dir, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "--out %.200s: %s", out_dir,
+		    strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--out %.200s: not a directory", out_dir);
+		return -ENOTDIR;
+	}
+	if (access(out_dir, W_OK | X_OK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "--out %.200s: cannot write into it: %s",
+		    out_dir, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+int
 files_unpack_out(const struct config *c, const void *tar, size_t len,
     const char *out_dir, struct runner_result *res)
 {
