@@ -62,8 +62,12 @@ cmd_probe(int argc, char **argv)
 		else
 			return probe_usage();
 	}
-	if ((strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0) ||
-	    (warm && debug))
+	if (strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0) {
+		fprintf(stderr, "cordon probe: --net must be none or proxy, "
+		    "not '%s'\n", mode);
+		return probe_usage();
+	}
+	if (warm && debug)
 		return probe_usage();
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);

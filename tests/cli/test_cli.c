@@ -144,6 +144,43 @@ static const struct row {
 	  "cordon run: reading the program from @S@/: Is a directory\n" },
 };
 
+/* Other commands' values and names: the bound or the valid ones named
+ * (stderr starts with the line; usage may follow). */
+static void
+test_other_refusals(void **state)
+{
+	static const struct {
+		const char *args[5];
+		int code;
+		const char *err;
+	} r[] = {
+		{ { "serve", "--pool", "65" }, 2, "cordon serve: bad --pool "
+		  "'65' (a whole number, at most 64)\n" },
+		{ { "probe", "--net", "host" }, 2, "cordon probe: --net must be "
+		  "none or proxy, not 'host'\nusage: cordon probe" },
+		{ { "probe", "--profile", "dat" }, 1, "cordon probe: unknown "
+		  "profile 'dat' (profiles: minimal, data, node)\n" },
+		{ { "image", "show", "--profile", "dat" }, 1, "cordon image: "
+		  "unknown profile 'dat' (profiles: minimal, data, node)\n" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		char *out, *err;
+		int code;
+
+		run(r[i].args, "", &code, &out, &err);
+		if (code != r[i].code || out[0] != '\0' ||
+		    strncmp(err, r[i].err, strlen(r[i].err)) != 0)
+			fail_msg("cordon %s %s %s: exit %d (want %d)\n"
+			    "stdout:\n%s\nstderr:\n%s\nwant:\n%s",
+			    r[i].args[0], r[i].args[1], r[i].args[2], code,
+			    r[i].code, out, err, r[i].err);
+		free(out);
+		free(err);
+	}
+}
+
 static void
 test_run_refusals(void **state)
 {
@@ -350,6 +387,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_refusals),
 		cmocka_unit_test(test_run_too_many_in),
+		cmocka_unit_test(test_other_refusals),
 		cmocka_unit_test(test_help_everywhere),
 		cmocka_unit_test(test_tty_hint),
 		cmocka_unit_test(test_no_hint_from_pipe),
