@@ -64,7 +64,8 @@ copy_file(struct stage *s, const char *src, const char *dst)
 		/* The file may grow while we copy: the limit still holds. */
 		s->bytes += (uint64_t)n;
 		if (s->bytes > s->l->in_max_bytes) {
-			snprintf(s->err, s->errlen, "--in: more than %llu bytes",
+			snprintf(s->err, s->errlen, "--in: more than %llu bytes, "
+			    "the maximum (config limits.in_max_bytes)",
 			    (unsigned long long)s->l->in_max_bytes);
 			rc = -EFBIG;
 			break;
@@ -120,7 +121,8 @@ stage_path(struct stage *s, const char *src, const char *dst)
 		return -errno;
 	}
 	if (++s->files > s->l->in_max_files) {
-		snprintf(s->err, s->errlen, "--in: more than %lld files",
+		snprintf(s->err, s->errlen, "--in: more than %lld files, the "
+		    "maximum (config limits.in_max_files)",
 		    (long long)s->l->in_max_files);
 		return -EMFILE;
 	}

@@ -178,11 +178,13 @@ test_req_bad(void **state)
 		  -EINVAL, "'files'[0]: 'content_b64' is not canonical base64" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":"
 		  "\"AAAAAAAAAAAAAAAAAAAAAAAA\"}]}", -EFBIG,
-		  "'files': more than 16 bytes in total" },
+		  "'files': more than 16 bytes in total, the "
+		    "maximum (config limits.in_max_bytes)" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"\"},"
 		  "{\"path\":\"b\",\"content_b64\":\"\"},{\"path\":\"c\","
 		  "\"content_b64\":\"\"},{\"path\":\"d\",\"content_b64\":\"\"}]}",
-		  -EINVAL, "'files': at most 3 entries" },
+		  -EINVAL, "'files': at most 3 entries (config "
+		  "limits.in_max_files)" },
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
