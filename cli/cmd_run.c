@@ -62,8 +62,9 @@ run_usage(FILE *f)
 	    "[--out DIR] [--session ID] [--lang python|bash|node] "
 	    "[--profile NAME] [--keep head|tail|both] [--stream] [--debug] "
 	    "[FILE | < FILE]\n"
-	    "  FILE       the program (else stdin); either way it reaches "
-	    "the sandbox\n             on its stdin, never on argv\n"
+	    "  FILE       the program (without FILE, or with -: stdin); "
+	    "either way it\n             reaches the sandbox on its stdin, "
+	    "never on argv\n"
 	    "  --timeout, --max-output, --memory, --cpus: at most the "
 	    "config's limits;\n             more is an error naming the "
 	    "maximum\n"
@@ -222,8 +223,9 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		if ((rc = parse_flag(opt, optarg, q)) != 0)
 			return rc;
 	}
-	if (optind < argc)
-		run_file = argv[optind++];
+	/* FILE, or "-": stdin, as without FILE. */
+	if (optind < argc && strcmp(argv[optind++], "-") != 0)
+		run_file = argv[optind - 1];
 	if (optind != argc) {
 		fprintf(stderr, "cordon run: unexpected argument '%s': the "
 		    "program is one FILE (cordon run FILE) or stdin (cordon "

@@ -140,6 +140,9 @@ static const struct row {
 	{ { "run", "@S@/hello.py", "@S@/hello.py" }, "",
 	  "cordon run: unexpected argument '@S@/hello.py': the program is "
 	  "one FILE (cordon run FILE) or stdin (cordon run < FILE)\n" },
+	{ { "run", "-" }, "",
+	  "cordon run: the program is empty (nothing on stdin): give the "
+	  "code as FILE or on stdin\n" },
 	{ { "run", "@S@/" }, "",
 	  "cordon run: reading the program from @S@/: Is a directory\n" },
 };
