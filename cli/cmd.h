@@ -7,6 +7,12 @@
 #ifndef CORDON_CLI_CMD_H
 #define CORDON_CLI_CMD_H
 
+#include <stdbool.h>
+
+/* True when argv[1..] holds "--help" or "-h": the subcommand then prints
+ * its usage on stdout and exits 0. */
+bool cmd_help_asked(int argc, char **argv);
+
 int cmd_run(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_net(int argc, char **argv);

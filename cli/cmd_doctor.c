@@ -69,7 +69,11 @@ cmd_doctor(int argc, char **argv)
 	size_t n;
 	int failed = 0;
 
-	(void)argv;
+	if (cmd_help_asked(argc, argv)) {
+		printf("usage: cordon doctor   (check the host set-up, with "
+		    "hints)\n");
+		return 0;
+	}
 	if (argc != 1) {
 		fprintf(stderr, "usage: cordon doctor\n");
 		return 2;

@@ -18,6 +18,12 @@ gc_common(int argc, char **argv, bool all)
 	char err[512];
 	int removed = 0;
 
+	if (cmd_help_asked(argc, argv)) {
+		printf("usage: cordon %s   (%s)\n", argv[0], all ?
+		    "remove every Cordon container now" : "remove expired or "
+		    "orphaned Cordon containers");
+		return 0;
+	}
 	if (argc > 1) {
 		fprintf(stderr, "usage: cordon %s\n", argv[0]);
 		return 2;

@@ -36,9 +36,9 @@ image_profile_pick(struct config *c, const char *profile)
 }
 
 static int
-image_usage(void)
+image_usage_to(FILE *f, int status)
 {
-	fprintf(stderr, "usage: cordon image build [--profile NAME] "
+	fprintf(f, "usage: cordon image build [--profile NAME] "
 	    "[--force|--refresh]\n"
 	    "       cordon image show [--profile NAME]\n"
 	    "  --profile  minimal (default), data, node, or one of the "
@@ -46,7 +46,13 @@ image_usage(void)
 	    "  --refresh  rebuild from the Debian mirror (bypassing the cached "
 	    "rootfs)\n             and re-pin; the next run probes the new "
 	    "image first\n");
-	return 2;
+	return status;
+}
+
+static int
+image_usage(void)
+{
+	return image_usage_to(stderr, 2);
 }
 
 /* What a re-pin means, for the person who asked for it. */
@@ -97,6 +103,8 @@ cmd_image(int argc, char **argv)
 	char err[512];
 	bool force = false;
 
+	if (cmd_help_asked(argc, argv))
+		return image_usage_to(stdout, 0);
 	if (argc < 2)
 		return image_usage();
 	for (int i = 2; i < argc; i++) {

@@ -351,8 +351,7 @@ cmd_net(int argc, char **argv)
 	struct config c;
 	char err[1024];
 
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "--help") == 0) {
+	if (argc < 2 || cmd_help_asked(argc, argv)) {
 		net_usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}

@@ -18,9 +18,9 @@
 #include "runner/probe_ops.h"
 
 static int
-probe_usage(void)
+probe_usage_to(FILE *f, int status)
 {
-	fprintf(stderr, "usage: cordon probe [--net none|proxy] [--profile "
+	fprintf(f, "usage: cordon probe [--net none|proxy] [--profile "
 	    "NAME] [--warm | --debug]\n"
 	    "  --profile  the image profile to probe (default minimal); each "
 	    "has its\n           own records\n"
@@ -29,7 +29,13 @@ probe_usage(void)
 	    "--pool` runs take\n"
 	    "  --debug  root only: probe the debug runtime (`cordon run "
 	    "--debug`);\n           the result is not recorded\n");
-	return 2;
+	return status;
+}
+
+static int
+probe_usage(void)
+{
+	return probe_usage_to(stderr, 2);
 }
 
 int
@@ -42,6 +48,8 @@ cmd_probe(int argc, char **argv)
 	bool warm = false, debug = false;
 	cJSON *j;
 
+	if (cmd_help_asked(argc, argv))
+		return probe_usage_to(stdout, 0);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--net") == 0 && i + 1 < argc)
 			mode = argv[++i];
@@ -54,8 +62,12 @@ cmd_probe(int argc, char **argv)
 		else
 			return probe_usage();
 	}
-	if ((strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0) ||
-	    (warm && debug))
+	if (strcmp(mode, "none") != 0 && strcmp(mode, "proxy") != 0) {
+		fprintf(stderr, "cordon probe: --net must be none or proxy, "
+		    "not '%s'\n", mode);
+		return probe_usage();
+	}
+	if (warm && debug)
 		return probe_usage();
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);

@@ -1,13 +1,17 @@
 /*
- * `cordon run`: reads the code from stdin, runs it with runner_run and
- * prints ONE JSON object. Exit 0 when a result was produced; otherwise a
- * one-line message on stderr and a non-zero exit. SIGINT/SIGTERM/SIGHUP
+ * `cordon run [FILE]`: reads the code from FILE or stdin (either way it
+ * reaches the sandbox on its stdin, never on argv), runs it with
+ * runner_run and prints ONE JSON object. Exit 0 when a result was
+ * produced; otherwise a one-line message on stderr and a non-zero exit
+ * (2: the request itself, e.g. a limit above the maximum or an empty
+ * program). SIGINT/SIGTERM/SIGHUP
  * cancel the run (the container is removed) and exit 128+signal.
  * --stream prints NDJSON events instead (runner/stream.h): output as it
  * arrives, written by a thread of its own from a bounded queue, so a
  * reader that stops reading never holds up the run; the result last.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,17 +53,21 @@ install_handlers(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-static int
-usage_error(const char *msg, const char *arg)
+static void
+run_usage(FILE *f)
 {
-	fprintf(stderr, "cordon run: %s%s%s\n", msg, arg ? ": " : "",
-	    arg ? arg : "");
-	fprintf(stderr, "usage: cordon run [--net none|proxy [--policy NAME]] "
+	fprintf(f, "usage: cordon run [--net none|proxy [--policy NAME]] "
 	    "[--timeout S] "
 	    "[--max-output BYTES] [--memory SIZE] [--cpus N] [--in PATH]... "
 	    "[--out DIR] [--session ID] [--lang python|bash|node] "
 	    "[--profile NAME] [--keep head|tail|both] [--stream] [--debug] "
-	    "< code\n"
+	    "[FILE | < FILE]\n"
+	    "  FILE       the program (without FILE, or with -: stdin); "
+	    "either way it\n             reaches the sandbox on its stdin, "
+	    "never on argv\n"
+	    "  --timeout, --max-output, --memory, --cpus: at most the "
+	    "config's limits;\n             more is an error naming the "
+	    "maximum\n"
 	    "  --lang     the code's language (default python); the profile "
 	    "must offer it\n"
 	    "  --profile  the image profile (default minimal; without it, "
@@ -67,6 +75,14 @@ usage_error(const char *msg, const char *arg)
 	    "             picks the first profile with node, e.g. node)\n"
 	    "  --debug  root only: runsc's debug runtime (--debug --strace); "
 	    "the result\n           names the log directory (debug_log)\n");
+}
+
+static int
+usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "cordon run: %s%s%s\n", msg, arg ? ": " : "",
+	    arg ? arg : "");
+	run_usage(stderr);
 	return 2;
 }
 
@@ -78,7 +94,8 @@ parse_cpus(const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 64)
+	/* Above the config's limits.cpus is runner_limits_check's error. */
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 1e6)
 		return -EINVAL;
 	*out = v;
 	return 0;
@@ -99,23 +116,33 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 			return usage_error("--net must be none or proxy", arg);
 		return 0;
 	case 't':
-		return util_parse_i64(arg, 1, 86400, &q->timeout_s) < 0 ?
-		    usage_error("bad --timeout (whole seconds)", arg) : 0;
+		/* Above limits.max_timeout_s is runner_limits_check's error,
+		 * which names the maximum. */
+		return util_parse_i64(arg, 1, INT32_MAX, &q->timeout_s) < 0 ?
+		    usage_error("bad --timeout (whole seconds, at least 1)",
+		    arg) : 0;
 	case 'o':
 		if (util_parse_size(arg, &sz) < 0 || sz == 0)
-			return usage_error("bad --max-output", arg);
+			return usage_error("bad --max-output (bytes, or e.g. "
+			    "64k, 1m)", arg);
 		q->max_output = sz;
 		return 0;
 	case 'm':
 		if (util_parse_size(arg, &q->memory) < 0 || q->memory == 0)
-			return usage_error("bad --memory", arg);
+			return usage_error("bad --memory (bytes, or e.g. 128m, "
+			    "1g)", arg);
 		return 0;
 	case 'c':
 		return parse_cpus(arg, &q->cpus) < 0 ?
-		    usage_error("bad --cpus", arg) : 0;
+		    usage_error("bad --cpus (a number above 0, e.g. 0.5)",
+		    arg) : 0;
 	case 'i':
-		if (q->nin == RUNNER_MAX_IN)
-			return usage_error("too many --in paths", NULL);
+		if (q->nin == RUNNER_MAX_IN) {
+			fprintf(stderr, "cordon run: more than %d --in paths "
+			    "(the maximum is %d)\n", RUNNER_MAX_IN,
+			    RUNNER_MAX_IN);
+			return 2;
+		}
 		q->in[q->nin++] = arg;
 		return 0;
 	case 'O':
@@ -154,6 +181,9 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 	return usage_error("unknown option", NULL);
 }
 
+/* The program's file (cordon run FILE), or NULL: stdin. */
+static const char *run_file;
+
 static int
 parse_args(int argc, char **argv, struct runner_request *q)
 {
@@ -179,10 +209,10 @@ parse_args(int argc, char **argv, struct runner_request *q)
 
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		if (opt == 'h') {
-			(void)usage_error("help", NULL);
-			return 2;
+			run_usage(stdout);
+			return -1;
 		}
 		if (opt == '?' || opt == ':')
 			return usage_error("bad option", argv[optind - 1]);
@@ -193,16 +223,23 @@ parse_args(int argc, char **argv, struct runner_request *q)
 		if ((rc = parse_flag(opt, optarg, q)) != 0)
 			return rc;
 	}
-	if (optind != argc)
-		return usage_error("unexpected argument", argv[optind]);
+	/* FILE, or "-": stdin, as without FILE. */
+	if (optind < argc && strcmp(argv[optind++], "-") != 0)
+		run_file = argv[optind - 1];
+	if (optind != argc) {
+		fprintf(stderr, "cordon run: unexpected argument '%s': the "
+		    "program is one FILE (cordon run FILE) or stdin (cordon "
+		    "run < FILE)\n", argv[optind]);
+		return 2;
+	}
 	if (q->policy != NULL && q->net != RUNNER_NET_PROXY)
 		return usage_error("--policy needs --net proxy", q->policy);
 	return 0;
 }
 
-/* Reads all of stdin, at most RUNNER_CODE_MAX bytes. */
+/* Reads all of fd, at most RUNNER_CODE_MAX bytes. */
 static int
-read_code(char **out, size_t *len)
+read_code(int fd, char **out, size_t *len)
 {
 	size_t cap = 65536, n = 0;
 	char *buf = malloc(cap), *nb;
@@ -220,7 +257,7 @@ read_code(char **out, size_t *len)
 			buf = nb;
 			cap *= 2;
 		}
-		r = read(0, buf + n, cap - n);
+		r = read(fd, buf + n, cap - n);
 		if (r < 0 && errno == EINTR && !run_cancel)
 			continue;
 		if (r < 0) {
@@ -233,6 +270,61 @@ read_code(char **out, size_t *len)
 	}
 	*out = buf;
 	*len = n;
+	return 0;
+}
+
+/* What can be refused before the program is read and anything started,
+ * as a usage error (exit 2): a limit above the config's maximum, an
+ * unknown profile or one without the language, an unusable --out. */
+static int
+run_check(const struct config *c, const struct runner_request *q)
+{
+	const struct config_profile *p;
+	char err[512];
+
+	if (runner_limits_check(c, q, err, sizeof(err)) < 0 ||
+	    config_profile_pick(c, q->profile, q->lang, &p, err,
+	    sizeof(err)) < 0 || (q->out_dir != NULL &&
+	    runner_out_dir_check(q->out_dir, err, sizeof(err)) < 0)) {
+		fprintf(stderr, "cordon run: %s\n", err);
+		return 2;
+	}
+	return 0;
+}
+
+/* The program: from run_file, or from stdin (with a hint when stdin is
+ * a terminal). An empty program is a usage error (exit 2). */
+static int
+run_read(char **code, size_t *len)
+{
+	const char *from = run_file != NULL ? run_file : "stdin";
+	int fd = STDIN_FILENO, rc;
+
+	if (run_file != NULL &&
+	    (fd = open(run_file, O_RDONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "cordon run: cannot read %s: %s\n", run_file,
+		    strerror(errno));
+		return 2;
+	}
+	if (run_file == NULL && isatty(STDIN_FILENO))
+		fprintf(stderr, "cordon run: reading the program from stdin; "
+		    "end it with Ctrl-D (or: cordon run FILE)\n");
+	rc = read_code(fd, code, len);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc < 0) {
+		fprintf(stderr, "cordon run: reading the program from %s: %s\n",
+		    from, rc == -EFBIG ? "larger than 16 MiB" :
+		    strerror(-rc));
+		return rc == -EFBIG || rc == -EISDIR ? 2 : 1;
+	}
+	if (*len == 0) {
+		fprintf(stderr, "cordon run: the program is empty (nothing "
+		    "on %s): give the code as FILE or on stdin\n", from);
+		free(*code);
+		*code = NULL;
+		return 2;
+	}
 	return 0;
 }
 
@@ -366,16 +458,15 @@ cmd_run(int argc, char **argv)
 
 	install_handlers();
 	if ((rc = parse_args(argc, argv, &q)) != 0)
-		return rc;
+		return rc < 0 ? 0 : rc;		/* -1: --help */
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon run: config: %s\n", err);
 		return 1;
 	}
-	if ((rc = read_code(&code, &len)) < 0) {
-		fprintf(stderr, "cordon run: reading code from stdin: %s\n",
-		    rc == -EFBIG ? "too large" : strerror(-rc));
-		return 1;
-	}
+	if ((rc = run_check(&c, &q)) != 0)
+		return rc;
+	if ((rc = run_read(&code, &len)) != 0)
+		return rc;
 	q.code = code;
 	q.code_len = len;
 	if (run_stream && (rc = writer_start(&w)) < 0) {

@@ -70,8 +70,8 @@ cmd_serve(int argc, char **argv)
 			break;
 		case 'p':
 			if (util_parse_i64(optarg, 0, 64, &pool) < 0) {
-				fprintf(stderr, "cordon serve: bad --pool '%s'\n",
-				    optarg);
+				fprintf(stderr, "cordon serve: bad --pool '%s' "
+				    "(a whole number, at most 64)\n", optarg);
 				return 2;
 			}
 			break;

@@ -29,6 +29,15 @@ static const struct command commands[] = {
 	{ "mcp", cmd_mcp, "Model Context Protocol server on stdio (tool run_code)" },
 };
 
+bool
+cmd_help_asked(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return true;
+	return false;
+}
+
 static void
 usage(FILE *f)
 {

@@ -691,6 +691,18 @@ config_profile_current(const struct config *c)
 	    CONFIG_PROFILE_DEFAULT;
 }
 
+/* "minimal, data, node": the profile names, into out. */
+static void
+profile_names(const struct config *c, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < c->image.nprofiles && n < outlen; i++)
+		n += (size_t)snprintf(out + n, outlen - n, "%s%s",
+		    i > 0 ? ", " : "", c->image.profiles[i].name);
+}
+
 int
 config_profile_pick(const struct config *c, const char *profile,
     const char *lang, const struct config_profile **out, char *err,
@@ -698,7 +710,7 @@ config_profile_pick(const struct config *c, const char *profile,
 {
 	const struct config_profile *p;
 	unsigned bit = config_lang_bit(lang);
-	char have[64];
+	char have[64], names[CONFIG_MAX_PROFILES * (CONFIG_PROFILE_MAX + 2)];
 
 	*out = NULL;
 	if (bit == 0) {
@@ -707,7 +719,9 @@ config_profile_pick(const struct config *c, const char *profile,
 		return -EINVAL;
 	}
 	if (profile != NULL && (p = config_profile_find(c, profile)) == NULL) {
-		snprintf(err, errlen, "unknown profile '%.32s'", profile);
+		profile_names(c, names, sizeof(names));
+		snprintf(err, errlen, "unknown profile '%.32s' (profiles: %s)",
+		    profile, names);
 		return -EINVAL;
 	}
 	if (profile == NULL) {
@@ -828,11 +842,15 @@ config_check(const struct config *c, const char *name, char *err,
     size_t errlen)
 {
 	if (c->limits.timeout_s > c->limits.max_timeout_s)
-		return fail(err, errlen, name,
-		    "limits.timeout_s exceeds limits.max_timeout_s");
+		return fail(err, errlen, name, "limits.timeout_s %lld is above "
+		    "the maximum limits.max_timeout_s %lld",
+		    (long long)c->limits.timeout_s,
+		    (long long)c->limits.max_timeout_s);
 	if (c->limits.max_output_bytes > c->limits.max_output_cap)
-		return fail(err, errlen, name,
-		    "limits.max_output exceeds limits.max_output_cap");
+		return fail(err, errlen, name, "limits.max_output %llu is "
+		    "above the maximum limits.max_output_cap %llu",
+		    (unsigned long long)c->limits.max_output_bytes,
+		    (unsigned long long)c->limits.max_output_cap);
 	if (c->limits.pids_limit < c->limits.nproc * 2)
 		return fail(err, errlen, name,
 		    "limits.pids_limit must be at least twice limits.nproc "

@@ -54,8 +54,8 @@ TOOL_SCHEMA = {
             "network": {"type": "string", "enum": ["none", "proxy"],
                         "default": "none"},
             "timeout_s": {"type": "integer", "minimum": 1,
-                          "description": "Wall-clock limit in seconds; the "
-                          "operator's maximum applies."},
+                          "description": "Wall-clock limit in seconds; more "
+                          "than the operator's maximum is an error."},
             "files": {"type": "object",
                       "description": "Relative path -> text content, "
                       "placed read-only under /in.",

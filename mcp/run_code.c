@@ -50,6 +50,12 @@ static const char output_schema[] =
     "\"lang\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\","
     "\"node\"]},"
     "\"net\":{\"type\":\"string\",\"enum\":[\"none\",\"proxy\"]},"
+    "\"limits\":{\"type\":\"object\",\"description\":\"the limits that "
+    "applied\",\"properties\":{\"timeout_s\":{\"type\":\"integer\"},"
+    "\"memory\":{\"type\":\"integer\",\"description\":\"bytes\"},"
+    "\"cpus\":{\"type\":\"number\"},\"max_output\":{\"type\":"
+    "\"integer\",\"description\":\"bytes per stream\"},"
+    "\"pids\":{\"type\":\"integer\"}}},"
     "\"policy\":{\"type\":\"string\"},"
     "\"egress\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
     "\"properties\":{\"host\":{\"type\":\"string\"},"
@@ -307,7 +313,7 @@ mcp_run_code_tool(const struct mcp_server *s)
 	    "proxy: HTTP(S) through the allowlisting egress proxy only.\"},"
 	    "\"timeout_s\":{\"type\":\"integer\",\"minimum\":1,"
 	    "\"description\":\"Wall-clock limit in seconds (default %lld; "
-	    "larger values are lowered to %lld).\"},"
+	    "at most %lld; more is an error).\"},"
 	    "\"keep\":{\"type\":\"string\",\"enum\":[\"both\",\"head\","
 	    "\"tail\"],\"default\":\"both\",\"description\":\"Which part "
 	    "of a stream longer than the output cap is kept: both (the first "
@@ -465,8 +471,13 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 		    "seconds, at least 1");
 		return -EINVAL;
 	}
-	if (k->timeout_s > c->limits.max_timeout_s)
-		k->timeout_s = c->limits.max_timeout_s;
+	if (k->timeout_s > c->limits.max_timeout_s) {
+		snprintf(err, errlen, "'timeout_s' %lld is above the maximum "
+		    "of %lld s (config limits.max_timeout_s)",
+		    (long long)k->timeout_s,
+		    (long long)c->limits.max_timeout_s);
+		return -EINVAL;
+	}
 	if ((rc = json_get_keep(args, "keep", &k->keep)) < 0) {
 		snprintf(err, errlen, "'keep' must be \"head\", \"tail\" or "
 		    "\"both\"");

@@ -64,7 +64,8 @@ copy_file(struct stage *s, const char *src, const char *dst)
 		/* The file may grow while we copy: the limit still holds. */
 		s->bytes += (uint64_t)n;
 		if (s->bytes > s->l->in_max_bytes) {
-			snprintf(s->err, s->errlen, "--in: more than %llu bytes",
+			snprintf(s->err, s->errlen, "--in: more than %llu bytes, "
+			    "the maximum (config limits.in_max_bytes)",
 			    (unsigned long long)s->l->in_max_bytes);
 			rc = -EFBIG;
 			break;
@@ -120,7 +121,8 @@ stage_path(struct stage *s, const char *src, const char *dst)
 		return -errno;
 	}
 	if (++s->files > s->l->in_max_files) {
-		snprintf(s->err, s->errlen, "--in: more than %lld files",
+		snprintf(s->err, s->errlen, "--in: more than %lld files, the "
+		    "maximum (config limits.in_max_files)",
 		    (long long)s->l->in_max_files);
 		return -EMFILE;
 	}
@@ -287,6 +289,36 @@ report_unpacked(const struct config_limits *l, const unsigned char *rest,
 	}
 	cJSON_Delete(arr);
 	return rc;
+}
+
+int
+runner_out_dir_check(const char *out_dir, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	if ((rc = util_mkdir_p(out_dir, 0755)) < 0 && rc != -EEXIST) {
+		snprintf(err, errlen, "--out %.200s: cannot create it: %s",
+		    out_dir, strerror(-rc));
+		return rc;
+	}
+	if (stat(out_dir, &st) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "--out %.200s: %s", out_dir,
+		    strerror(-rc));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--out %.200s: not a directory", out_dir);
+		return -ENOTDIR;
+	}
+	if (access(out_dir, W_OK | X_OK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "--out %.200s: cannot write into it: %s",
+		    out_dir, strerror(-rc));
+		return rc;
+	}
+	return 0;
 }
 
 int

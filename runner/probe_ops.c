@@ -168,6 +168,10 @@ probe_job_run(void *data, const struct probe_job *job,
 	pthread_t th;
 	int rc;
 
+	/* Our own request: within the operator's maximum, which the runner
+	 * would refuse a caller to exceed. */
+	if (req.timeout_s > c->limits.max_timeout_s)
+		req.timeout_s = c->limits.max_timeout_s;
 	req.net = strcmp(job->mode, "proxy") == 0 ? RUNNER_NET_PROXY :
 	    RUNNER_NET_NONE;
 	if (job->warm && (rc = warm_pool(c, req.net, job->session, &pool, err,

@@ -52,11 +52,81 @@ runner_limits_resolve(const struct config *c, const struct runner_request *req,
 	/* limits.memory and limits.cpus are both default and maximum. */
 	out->memory = req->memory > 0 && req->memory < l->memory_bytes ?
 	    req->memory : l->memory_bytes;
-	if (out->memory < (16u << 20))
-		out->memory = 16u << 20;
+	if (out->memory < RUNNER_MEMORY_MIN)
+		out->memory = RUNNER_MEMORY_MIN;
 	out->cpus = req->cpus > 0 && req->cpus < l->cpus ? req->cpus : l->cpus;
-	if (out->cpus < 0.01)
-		out->cpus = 0.01;
+	if (out->cpus < RUNNER_CPUS_MIN)
+		out->cpus = RUNNER_CPUS_MIN;
+	out->pids = l->nproc;
+}
+
+/* A size as the flags take it: "256m" when whole in g, m or k, else
+ * bytes. */
+static void
+size_format(uint64_t v, char out[32])
+{
+	static const struct { uint64_t unit; char suffix; } u[] = {
+		{ 1ULL << 30, 'g' }, { 1ULL << 20, 'm' }, { 1ULL << 10, 'k' },
+	};
+
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		if (v >= u[i].unit && v % u[i].unit == 0) {
+			snprintf(out, 32, "%llu%c",
+			    (unsigned long long)(v / u[i].unit), u[i].suffix);
+			return;
+		}
+	snprintf(out, 32, "%llu bytes", (unsigned long long)v);
+}
+
+int
+runner_limits_check(const struct config *c, const struct runner_request *req,
+    char *err, size_t errlen)
+{
+	const struct config_limits *l = &c->limits;
+	char a[32], b[32];
+
+	if (req->timeout_s < 0 || req->timeout_s > l->max_timeout_s) {
+		snprintf(err, errlen, "timeout %lld s is above the maximum of "
+		    "%lld s (config limits.max_timeout_s)",
+		    (long long)req->timeout_s, (long long)l->max_timeout_s);
+		return -EINVAL;
+	}
+	if (req->max_output > l->max_output_cap) {
+		size_format(req->max_output, a);
+		size_format(l->max_output_cap, b);
+		snprintf(err, errlen, "max_output %s is above the maximum of "
+		    "%s (config limits.max_output_cap)", a, b);
+		return -EINVAL;
+	}
+	if (req->memory > l->memory_bytes) {
+		size_format(req->memory, a);
+		size_format(l->memory_bytes, b);
+		snprintf(err, errlen, "memory %s is above the maximum of %s "
+		    "(config limits.memory)", a, b);
+		return -EINVAL;
+	}
+	if (req->memory > 0 && req->memory < RUNNER_MEMORY_MIN) {
+		size_format(req->memory, a);
+		snprintf(err, errlen, "memory %s is below the minimum of 16m",
+		    a);
+		return -EINVAL;
+	}
+	if (req->cpus > l->cpus) {
+		snprintf(err, errlen, "cpus %g is above the maximum of %g "
+		    "(config limits.cpus)", req->cpus, l->cpus);
+		return -EINVAL;
+	}
+	if (req->cpus > 0 && req->cpus < RUNNER_CPUS_MIN) {
+		snprintf(err, errlen, "cpus %g is below the minimum of %g",
+		    req->cpus, RUNNER_CPUS_MIN);
+		return -EINVAL;
+	}
+	if (req->nin > RUNNER_MAX_IN) {
+		snprintf(err, errlen, "%zu --in paths is above the maximum of "
+		    "%d", req->nin, RUNNER_MAX_IN);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int
@@ -90,7 +160,8 @@ runner_request_check(const struct runner_request *req, char *err,
 		return -EINVAL;
 	}
 	if (req->nin > RUNNER_MAX_IN) {
-		snprintf(err, errlen, "at most %d --in paths", RUNNER_MAX_IN);
+		snprintf(err, errlen, "%zu --in paths is above the maximum of "
+		    "%d", req->nin, RUNNER_MAX_IN);
 		return -EINVAL;
 	}
 	if (req->session != NULL) {
@@ -218,6 +289,23 @@ timing_to_json(cJSON *o, const struct runner_timing *t)
 	    cJSON_AddNumberToObject(j, "stop", (double)t->stop_ms) != NULL;
 }
 
+/* "limits": what applied to the run; nothing when none were resolved. */
+static bool
+limits_to_json(cJSON *o, const struct runner_limits *l)
+{
+	cJSON *j;
+
+	if (l->timeout_s <= 0)
+		return true;
+	if ((j = cJSON_AddObjectToObject(o, "limits")) == NULL)
+		return false;
+	return cJSON_AddNumberToObject(j, "timeout_s", (double)l->timeout_s) !=
+	    NULL && cJSON_AddNumberToObject(j, "memory", (double)l->memory) !=
+	    NULL && cJSON_AddNumberToObject(j, "cpus", l->cpus) != NULL &&
+	    cJSON_AddNumberToObject(j, "max_output", (double)l->max_output) !=
+	    NULL && cJSON_AddNumberToObject(j, "pids", (double)l->pids) != NULL;
+}
+
 cJSON *
 runner_result_to_json(const struct runner_result *res)
 {
@@ -245,6 +333,7 @@ runner_result_to_json(const struct runner_result *res)
 	ok = ok && cJSON_AddStringToObject(o, "image", res->image);
 	ok = ok && add_profile_lang(o, res);
 	ok = ok && cJSON_AddStringToObject(o, "net", runner_net_name(res->net));
+	ok = ok && limits_to_json(o, &res->limits);
 	if (ok && res->net == RUNNER_NET_PROXY)
 		ok = egress_to_json(o, res);
 	if (ok && res->want_files) {

@@ -461,6 +461,9 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 	int rc;
 
 	if ((rc = runner_request_check(req, err, errlen)) < 0 ||
+	    (rc = runner_limits_check(r->c, req, err, errlen)) < 0 ||
+	    (req->out_dir != NULL && (rc = runner_out_dir_check(req->out_dir,
+	    err, errlen)) < 0) ||
 	    (rc = run_profile(r, res, err, errlen)) < 0 ||
 	    (rc = runner_daemon_check(r->c, err, errlen)) < 0)
 		return rc;
@@ -511,6 +514,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 	 * wait for a slot is the job's time. */
 	r.start = time_mono_ms();
 	runner_limits_resolve(c, req, &r.lim);
+	res->limits = r.lim;
 	r.keep = CBUF_KEEP_BOTH;
 	if (req->keep != NULL)
 		(void)cbuf_keep_parse(req->keep, &r.keep);	/* checked */

@@ -35,9 +35,9 @@ enum runner_status {
 	RUNNER_SANDBOX_ERROR,		/* the container did not run properly */
 };
 
-/* A request. Zero/NULL fields take the config defaults; every value is
- * clamped to the config maxima, and nothing here can weaken the fixed
- * hardening flags. The caller owns every pointer. */
+/* A request. Zero/NULL fields take the config defaults; a value above a
+ * config maximum is refused (runner_limits_check), and nothing here can
+ * weaken the fixed hardening flags. The caller owns every pointer. */
 struct runner_request {
 	const void *code;		/* program text (bytes), never on argv */
 	size_t code_len;
@@ -123,6 +123,16 @@ struct runner_timing {
 	int64_t stop_ms;
 };
 
+/* The effective limits of a run after defaults (runner_limits_resolve). */
+struct runner_limits {
+	int64_t timeout_s;
+	uint64_t max_output;		/* bytes per stream */
+	uint64_t memory;		/* bytes */
+	double cpus;
+	int64_t pids;			/* processes the job may have:
+					 * limits.nproc, enforced by gVisor */
+};
+
 struct runner_result {
 	enum runner_status status;
 	int exit_code;			/* container exit code; -1 if none */
@@ -158,24 +168,41 @@ struct runner_result {
 	bool debug;			/* ran with the debug runtime */
 	char debug_log[320];		/* debug: its runsc logs' dir */
 	char debug_log_error[256];	/* debug: "" or why there is none */
+	/* The limits that applied (the result's "limits"); timeout_s 0:
+	 * none were resolved (not emitted). */
+	struct runner_limits limits;
 };
 
-/* The effective values after clamping (exposed for tests and the CLI). */
-struct runner_limits {
-	int64_t timeout_s;
-	uint64_t max_output;
-	uint64_t memory;
-	double cpus;
-};
-
-/* Applies defaults and clamps req against c. Pure. */
+/* Applies defaults and clamps req against c (a backstop: callers refuse
+ * what runner_limits_check refuses first). Pure. */
 void runner_limits_resolve(const struct config *c,
     const struct runner_request *req, struct runner_limits *out);
+
+/* The smallest memory and cpus a run may ask for. */
+#define RUNNER_MEMORY_MIN (16u << 20)
+#define RUNNER_CPUS_MIN 0.01
+
+/* Refuses a request value that the config does not allow, naming the
+ * maximum (or minimum) and the config key that sets it: timeout_s above
+ * limits.max_timeout_s, max_output above limits.max_output_cap, memory
+ * above limits.memory (or below RUNNER_MEMORY_MIN), cpus above
+ * limits.cpus (or below RUNNER_CPUS_MIN), more than RUNNER_MAX_IN in
+ * paths. Zero fields (the defaults) always pass. 0 or -EINVAL with a
+ * one-line reason in err. Pure. */
+int runner_limits_check(const struct config *c,
+    const struct runner_request *req, char *err, size_t errlen);
 
 /* Validates the request (lang, session characters, counts). 0 or -EINVAL
  * with a one-line reason in err. Pure. */
 int runner_request_check(const struct runner_request *req, char *err,
     size_t errlen);
+
+/* Whether out_dir can take a run's --out files: creates it (and its
+ * parents) when missing, as the run would, then needs a directory this
+ * process may write into. 0, or a negative errno (-ENOTDIR for a file)
+ * with a one-line reason in err. runner_run calls it before any
+ * container starts. */
+int runner_out_dir_check(const char *out_dir, char *err, size_t errlen);
 
 /* Runs the request, in one of the host's limits.max_concurrent_runs run
  * slots (runner/slot.h: waits up to limits.queue_timeout_s, then -EBUSY

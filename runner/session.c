@@ -554,7 +554,8 @@ runner_session_start(const struct config *c,
 	if ((rc = sess_admit(s, o, err, errlen)) < 0)
 		goto bad;
 	if (o->nin > RUNNER_MAX_IN) {
-		snprintf(err, errlen, "at most %d --in paths", RUNNER_MAX_IN);
+		snprintf(err, errlen, "%zu --in paths is above the maximum of "
+		    "%d", o->nin, RUNNER_MAX_IN);
 		rc = -EINVAL;
 		goto bad;
 	}
@@ -754,11 +755,16 @@ runner_session_call(struct runner_session *s,
 		snprintf(err, errlen, "the session has ended");
 		return -ESHUTDOWN;
 	}
-	if ((rc = runner_request_check(&chk, err, errlen)) < 0)
+	if ((rc = runner_request_check(&chk, err, errlen)) < 0 ||
+	    (rc = runner_limits_check(s->c, req, err, errlen)) < 0)
 		return rc;
 	if (req->keep != NULL)
 		(void)cbuf_keep_parse(req->keep, &keep);	/* checked */
 	runner_limits_resolve(s->c, req, &lim);
+	/* The container's memory and cpus are the session's. */
+	res->limits = lim;
+	res->limits.memory = s->lim.memory;
+	res->limits.cpus = s->lim.cpus;
 	if (sha256_hex(req->code != NULL ? req->code : "", req->code_len,
 	    res->code_sha256) < 0)
 		return -EIO;

@@ -199,8 +199,8 @@ stage_files_parse(const struct config *c, const cJSON *files,
 		return -EINVAL;
 	}
 	if (size > c->limits.in_max_files) {
-		snprintf(err, errlen, "'files': at most %lld entries",
-		    (long long)c->limits.in_max_files);
+		snprintf(err, errlen, "'files': at most %lld entries (config "
+		    "limits.in_max_files)", (long long)c->limits.in_max_files);
 		return -EINVAL;
 	}
 	if (size == 0)
@@ -215,7 +215,8 @@ stage_files_parse(const struct config *c, const cJSON *files,
 		total += f[count++].len;
 		if (total > c->limits.in_max_bytes) {
 			snprintf(err, errlen, "'files': more than %llu bytes "
-			    "in total",
+			    "in total, the maximum (config "
+			    "limits.in_max_bytes)",
 			    (unsigned long long)c->limits.in_max_bytes);
 			rc = -EFBIG;
 			break;

@@ -100,6 +100,7 @@ static int
 parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
     char *err, size_t errlen)
 {
+	struct runner_request lq = { .code = NULL };
 	const cJSON *m;
 	const char *s;
 	int64_t v;
@@ -142,6 +143,11 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 		return bad(err, errlen, -EINVAL, "'max_output' must be a whole "
 		    "number of bytes, at least 1");
 	r->max_output = rc == 0 ? (uint64_t)v : 0;
+	/* Above the operator's maximum: refused, naming it. */
+	lq.timeout_s = r->timeout_s;
+	lq.max_output = r->max_output;
+	if ((rc = runner_limits_check(c, &lq, err, errlen)) < 0)
+		return rc;
 	/* `keep`: which part of an over-long stream is kept. */
 	if ((rc = json_get_keep(root, "keep", &r->keep)) < 0)
 		return bad(err, errlen, -EINVAL, "'keep' must be \"head\", "

@@ -109,7 +109,10 @@ test_parse_errors(void **state)
 		{ "{\"docker_api\":\"\"}", "t.json: docker_api: \"auto\" or \"never\"" },
 		{ "{\"user\":\"0:0\"}", "t.json: user: must not be root" },
 		{ "{\"user\":\"root\"}", "t.json: user: must not be root" },
-		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s exceeds limits.max_timeout_s" },
+		{ "{\"limits\":{\"timeout_s\":600}}", "t.json: limits.timeout_s 600 is above the maximum limits.max_timeout_s 300" },
+		{ "{\"limits\":{\"max_output\":\"32m\"}}", "t.json: limits.max_output 33554432 is above the maximum limits.max_output_cap 16777216" },
+		{ "{\"limits\":{\"max_timeout_s\":86401}}", "t.json: limits.max_timeout_s: expected a whole number in [1, 86400]" },
+		{ "{\"limits\":{\"cpus\":65}}", "t.json: limits.cpus: expected a number in (0, 64]" },
 		{ "{\"limits\":{\"nproc\":1000}}", "t.json: limits.pids_limit must be at least twice limits.nproc (the host-side limit also counts gVisor's own processes)" },
 		{ "{\"image\":{\"packages\":[\"rm -rf\"]}}", "t.json: image.packages: each entry must be a Debian package name" },
 		{ "{\"image\":{\"max_age_days\":-1}}", "t.json: image.max_age_days: expected a whole number in [0, 3650]" },
@@ -447,7 +450,8 @@ test_profile_pick(void **state)
 		{ "data", "node", NULL, "profile 'data' has no node (it offers "
 		  "python, bash): use a profile with nodejs in its packages, "
 		  "e.g. node" },
-		{ "gpu", NULL, NULL, "unknown profile 'gpu'" },
+		{ "gpu", NULL, NULL, "unknown profile 'gpu' (profiles: minimal, "
+		  "data, node)" },
 		{ NULL, "ruby", NULL, "unknown language 'ruby' (python, bash or "
 		  "node)" },
 		{ "data", "", NULL, "unknown language '' (python, bash or "

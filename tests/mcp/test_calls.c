@@ -65,6 +65,9 @@ fake_run(const struct config *c, const struct runner_request *req,
 	util_strlcpy(res->container, "cordon-0123456789abcdef",
 	    sizeof(res->container));
 	util_strlcpy(res->code_sha256, "ab", sizeof(res->code_sha256));
+	res->limits = (struct runner_limits){ .timeout_s = 30,
+	    .max_output = 1 << 20, .memory = 256u << 20, .cpus = 0.5,
+	    .pids = 64 };
 	if (k->proxy) {
 		res->net = RUNNER_NET_PROXY;
 		util_strlcpy(res->policy, "pypi", sizeof(res->policy));
@@ -386,7 +389,7 @@ test_cancel_flag_per_call(void **state)
 }
 
 /* A small JSON Schema check of the keywords outputSchema uses: type
- * (object, array, string, integer, boolean), enum, required, properties,
+ * (object, array, string, integer, number, boolean), enum, required, properties,
  * items, minimum. Returns the path of the first violation or NULL. */
 static const char *
 schema_check(const cJSON *schema, const cJSON *v, const char *where)
@@ -406,6 +409,8 @@ schema_check(const cJSON *schema, const cJSON *v, const char *where)
 		ok = cJSON_IsString(v);
 	else if (strcmp(type, "boolean") == 0)
 		ok = cJSON_IsBool(v);
+	else if (strcmp(type, "number") == 0)
+		ok = cJSON_IsNumber(v);
 	else if (strcmp(type, "integer") == 0)
 		ok = cJSON_IsNumber(v) && floor(v->valuedouble) ==
 		    v->valuedouble;
@@ -520,6 +525,7 @@ test_structured_content(void **state)
 		why = schema_check(schema, sc, "structuredContent");
 		if (why != NULL)
 			fail_msg("run %zu: %s", i, why);
+		assert_true(cJSON_IsObject(cJSON_GetObjectItem(sc, "limits")));
 		text = cJSON_Parse(cJSON_GetObjectItem(cJSON_GetArrayItem(
 		    content, 1), "text")->valuestring);
 		assert_true(cJSON_Compare(text, sc, true));
@@ -542,6 +548,9 @@ test_schema_check_fails(void **state)
 		"{\"net\":\"host\"}",
 		"{\"egress\":[{\"port\":\"443\"}]}",
 		"{\"egress\":{}}",
+		"{\"limits\":{\"timeout_s\":1.5}}",
+		"{\"limits\":{\"cpus\":\"1\"}}",
+		"{\"limits\":[]}",
 	};
 	static const char *const drop[] = { "status", "stdout", "net" };
 	const cJSON *schema;

@@ -614,9 +614,11 @@ test_arguments(void **state)
 		    RUNNER_NET_PROXY, 0 },
 		{ "{\"code\":\"1\",\"timeout_s\":5}", true, RUNNER_NET_NONE, 5 },
 		{ "{\"code\":\"1\",\"timeout_s\":5.0}", true, RUNNER_NET_NONE, 5 },
-		/* Clamped to limits.max_timeout_s (300 by default). */
-		{ "{\"code\":\"1\",\"timeout_s\":100000}", true,
+		/* At most limits.max_timeout_s (300 by default): more is
+		 * refused (test_timeout_above_max), not lowered. */
+		{ "{\"code\":\"1\",\"timeout_s\":300}", true,
 		    RUNNER_NET_NONE, 300 },
+		{ "{\"code\":\"1\",\"timeout_s\":301}", false, 0, 0 },
 		{ "{\"code\":\"1\",\"files\":[]}", true, RUNNER_NET_NONE, 0 },
 		{ "{\"code\":\"1\",\"keep\":\"end\"}", false, 0, 0 },
 		{ "{\"code\":\"1\",\"keep\":1}", false, 0, 0 },
@@ -716,7 +718,7 @@ test_language_argument(void **state)
 		  "(it offers python, bash): use a profile with nodejs in its "
 		  "packages, e.g. node" },
 		{ "{\"code\":\"1\",\"profile\":\"gpu\"}", NULL, NULL,
-		  "unknown profile 'gpu'" },
+		  "unknown profile 'gpu' (profiles: minimal, data, node)" },
 		{ "{\"code\":\"1\",\"profile\":\"A/b\"}", NULL, NULL,
 		  "'profile' must be a profile name (1-32 of [a-z0-9_-])" },
 		{ "{\"code\":\"1\",\"language\":\"ruby\"}", NULL, NULL,
@@ -911,6 +913,25 @@ test_files_staged_and_removed(void **state)
 	assert_true(dir_empty(fx->tmp));
 }
 
+/* A timeout above limits.max_timeout_s is an error naming the maximum
+ * (it was lowered silently). */
+static void
+test_timeout_above_max(void **state)
+{
+	const cJSON *res;
+	cJSON *root;
+	int calls = fx->f.calls;
+
+	(void)state;
+	fx->c.limits.max_timeout_s = 60;
+	res = call("{\"code\":\"1\",\"timeout_s\":61}", &root);
+	assert_true(is_error(res));
+	assert_non_null(strstr(block_text(res, 0), "'timeout_s' 61 is above "
+	    "the maximum of 60 s (config limits.max_timeout_s)"));
+	assert_int_equal(fx->f.calls, calls);
+	cJSON_Delete(root);
+}
+
 static void
 test_files_limits(void **state)
 {
@@ -1064,6 +1085,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_progress_notifications,
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_files_staged_and_removed,
+		    setup_init, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_above_max,
 		    setup_init, teardown),
 		cmocka_unit_test_setup_teardown(test_files_limits, setup_init,
 		    teardown),

@@ -284,6 +284,59 @@ expect_timeout(const char *code)
 	e2e_free(&r);
 }
 
+/* `cordon run FILE` and `cordon run < FILE` give the same result: the
+ * same program (hash, output), in both cases on the sandbox's stdin
+ * (python3 reads it from '-': its argv is ['-'], never the file's name),
+ * and the result says which limits applied. */
+static void
+test_file_same_as_stdin(void **state)
+{
+	static const char code[] = "import sys\nprint('argv', sys.argv)\n"
+	    "print('stdin', repr(sys.stdin.read()))\n";
+	static const char *const keys[] = { "status", "stdout", "stderr",
+	    "code_sha256", "image", "net" };
+	const char *args[] = { "run", "--timeout", "20", "--memory", "128m",
+	    NULL, NULL };
+	char path[128];
+	struct e2e a, b;
+	cJSON *la, *lb;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/prog.py", tmp);
+	assert_int_equal(util_write_file_atomic(path, code, strlen(code),
+	    0644), 0);
+	run_cordon(code, args, 60000, NULL, NULL, &a);
+	args[5] = path;
+	run_cordon("print('not this one')\n", args, 60000, NULL, NULL, &b);
+	assert_int_equal(a.exit, 0);
+	assert_int_equal(b.exit, 0);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		assert_string_equal(jstr(&a, keys[i]), jstr(&b, keys[i]));
+	assert_string_equal(jstr(&b, "status"), "ok");
+	assert_string_equal(jstr(&b, "stdout"),
+	    "argv ['-']\nstdin ''\n");
+	assert_int_equal(jint(&a, "exit_code"), 0);
+	assert_int_equal(jint(&b, "exit_code"), 0);
+	la = cJSON_GetObjectItem(a.json, "limits");
+	lb = cJSON_GetObjectItem(b.json, "limits");
+	assert_true(cJSON_IsObject(la));
+	assert_true(cJSON_Compare(la, lb, true));
+	assert_int_equal(cJSON_GetObjectItem(lb, "timeout_s")->valuedouble,
+	    20);
+	assert_int_equal(cJSON_GetObjectItem(lb, "memory")->valuedouble,
+	    128 << 20);
+	assert_true(cJSON_GetObjectItem(lb, "cpus")->valuedouble ==
+	    cfg.limits.cpus);
+	assert_int_equal(cJSON_GetObjectItem(lb, "max_output")->valuedouble,
+	    cfg.limits.max_output_bytes);
+	assert_int_equal(cJSON_GetObjectItem(lb, "pids")->valuedouble,
+	    cfg.limits.nproc);
+	assert_container_gone(a.container);
+	assert_container_gone(b.container);
+	e2e_free(&a);
+	e2e_free(&b);
+}
+
 static void
 test_timeout_busy_loop(void **state)
 {
@@ -1355,6 +1408,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identity_and_hardening),
+		cmocka_unit_test(test_file_same_as_stdin),
 		cmocka_unit_test(test_timeout_busy_loop),
 		cmocka_unit_test(test_timeout_sleep),
 		cmocka_unit_test(test_sigterm_removes_container),

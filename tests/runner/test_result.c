@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,130 @@ test_request_keep(void **state)
 			assert_non_null(strstr(err, "keep must be head, tail "
 			    "or both"));
 	}
+}
+
+/* A value above the config's maximum is refused, naming the maximum and
+ * the key that sets it; the maximum itself and the defaults (0) pass. */
+static void
+test_limits_check(void **state)
+{
+	static const struct {
+		int64_t timeout; uint64_t out, mem; double cpus; size_t nin;
+		const char *err;	/* NULL: accepted */
+	} rows[] = {
+		{ 0, 0, 0, 0, 0, NULL },
+		{ 300, 16u << 20, 256u << 20, 1.0, RUNNER_MAX_IN, NULL },
+		{ 1, 1, 16u << 20, 0.01, 1, NULL },
+		{ 301, 0, 0, 0, 0, "timeout 301 s is above the maximum of 300 s "
+		  "(config limits.max_timeout_s)" },
+		{ 3600, 0, 0, 0, 0, "timeout 3600 s is above the maximum of "
+		  "300 s (config limits.max_timeout_s)" },
+		{ -1, 0, 0, 0, 0, "timeout -1 s is above the maximum of 300 s "
+		  "(config limits.max_timeout_s)" },
+		{ 0, (16u << 20) + 1, 0, 0, 0, "max_output 16777217 bytes is "
+		  "above the maximum of 16m (config limits.max_output_cap)" },
+		{ 0, 1ull << 30, 0, 0, 0, "max_output 1g is above the maximum "
+		  "of 16m (config limits.max_output_cap)" },
+		{ 0, 0, 64ull << 30, 0, 0, "memory 64g is above the maximum of "
+		  "256m (config limits.memory)" },
+		{ 0, 0, (256u << 20) + 1024, 0, 0, "memory 262145k is above the "
+		  "maximum of 256m (config limits.memory)" },
+		{ 0, 0, 1000, 0, 0, "memory 1000 bytes is below the minimum of "
+		  "16m" },
+		{ 0, 0, 0, 100, 0, "cpus 100 is above the maximum of 1 (config "
+		  "limits.cpus)" },
+		{ 0, 0, 0, 1.5, 0, "cpus 1.5 is above the maximum of 1 (config "
+		  "limits.cpus)" },
+		{ 0, 0, 0, 0.001, 0, "cpus 0.001 is below the minimum of 0.01" },
+		{ 0, 0, 0, 0, RUNNER_MAX_IN + 1, "33 --in paths is above the "
+		  "maximum of 32" },
+	};
+	struct config c;
+	char err[256];
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct runner_request q = { .timeout_s = rows[i].timeout,
+		    .max_output = rows[i].out, .memory = rows[i].mem,
+		    .cpus = rows[i].cpus, .nin = rows[i].nin };
+		int rc;
+
+		print_message("row %zu\n", i);
+		err[0] = '\0';
+		rc = runner_limits_check(&c, &q, err, sizeof(err));
+		if (rows[i].err == NULL) {
+			assert_int_equal(rc, 0);
+			continue;
+		}
+		assert_int_equal(rc, -EINVAL);
+		assert_string_equal(err, rows[i].err);
+	}
+	/* The maximum is the operator's: raised, the same value passes. */
+	c.limits.max_timeout_s = 3600;
+	{
+		struct runner_request q = { .timeout_s = 3600 };
+		assert_int_equal(runner_limits_check(&c, &q, err, sizeof(err)),
+		    0);
+	}
+}
+
+/* "limits": what applied, from runner_limits_resolve; no key when none
+ * were resolved. */
+static void
+test_json_limits(void **state)
+{
+	struct runner_request q = { .timeout_s = 7, .memory = 64u << 20 };
+	struct runner_result r;
+	struct config c;
+	cJSON *o, *l;
+
+	(void)state;
+	config_defaults(&c);
+	fill(&r, "x", 1);
+	o = runner_result_to_json(&r);
+	assert_null(cJSON_GetObjectItem(o, "limits"));
+	cJSON_Delete(o);
+	runner_limits_resolve(&c, &q, &r.limits);
+	o = runner_result_to_json(&r);
+	l = cJSON_GetObjectItem(o, "limits");
+	assert_true(cJSON_IsObject(l));
+	assert_int_equal(cJSON_GetArraySize(l), 5);
+	assert_int_equal(cJSON_GetObjectItem(l, "timeout_s")->valuedouble, 7);
+	assert_int_equal(cJSON_GetObjectItem(l, "memory")->valuedouble,
+	    64u << 20);
+	assert_true(cJSON_GetObjectItem(l, "cpus")->valuedouble == 1.0);
+	assert_int_equal(cJSON_GetObjectItem(l, "max_output")->valuedouble,
+	    c.limits.max_output_bytes);
+	assert_int_equal(cJSON_GetObjectItem(l, "pids")->valuedouble,
+	    c.limits.nproc);
+	cJSON_Delete(o);
+	runner_result_cleanup(&r);
+}
+
+/* --out: a directory we may write into, made when missing; a file, or a
+ * path under a file, is refused before any run. */
+static void
+test_out_dir_check(void **state)
+{
+	char dir[] = "/tmp/cordon-test-out-XXXXXX", path[128], err[256];
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(runner_out_dir_check(dir, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/new/sub", dir);
+	assert_int_equal(runner_out_dir_check(path, err, sizeof(err)), 0);
+	snprintf(path, sizeof(path), "%s/afile", dir);
+	assert_true((fd = open(path, O_WRONLY | O_CREAT, 0600)) >= 0);
+	close(fd);
+	assert_int_equal(runner_out_dir_check(path, err, sizeof(err)),
+	    -ENOTDIR);
+	assert_non_null(strstr(err, "afile: not a directory"));
+	snprintf(path, sizeof(path), "%s/afile/x", dir);
+	assert_true(runner_out_dir_check(path, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "afile/x: cannot create it"));
+	assert_int_equal(util_rm_rf(dir), 0);
 }
 
 static void
@@ -439,6 +564,9 @@ main(void)
 		cmocka_unit_test(test_request_keep),
 		cmocka_unit_test(test_json_files),
 		cmocka_unit_test(test_json_egress),
+		cmocka_unit_test(test_limits_check),
+		cmocka_unit_test(test_json_limits),
+		cmocka_unit_test(test_out_dir_check),
 		cmocka_unit_test(test_status_names),
 		cmocka_unit_test(test_audit_line),
 		cmocka_unit_test(test_gc_match),

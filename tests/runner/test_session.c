@@ -235,7 +235,25 @@ test_state_across_calls(void **state)
 	assert_string_equal(res.out, "42\n");
 	assert_string_equal(res.err, "e\n");
 	assert_string_equal(res.container, runner_session_container(s));
+	/* The limits that applied: the call's timeout and output cap, the
+	 * session container's memory, cpus and process limit. */
+	assert_int_equal(res.limits.timeout_s, 10);
+	assert_int_equal(res.limits.max_output, fk.cfg.limits.max_output_bytes);
+	assert_int_equal(res.limits.memory, fk.cfg.limits.memory_bytes);
+	assert_true(res.limits.cpus == fk.cfg.limits.cpus);
+	assert_int_equal(res.limits.pids, fk.cfg.limits.nproc);
 	runner_result_cleanup(&res);
+	/* Above the maximum: refused, naming it; the session goes on. */
+	{
+		struct runner_request q = { .code = "1", .code_len = 1,
+		    .timeout_s = fk.cfg.limits.max_timeout_s + 1 };
+		char err[256];
+
+		assert_int_equal(runner_session_call(s, &q, &res, err,
+		    sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "config limits.max_timeout_s"));
+		runner_result_cleanup(&res);
+	}
 	/* An exception: exit 1, the traceback, and the session goes on. */
 	assert_int_equal(call(s, "1/0\n", 10, 0, &res), 0);
 	assert_int_equal(res.status, RUNNER_OK);

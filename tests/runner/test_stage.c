@@ -60,9 +60,11 @@ test_files_parse(void **state)
 		/* The array itself. */
 		{ T, "{}", -EINVAL, "'files' must be an array", 0 },
 		{ B, "\"a\"", -EINVAL, "'files' must be an array", 0 },
-		{ T, "[{},{},{},{}]", -EINVAL, "'files': at most 3 entries",
+		{ T, "[{},{},{},{}]", -EINVAL, "'files': at most 3 entries (config "
+		  "limits.in_max_files)",
 		    0 },
-		{ B, "[1,2,3,4]", -EINVAL, "'files': at most 3 entries", 0 },
+		{ B, "[1,2,3,4]", -EINVAL, "'files': at most 3 entries (config "
+		  "limits.in_max_files)", 0 },
 		/* The shape of an entry, named by its index. */
 		{ T, "[1]", -EINVAL, "'files'[0] must be an object with string "
 		    "'path' and 'content'", 0 },
@@ -106,10 +108,12 @@ test_files_parse(void **state)
 		/* The byte cap counts decoded bytes, over all entries. */
 		{ B, "[{\"path\":\"a\",\"content_b64\":"
 		    "\"AAAAAAAAAAAAAAAAAAAAAAAA\"}]", -EFBIG,
-		    "'files': more than 16 bytes in total", 0 },
+		    "'files': more than 16 bytes in total, the "
+		    "maximum (config limits.in_max_bytes)", 0 },
 		{ T, "[{\"path\":\"a\",\"content\":\"123456789\"},{\"path\":"
 		    "\"b\",\"content\":\"12345678\"}]", -EFBIG,
-		    "'files': more than 16 bytes in total", 0 },
+		    "'files': more than 16 bytes in total, the "
+		    "maximum (config limits.in_max_bytes)", 0 },
 		{ B, "[{\"path\":\"a\",\"content_b64\":\"AAAAAAAAAAAAAAAA\"}]",
 		    0, "", 1 },
 	};

@@ -327,11 +327,15 @@ test_stage_in(void **state)
 	err[0] = '\0';
 	assert_int_equal(files_stage_in(&c, "cordon-t", paths, 1, dir,
 	    sizeof(dir), err, sizeof(err)), -EFBIG);
+	assert_string_equal(err, "--in: more than 2 bytes, the maximum "
+	    "(config limits.in_max_bytes)");
 	c.limits.in_max_bytes = 100;
 	c.limits.in_max_files = 1;
 	err[0] = '\0';
 	assert_int_equal(files_stage_in(&c, "cordon-t", paths, 1, dir,
 	    sizeof(dir), err, sizeof(err)), -EMFILE);
+	assert_string_equal(err, "--in: more than 1 files, the maximum "
+	    "(config limits.in_max_files)");
 	/* Special files refused; same base name twice refused. */
 	c.limits.in_max_files = 10;
 	paths[0] = "/dev/null";

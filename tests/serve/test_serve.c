@@ -130,7 +130,7 @@ test_req_bad(void **state)
 		{ "{\"code\":\"x\",\"profile\":1}", -EINVAL,
 		  "'profile' must be a profile name (1-32 of [a-z0-9_-])" },
 		{ "{\"code\":\"x\",\"profile\":\"gpu\"}", -EINVAL,
-		  "unknown profile 'gpu'" },
+		  "unknown profile 'gpu' (profiles: minimal, data, node)" },
 		{ "{\"code\":\"x\",\"profile\":\"data\",\"language\":"
 		  "\"node\"}", -EINVAL, "profile 'data' has no node (it offers "
 		  "python, bash): use a profile with nodejs in its packages, "
@@ -139,6 +139,12 @@ test_req_bad(void **state)
 		  "'net' must be \"none\" or \"proxy\"" },
 		{ "{\"code\":\"x\",\"net\":0}", -EINVAL,
 		  "'net' must be \"none\" or \"proxy\"" },
+		/* Above the operator's maximum: refused, naming it. */
+		{ "{\"code\":\"x\",\"timeout_s\":301}", -EINVAL, "timeout 301 s "
+		  "is above the maximum of 300 s (config limits.max_timeout_s)" },
+		{ "{\"code\":\"x\",\"max_output\":16777217}", -EINVAL,
+		  "max_output 16777217 bytes is above the maximum of 16m (config "
+		  "limits.max_output_cap)" },
 		{ "{\"code\":\"x\",\"timeout_s\":0}", -EINVAL, "'timeout_s' must be "
 		  "a whole number of seconds, at least 1" },
 		{ "{\"code\":\"x\",\"timeout_s\":1.5}", -EINVAL, "'timeout_s' must "
@@ -172,11 +178,13 @@ test_req_bad(void **state)
 		  -EINVAL, "'files'[0]: 'content_b64' is not canonical base64" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":"
 		  "\"AAAAAAAAAAAAAAAAAAAAAAAA\"}]}", -EFBIG,
-		  "'files': more than 16 bytes in total" },
+		  "'files': more than 16 bytes in total, the "
+		    "maximum (config limits.in_max_bytes)" },
 		{ "{\"code\":\"x\",\"files\":[{\"path\":\"a\",\"content_b64\":\"\"},"
 		  "{\"path\":\"b\",\"content_b64\":\"\"},{\"path\":\"c\","
 		  "\"content_b64\":\"\"},{\"path\":\"d\",\"content_b64\":\"\"}]}",
-		  -EINVAL, "'files': at most 3 entries" },
+		  -EINVAL, "'files': at most 3 entries (config "
+		  "limits.in_max_files)" },
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
