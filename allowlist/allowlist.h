@@ -14,7 +14,8 @@
  * Format and semantics (also in allowlist/README.md).
  *
  * One entry per line; '#' starts a comment anywhere; blank lines are
- * ignored; spaces, tabs and a CR before the newline are whitespace.
+ * ignored; spaces, tabs and a CR before the newline are whitespace; a UTF-8
+ * byte-order mark at the start of the text is skipped.
  *
  *   example.com            exact host, ports 80 and 443
  *   *.example.com          any subdomain at any depth, NOT example.com itself
@@ -413,5 +414,25 @@ int allowlist_host_parse_ipv4(const char *s, size_t len,
  * ignored; NULL or "" is internal.
  */
 bool allowlist_host_internal(const char *name);
+
+/* An absolute URL split for `cordon allowlist explain`. */
+struct allowlist_url {
+	char authority[272];	/* "HOST[:PORT]" as written, NUL-terminated */
+	long default_port;	/* from the scheme: http 80, https 443 */
+	const char *target;	/* into the URL: path and query ("" when the
+				   URL has neither), not NUL-terminated */
+	size_t target_len;	/* bytes of target, the fragment excluded */
+};
+
+/*
+ * Parses "SCHEME://HOST[:PORT][/PATH][?QUERY][#FRAGMENT]", SCHEME being
+ * http or https (any case). The authority is copied as written, so that
+ * allowlist_match_authority() judges its host and port exactly as for a
+ * "HOST[:PORT]" argument. User information ("USER@HOST") is refused.
+ * Returns 0, or -EINVAL with *why (optional) a static message and out
+ * zeroed. Pure.
+ */
+int allowlist_url_parse(const char *url, struct allowlist_url *out,
+    const char **why);
 
 #endif

@@ -402,6 +402,14 @@ parse_entry(struct parse *p, const char *text, size_t tlen)
 
 	for (size_t i = 0; i < tlen; i++) {
 		unsigned char c = (unsigned char)text[i];
+		if (c >= 0x80 && tlen - i >= 3 &&
+		    memcmp(text + i, "\xef\xbb\xbf", 3) == 0) {
+			/* Only the file's start may hold one (skipped). */
+			parse_error(p, "a UTF-8 byte-order mark (U+FEFF) in "
+			    "'%s': it is allowed only at the start of the "
+			    "file", al_quote(text, tlen, q, sizeof(q)));
+			return;
+		}
 		if (c >= 0x80) {
 			parse_error(p, "non-ASCII byte in '%s': write "
 			    "internationalised names as punycode (xn--...)",
@@ -539,6 +547,12 @@ al_parse_text(struct allowlist *al, const char *text, size_t len,
 
 	if (text == NULL)
 		len = 0;
+	/* A UTF-8 byte-order mark (editors on Windows write one) is not
+	 * part of the first entry. */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	/* Sizing the tables up front saves rehashing big files. */
 	for (const char *c = text; len > 0 && (c = memchr(c, '\n', len -
 	    (size_t)(c - text))) != NULL; c++)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@ allowlist_usage(FILE *f)
 	fprintf(f,
 	    "usage: cordon allowlist check FILE|DIR [--secrets PATH] "
 	    "[--require-secrets]\n"
-	    "       cordon allowlist explain FILE|DIR HOST[:PORT] "
+	    "       cordon allowlist explain FILE|DIR HOST[:PORT]|URL "
 	    "[--policy NAME]\n"
 	    "                [--method METHOD --path PATH] [--secrets PATH]\n"
 	    "       cordon allowlist replay [--log FILE ...] [--since DURATION] "
@@ -42,12 +43,16 @@ allowlist_usage(FILE *f)
 	    "(or\n"
 	    "         'no entry matched'); port 443 when none is given; exit 0 "
 	    "allow,\n"
-	    "         1 deny, 2 usage error or broken file. A directory holds "
-	    "NAME.list\n"
-	    "         policies; 'default' is used without --policy. With "
-	    "--method and\n"
-	    "         --path, also whether the deciding entry lets that "
-	    "request through.\n"
+	    "         1 deny, 2 usage error or broken file. A URL\n"
+	    "         (http[s]://HOST[:PORT]/PATH) gives the port from its "
+	    "scheme\n"
+	    "         (80 or 443) and, with --method, the path. A directory "
+	    "holds\n"
+	    "         NAME.list policies; 'default' is used without --policy. "
+	    "With\n"
+	    "         --method and --path, also whether the deciding entry "
+	    "lets that\n"
+	    "         request through.\n"
 	    "--secrets PATH  the secrets store inject= names refer to "
 	    "(default: config\n"
 	    "         egress_secrets; '' for none). When it cannot be read "
@@ -264,8 +269,9 @@ explain_refused_first(const char *authority, const struct allowlist_decision *d)
 }
 
 static int
-allowlist_explain(const char *path, const char *authority, const char *policy,
-    const char *method, const char *target, struct secrets_arg *sa)
+allowlist_explain(const char *path, const char *authority, long default_port,
+    const char *policy, const char *method, const char *target,
+    struct secrets_arg *sa)
 {
 	struct allowlist_load_opts o = { 0 };
 	struct allowlist_decision d;
@@ -297,7 +303,7 @@ allowlist_explain(const char *path, const char *authority, const char *policy,
 		allowlist_set_free(set);
 		return 2;
 	}
-	allowlist_match_authority(al, authority, EXPLAIN_DEFAULT_PORT, &d);
+	allowlist_match_authority(al, authority, default_port, &d);
 	if (explain_refused_first(authority, &d)) {
 		/* The allowlist's own view, for the editor. */
 		fputs("allowlist: ", stdout);
@@ -312,6 +318,43 @@ allowlist_explain(const char *path, const char *authority, const char *policy,
 		ok = allowlist_print_inspect(&d, method, target, unverified);
 	allowlist_set_free(set);
 	return ok ? 0 : 1;
+}
+
+/* explain for a URL: its authority, the scheme's port, and its path and
+ * query as the request target when --method is given (--path then only
+ * when the URL has no path of its own). */
+static int
+allowlist_explain_url(const char *path, const char *url, const char *policy,
+    const char *method, const char *target, struct secrets_arg *sa)
+{
+	struct allowlist_url u;
+	const char *why;
+	char *t = NULL;
+	int r;
+
+	if (allowlist_url_parse(url, &u, &why) < 0) {
+		fprintf(stderr, "cordon allowlist: '%s': %s\n", url, why);
+		return 2;
+	}
+	if (target != NULL && u.target_len > 0) {
+		fprintf(stderr, "cordon allowlist: '%s' has a path: give "
+		    "--path or a path in the URL, not both\n", url);
+		return 2;
+	}
+	if (method != NULL && target == NULL) {
+		t = u.target_len > 0 ? strndup(u.target, u.target_len) :
+		    strdup("/");
+		if (t == NULL) {
+			fprintf(stderr, "cordon allowlist: %s\n",
+			    strerror(ENOMEM));
+			return 2;
+		}
+		target = t;
+	}
+	r = allowlist_explain(path, u.authority, u.default_port, policy,
+	    method, target, sa);
+	free(t);
+	return r;
 }
 
 /* "--name VALUE" or "--name=VALUE" at argv[*i]: true with *out set (once
@@ -399,12 +442,18 @@ cmd_allowlist(int argc, char **argv)
 		allowlist_usage(stderr);
 		return 2;
 	}
-	if ((method == NULL) != (target == NULL)) {
+	/* A URL may give the path that goes with --method. */
+	if ((method == NULL) != (target == NULL) && (method == NULL ||
+	    check || strstr(args[1], "://") == NULL)) {
 		fprintf(stderr, "cordon allowlist: --method and --path go "
 		    "together\n");
 		return 2;
 	}
 	if (check)
 		return allowlist_check(args[0], &sa);
-	return allowlist_explain(args[0], args[1], policy, method, target, &sa);
+	if (strstr(args[1], "://") != NULL)
+		return allowlist_explain_url(args[0], args[1], policy, method,
+		    target, &sa);
+	return allowlist_explain(args[0], args[1], EXPLAIN_DEFAULT_PORT,
+	    policy, method, target, &sa);
 }

@@ -4,15 +4,20 @@
 #   sudo cordon net up --allowlist examples/allowlists/pypi.list
 #   cordon run --net proxy < examples/fetch_allowlisted.py
 # it prints the status and the start of the page; a host not on the list
-# (DENIED_URL) is refused by the proxy, and without --net proxy there is no
-# network at all. Change URL to something your allowlist permits.
+# (DENIED_URL, which neither the shipped default.list nor pypi.list allows)
+# is refused by the proxy, and without --net proxy there is no network at
+# all. Change URL to something your allowlist permits.
+#
+# The proxy URL carries this run's credential (user and token): it is never
+# printed, since this output is what the caller (often an LLM) reads.
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 URL = "https://pypi.org/simple/pip/"
-DENIED_URL = "https://example.com/"
+DENIED_URL = "https://example.net/"
 
 
 def fetch(url, limit=400):
@@ -28,10 +33,33 @@ def fetch(url, limit=400):
         return "%s -> failed: %s" % (url, getattr(e, "reason", e))
 
 
+def without_credential(proxy):
+    """The proxy URL with its user and token left out, and a function that
+    blanks them wherever they might appear in a message."""
+    p = urllib.parse.urlsplit(proxy)
+    secrets = [s for s in (p.username, p.password) if s]
+    for s in list(secrets):
+        secrets.append(urllib.parse.unquote(s))
+
+    def redact(text):
+        for s in secrets:
+            text = text.replace(s, "***")
+        return text
+    host = p.hostname or ""
+    if ":" in host:
+        host = "[%s]" % host
+    shown = "%s://%s%s" % (p.scheme, host,
+                           ":%d" % p.port if p.port else "")
+    return shown, redact
+
+
 proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
 if not proxy:
     print("HTTPS_PROXY is not set: run with `cordon run --net proxy`",
           file=sys.stderr)
-print("proxy:", proxy)
-print(fetch(URL))
-print(fetch(DENIED_URL))
+    shown, redact = "(none)", str
+else:
+    shown, redact = without_credential(proxy)
+print("proxy:", shown, "(credential not shown)" if proxy else "")
+print(redact(fetch(URL)))
+print(redact(fetch(DENIED_URL)))

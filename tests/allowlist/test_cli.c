@@ -132,6 +132,40 @@ static const struct crow {
 	/* The proxy answers CONNECT example.com:00443 with 400 bad-port. */
 	{ { "explain", "good.list", "example.com:00443" }, 1,
 	  "deny no entry matched (invalid-port)\n", "", false },
+	/* A URL: its host and port, the port from the scheme (it answered
+	 * invalid-port before). */
+	{ { "explain", "good.list", "https://example.com/path" }, 0,
+	  "allow good.list:2: example.com\n", "", false },
+	{ { "explain", "good.list", "HTTP://WWW.example.com/a?b#c" }, 0,
+	  "allow good.list:3: *.example.com\n", "", false },
+	{ { "explain", "good.list", "https://api.example.com:8443" }, 0,
+	  "allow good.list:4: api.example.com:8443\n", "", false },
+	{ { "explain", "good.list", "http://203.0.113.7:22/" }, 1,
+	  "deny 203.0.113.7 (address-documentation): an address cordon-proxy "
+	  "refuses whatever the allowlist says, unless started with "
+	  "--allow-address 203.0.113.7\n"
+	  "allowlist: deny good.list:6: 203.0.113.7 (port-not-allowed)\n", "",
+	  false },
+	{ { "explain", "good.list", "https://[2001:db8::2]:8443/x" }, 1,
+	  "deny 2001:db8::2 (address-documentation): an address cordon-proxy "
+	  "refuses whatever the allowlist says, unless started with "
+	  "--allow-address 2001:db8::2\n"
+	  "allowlist: allow good.list:7: [2001:db8::2]:8443\n", "", false },
+	{ { "explain", "good.list", "https://example.com:0443/" }, 1,
+	  "deny no entry matched (invalid-port)\n", "", false },
+	{ { "explain", "good.list", "https://internal.example.com/" }, 1,
+	  "deny good.list:5: !internal.example.com (denied-by-entry)\n", "",
+	  false },
+	{ { "explain", "good.list", "ftp://example.com/" }, 2, "",
+	  "cordon allowlist: 'ftp://example.com/': the scheme is not http or "
+	  "https\n", false },
+	{ { "explain", "good.list", "https://u:p@example.com/" }, 2, "",
+	  "cordon allowlist: 'https://u:p@example.com/': user information "
+	  "(USER@) in the URL: the proxy is asked for the host alone\n",
+	  false },
+	{ { "explain", "good.list", "https:///x" }, 2, "",
+	  "cordon allowlist: 'https:///x': no host after the scheme\n",
+	  false },
 	{ { "explain", "good.list", "example.com:0443" }, 1,
 	  "deny no entry matched (invalid-port)\n", "", false },
 	{ { "explain", "broken.list", "example.com" }, 2, "",
@@ -297,6 +331,38 @@ static const struct crow2 {
 	  INSPECT_WARNING "inspect.list:2: inject= names secret 'github-token' but no secrets "
 	  "store is configured (config key egress_secrets)\n"
 	  "cordon allowlist: cannot load inspect.list\n", false }, NULL, false },
+	/* A URL gives --method its path (and its port). */
+	{ { { "explain", "inspect.list", "http://pypi.org/simple/%2e%2e/admin",
+	    "--method", "GET" }, 1,
+	  "allow inspect.list:3: pypi.org\n"
+	  "inspect: inspect methods=GET paths=/simple/*\n"
+	  "request GET /simple/%2e%2e/admin: deny (path-not-canonical)\n",
+	  INSPECT_WARNING, false }, "cfg.json", false },
+	{ { { "explain", "inspect.list", "https://pypi.org/simple/x/?q#f",
+	    "--method", "GET" }, 0,
+	  "allow inspect.list:3: pypi.org\n"
+	  "inspect: inspect methods=GET paths=/simple/*\n"
+	  "request GET /simple/x/?q: allow (allowed-by-entry)\n",
+	  INSPECT_WARNING, false }, "cfg.json", false },
+	{ { { "explain", "inspect.list", "https://pypi.org", "--method",
+	    "GET" }, 1,
+	  "allow inspect.list:3: pypi.org\n"
+	  "inspect: inspect methods=GET paths=/simple/*\n"
+	  "request GET /: deny (path-not-allowed)\n",
+	  INSPECT_WARNING, false }, "cfg.json", false },
+	{ { { "explain", "inspect.list", "https://pypi.org", "--method",
+	    "GET", "--path", "/simple/y/" }, 0,
+	  "allow inspect.list:3: pypi.org\n"
+	  "inspect: inspect methods=GET paths=/simple/*\n"
+	  "request GET /simple/y/: allow (allowed-by-entry)\n",
+	  INSPECT_WARNING, false }, "cfg.json", false },
+	{ { { "explain", "good.list", "https://a.com/x", "--method", "GET",
+	    "--path", "/y" }, 2, "",
+	  "cordon allowlist: 'https://a.com/x' has a path: give --path or a "
+	  "path in the URL, not both\n", false }, NULL, false },
+	{ { { "explain", "good.list", "https://a.com/x", "--path", "/y" }, 2,
+	  "", "cordon allowlist: --method and --path go together\n", false },
+	  NULL, false },
 	{ { { "explain", "good.list", "a.com", "--method", "GET" }, 2, "",
 	  "cordon allowlist: --method and --path go together\n", false }, NULL, false },
 	{ { { "explain", "good.list", "a.com", "--path", "/", "--path", "/x" },
@@ -434,7 +500,7 @@ run_row(const char *cordon, const struct crow *r, const char *config,
 	if (r->out == NULL) {	/* help: usage on stdout */
 		static const char u[] = "usage: cordon allowlist check "
 		    "FILE|DIR [--secrets PATH] [--require-secrets]\n"
-		    "       cordon allowlist explain FILE|DIR HOST[:PORT] "
+		    "       cordon allowlist explain FILE|DIR HOST[:PORT]|URL "
 		    "[--policy NAME]\n";
 		assert_memory_equal(out, u, sizeof(u) - 1);
 	}

@@ -351,6 +351,39 @@ test_format_corners(void **state)
 	allowlist_set_free(set);
 }
 
+/* A UTF-8 byte-order mark opens the file: skipped, never read as the
+ * first entry's non-ASCII bytes; anywhere else it is still an error. */
+static void
+test_bom(void **state)
+{
+	static const char text[] = "\xef\xbb\xbf" "a.example\r\nb.example\r\n";
+	struct allowlist_set *set;
+	struct allowlist_decision d;
+
+	(void)state;
+	check_parse(text, sizeof(text) - 1, 0, "");
+	check_parse("\xef\xbb\xbf", 3, 0, "");
+	check_parse("\xef\xbb\xbf# comment\n", 13, 0, "");
+	check_parse("\xef\xbb\xbf" "*.example.com\n", 17, 0, "");
+	assert_int_equal(allowlist_set_parse("b.list", text, sizeof(text) - 1,
+	    &set, NULL), 0);
+	assert_true(allowlist_match(allowlist_set_policy(set, NULL),
+	    "a.example", 443, &d));
+	assert_int_equal(d.line, 1);
+	assert_string_equal(d.entry, "a.example");
+	allowlist_set_free(set);
+	/* Only at the start, and only once. */
+	check_parse("a.example\n\xef\xbb\xbf" "b.example\n", 23, -EINVAL,
+	    "t.list:2: a UTF-8 byte-order mark (U+FEFF) in "
+	    "'\\xef\\xbb\\xbfb.example': it is allowed only at the start "
+	    "of the file\n");
+	check_parse("\xef\xbb\xbf\xef\xbb\xbf" "a\n", 8, -EINVAL,
+	    "t.list:1: a UTF-8 byte-order mark (U+FEFF) in "
+	    "'\\xef\\xbb\\xbfa': it is allowed only at the start of the "
+	    "file\n");
+
+}
+
 static void
 test_only_denies(void **state)
 {
@@ -438,6 +471,7 @@ main(void)
 		cmocka_unit_test(test_nul_byte),
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_format_corners),
+		cmocka_unit_test(test_bom),
 		cmocka_unit_test(test_only_denies),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_chain_limit),
