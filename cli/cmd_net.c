@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,19 @@ net_run_args(const struct config *c)
 	return 0;
 }
 
+/* net up and down change the host's firewall and Docker networks: as
+ * another user they would fail half-way on a path or a tool's error. */
+static bool
+net_needs_root(int argc, char **argv)
+{
+	if (strcmp(argv[1], "up") != 0 && strcmp(argv[1], "down") != 0)
+		return false;
+	for (int i = 2; i < argc; i++)
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return false;
+	return geteuid() != 0;
+}
+
 int
 cmd_net(int argc, char **argv)
 {
@@ -357,6 +371,12 @@ cmd_net(int argc, char **argv)
 	}
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon net: %s\n", err);
+		return 1;
+	}
+	if (net_needs_root(argc, argv)) {
+		fprintf(stderr, "cordon net %s: needs root (it changes the "
+		    "host's iptables chains, the egress Docker network and the "
+		    "proxy in %s): run it as root\n", argv[1], c.state_dir);
 		return 1;
 	}
 	if (strcmp(argv[1], "up") == 0)

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "cli/cmd.h"
+#include "runner/runner.h"
 #include "serve/server.h"
 
 static int
@@ -101,6 +102,13 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "cordon serve: %s\n", err);
 		return 1;
 	}
+	/* What would refuse every run is said once, now: a Docker socket
+	 * this user may not use, an audit log it cannot write. */
+	if (runner_daemon_access(&c, err, sizeof(err)) < 0 ||
+	    runner_audit_check(&c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon serve: %s\n", err);
+		return 1;
+	}
 	o.config = &c;
 	o.pool = pool;
 	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
@@ -110,7 +118,11 @@ cmd_serve(int argc, char **argv)
 		log_warn("no scheduled probe: readlink /proc/self/exe");
 	}
 	if ((rc = serve_server_new(&o, &s, err, sizeof(err))) < 0) {
-		fprintf(stderr, "cordon serve: %s\n", err);
+		fprintf(stderr, "cordon serve: %s%s\n", err, (rc == -EACCES ||
+		    rc == -EPERM) && geteuid() != 0 ? ": cordon serve needs "
+		    "root, or a user in the `docker` group that owns its "
+		    "socket's directory and state_dir, as "
+		    "examples/systemd/cordon-serve.service sets up" : "");
 		return 1;
 	}
 	rc = serve_server_run(s);

@@ -36,6 +36,7 @@ static const struct field top_fields[] = {
 	STR("state_dir", state_dir),
 	STR("cache_dir", cache_dir),
 	STR("audit_log", audit_log),
+	BOOL("audit_required", audit_required),
 	STR("runtime_offline", runtime_offline),
 	STR("runtime_egress", runtime_egress),
 	STR("runtime_debug", runtime_debug),
@@ -227,6 +228,7 @@ config_defaults(struct config *c)
 	strcpy(c->state_dir, "/var/lib/cordon");
 	strcpy(c->cache_dir, "/var/cache/cordon");
 	strcpy(c->audit_log, "/var/log/cordon/audit.log");
+	c->audit_required = true;
 	strcpy(c->runtime_offline, "cordon-offline");
 	strcpy(c->runtime_egress, "cordon-egress");
 	strcpy(c->runtime_debug, "cordon-debug");

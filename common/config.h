@@ -133,6 +133,7 @@ struct config {
 	char state_dir[256];		/* image records, probe results */
 	char cache_dir[256];		/* rootfs tarballs */
 	char audit_log[256];
+	bool audit_required;		/* no audit line, no run (default) */
 	char runtime_offline[64];	/* registered runsc runtime names */
 	char runtime_egress[64];
 	/* Their debug twins (runsc --debug --strace): `cordon run --debug`. */

@@ -274,9 +274,15 @@ check_runtime(const struct config *c, const char *runtime, char *err,
 	dargv_add(&a, "--format={{json .Runtimes}}");
 	rc = call_argv(&a, 1 << 16, &out, why, sizeof(why));
 	dargv_cleanup(&a);
+	if (rc == -EIO && docker_fault_text(why) !=
+	    DOCKER_FAULT_OTHER) {
+		cbuf_free(out);
+		return docker_fault_say(docker_fault_text(why), NULL, why, err,
+		    errlen);
+	}
 	if (rc < 0) {
 		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": docker "
-		    "daemon not reachable (`%s info` failed%s%.120s)", c->docker,
+		    "daemon not reachable (`%s info` failed%s%.200s)", c->docker,
 		    rc == -EIO ? ": " : "", rc == -EIO ? why : "");
 		cbuf_free(out);
 		return -EHOSTUNREACH;
@@ -321,6 +327,17 @@ check_image(const struct config *c, char *err, size_t errlen)
 }
 
 int
+runner_daemon_access(const struct config *c, char *err, size_t errlen)
+{
+	/* Not ours to use: every docker call would fail the same way. */
+	if (dockerapi_default(c) && access(DOCKERAPI_SOCKET, W_OK) < 0 &&
+	    errno == EACCES)
+		return docker_fault_say(DOCKER_FAULT_DENIED, DOCKERAPI_SOCKET,
+		    NULL, err, errlen);
+	return 0;
+}
+
+int
 runner_daemon_check(const struct config *c, char *err, size_t errlen)
 {
 	struct stat st;
@@ -328,20 +345,21 @@ runner_daemon_check(const struct config *c, char *err, size_t errlen)
 
 	if (!dockerapi_default(c))
 		return 0;
-	if (stat(DOCKERAPI_SOCKET, &st) < 0 && errno == ENOENT) {
-		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": dockerd is "
-		    "not running (no %s)", DOCKERAPI_SOCKET);
-		return -EHOSTUNREACH;
-	}
-	/* Not ours to ask (no access): the CLI's own error says why. */
-	if (access(DOCKERAPI_SOCKET, W_OK) < 0)
-		return 0;
+	if (stat(DOCKERAPI_SOCKET, &st) < 0 && errno == ENOENT)
+		return docker_fault_say(DOCKER_FAULT_DOWN, DOCKERAPI_SOCKET,
+		    "no " DOCKERAPI_SOCKET, err, errlen);
+	if ((rc = runner_daemon_access(c, err, errlen)) < 0)
+		return rc;
 	if ((rc = dockerapi_ping(DOCKERAPI_SOCKET, DOCKER_PING_MS)) == 0)
 		return 0;
 	if (rc == -ETIMEDOUT)
 		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": dockerd did "
 		    "not answer /_ping on %s within %d ms", DOCKERAPI_SOCKET,
 		    DOCKER_PING_MS);
+	else if (docker_fault_errno(rc) != DOCKER_FAULT_OTHER)
+		(void)docker_fault_say(docker_fault_errno(rc), DOCKERAPI_SOCKET,
+		    rc == -ECONNREFUSED ? "nothing listens on "
+		    DOCKERAPI_SOCKET : NULL, err, errlen);
 	else
 		snprintf(err, errlen, RUNNER_DOCKER_UNAVAILABLE ": dockerd "
 		    "does not answer on %s (%s)", DOCKERAPI_SOCKET,

@@ -75,4 +75,31 @@ const char *docker_runtime_stack(const char *args);
 bool docker_gc_match(const char *owner_pid, const char *deadline,
     int64_t now_s, bool (*alive)(long pid));
 
+/* Why a docker call could not reach the daemon. */
+enum docker_fault {
+	DOCKER_FAULT_OTHER = 0,	/* anything else (or not about reaching it) */
+	DOCKER_FAULT_DENIED,	/* permission denied on the daemon's socket */
+	DOCKER_FAULT_DOWN,	/* no daemon there: not running */
+};
+
+/* Sorts the docker CLI's error text (its stderr, or its first line): the
+ * permission error every client prints for a socket it may not use, the
+ * "cannot connect ... is the daemon running" of a daemon that is not
+ * there, or OTHER (also for NULL, and for a "permission denied" that is
+ * not about dialling the daemon, e.g. a runtime's cgroup error). Pure. */
+enum docker_fault docker_fault_text(const char *text);
+
+/* Sorts the errno (either sign) of a stat, access or connect on the
+ * daemon's socket: EACCES/EPERM DENIED, ENOENT/ECONNREFUSED DOWN. Pure. */
+enum docker_fault docker_fault_errno(int rc);
+
+/* Writes the one line a front end says for f into err:
+ * "docker-unavailable: cannot reach docker: " and the cause and its fix
+ * (DENIED: run as root or in the `docker` group; DOWN: start dockerd).
+ * where names the socket or the CLI (NULL: "the Docker socket"); detail
+ * (may be NULL; its first line only) is what showed it. Returns
+ * -EHOSTUNREACH, what every such failure returns. Pure. */
+int docker_fault_say(enum docker_fault f, const char *where,
+    const char *detail, char *err, size_t errlen);
+
 #endif

@@ -574,6 +574,44 @@ check_daemon(const struct config *c, struct doctor_line *l)
 	doctor_daemon_line(&d, count, l);
 }
 
+/* The docker line when `docker version` fails: permission denied on the
+ * socket (dockerd may well be running) told from a daemon that is not
+ * running, from what docker said. 0 with *out (caller frees), or -1 with
+ * l filled. */
+static int
+doctor_docker_reach(const struct config *c, const char *const *ping,
+    struct doctor_line *l, struct cbuf **out)
+{
+	struct proc_opts o = { .argv = ping, .stdout_max = 256,
+	    .stderr_max = 4096 };
+	char why[320];
+	int rc = proc_call(&o, 20000, out, NULL, why, sizeof(why));
+
+	if (rc == 0)
+		return 0;
+	cbuf_free(*out);
+	*out = NULL;
+	switch (rc == -EIO ? docker_fault_text(why) : DOCKER_FAULT_OTHER) {
+	case DOCKER_FAULT_DENIED:
+		line_set(l, DOCTOR_FAIL, "docker", "run cordon as root, or as "
+		    "a member of the `docker` group (root-equivalent; README "
+		    "\"Who may run Cordon\" has the audit rule)", "permission "
+		    "denied on the Docker socket (dockerd may be running; "
+		    "this user may not use it): %s", why);
+		break;
+	case DOCKER_FAULT_DOWN:
+		line_set(l, DOCTOR_FAIL, "docker", "start dockerd: "
+		    "scripts/setup", "dockerd is not running: %s", why);
+		break;
+	default:
+		line_set(l, DOCTOR_FAIL, "docker", "check dockerd (`docker "
+		    "info`, its log); start it: scripts/setup", "dockerd does "
+		    "not answer via %s: %s", c->docker, why);
+		break;
+	}
+	return -1;
+}
+
 size_t
 doctor_run(const struct config *c, doctor_egress_fn egress,
     struct doctor_line *lines, size_t max)
@@ -585,11 +623,8 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 
 	if (max == 0)
 		return 0;
-	if (run(ping, 20000, 256, &out) < 0) {
-		line_set(&lines[n++], DOCTOR_FAIL, "docker", "start dockerd: "
-		    "scripts/setup", "dockerd does not answer via %s", c->docker);
-		return n;
-	}
+	if (doctor_docker_reach(c, ping, &lines[n], &out) < 0)
+		return n + 1;
 	line_set(&lines[n++], DOCTOR_OK, "docker", NULL, "dockerd %.*s",
 	    (int)strcspn(cbuf_data(out), "\n"), cbuf_data(out));
 	cbuf_free(out);

@@ -21,7 +21,7 @@ enum doctor_verdict { DOCTOR_OK, DOCTOR_FAIL, DOCTOR_INFO, DOCTOR_WARN };
 struct doctor_line {
 	enum doctor_verdict verdict;
 	char what[96];
-	char detail[256];
+	char detail[512];	/* docker's whole first line fits */
 	char hint[200];
 };
 

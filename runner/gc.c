@@ -48,8 +48,12 @@ list_containers(const struct config *c, struct cbuf **out, char *err,
 		    16 << 20);
 		rc = -EIO;
 	}
-	if (rc == -EIO || rc == -ETIMEDOUT) {
-		snprintf(err, errlen, "`%s ps` failed: %.120s", c->docker, why);
+	if (rc == -EIO && docker_fault_text(why) != DOCKER_FAULT_OTHER) {
+		rc = docker_fault_say(docker_fault_text(why), NULL, why, err,
+		    errlen);
+	} else if (rc == -EIO || rc == -ETIMEDOUT) {
+		/* docker's whole first line: proc_call keeps at most why's. */
+		snprintf(err, errlen, "`%s ps` failed: %s", c->docker, why);
 		rc = -EIO;
 	} else if (rc < 0) {
 		snprintf(err, errlen, "%s", why);	/* cannot run DOCKER */
@@ -199,7 +203,8 @@ gc_sweep(const struct config *c, const struct gc_pick *pk, int *removed,
 	int rc;
 
 	*removed = 0;
-	if ((rc = list_containers(c, &list, err, errlen)) < 0)
+	if ((rc = runner_daemon_check(c, err, errlen)) < 0 ||
+	    (rc = list_containers(c, &list, err, errlen)) < 0)
 		return rc;
 	if ((rc = gc_parse((char *)cbuf_data(list), pk, now, &items,
 	    &nitems)) < 0) {

@@ -250,6 +250,10 @@ runner_probe(const struct config *c, const char *mode, bool warm,
 	}
 	if (debug && (rc = runner_debug_allowed(err, errlen)) < 0)
 		return rc;
+	/* A docker that cannot be reached is said as such, never as 13
+	 * failed controls (nor as the probe lock's permission error). */
+	if ((rc = runner_daemon_check(c, err, errlen)) < 0)
+		return rc;
 	if ((fd = probe_lock(c, time_mono_ms() + probe_lock_wait_ms(c), NULL,
 	    err, errlen)) < 0)
 		return fd;

@@ -422,15 +422,13 @@ audit_json(const char *session, const struct runner_result *res)
 	return o;
 }
 
-int
-runner_audit_append(const struct config *c, const char *session,
-    const struct runner_result *res)
+/* Opens the audit log for one append (creating its directory): the fd,
+ * or a negative errno. */
+static int
+audit_open(const struct config *c)
 {
-	char dir[sizeof(c->audit_log)], *slash, *line;
-	cJSON *o;
-	size_t len;
-	ssize_t w;
-	int fd, rc = 0;
+	char dir[sizeof(c->audit_log)], *slash;
+	int fd, rc;
 
 	util_strlcpy(dir, c->audit_log, sizeof(dir));
 	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
@@ -438,6 +436,21 @@ runner_audit_append(const struct config *c, const char *session,
 		if ((rc = util_mkdir_p(dir, 0750)) < 0)
 			return rc;
 	}
+	fd = open(c->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	    O_NOFOLLOW, 0640);
+	return fd < 0 ? -errno : fd;
+}
+
+int
+runner_audit_append(const struct config *c, const char *session,
+    const struct runner_result *res)
+{
+	char *line;
+	cJSON *o;
+	size_t len;
+	ssize_t w;
+	int fd, rc = 0;
+
 	if ((o = audit_json(session, res)) == NULL)
 		return -ENOMEM;
 	line = json_print_line(o);
@@ -446,10 +459,8 @@ runner_audit_append(const struct config *c, const char *session,
 		return -ENOMEM;
 	len = strlen(line);
 	/* One write with O_APPEND: concurrent runs never interleave lines. */
-	fd = open(c->audit_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-	    O_NOFOLLOW, 0640);
-	if (fd < 0) {
-		rc = -errno;
+	if ((fd = audit_open(c)) < 0) {
+		rc = fd;
 	} else {
 		w = write(fd, line, len);
 		if (w != (ssize_t)len)
@@ -458,5 +469,41 @@ runner_audit_append(const struct config *c, const char *session,
 			rc = -errno;
 	}
 	free(line);
+	return rc;
+}
+
+int
+runner_audit_check(const struct config *c, char *err, size_t errlen)
+{
+	int fd;
+
+	if (!c->audit_required)
+		return 0;
+	if ((fd = audit_open(c)) < 0) {
+		snprintf(err, errlen, "cannot write the audit log %.200s: %s: "
+		    "no run without its audit line (run as root, give this "
+		    "user an audit_log it can write, or set audit_required "
+		    "to false in the config)", c->audit_log, strerror(-fd));
+		return fd;
+	}
+	(void)close(fd);
+	return 0;
+}
+
+int
+runner_audit_finish(const struct config *c, const char *session,
+    struct runner_result *res, char *err, size_t errlen)
+{
+	int rc = runner_audit_append(c, session, res);
+
+	if (rc == 0)
+		return 0;
+	snprintf(res->audit_error, sizeof(res->audit_error),
+	    "audit log %.80s: %s", c->audit_log, strerror(-rc));
+	if (!c->audit_required)
+		return 0;
+	snprintf(err, errlen, "the run's audit line could not be written "
+	    "(%s): its result is withheld (audit_required)",
+	    res->audit_error);
 	return rc;
 }

@@ -373,6 +373,10 @@ run_explain_failure(struct run *r, struct runner_result *res, char *err,
 	const char *e = cbuf_data(run_err(r));
 	int rc;
 
+	/* The daemon refused the CLI itself (permission, not running). */
+	if (docker_fault_text(e) != DOCKER_FAULT_OTHER)
+		return docker_fault_say(docker_fault_text(e), NULL, e, err,
+		    errlen);
 	if ((rc = runner_preflight(r->c, r->req->net, err, errlen)) < 0)
 		return rc;
 	snprintf(err, errlen, "docker run failed (exit %d): %.*s",
@@ -460,12 +464,15 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 	const struct runner_request *req = r->req;
 	int rc;
 
+	/* Root only is said first, whatever else this user may not do. */
 	if ((rc = runner_request_check(req, err, errlen)) < 0 ||
+	    (req->debug && (rc = runner_debug_allowed(err, errlen)) < 0) ||
 	    (rc = runner_limits_check(r->c, req, err, errlen)) < 0 ||
 	    (req->out_dir != NULL && (rc = runner_out_dir_check(req->out_dir,
 	    err, errlen)) < 0) ||
 	    (rc = run_profile(r, res, err, errlen)) < 0 ||
-	    (rc = runner_daemon_check(r->c, err, errlen)) < 0)
+	    (rc = runner_daemon_check(r->c, err, errlen)) < 0 ||
+	    (rc = runner_audit_check(r->c, err, errlen)) < 0)
 		return rc;
 	if (req->debug && (rc = runner_debug_admit(r->c, req->net,
 	    r->debug_pat, sizeof(r->debug_pat), err, errlen)) < 0)
@@ -546,8 +553,10 @@ runner_run(const struct config *c, const struct runner_request *req,
 	runner_run_unregister(&r);
 	/* Exit 125 with no container that ever started: a refusal by
 	 * docker (unknown runtime, missing image, daemon down): an error,
-	 * not a result. */
-	if (r.finished && r.not_started && r.cli_exit == 125) {
+	 * not a result. So is any exit of a CLI that could not reach the
+	 * daemon (permission denied on its socket: 126). */
+	if (r.finished && r.not_started && (r.cli_exit == 125 ||
+	    docker_fault_text(cbuf_data(run_err(&r))) != DOCKER_FAULT_OTHER)) {
 		rc = run_explain_failure(&r, res, err, errlen);
 		goto bad;
 	}
@@ -567,9 +576,13 @@ runner_run(const struct config *c, const struct runner_request *req,
 		res->egress_unregister_ms = r.unreg_ms;
 	}
 	run_cleanup(&r);
-	if ((rc = runner_audit_append(c, req->session, res)) < 0)
-		snprintf(res->audit_error, sizeof(res->audit_error),
-		    "audit log %.80s: %s", c->audit_log, strerror(-rc));
+	/* No audit line, no result (audit_required): the log was writable
+	 * when the run was admitted, so this is a full disk or the like. */
+	if ((rc = runner_audit_finish(c, req->session, res, err, errlen)) < 0) {
+		runner_result_cleanup(res);
+		res->exit_code = -1;
+		return rc;
+	}
 	return 0;
 bad:
 	run_cleanup(&r);

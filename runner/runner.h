@@ -233,13 +233,22 @@ int runner_egress_policies(const struct config *c, cJSON **out, char *err,
 #define RUNNER_DOCKER_UNAVAILABLE "docker-unavailable"
 
 /* Whether the daemon answers now, fast (DOCKER_PING_MS): with the default
- * CLI and daemon (dockerapi_default), a missing socket, a refused
- * connection or no answer to GET /_ping is -EHOSTUNREACH with
- * "docker-unavailable: ..." in err; 0 otherwise (also when another daemon
- * is configured, or the socket is not ours to use: the docker calls then
- * say what is wrong). runner_run and runner_session_start call it before
- * anything else asks the daemon. */
+ * CLI and daemon (dockerapi_default), a missing socket, a socket this
+ * process may not use (permission denied: the line says run as root or
+ * join the `docker` group), a refused connection or no answer to GET
+ * /_ping is -EHOSTUNREACH with "docker-unavailable: ..." in err
+ * (docker_fault_say); 0 otherwise (also when another daemon is
+ * configured: the docker calls then say what is wrong, and their errors
+ * are sorted the same way). runner_run, runner_session_start,
+ * runner_probe and runner_gc call it before anything else asks the
+ * daemon. */
 int runner_daemon_check(const struct config *c, char *err, size_t errlen);
+
+/* Only the permission part of runner_daemon_check, with no call to the
+ * daemon (`cordon serve` asks it at start: a user who may not use the
+ * socket could never run anything): -EHOSTUNREACH with the line in err,
+ * or 0 (also with another daemon configured, or no socket). */
+int runner_daemon_access(const struct config *c, char *err, size_t errlen);
 
 /* Checks, from the daemon, that the configured runtime is registered and
  * the pinned image is present: 0, or -ENOENT/-EHOSTUNREACH with a reason.
@@ -261,6 +270,20 @@ void runner_result_cleanup(struct runner_result *res);
  * directory). Never the code or the output. 0 or a negative errno. */
 int runner_audit_append(const struct config *c, const char *session,
     const struct runner_result *res);
+
+/* Before a run or a session starts: with c->audit_required (the
+ * default), whether the audit log can be opened for appending (its
+ * directory and the file are created as needed); 0, or a negative errno
+ * with a one-line reason in err that names the log and the ways out. 0
+ * without a check when audit_required is false. */
+int runner_audit_check(const struct config *c, char *err, size_t errlen);
+
+/* After a run or a session call: appends its audit line. A failure is
+ * noted in res->audit_error; with audit_required it is also the call's
+ * error (a negative errno, reason in err: the result is withheld, and
+ * the caller releases res), else 0. */
+int runner_audit_finish(const struct config *c, const char *session,
+    struct runner_result *res, char *err, size_t errlen);
 
 /* Garbage collection over Cordon containers (label cordon=1). gc removes
  * those whose deadline passed or whose owner pid is gone; kill_all removes

@@ -462,7 +462,8 @@ sess_admit(struct runner_session *s, const struct runner_session_opts *o,
 	}
 	if ((rc = runner_request_check(&probe, err, errlen)) < 0 ||
 	    (rc = sess_profile(s, o, err, errlen)) < 0 ||
-	    (rc = runner_daemon_check(s->c, err, errlen)) < 0)
+	    (rc = runner_daemon_check(s->c, err, errlen)) < 0 ||
+	    (rc = runner_audit_check(s->c, err, errlen)) < 0)
 		return rc;
 	util_strlcpy(s->label, label, sizeof(s->label));
 	if ((rc = image_pinned_require(s->c, s->image, err, errlen)) < 0 ||
@@ -816,8 +817,10 @@ out:
 			snprintf(err, errlen, "%s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = runner_audit_append(s->c, s->label, res)) < 0)
-		snprintf(res->audit_error, sizeof(res->audit_error),
-		    "audit log %.80s: %s", s->c->audit_log, strerror(-rc));
+	if ((rc = runner_audit_finish(s->c, s->label, res, err, errlen)) < 0) {
+		runner_result_cleanup(res);
+		res->exit_code = -1;
+		return rc;
+	}
 	return 0;
 }

@@ -22,6 +22,7 @@ test_defaults_are_closed(void **state)
 	assert_string_equal(c.runtime_offline, "cordon-offline");
 	assert_true(c.require_probe);
 	assert_true(c.probe_auto);
+	assert_true(c.audit_required);
 	assert_int_equal(c.limits.max_concurrent_runs,
 	    2 * sysconf(_SC_NPROCESSORS_ONLN));
 	assert_int_equal(c.limits.queue_timeout_s, 30);
@@ -39,7 +40,7 @@ static void
 test_parse_overrides(void **state)
 {
 	const char *j = "{\"docker\":\"/usr/bin/docker\",\"require_probe\":false,"
-	    "\"probe_auto\":false,"
+	    "\"probe_auto\":false,\"audit_required\":false,"
 	    "\"limits\":{\"memory\":\"512m\",\"cpus\":0.5,\"nproc\":32,"
 	    "\"max_concurrent_runs\":3,\"queue_timeout_s\":0,"
 	    "\"fsize\":1048576},\"image\":{\"packages\":[\"python3\",\"python3-numpy\"],"
@@ -51,6 +52,7 @@ test_parse_overrides(void **state)
 	assert_string_equal(c.docker, "/usr/bin/docker");
 	assert_false(c.require_probe);
 	assert_false(c.probe_auto);
+	assert_false(c.audit_required);
 	assert_int_equal(c.limits.max_concurrent_runs, 3);
 	assert_int_equal(c.limits.queue_timeout_s, 0);
 	assert_int_equal(c.limits.memory_bytes, 512ULL << 20);

@@ -16,6 +16,28 @@
 # is held up for as long as nobody reads the run's stdout and stderr.
 printf '%s\n' "$*" >> "$FAKE_LOG"
 cmd=$1
+# FAKE_MODE=denied / down: every call fails as the docker CLI does for a
+# user who may not use the daemon's socket, or with no daemon running
+# (docker 28.2's words; `docker run` exits 126 and 125 for them, other
+# commands 1).
+case "${FAKE_MODE:-}" in
+denied)
+	[ "$cmd" = run ] && p="docker: " || p=
+	echo "${p}permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: Head \"http://%2Fvar%2Frun%2Fdocker.sock/_ping\": dial unix /var/run/docker.sock: connect: permission denied" >&2
+	[ "$cmd" = run ] && { echo; echo "Run 'docker run --help' for more information"; } >&2
+	[ "$cmd" = run ] && exit 126
+	exit 1 ;;
+down)
+	[ "$cmd" = run ] && p="docker: " || p=
+	echo "${p}Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
+	[ "$cmd" = run ] && exit 125
+	exit 1 ;;
+esac
+# FAKE_BREAK_AUDIT=PATH: `run` puts a directory where the audit log is,
+# so that the run's audit line cannot be written after its admission.
+if [ "$cmd" = run ] && [ -n "${FAKE_BREAK_AUDIT:-}" ]; then
+	rm -f "$FAKE_BREAK_AUDIT"; mkdir -p "$FAKE_BREAK_AUDIT"
+fi
 # `kill NAME` in mode stuck: asks the job to end, and waits until it did
 # (at most 60 s, as if dockerd's kill had a bound).
 stuck_kill() {
