@@ -47,6 +47,7 @@ runner_run_register(struct run *r, const char *name, const char *addr,
 
 	rc = runner_egress_register(r->ep.control, &reg, why, sizeof(why));
 	r->reg_ms = time_mono_ms() - t0;
+	r->tm->register_ms = r->reg_ms;
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot register the run with the proxy: "
 		    "%s", why);
@@ -73,4 +74,5 @@ runner_run_unregister(struct run *r)
 		snprintf(r->egress_error, sizeof(r->egress_error), "%.127s",
 		    why);
 	r->unreg_ms = time_mono_ms() - t0;
+	r->tm->unregister_ms = r->unreg_ms;
 }
