@@ -253,6 +253,19 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	return 1;
 }
 
+/* Proxy mode: a run that missed the pool after relying on the pool's
+ * check of the egress network checks it itself (timing_ms: admit). */
+static int
+run_miss_egress(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	int64_t t0 = time_mono_ms();
+	int rc = runner_run_egress_admit(r, res, err, errlen);
+
+	r->tm->admit_ms += time_mono_ms() - t0;
+	return rc;
+}
+
 /* Proxy mode, cold: waits until the container runs, then seals it (the
  * start's and the seal's times). */
 static int
@@ -498,13 +511,7 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 		return rc;
 	if (req->net == RUNNER_NET_PROXY) {
 		r->proxy = true;
-		if ((rc = netsetup_ready(r->c, &r->ep, err, errlen)) < 0)
-			return rc;
-		if ((rc = netsetup_run_args(r->c, &r->ep, &r->na)) < 0) {
-			snprintf(err, errlen, "cannot build the egress options");
-			return rc;
-		}
-		if ((rc = runner_run_policy(r, res, err, errlen)) < 0)
+		if ((rc = runner_run_egress_admit(r, res, err, errlen)) < 0)
 			return rc;
 	}
 	return runner_slot_acquire(r->c, req->cancel, &r->slot, err, errlen);
@@ -543,6 +550,9 @@ runner_run(const struct config *c, const struct runner_request *req,
 		goto bad;
 	} else if (rc == 1) {
 		/* Started, sealed, registered, waiting for its stdin. */
+	} else if (r.ep_pooled && (rc = run_miss_egress(&r, res, err,
+	    errlen)) < 0) {
+		goto bad;
 	} else if ((rc = run_input(&r, res->container)) < 0) {
 		snprintf(err, errlen, "cannot assemble the job's stdin: %s",
 		    strerror(-rc));
