@@ -239,10 +239,13 @@ container_wait_running(const struct config *c, const char *name,
 
 int
 container_seal(const struct config *c, const struct netsetup_endpoint *ep,
-    const char *name, int64_t deadline_ms, char *addr, char *err,
-    size_t errlen)
+    const char *name, int64_t deadline_ms, char *addr, int64_t *running_at,
+    char *err, size_t errlen)
 {
 	int rc = container_wait_running(c, name, deadline_ms, NULL, NULL);
+
+	if (running_at != NULL)
+		*running_at = rc == 0 ? time_mono_ms() : 0;
 
 	if (rc == -ETIMEDOUT) {
 		snprintf(err, errlen, "the egress container did not start "

@@ -124,10 +124,11 @@ int container_wait_running(const struct config *c, const char *name,
 
 /* Egress mode: waits until the container runs (until deadline_ms on the
  * monotonic clock), then seals its network namespace; addr
- * (NETSETUP_ADDR_MAX bytes) receives its address on the egress network.
- * 0 or an errno with a reason in err. */
+ * (NETSETUP_ADDR_MAX bytes) receives its address on the egress network;
+ * *running_at (may be NULL) when it was seen running (monotonic ms), 0
+ * if it was not. 0 or an errno with a reason in err. */
 int container_seal(const struct config *c, const struct netsetup_endpoint *ep,
-    const char *name, int64_t deadline_ms, char *addr, char *err,
-    size_t errlen);
+    const char *name, int64_t deadline_ms, char *addr, int64_t *running_at,
+    char *err, size_t errlen);
 
 #endif

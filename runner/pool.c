@@ -209,6 +209,10 @@ modes_ok(struct runner_pool *p, const char *image, bool ok[2])
 		p->net_ok = netsetup_ready(p->c, &p->net_ep, err,
 		    sizeof(err)) == 0;
 		p->net_checked_ms = now;
+		pthread_mutex_lock(&p->mu);
+		p->net_ok_ms = p->net_ok ? now : 0;
+		p->net_ok_ep = p->net_ep;
+		pthread_mutex_unlock(&p->mu);
 	}
 	ok[RUNNER_NET_PROXY] = p->net_ok;
 }

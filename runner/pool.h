@@ -141,6 +141,13 @@ void runner_pool_stop(struct runner_pool *p);
 /* runner_pool_stop, then frees. Accepts NULL. */
 void runner_pool_free(struct runner_pool *p);
 
+/* For runner_run, proxy mode: the egress endpoint the pool's thread last
+ * found ready (netsetup_ready, which it repeats every POOL_NET_CHECK_MS
+ * while proxy mode is kept: its idle containers are retired as soon as
+ * a check fails), into *ep, when that check passed at most
+ * POOL_NET_FRESH_MS ago; -ENOENT otherwise (the run checks for itself). */
+int runner_pool_egress(struct runner_pool *p, struct netsetup_endpoint *ep);
+
 /* For runner_run: hands out the oldest idle container of the mode that
  * matches (image, memory, cpus, egress endpoint) and is still waiting,
  * and counts a hit; -ENOENT at once when there is none. Never blocks on a

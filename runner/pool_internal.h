@@ -16,6 +16,8 @@
 #define POOL_START_MS 60000	/* a start that takes longer failed */
 #define POOL_TICK_MS 1000	/* re-check ages and liveness this often */
 #define POOL_NET_CHECK_MS 10000	/* re-check the egress network */
+#define POOL_NET_FRESH_MS (POOL_NET_CHECK_MS + 2 * POOL_TICK_MS)
+				/* a run relies on a check this recent */
 #define POOL_DEFER_MS 1000	/* a refill waits this long at most for
 				 * warm runs in flight to finish */
 #define POOL_BACKOFF_MIN_MS 1000
@@ -77,6 +79,10 @@ struct runner_pool {
 					 * failed at the last look */
 	int64_t net_checked_ms;
 	struct netsetup_endpoint net_ep;
+	/* Under mu: the last egress check that passed, for runs
+	 * (runner_pool_egress); 0: none, or the last one failed. */
+	int64_t net_ok_ms;
+	struct netsetup_endpoint net_ok_ep;
 	struct pool_victim victims[2 * POOL_MAX_SIZE];	/* idle ones */
 };
 

@@ -86,6 +86,21 @@ runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
 }
 
 int
+runner_pool_egress(struct runner_pool *p, struct netsetup_endpoint *ep)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->o.modes[RUNNER_NET_PROXY] && p->net_ok_ms > 0 &&
+	    time_mono_ms() - p->net_ok_ms <= POOL_NET_FRESH_MS) {
+		*ep = p->net_ok_ep;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+int
 runner_pool_take(struct runner_pool *p, enum runner_net net,
     const char *image, const struct runner_limits *lim,
     const struct netsetup_endpoint *ep, struct pool_entry *out)

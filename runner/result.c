@@ -272,21 +272,39 @@ files_to_json(const struct runner_result *res)
 	return arr;
 }
 
+void
+runner_timing_reset(struct runner_timing *t)
+{
+	*t = (struct runner_timing){ .stdin_ms = -1, .run_ms = -1,
+	    .exit_ms = -1, .cli_ms = -1, .inspect_ms = -1, .remove_ms = -1,
+	    .stop_ms = -1, .admit_ms = -1, .start_ms = -1, .seal_ms = -1,
+	    .register_ms = -1, .unregister_ms = -1 };
+}
+
 /* "timing_ms": where the run's time went (runner.h), for benchmarks. */
 static bool
 timing_to_json(cJSON *o, const struct runner_timing *t)
 {
+	const struct {
+		const char *name;
+		int64_t v;
+	} steps[] = {
+		{ "stdin", t->stdin_ms }, { "run", t->run_ms },
+		{ "exit", t->exit_ms }, { "cli", t->cli_ms },
+		{ "inspect", t->inspect_ms }, { "remove", t->remove_ms },
+		{ "stop", t->stop_ms }, { "admit", t->admit_ms },
+		{ "start", t->start_ms }, { "seal", t->seal_ms },
+		{ "register", t->register_ms },
+		{ "unregister", t->unregister_ms },
+	};
 	cJSON *j = cJSON_AddObjectToObject(o, "timing_ms");
 
-	return j != NULL &&
-	    cJSON_AddNumberToObject(j, "stdin", (double)t->stdin_ms) != NULL &&
-	    cJSON_AddNumberToObject(j, "run", (double)t->run_ms) != NULL &&
-	    cJSON_AddNumberToObject(j, "exit", (double)t->exit_ms) != NULL &&
-	    cJSON_AddNumberToObject(j, "cli", (double)t->cli_ms) != NULL &&
-	    cJSON_AddNumberToObject(j, "inspect", (double)t->inspect_ms) !=
-	    NULL && cJSON_AddNumberToObject(j, "remove",
-	    (double)t->remove_ms) != NULL &&
-	    cJSON_AddNumberToObject(j, "stop", (double)t->stop_ms) != NULL;
+	for (size_t i = 0; j != NULL && i < sizeof(steps) / sizeof(steps[0]);
+	    i++)
+		if (cJSON_AddNumberToObject(j, steps[i].name,
+		    (double)steps[i].v) == NULL)
+			return false;
+	return j != NULL;
 }
 
 /* "limits": what applied to the run; nothing when none were resolved. */

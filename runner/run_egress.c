@@ -9,10 +9,47 @@
 
 #include "common/util.h"
 #include "runner/egress.h"
+#include "runner/pool.h"
 
 /* Seconds the proxy keeps a run's credential past the run's deadline: the
  * unregister normally comes first; this only bounds a runner that died. */
 #define RUN_EGRESS_GRACE_MS 5000
+
+/* Whether the run may take a pooled container (runner.c's
+ * run_take_warm takes one only then). */
+static bool
+run_may_take(const struct run *r)
+{
+	const struct runner_request *q = r->req;
+
+	return q->pool != NULL && !q->debug && r->lang == CONFIG_LANG_PYTHON &&
+	    q->nin == 0 && q->out_dir == NULL;
+}
+
+int
+runner_run_egress_admit(struct run *r, struct runner_result *res,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	/* The pool checks the network while its containers wait (and
+	 * retires them when a check fails): a run that takes one needs no
+	 * check of its own, which costs a docker and several iptables
+	 * processes. */
+	if (!r->ep_pooled && run_may_take(r) &&
+	    runner_pool_egress(r->req->pool, &r->ep) == 0) {
+		r->ep_pooled = true;
+	} else {
+		r->ep_pooled = false;
+		if ((rc = netsetup_ready(r->c, &r->ep, err, errlen)) < 0)
+			return rc;
+	}
+	if ((rc = netsetup_run_args(r->c, &r->ep, &r->na)) < 0) {
+		snprintf(err, errlen, "cannot build the egress options");
+		return rc;
+	}
+	return runner_run_policy(r, res, err, errlen);
+}
 
 /* Proxy mode: the policy must exist in the running proxy before any
  * container starts. */
@@ -47,6 +84,7 @@ runner_run_register(struct run *r, const char *name, const char *addr,
 
 	rc = runner_egress_register(r->ep.control, &reg, why, sizeof(why));
 	r->reg_ms = time_mono_ms() - t0;
+	r->tm->register_ms = r->reg_ms;
 	if (rc < 0) {
 		snprintf(err, errlen, "cannot register the run with the proxy: "
 		    "%s", why);
@@ -73,4 +111,5 @@ runner_run_unregister(struct run *r)
 		snprintf(r->egress_error, sizeof(r->egress_error), "%.127s",
 		    why);
 	r->unreg_ms = time_mono_ms() - t0;
+	r->tm->unregister_ms = r->unreg_ms;
 }

@@ -52,6 +52,8 @@ struct run {
 					 * until it ends) */
 	int cli_exit;
 	bool proxy;			/* --net proxy: egress settings below */
+	bool ep_pooled;			/* ep is the pool's recent check's, not
+					 * this run's (runner_run_egress_admit) */
 	struct netsetup_endpoint ep;
 	struct netsetup_run_args na;
 	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];	/* the run's credential */
@@ -74,12 +76,18 @@ struct run {
 	int64_t t_begin;		/* code handed over (fed or spawned) */
 };
 
-/* Proxy mode (run_egress.c): the policy must exist in the running proxy
- * before any container starts; the run is registered after the seal and
+/* Proxy mode (run_egress.c): the egress network must be up, and the
+ * policy must exist in the running proxy, before any container starts
+ * (runner_run_egress_admit: for a run that may take a pooled container, the
+ * network as the pool's thread found it at most POOL_NET_FRESH_MS ago; a
+ * run that then misses the pool calls it again, and it checks for
+ * itself); the run is registered after the seal and
  * before any code is written, and unregistered (keeping its egress
  * report, or why there is none) on every path once registered. */
 int runner_run_policy(struct run *r, struct runner_result *res, char *err,
     size_t errlen);
+int runner_run_egress_admit(struct run *r, struct runner_result *res,
+    char *err, size_t errlen);
 int runner_run_register(struct run *r, const char *name, const char *addr,
     const char *policy, char *err, size_t errlen);
 void runner_run_unregister(struct run *r);

@@ -211,6 +211,7 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 {
 	const struct runner_request *q = r->req;
 	struct pool_entry e;
+	int64_t t0 = time_mono_ms();
 	int rc;
 
 	/* A debug run always starts its own container, in the debug
@@ -224,6 +225,7 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
 	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0)
 		return run_miss(r);
+	r->tm->start_ms = time_mono_ms() - t0;
 	if (run_input(r, e.name) < 0 || proc_feed(e.x, r->input,
 	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output,
 	    r->keep) < 0) {
@@ -249,6 +251,36 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	    res->policy, err, errlen)) < 0)
 		return rc;
 	return 1;
+}
+
+/* Proxy mode: a run that missed the pool after relying on the pool's
+ * check of the egress network checks it itself (timing_ms: admit). */
+static int
+run_miss_egress(struct run *r, struct runner_result *res, char *err,
+    size_t errlen)
+{
+	int64_t t0 = time_mono_ms();
+	int rc = runner_run_egress_admit(r, res, err, errlen);
+
+	r->tm->admit_ms += time_mono_ms() - t0;
+	return rc;
+}
+
+/* Proxy mode, cold: waits until the container runs, then seals it (the
+ * start's and the seal's times). */
+static int
+run_seal(struct run *r, const char *name, char *err, size_t errlen)
+{
+	int64_t running = 0;
+	int rc;
+
+	rc = container_seal(r->c, &r->ep, name, r->deadline, r->addr,
+	    &running, err, errlen);
+	if (running > 0) {
+		r->tm->start_ms = running - r->t_begin;
+		r->tm->seal_ms = time_mono_ms() - running;
+	}
+	return rc;
 }
 
 /* Live output, if asked for: the relay between the read loop and the
@@ -489,13 +521,7 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 		return rc;
 	if (req->net == RUNNER_NET_PROXY) {
 		r->proxy = true;
-		if ((rc = netsetup_ready(r->c, &r->ep, err, errlen)) < 0)
-			return rc;
-		if ((rc = netsetup_run_args(r->c, &r->ep, &r->na)) < 0) {
-			snprintf(err, errlen, "cannot build the egress options");
-			return rc;
-		}
-		if ((rc = runner_run_policy(r, res, err, errlen)) < 0)
+		if ((rc = runner_run_egress_admit(r, res, err, errlen)) < 0)
 			return rc;
 	}
 	return runner_slot_acquire(r->c, req->cancel, &r->slot, err, errlen);
@@ -506,10 +532,11 @@ runner_run(const struct config *c, const struct runner_request *req,
     struct runner_result *res, char *err, size_t errlen)
 {
 	struct run r = { .c = c, .req = req, .slot = { .fd = -1 } };
+	int64_t t0 = time_mono_ms();
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	res->timing = (struct runner_timing){ -1, -1, -1, -1, -1, -1, -1 };
+	runner_timing_reset(&res->timing);
 	r.tm = &res->timing;
 	res->exit_code = -1;
 	res->net = req->net;
@@ -517,6 +544,7 @@ runner_run(const struct config *c, const struct runner_request *req,
 	if ((rc = run_admit(&r, res, err, errlen)) < 0)
 		goto bad;
 	res->queue_ms = r.slot.waited_ms;
+	res->timing.admit_ms = time_mono_ms() - t0 - r.slot.waited_ms;
 	/* The deadline counts from here: neither an automatic probe nor the
 	 * wait for a slot is the job's time. */
 	r.start = time_mono_ms();
@@ -533,6 +561,9 @@ runner_run(const struct config *c, const struct runner_request *req,
 		goto bad;
 	} else if (rc == 1) {
 		/* Started, sealed, registered, waiting for its stdin. */
+	} else if (r.ep_pooled && (rc = run_miss_egress(&r, res, err,
+	    errlen)) < 0) {
+		goto bad;
 	} else if ((rc = run_input(&r, res->container)) < 0) {
 		snprintf(err, errlen, "cannot assemble the job's stdin: %s",
 		    strerror(-rc));
@@ -540,14 +571,18 @@ runner_run(const struct config *c, const struct runner_request *req,
 	} else if ((r.t_begin = time_mono_ms(),
 	    rc = run_spawn(&r, res->container, err, errlen)) < 0) {
 		goto bad;
-	} else if (r.proxy && ((rc = container_seal(c, &r.ep, res->container,
-	    r.deadline, r.addr, err, errlen)) < 0 ||
+	} else if (r.proxy && ((rc = run_seal(&r, res->container, err,
+	    errlen)) < 0 ||
 	    (rc = runner_run_register(&r, res->container, r.addr, res->policy,
 	    err, errlen)) < 0)) {
 		/* The code is never written to a container not sealed, nor
 		 * to one the proxy does not know. */
 		runner_run_stop(&r, res->container);
 		goto bad;
+	} else if (r.proxy) {
+		/* Sealed and registered: the code is handed over from here
+		 * (timing_ms: start and seal are before). */
+		r.t_begin = time_mono_ms();
 	}
 	(void)run_wait(&r, res->container);
 	runner_run_unregister(&r);

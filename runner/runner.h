@@ -121,7 +121,18 @@ struct runner_file {
 struct runner_timing {
 	int64_t stdin_ms, run_ms, exit_ms, cli_ms, inspect_ms, remove_ms;
 	int64_t stop_ms;
+	/* Before and around the container (proxy mode's phases): admit,
+	 * the checks before it (request, probe record, egress network,
+	 * policy), the wait for a slot excluded (queue_ms); start, a cold
+	 * CLI start until the container runs (-1 over the Engine API, whose
+	 * start is in run), or a warm run's take from the pool; seal, the
+	 * cold seal of its netns; register and unregister, the proxy's
+	 * control calls (the credential's handover is in stdin). */
+	int64_t admit_ms, start_ms, seal_ms, register_ms, unregister_ms;
 };
+
+/* Every step of t to -1 (did not happen). */
+void runner_timing_reset(struct runner_timing *t);
 
 /* The effective limits of a run after defaults (runner_limits_resolve). */
 struct runner_limits {

@@ -748,7 +748,7 @@ runner_session_call(struct runner_session *s,
 	memset(res, 0, sizeof(*res));
 	/* None of a run's steps is a session call's (-1: did not happen),
 	 * but duration_ms says how long it took. */
-	res->timing = (struct runner_timing){ -1, -1, -1, -1, -1, -1, -1 };
+	runner_timing_reset(&res->timing);
 	res->exit_code = -1;
 	res->net = s->net;
 	err[0] = '\0';

@@ -76,7 +76,7 @@ runner_session_egress_register(struct runner_session *s,
 	int rc;
 
 	if ((rc = container_seal(s->c, &s->ep, s->name, deadline_ms, s->addr,
-	    err, errlen)) < 0)
+	    NULL, err, errlen)) < 0)
 		return rc;
 	if ((rc = runner_egress_register(s->ep.control, &reg, why,
 	    sizeof(why))) < 0) {

@@ -517,11 +517,91 @@ test_prelude(void **state)
 	}
 }
 
+/* A python job through the prelude runs as under python3 -I - itself:
+ * the same output, errors (tracebacks without the prelude's frame, a
+ * syntax error, chained exceptions) and exit status. */
+static void
+test_prelude_as_python(void **state)
+{
+	static const char *const jobs[] = {
+		"print(sorted(dir()))\n"
+		"import sys,__main__\n"
+		"print(sys.argv, sys.orig_argv[1:], __name__, __file__, "
+		"__cached__, __doc__, __spec__, __loader__, __package__, "
+		"__annotations__, type(__builtins__), sorted(vars(__main__)))\n",
+		"def f(): 1/0\nf()\n",
+		"x=\n",
+		"import sys; sys.exit(3)\n",
+		"raise SystemExit('bye')\n",
+		"import pickle\nclass A: pass\n"
+		"print(len(pickle.dumps(A())) > 0)\n"
+		"import __main__; print(__main__.A is A)\n",
+		"try:\n    1/0\nexcept Exception as e:\n"
+		"    raise ValueError('v') from e\n",
+		"import sys; print(repr(sys.stdin.read()))\n",
+		"import sys\n"
+		"sys.excepthook=lambda t,v,tb: print('hook', t.__name__)\n"
+		"raise KeyError(1)\n",
+		"print(os)\n",
+		"import threading,time\n"
+		"def w(): time.sleep(0.2); print('thread done')\n"
+		"threading.Thread(target=w).start()\nprint('main done')\n",
+		"import atexit; atexit.register(lambda: print('atexit'))\n",
+		"import warnings; warnings.warn('w')\n",
+		"import traceback\ntry:\n  1/0\nexcept Exception:\n"
+		"  traceback.print_exc()\n",
+		"import sys; print(sys.flags.isolated, sys.flags.safe_path)\n",
+	};
+	const char *plain[] = { "python3", "-I", "-", NULL };
+	const char *dash[] = { "-", NULL };
+	char in[2048];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
+		struct proc_opts o = { .argv = plain, .stdin_data = jobs[i],
+		    .stdin_len = strlen(jobs[i]), .stdout_max = 65536,
+		    .stderr_max = 65536 };
+		struct proc_result want, got;
+
+		snprintf(in, sizeof(in), "http://r:t@gw:1\n%s", jobs[i]);
+		assert_int_equal(proc_run(&o, 20000, &want), 0);
+		assert_int_equal(run_prelude(dash, in, &got), 0);
+		if (want.exit_code != got.exit_code ||
+		    strcmp(cbuf_data(want.out), cbuf_data(got.out)) != 0 ||
+		    strcmp(cbuf_data(want.err), cbuf_data(got.err)) != 0)
+			fail_msg("job %zu: python3 -I - exit %d, out [%s], err "
+			    "[%s]; the prelude exit %d, out [%s], err [%s]", i,
+			    want.exit_code, cbuf_data(want.out),
+			    cbuf_data(want.err), got.exit_code,
+			    cbuf_data(got.out), cbuf_data(got.err));
+		proc_result_cleanup(&want);
+		proc_result_cleanup(&got);
+	}
+}
+
+/* ... in the prelude's own interpreter: no second python start. */
+static void
+test_prelude_in_process(void **state)
+{
+	const char *dash[] = { "-", NULL };
+	struct proc_result r;
+
+	(void)state;
+	assert_int_equal(run_prelude(dash, "http://r:t@gw:1\n"
+	    "print('no proxy settings' in open('/proc/self/cmdline').read())\n",
+	    &r), 0);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(cbuf_data(r.out), "True\n");
+	proc_result_cleanup(&r);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_prelude_as_python),
+		cmocka_unit_test(test_prelude_in_process),
 		cmocka_unit_test(test_policy_check),
 		cmocka_unit_test(test_error_answers),
 		cmocka_unit_test(test_server_closes),

@@ -113,6 +113,50 @@ test_json_files(void **state)
 	runner_result_cleanup(&r);
 }
 
+/* timing_ms: every step by name, -1 for one that did not happen; the
+ * proxy-mode phases (admit, start, seal, register, unregister) too. */
+static void
+test_json_timing(void **state)
+{
+	static const struct {
+		const char *name;
+		int64_t want;
+	} rows[] = {
+		{ "stdin", 1 }, { "run", 2 }, { "exit", 3 }, { "cli", -1 },
+		{ "inspect", 5 }, { "remove", -1 }, { "stop", -1 },
+		{ "admit", 8 }, { "start", 9 }, { "seal", 10 },
+		{ "register", 11 }, { "unregister", 12 },
+	};
+	struct runner_result r;
+	cJSON *o, *t, *v;
+
+	(void)state;
+	fill(&r, "x", 1);
+	runner_timing_reset(&r.timing);
+	o = runner_result_to_json(&r);
+	t = cJSON_GetObjectItem(o, "timing_ms");
+	assert_int_equal(cJSON_GetArraySize(t), 12);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(t, rows[i].name);
+		assert_true(cJSON_IsNumber(v));
+		assert_int_equal((int64_t)v->valuedouble, -1);
+	}
+	cJSON_Delete(o);
+	r.timing = (struct runner_timing){ .stdin_ms = 1, .run_ms = 2,
+	    .exit_ms = 3, .cli_ms = -1, .inspect_ms = 5, .remove_ms = -1,
+	    .stop_ms = -1, .admit_ms = 8, .start_ms = 9, .seal_ms = 10,
+	    .register_ms = 11, .unregister_ms = 12 };
+	o = runner_result_to_json(&r);
+	t = cJSON_GetObjectItem(o, "timing_ms");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(t, rows[i].name);
+		assert_true(cJSON_IsNumber(v));
+		assert_int_equal((int64_t)v->valuedouble, rows[i].want);
+	}
+	cJSON_Delete(o);
+	runner_result_cleanup(&r);
+}
+
 /* Proxy mode: the policy, the proxy's report (list, counts, and its
  * truncation marks when present), or why there is none. Offline results
  * have none of these keys. */
@@ -567,6 +611,7 @@ main(void)
 		cmocka_unit_test(test_limits_check),
 		cmocka_unit_test(test_json_limits),
 		cmocka_unit_test(test_out_dir_check),
+		cmocka_unit_test(test_json_timing),
 		cmocka_unit_test(test_status_names),
 		cmocka_unit_test(test_audit_line),
 		cmocka_unit_test(test_gc_match),
