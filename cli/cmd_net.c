@@ -29,6 +29,10 @@
 
 #define MAX_PROXY_ARGS 32
 
+/* `net status`'s exit code when nothing of the egress set-up exists (1 is
+ * drift or an error, 2 a usage error). */
+#define NET_STATUS_NOT_SET_UP 3
+
 static void
 net_usage(FILE *f)
 {
@@ -36,12 +40,23 @@ net_usage(FILE *f)
 	    "usage: cordon net up [--allowlist FILE|DIR] [--subnet CIDR] "
 	    "[--proxy-arg ARG]...\n"
 	    "       cordon net down\n"
-	    "       cordon net status\n"
+	    "       cordon net status           (JSON on stdout; exit 0: up "
+	    "and right,
+"
+	    "                                    1: drift, each problem on "
+	    "stderr, or the
+"
+	    "                                    status could not be taken, "
+	    "3: not set up)
+"
 	    "       cordon net reload [--replay] (check the allowlist, then "
-	    "make the proxy load\n"
+	    "make the proxy load
+"
 	    "                                    it; --replay first prints "
-	    "what it changes for the\n"
-	    "                                    requests in the access log)\n"
+	    "what it changes for the
+"
+	    "                                    requests in the access log)
+"
 	    "       cordon net seal CONTAINER   (seal a running proxy-mode "
 	    "container)\n"
 	    "       cordon net run-args         (docker run options for "
@@ -222,6 +237,14 @@ net_status(const struct config *c)
 		fputs(text, stdout);
 	free(text);
 	ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "ok"));
+	/* Nothing of it there: one line, not a drift line per part. */
+	if (!ok && !netsetup_status_set_up(st)) {
+		fprintf(stderr, "cordon net status: not set up (no network %s, "
+		    "firewall chains, resolv.conf or proxy); run 'cordon net "
+		    "up'\n", p.network);
+		cJSON_Delete(st);
+		return NET_STATUS_NOT_SET_UP;
+	}
 	drift = cJSON_GetObjectItemCaseSensitive(st, "drift");
 	cJSON_ArrayForEach(d, drift)
 		fprintf(stderr, "cordon net status: drift: %s\n", d->valuestring);
@@ -368,6 +391,11 @@ cmd_net(int argc, char **argv)
 	if (argc < 2 || cmd_help_asked(argc, argv)) {
 		net_usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "up") != 0 &&
+	    (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+		net_usage(stdout);
+		return 0;
 	}
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cordon net: %s\n", err);

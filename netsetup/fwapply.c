@@ -346,19 +346,29 @@ out:
 	return rc;
 }
 
-/* Our chains: a drift line for each that is missing or not exactly ours. */
+/* Our chains: the names of those present into chains, a drift line for
+ * each that is missing or not exactly ours. */
 static int
-status_chains(const struct fwa *f, cJSON *drift)
+status_chains(const struct fwa *f, cJSON *chains, cJSON *drift)
 {
+	cJSON *v;
 	int rc = 0;
 
 	for (size_t c = 0; rc == 0 && c < f->plan.nchains; c++) {
 		const struct fw_chain *ch = &f->plan.chains[c];
 		const char *w = where(f->plan.family, ch->table);
-		if (!fw_listing_has_chain(f->listing[ch->table], ch->name))
+		if (!fw_listing_has_chain(f->listing[ch->table], ch->name)) {
 			rc = netsetup_drift(drift, "%s: chain %s missing", w,
 			    ch->name);
-		else if (!chain_right(f, ch))
+			continue;
+		}
+		if ((v = cJSON_CreateString(ch->name)) == NULL)
+			return -ENOMEM;
+		if (!cJSON_AddItemToArray(chains, v)) {
+			cJSON_Delete(v);
+			return -ENOMEM;
+		}
+		if (!chain_right(f, ch))
 			rc = netsetup_drift(drift, "%s: chain %s does not hold "
 			    "exactly Cordon's rules", w, ch->name);
 	}
@@ -409,7 +419,7 @@ fwa_status(const struct netsetup_params *p, enum fw_family fam, cJSON *obj,
 	const char *fn = fam_name(fam);
 	struct fwa f;
 	char err[256];
-	cJSON *rules, *nat_rules = NULL;
+	cJSON *rules, *nat_rules = NULL, *chains;
 	int rc, nf;
 
 	rc = fwa_load(p, fam, &f, err, sizeof(err));
@@ -421,7 +431,11 @@ fwa_status(const struct netsetup_params *p, enum fw_family fam, cJSON *obj,
 	if (rc < 0)
 		return netsetup_drift(drift, "%s: cannot list the firewall: %s",
 		    fn, err);
-	if ((rc = status_chains(&f, drift)) < 0)
+	if ((chains = cJSON_AddArrayToObject(obj, "chains")) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((rc = status_chains(&f, chains, drift)) < 0)
 		goto out;
 	if ((rules = cJSON_AddArrayToObject(obj, "rules")) == NULL ||
 	    (plan_uses(&f.plan, FW_NAT) &&

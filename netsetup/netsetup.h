@@ -96,11 +96,21 @@ int netsetup_down(const struct netsetup_params *p, char **changes,
 
 /*
  * Inspects everything. *out receives a JSON object (caller cJSON_Deletes)
- * with "ok" and a "drift" array naming each problem. 0 when the status
- * could be taken (look at "ok"), or a negative errno.
+ * with "ok", "set_up" (netsetup_status_set_up) and a "drift" array naming
+ * each problem. 0 when the status could be taken (look at "ok"), or a
+ * negative errno.
  */
 int netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
     size_t errlen);
+
+/*
+ * Whether any part of what `up` creates is there in a status object
+ * (netsetup_status's): the network, one of Cordon's chains or rules of
+ * either family, the sandbox's resolv.conf, a proxy supervisor, the
+ * control socket, or the state `up` recorded. false: nothing is, `up` was
+ * never run (or `down` removed it all). Pure.
+ */
+bool netsetup_status_set_up(const cJSON *st);
 
 /* ---- for the runner: `cordon run --net proxy` ---- */
 

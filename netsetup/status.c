@@ -184,6 +184,7 @@ status_resolv_conf(const struct netsetup_params *p, cJSON *root,
 	free(have);
 	if (cJSON_AddStringToObject(o, "path", path) == NULL ||
 	    cJSON_AddStringToObject(o, "nameserver", p->gateway) == NULL ||
+	    cJSON_AddBoolToObject(o, "present", there) == NULL ||
 	    cJSON_AddBoolToObject(o, "ok", right && readable) == NULL)
 		return -ENOMEM;
 	rc = 0;
@@ -220,6 +221,47 @@ status_firewall(const struct netsetup_params *p, cJSON *root, cJSON *drift)
 	return fwa_status(p, FW_INET6, v6, drift);
 }
 
+/* Whether the array under obj's key has an element. */
+static bool
+status_nonempty(const cJSON *obj, const char *key)
+{
+	return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(obj,
+	    key)) > 0;
+}
+
+static bool
+status_true(const cJSON *obj, const char *key)
+{
+	return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, key));
+}
+
+bool
+netsetup_status_set_up(const cJSON *st)
+{
+	static const char *const fams[] = { "ipv4", "ipv6" };
+	const cJSON *net, *fw, *f, *rc, *px, *v;
+
+	net = cJSON_GetObjectItemCaseSensitive(st, "network");
+	if (status_true(net, "present"))
+		return true;
+	fw = cJSON_GetObjectItemCaseSensitive(st, "firewall");
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		f = cJSON_GetObjectItemCaseSensitive(fw, fams[i]);
+		if (status_nonempty(f, "chains") ||
+		    status_nonempty(f, "rules") ||
+		    status_nonempty(f, "nat_rules"))
+			return true;
+	}
+	rc = cJSON_GetObjectItemCaseSensitive(st, "resolv_conf");
+	if (status_true(rc, "present"))
+		return true;
+	px = cJSON_GetObjectItemCaseSensitive(st, "proxy");
+	v = cJSON_GetObjectItemCaseSensitive(px, "supervisor_pid");
+	return (v != NULL && !cJSON_IsNull(v)) ||
+	    status_true(px, "control_present") ||
+	    cJSON_GetObjectItemCaseSensitive(px, "allowlist") != NULL;
+}
+
 int
 netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
     size_t errlen)
@@ -247,7 +289,8 @@ netsetup_status(const struct netsetup_params *p, cJSON **out, char *err,
 	    (rc = status_proxy(p, root, drift)) < 0)
 		goto bad;
 	if (cJSON_AddBoolToObject(root, "ok", cJSON_GetArraySize(drift) ==
-	    0) == NULL) {
+	    0) == NULL || cJSON_AddBoolToObject(root, "set_up",
+	    netsetup_status_set_up(root)) == NULL) {
 		rc = -ENOMEM;
 		goto bad;
 	}

@@ -201,8 +201,8 @@ dnsd_send(struct proxy_dnsd *d, const struct dnsd_src *src,
  * access log, the metrics. */
 static void
 dnsd_note(struct proxy_dnsd *d, struct proxy_run *run, const char *policy,
-    const struct dnsd_src *src, const char *name, bool allowed,
-    const char *decision, const char *reason, const char *address,
+    const struct dnsd_src *src, const char *name, const char *decision,
+    const char *reason, const char *address,
     int64_t start_wall, int64_t start_mono, int64_t dns_ms, bool quiet)
 {
 	struct proxy_server *s = d->s;
@@ -211,7 +211,8 @@ dnsd_note(struct proxy_dnsd *d, struct proxy_run *run, const char *policy,
 
 	if (run != NULL)
 		(void)proxy_egress_note_via(run->egress, name, 53, "dns",
-		    allowed, reason, 0, start_mono);
+		    proxy_egress_decision_of(decision), reason, 0,
+		    start_mono);
 	proxy_metrics_request(s->m, decision, reason);
 	/* quiet: a refusal over the rate after the first of its stretch
 	 * (counted in the report and the metrics, not logged). */
@@ -265,7 +266,7 @@ dnsd_answer(struct proxy_dnsd *d, const struct dnsd_src *src,
 	if (out->reply.na > 0)
 		inet_ntop(AF_INET, &out->addr, addr, sizeof(addr));
 	dnsd_note(d, run, in->policy, src, in->q->name[0] != '\0' ?
-	    in->q->name : ".", out->allowed, decision, reason,
+	    in->q->name : ".", decision, reason,
 	    out->reply.na > 0 ? addr : NULL, start_wall, start_mono, dns_ms,
 	    quiet);
 }
@@ -290,7 +291,7 @@ dnsd_servfail(struct proxy_dnsd *d, const struct dnsd_src *src,
 	    DNSMSG_TCP : DNSMSG_UDP, buf, sizeof(buf), &n) == 0)
 		dnsd_send(d, src, buf, n);
 	dnsd_note(d, run, policy, src, q->name[0] != '\0' ? q->name : ".",
-	    false, "error", reason, NULL, start_wall, start_mono, -1, false);
+	    "error", reason, NULL, start_wall, start_mono, -1, false);
 }
 
 /* --- lookups ------------------------------------------------------------- */
@@ -484,7 +485,7 @@ dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
 		    PROXY_DNS_RCODE_FORMERR, src->tcp != NULL ? DNSMSG_TCP :
 		    DNSMSG_UDP, buf, sizeof(buf), &n) == 0)
 			dnsd_send(d, src, buf, n);
-		dnsd_note(d, run, x.policy, src, "-", false, "deny",
+		dnsd_note(d, run, x.policy, src, "-", "deny",
 		    q.status == DNSMSG_NOTIMP ? "dns-opcode-not-supported" :
 		    "dns-malformed", NULL, wall, now, -1, false);
 		return;

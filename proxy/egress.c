@@ -16,7 +16,7 @@ struct egress_entry {
 	char reason[PROXY_EGRESS_REASON_MAX + 1];
 	char via[PROXY_EGRESS_VIA_MAX + 1];	/* "" for none */
 	uint16_t port;
-	bool allowed;
+	enum proxy_egress_decision decision;
 	int status;
 	uint64_t count;
 	uint64_t bytes_up;
@@ -30,7 +30,8 @@ struct proxy_egress {
 	size_t cap;		/* entries allocated */
 	size_t max;		/* entries allowed */
 	uint64_t allowed;	/* attempts, dropped ones included */
-	uint64_t denied;
+	uint64_t denied;	/* by the policy */
+	uint64_t errors;	/* failed otherwise */
 	uint64_t dropped;	/* attempts not kept */
 	bool truncated;
 	int64_t seq;		/* proxy_egress_note's own clock */
@@ -97,15 +98,39 @@ proxy_egress_free(struct proxy_egress *e)
 	free(e);
 }
 
-/* The entry for (host, port, allowed, via), host already cut and
+enum proxy_egress_decision
+proxy_egress_decision_of(const char *word)
+{
+	if (word != NULL && strcmp(word, "allow") == 0)
+		return PROXY_EGRESS_ALLOWED;
+	if (word != NULL && strcmp(word, "deny") == 0)
+		return PROXY_EGRESS_DENIED;
+	return PROXY_EGRESS_ERROR;
+}
+
+static const char *
+egress_decision_name(enum proxy_egress_decision d)
+{
+	switch (d) {
+	case PROXY_EGRESS_ALLOWED:
+		return "allowed";
+	case PROXY_EGRESS_DENIED:
+		return "denied";
+	case PROXY_EGRESS_ERROR:
+		break;
+	}
+	return "error";
+}
+
+/* The entry for (host, port, decision, via), host already cut and
  * lowercased, via cut. */
 static struct egress_entry *
 egress_find(const struct proxy_egress *e, const char *key, uint16_t port,
-    bool allowed, const char *via, const char *reason)
+    enum proxy_egress_decision decision, const char *via, const char *reason)
 {
 	for (size_t i = 0; i < e->n; i++) {
 		struct egress_entry *x = &e->entries[i];
-		if (x->port == port && x->allowed == allowed &&
+		if (x->port == port && x->decision == decision &&
 		    strcmp(x->host, key) == 0 && strcmp(x->via, via) == 0 &&
 		    (reason == NULL || strcmp(x->reason, reason) == 0))
 			return x;
@@ -162,16 +187,17 @@ egress_set_first(struct egress_entry *x, const char *reason, int status)
 
 int
 proxy_egress_note_at(struct proxy_egress *e, const char *host, uint16_t port,
-    bool allowed, const char *reason, int status, int64_t first)
+    enum proxy_egress_decision decision, const char *reason, int status,
+    int64_t first)
 {
-	return proxy_egress_note_via(e, host, port, NULL, allowed, reason,
+	return proxy_egress_note_via(e, host, port, NULL, decision, reason,
 	    status, first);
 }
 
 int
 proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
-    const char *via, bool allowed, const char *reason, int status,
-    int64_t first)
+    const char *via, enum proxy_egress_decision decision, const char *reason,
+    int status, int64_t first)
 {
 	char key[PROXY_EGRESS_HOST_MAX + 1], vkey[PROXY_EGRESS_VIA_MAX + 1];
 	char rkey[PROXY_EGRESS_REASON_MAX + 1];
@@ -179,7 +205,9 @@ proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
 	struct egress_entry *x;
 	int rc;
 
-	if (e == NULL || host == NULL || host[0] == '\0')
+	if (e == NULL || host == NULL || host[0] == '\0' ||
+	    (decision != PROXY_EGRESS_ALLOWED &&
+	    decision != PROXY_EGRESS_DENIED && decision != PROXY_EGRESS_ERROR))
 		return -EINVAL;
 	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
 	egress_copy(vkey, via != NULL ? via : "", PROXY_EGRESS_VIA_MAX, true);
@@ -189,11 +217,13 @@ proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
 		    PROXY_EGRESS_REASON_MAX, false);
 		rk = rkey;
 	}
-	if (allowed)
+	if (decision == PROXY_EGRESS_ALLOWED)
 		e->allowed = egress_add(e->allowed, 1);
-	else
+	else if (decision == PROXY_EGRESS_DENIED)
 		e->denied = egress_add(e->denied, 1);
-	x = egress_find(e, key, port, allowed, vkey, rk);
+	else
+		e->errors = egress_add(e->errors, 1);
+	x = egress_find(e, key, port, decision, vkey, rk);
 	if (x != NULL) {
 		x->count = egress_add(x->count, 1);
 		if (first < x->first) {
@@ -216,7 +246,7 @@ proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
 	memcpy(x->via, vkey, sizeof(x->via));
 	egress_set_first(x, reason, status);
 	x->port = port;
-	x->allowed = allowed;
+	x->decision = decision;
 	x->count = 1;
 	x->first = first;
 	egress_settle(e, e->n - 1);
@@ -225,11 +255,11 @@ proxy_egress_note_via(struct proxy_egress *e, const char *host, uint16_t port,
 
 int
 proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
-    bool allowed, const char *reason, int status)
+    enum proxy_egress_decision decision, const char *reason, int status)
 {
 	if (e == NULL)
 		return -EINVAL;
-	return proxy_egress_note_at(e, host, port, allowed, reason, status,
+	return proxy_egress_note_at(e, host, port, decision, reason, status,
 	    e->seq++);
 }
 
@@ -251,7 +281,7 @@ proxy_egress_bytes_via(struct proxy_egress *e, const char *host,
 		return -ENOENT;
 	egress_copy(key, host, PROXY_EGRESS_HOST_MAX, true);
 	egress_copy(vkey, via != NULL ? via : "", PROXY_EGRESS_VIA_MAX, true);
-	x = egress_find(e, key, port, true, vkey, NULL);
+	x = egress_find(e, key, port, PROXY_EGRESS_ALLOWED, vkey, NULL);
 	if (x == NULL)
 		return -ENOENT;
 	x->bytes_up = egress_add(x->bytes_up, up);
@@ -268,7 +298,7 @@ egress_entry_json(const struct egress_entry *x)
 	    json_add_bytes(o, "host", x->host, strlen(x->host)) < 0 ||
 	    cJSON_AddNumberToObject(o, "port", x->port) == NULL ||
 	    cJSON_AddStringToObject(o, "decision",
-	    x->allowed ? "allowed" : "denied") == NULL ||
+	    egress_decision_name(x->decision)) == NULL ||
 	    json_add_bytes(o, "reason", x->reason, strlen(x->reason)) < 0 ||
 	    cJSON_AddNumberToObject(o, "status", x->status) == NULL ||
 	    cJSON_AddNumberToObject(o, "count", (double)x->count) == NULL ||
@@ -307,7 +337,8 @@ proxy_egress_to_json(const struct proxy_egress *e)
 		goto fail;
 	if (cJSON_AddNumberToObject(o, "allowed", (double)e->allowed) ==
 	    NULL ||
-	    cJSON_AddNumberToObject(o, "denied", (double)e->denied) == NULL)
+	    cJSON_AddNumberToObject(o, "denied", (double)e->denied) == NULL ||
+	    cJSON_AddNumberToObject(o, "errors", (double)e->errors) == NULL)
 		goto fail;
 	return o;
 fail:

@@ -30,6 +30,22 @@
 struct proxy_egress;
 
 /*
+ * What became of one attempt, in the access log's terms: the policy let
+ * it through ("allow"), the policy refused it ("deny"), or it failed for
+ * another reason before an answer came (DNS, connect, upstream, the
+ * client gone: "error"). DENIED and ALLOWED are 0 and 1 on purpose.
+ */
+enum proxy_egress_decision {
+	PROXY_EGRESS_DENIED = 0,
+	PROXY_EGRESS_ALLOWED = 1,
+	PROXY_EGRESS_ERROR = 2,
+};
+
+/* The decision for an access log word: "allow", "deny", anything else
+ * (NULL, "error") is an error. Pure. */
+enum proxy_egress_decision proxy_egress_decision_of(const char *word);
+
+/*
  * Creates an empty report holding at most max distinct entries
  * (0..PROXY_EGRESS_MAX_LIMIT). Entries are allocated as they come.
  * Returns NULL with errno EINVAL or ENOMEM. Free with proxy_egress_free.
@@ -40,7 +56,7 @@ void proxy_egress_free(struct proxy_egress *e);
 
 /*
  * Notes one attempt to reach host:port and the decision. Entries are keyed
- * by (host, port, allowed), host compared ASCII-case-insensitively (and
+ * by (host, port, decision), host compared ASCII-case-insensitively (and
  * stored lowercased, cut to PROXY_EGRESS_HOST_MAX bytes), kept in the
  * order of their first attempt, and count their attempts. reason (NULL
  * for none; cut to PROXY_EGRESS_REASON_MAX bytes) and status (the HTTP
@@ -48,13 +64,14 @@ void proxy_egress_free(struct proxy_egress *e);
  * attempt: an entry never changes except for its counters.
  * When the attempt needs a new entry and max entries exist, it is dropped:
  * the report is marked truncated and counts the dropped attempt. Every
- * attempt, kept or dropped, counts in the "allowed"/"denied" totals.
+ * attempt, kept or dropped, counts in the "allowed"/"denied"/"errors"
+ * totals.
  * Returns 0, -ENOSPC when dropped, -ENOMEM when an entry could not be
  * allocated (then also dropped, as above), -EINVAL for a NULL or empty
- * host (not counted).
+ * host or a decision out of range (not counted).
  */
 int proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
-    bool allowed, const char *reason, int status);
+    enum proxy_egress_decision decision, const char *reason, int status);
 
 /*
  * The same, for callers that note an attempt when it ENDS: first is when
@@ -65,12 +82,12 @@ int proxy_egress_note(struct proxy_egress *e, const char *host, uint16_t port,
  * in. Use either this or proxy_egress_note on one report, not both.
  */
 int proxy_egress_note_at(struct proxy_egress *e, const char *host,
-    uint16_t port, bool allowed, const char *reason, int status,
-    int64_t first);
+    uint16_t port, enum proxy_egress_decision decision, const char *reason,
+    int status, int64_t first);
 
 /*
  * The same, with the path the attempt took: entries are then keyed by
- * (host, port, allowed, via) and carry "via" in the report. The daemon's
+ * (host, port, decision, via) and carry "via" in the report. The daemon's
  * words: "connect" (a CONNECT tunnel through the proxy port), "forward"
  * (a plain-HTTP request through it), "proxy" (refused on the proxy port
  * before its request line was read), "tls", "http", "raw" (transparent:
@@ -80,8 +97,8 @@ int proxy_egress_note_at(struct proxy_egress *e, const char *host,
  * NULL is proxy_egress_note_at.
  */
 int proxy_egress_note_via(struct proxy_egress *e, const char *host,
-    uint16_t port, const char *via, bool allowed, const char *reason,
-    int status, int64_t first);
+    uint16_t port, const char *via, enum proxy_egress_decision decision,
+    const char *reason, int status, int64_t first);
 /*
  * Adds bytes sent (up, client to upstream) and received (down) to the
  * allowed entry for host:port (same host matching). Counters saturate at
@@ -97,11 +114,12 @@ int proxy_egress_bytes_via(struct proxy_egress *e, const char *host,
 /*
  * The report as a new JSON object (caller frees with cJSON_Delete), NULL
  * on ENOMEM:
- *   {"egress":[{"host":H,"port":N,"decision":"allowed"|"denied",
+ *   {"egress":[{"host":H,"port":N,
+ *               "decision":"allowed"|"denied"|"error",
  *               "reason":R,"status":N,"count":N,"bytes_up":N,
  *               "bytes_down":N[,"via":V]}, ...],
  *    "egress_truncated":true, "egress_dropped":N,   (only when cut)
- *    "allowed":N, "denied":N}                         (attempt totals)
+ *    "allowed":N, "denied":N, "errors":N}            (attempt totals)
  * reason is "" when none. Strings are valid UTF-8 (bytes that are not are
  * replaced by U+FFFD).
  */

@@ -251,7 +251,8 @@ report_answer(struct proxy_run *r, const void *data, size_t len)
 		o = cJSON_CreateObject();
 		if (o == NULL || cJSON_AddArrayToObject(o, "egress") == NULL ||
 		    cJSON_AddNumberToObject(o, "allowed", 0) == NULL ||
-		    cJSON_AddNumberToObject(o, "denied", 0) == NULL) {
+		    cJSON_AddNumberToObject(o, "denied", 0) == NULL ||
+		    cJSON_AddNumberToObject(o, "errors", 0) == NULL) {
 			cJSON_Delete(o);
 			return NULL;
 		}

@@ -315,9 +315,9 @@ proxy_psmsg_report_check(const void *data, size_t len, bool *ok)
 {
 	static const char *const bad[] = { "ok", "error" };
 	static const char *const good[] = { "ok", "egress", "allowed",
-	    "denied" };
+	    "denied", "errors" };
 	static const char *const cut[] = { "ok", "egress", "allowed",
-	    "denied", "egress_truncated", "egress_dropped" };
+	    "denied", "errors", "egress_truncated", "egress_dropped" };
 	cJSON *o = ps_parse(data, len, PSMSG_REPORT_MAX);
 	const cJSON *v, *e;
 	char s[512];
@@ -334,13 +334,14 @@ proxy_psmsg_report_check(const void *data, size_t len, bool *ok)
 			rc = 0;
 		goto out;
 	}
-	if (!ps_members(o, good, 4) && !(ps_members(o, cut, 6) &&
+	if (!ps_members(o, good, 5) && !(ps_members(o, cut, 7) &&
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o,
 	    "egress_truncated")) && ps_num(o, "egress_dropped", 0,
 	    (double)PROXY_CTL_NUM_MAX, &n)))
 		goto out;
 	if (!ps_num(o, "allowed", 0, (double)PROXY_CTL_NUM_MAX, &n) ||
 	    !ps_num(o, "denied", 0, (double)PROXY_CTL_NUM_MAX, &n) ||
+	    !ps_num(o, "errors", 0, (double)PROXY_CTL_NUM_MAX, &n) ||
 	    !cJSON_IsArray(v = cJSON_GetObjectItemCaseSensitive(o, "egress")))
 		goto out;
 	cJSON_ArrayForEach(e, v)

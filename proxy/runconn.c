@@ -178,7 +178,7 @@ void
 proxy_run_request_done(struct conn *c, struct conn_req *r)
 {
 	struct proxy_run *run = r->run;
-	bool allowed;
+	enum proxy_egress_decision d;
 
 	/* A refusal before the credential (a bad head, a missing or wrong
 	 * credential, the pending cap) belongs to the run registered at
@@ -190,15 +190,17 @@ proxy_run_request_done(struct conn *c, struct conn_req *r)
 	if (run == NULL)
 		return;
 	run_add_bytes(run, r);
-	allowed = r->decision != NULL && strcmp(r->decision, "allow") == 0;
+	/* The access log's word: a failure (DNS, connect, upstream, the
+	 * client gone before a decision) is an error, not a denial. */
+	d = proxy_egress_decision_of(r->decision);
 	/* -ENOSPC/-ENOMEM: counted as dropped by the report itself. */
 	/* Noted as it ends, ordered by when it started; a request that
 	 * never named a host (a malformed head) is noted under "-". */
 	(void)proxy_egress_note_via(run->egress, r->host != NULL &&
 	    r->host[0] != '\0' ? r->host : "-", r->port,
-	    proxy_conn_req_via(r), allowed, r->reason, r->status,
+	    proxy_conn_req_via(r), d, r->reason, r->status,
 	    r->start_mono_ms);
-	if (allowed && (r->bytes_up > 0 || r->bytes_down > 0))
+	if (d == PROXY_EGRESS_ALLOWED && (r->bytes_up > 0 || r->bytes_down > 0))
 		(void)proxy_egress_bytes_via(run->egress, r->host, r->port,
 		    proxy_conn_req_via(r), r->bytes_up, r->bytes_down);
 }

@@ -239,7 +239,9 @@ egress_to_json(cJSON *o, const struct runner_result *res)
 	if (cJSON_AddNumberToObject(o, "egress_allowed",
 	    egress_count(res, "allowed")) == NULL ||
 	    cJSON_AddNumberToObject(o, "egress_denied",
-	    egress_count(res, "denied")) == NULL)
+	    egress_count(res, "denied")) == NULL ||
+	    cJSON_AddNumberToObject(o, "egress_errors",
+	    egress_count(res, "errors")) == NULL)
 		return false;
 	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
 		v = cJSON_GetObjectItemCaseSensitive(res->egress, extra[i]);
@@ -424,14 +426,16 @@ audit_json(const char *session, const struct runner_result *res)
 		ok = cJSON_AddStringToObject(o, "debug_log", res->debug_log) !=
 		    NULL;
 	/* Proxy mode: the policy and how many connections the proxy let
-	 * through or refused (-1 each: no report came back). */
+	 * through, refused, or saw fail (-1 each: no report came back). */
 	if (ok && res->net == RUNNER_NET_PROXY) {
-		double a = res->egress != NULL ? egress_count(res, "allowed") :
-		    -1, d = res->egress != NULL ? egress_count(res, "denied") :
-		    -1;
+		bool r = res->egress != NULL;
+		double a = r ? egress_count(res, "allowed") : -1;
+		double d = r ? egress_count(res, "denied") : -1;
+		double x = r ? egress_count(res, "errors") : -1;
 		ok = cJSON_AddStringToObject(o, "policy", res->policy) != NULL &&
 		    cJSON_AddNumberToObject(o, "egress_allowed", a) != NULL &&
-		    cJSON_AddNumberToObject(o, "egress_denied", d) != NULL;
+		    cJSON_AddNumberToObject(o, "egress_denied", d) != NULL &&
+		    cJSON_AddNumberToObject(o, "egress_errors", x) != NULL;
 	}
 	if (!ok) {
 		cJSON_Delete(o);

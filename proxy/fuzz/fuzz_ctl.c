@@ -94,7 +94,8 @@ check_egress(const char *s, size_t size)
 		host[n] = '\0';
 		if (host[0] != '\0') {
 			uint16_t port = (uint16_t)(n * 257);
-			(void)proxy_egress_note(e, host, port, n & 1, host,
+			(void)proxy_egress_note(e, host, port,
+			    (enum proxy_egress_decision)(n % 3), host,
 			    (int)n);
 			(void)proxy_egress_bytes(e, host, port, n, n);
 		}

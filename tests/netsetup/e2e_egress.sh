@@ -9,6 +9,8 @@
 #     exactly its own attempts;
 #  2. from inside a run: no credential, a made-up token, and the token of
 #     another live run (registered from another address) all get 407;
+#  1b. an allowed name that does not resolve is reported as "error" (not
+#     "denied") and counted in egress_errors, as in the access log;
 #  3. after a run has ended its credential is refused;
 #  4. a run over its connection limit gets 429 while another run's
 #     requests still succeed; and a run that floods the proxy with idle
@@ -113,7 +115,8 @@ for _ in $(seq 300); do [ -s "$T/svc.json" ] && break; sleep 0.1; done
 [ -s "$T/svc.json" ] || fail "host services did not start"
 read -r dns_port port < <(jget "$T/svc.json" 'd["dns"]' 'd["http"]')
 mkdir "$T/lists"
-printf 'a.example.com:%s\n' "$port" >"$T/lists/pol-a.list"
+# nx.example.com is on pol-a, but the stub DNS does not know it (NXDOMAIN).
+printf 'a.example.com:%s\nnx.example.com:%s\n' "$port" "$port" >"$T/lists/pol-a.list"
 printf 'b.example.com:%s\n' "$port" >"$T/lists/pol-b.list"
 chmod -R a+rX "$T/lists"
 up() {
@@ -192,6 +195,23 @@ grep -q "\"run\":\"$ca\".*\"policy\":\"pol-a\"\|\"policy\":\"pol-a\".*\"run\":\"
 grep -q "\"egress_allowed\":1" "$T/audit.log" && grep -q "\"egress_denied\":1" "$T/audit.log" ||
 	fail "the audit log has no egress counts: $(tail -n2 "$T/audit.log")"
 echo "ok: A ($ca) and B ($cb) each reached their own host, got not-on-policy for the other, egress lists exactly their attempts"
+
+step "1b. an allowed name that does not resolve is an error, not a denial"
+fetch_job 0 nx.example.com >"$T/nx.py"
+"$cordon" run --net proxy --policy pol-a <"$T/nx.py" >"$T/nx.json" 2>"$T/nx.err" ||
+	fail "run nx: $(cat "$T/nx.err" "$T/nx.json")"
+jget "$T/nx.json" 'd["stdout"]' | grep -qx "nx.example.com 502 dns-nxdomain" ||
+	fail "the nx run did not get 502 dns-nxdomain: $(cat "$T/nx.json")"
+[ "$(jget "$T/nx.json" '[(e["host"], e["decision"], e["reason"], e["status"]) for e in d["egress"]]' \
+	'd["egress_allowed"]' 'd["egress_denied"]' 'd["egress_errors"]')" = \
+	"[('nx.example.com', 'error', 'dns-nxdomain', 502)] 0 0 1" ] ||
+	fail "the nx run's egress does not report one error: $(cat "$T/nx.json")"
+cn=$(jget "$T/nx.json" 'd["container"]')
+grep "\"run\":\"$cn\"" "$plog" | grep -q '"decision":"error"' ||
+	fail "the access log has no error line for run $cn: $(tail -n3 "$plog")"
+grep "\"container\":\"$cn\"" "$T/audit.log" | grep -q '"egress_denied":0,"egress_errors":1' ||
+	fail "the audit line of run $cn does not count one error: $(tail -n1 "$T/audit.log")"
+echo "ok: nx.example.com reported as error (dns-nxdomain) in the result, the access log and the audit line"
 
 step "2. inside a run: no credential, a made-up token, another live run's token"
 other_token=$(python3 -I -c 'import secrets; print(secrets.token_hex(32))')

@@ -110,6 +110,14 @@ jget() { python3 -I -c 'import json,sys; d=json.load(open(sys.argv[1])); print("
 read -r dns_port http_port any_port < <(jget "$T/svc1.json" 'd["dns"]' 'd["http"]' 'd["tcp"]["0.0.0.0"]')
 printf '# e2e allowlist\nallowed.example.com:%s\n' "$http_port" >"$T/allow.list"
 
+step "cordon net status before up: not set up, exit 3, one line"
+rc=0; "$cordon" net status >"$T/st0.json" 2>"$T/st0.err" || rc=$?
+[ "$rc" = 3 ] || fail "status before up exited $rc, not 3: $(cat "$T/st0.err")"
+[ "$(wc -l <"$T/st0.err")" = 1 ] && grep -q "not set up.*run 'cordon net up'" "$T/st0.err" ||
+	fail "status before up did not say 'not set up' in one line: $(cat "$T/st0.err")"
+[ "$(jget "$T/st0.json" 'd["set_up"]' 'd["ok"]')" = "False False" ] || fail "status JSON: $(cat "$T/st0.json")"
+echo "ok: $(cat "$T/st0.err")"
+
 step "cordon net up"
 iptables -S >"$T/ipt0.txt"; iptables -t nat -S >"$T/nat0.txt"; ip6tables -S >"$T/ip6t0.txt"
 "$cordon" net up --allowlist "$T/allow.list" \
@@ -450,7 +458,8 @@ echo "ok: $(cat "$T/down0.txt")"
 
 step "drift: delete the INPUT jump by hand"
 iptables -w -D INPUT -i "$br" -j "CORDON-IN-$br" || fail "could not delete the rule"
-if "$cordon" net status >"$T/st2.json" 2>"$T/st2.err"; then fail "status did not notice the missing rule"; fi
+rc=0; "$cordon" net status >"$T/st2.json" 2>"$T/st2.err" || rc=$?
+[ "$rc" = 1 ] || fail "status with the rule missing exited $rc, not 1 (drift): $(cat "$T/st2.err")"
 grep -q "rule missing: -A INPUT -i $br -j CORDON-IN-$br" "$T/st2.err" ||
 	fail "status did not name the rule: $(cat "$T/st2.err")"
 echo "ok: $(cat "$T/st2.err")"
@@ -558,7 +567,8 @@ done
 # Only what up added went: Docker's own chains are still there.
 iptables -S | grep -q -- '-N DOCKER-USER' || fail "down removed Docker's DOCKER-USER"
 "$cordon" net down | grep -q '^already down' || fail "second down was not a no-op"
-if "$cordon" net status >/dev/null 2>&1; then fail "status is clean with nothing up"; fi
+rc=0; "$cordon" net status >/dev/null 2>"$T/st9.err" || rc=$?
+[ "$rc" = 3 ] || fail "status after down exited $rc, not 3 (not set up): $(cat "$T/st9.err")"
 echo "ok: no chain, rule (filter, nat, ip6tables), network, resolv.conf or process left"
 
 step "an older up's --internal network: up recreates it, unless a sandbox is attached"

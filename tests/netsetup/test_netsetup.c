@@ -1103,6 +1103,75 @@ test_state_write(void **state)
 	    -ENOENT);
 }
 
+/* "set_up" from a status object: false only when no part is there (net
+ * status then says "not set up"); any one part makes it half there. */
+static void
+test_status_set_up(void **state)
+{
+	static const char *const none = "{\"network\":{\"present\":false},"
+	    "\"firewall\":{\"ipv4\":{\"chains\":[],\"rules\":[],"
+	    "\"nat_rules\":[]},\"ipv6\":{\"chains\":[],\"rules\":[]}},"
+	    "\"resolv_conf\":{\"present\":false,\"ok\":false},"
+	    "\"proxy\":{\"supervisor_pid\":null,\"proxy_pid\":null,"
+	    "\"control_present\":false},\"drift\":[\"network missing\"]}";
+	static const struct {
+		const char *path;	/* object.key, set to the value */
+		const char *value;
+	} parts[] = {
+		{ "network.present", "true" },
+		{ "firewall.ipv4.chains", "[\"CORDON-IN-cordon0\"]" },
+		{ "firewall.ipv4.rules", "[\"-A INPUT -i cordon0 -j X\"]" },
+		{ "firewall.ipv4.nat_rules", "[\"-A PREROUTING -j X\"]" },
+		{ "firewall.ipv6.chains", "[\"CORDON-IN-cordon0\"]" },
+		{ "firewall.ipv6.rules", "[\"-A INPUT -j X\"]" },
+		{ "resolv_conf.present", "true" },
+		{ "proxy.supervisor_pid", "42" },
+		{ "proxy.control_present", "true" },
+		{ "proxy.allowlist", "\"/etc/cordon/policies\"" },
+	};
+	cJSON *st;
+
+	(void)state;
+	st = cJSON_Parse(none);
+	assert_non_null(st);
+	assert_false(netsetup_status_set_up(st));
+	cJSON_Delete(st);
+	/* A firewall the status could not list ("unavailable") and a
+	 * status with parts absent are not set up either. */
+	st = cJSON_Parse("{\"firewall\":{\"ipv4\":{\"state\":"
+	    "\"unavailable\"}},\"drift\":[]}");
+	assert_false(netsetup_status_set_up(st));
+	cJSON_Delete(st);
+	assert_false(netsetup_status_set_up(NULL));
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		char path[64], *key, *dot;
+		cJSON *o, *v;
+
+		st = cJSON_Parse(none);
+		assert_non_null(st);
+		snprintf(path, sizeof(path), "%s", parts[i].path);
+		o = st;
+		key = path;
+		while ((dot = strchr(key, '.')) != NULL) {
+			*dot = '\0';
+			o = cJSON_GetObjectItemCaseSensitive(o, key);
+			assert_non_null(o);
+			key = dot + 1;
+		}
+		v = cJSON_Parse(parts[i].value);
+		assert_non_null(v);
+		if (cJSON_GetObjectItemCaseSensitive(o, key) != NULL)
+			assert_true(cJSON_ReplaceItemInObjectCaseSensitive(o,
+			    key, v));
+		else
+			assert_true(cJSON_AddItemToObject(o, key, v));
+		if (!netsetup_status_set_up(st))
+			fail_msg("%s = %s: not counted as set up",
+			    parts[i].path, parts[i].value);
+		cJSON_Delete(st);
+	}
+}
+
 int
 main(void)
 {
@@ -1125,6 +1194,7 @@ main(void)
 		cmocka_unit_test(test_proxy_argv),
 		cmocka_unit_test(test_control_path),
 		cmocka_unit_test(test_state_write),
+		cmocka_unit_test(test_status_set_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,10 @@
 
 #include "proxy/egress.h"
 
+#define ALLOW	PROXY_EGRESS_ALLOWED
+#define DENY	PROXY_EGRESS_DENIED
+#define ERROR	PROXY_EGRESS_ERROR
+
 /* The report as one line of JSON (without the newline); caller frees. */
 static char *
 egress_text(const struct proxy_egress *e)
@@ -25,6 +29,26 @@ egress_text(const struct proxy_egress *e)
 	return s;
 }
 
+/* The access log's words map to the report's decisions; anything but
+ * "allow" and "deny" is an error; a decision out of range is refused. */
+static void
+test_egress_decision_of(void **state)
+{
+	struct proxy_egress *e = proxy_egress_new(4);
+
+	(void)state;
+	assert_int_equal(proxy_egress_decision_of("allow"), ALLOW);
+	assert_int_equal(proxy_egress_decision_of("deny"), DENY);
+	assert_int_equal(proxy_egress_decision_of("error"), ERROR);
+	assert_int_equal(proxy_egress_decision_of(NULL), ERROR);
+	assert_int_equal(proxy_egress_decision_of("allowed"), ERROR);
+	assert_int_equal(proxy_egress_note(e, "a", 1,
+	    (enum proxy_egress_decision)3, NULL, 0), -EINVAL);
+	assert_int_equal(proxy_egress_note(e, "a", 1,
+	    (enum proxy_egress_decision)-1, NULL, 0), -EINVAL);
+	proxy_egress_free(e);
+}
+
 /* The JSON shape, exactly. */
 static void
 test_egress_shape(void **state)
@@ -35,12 +59,22 @@ test_egress_shape(void **state)
 	(void)state;
 	assert_non_null(e);
 	s = egress_text(e);
-	assert_string_equal(s, "{\"egress\":[],\"allowed\":0,\"denied\":0}");
+	assert_string_equal(s, "{\"egress\":[],\"allowed\":0,\"denied\":0,"
+	    "\"errors\":0}");
 	free(s);
-	assert_int_equal(proxy_egress_note(e, "pypi.org", 443, true, NULL,
+	assert_int_equal(proxy_egress_note(e, "pypi.org", 443, ALLOW, NULL,
 	    200), 0);
-	assert_int_equal(proxy_egress_note(e, "evil.example", 80, false,
+	assert_int_equal(proxy_egress_note(e, "evil.example", 80, DENY,
 	    "not-allowlisted", 403), 0);
+	/* A name that did not resolve: an error, not a denial; its own
+	 * entry beside an allowed attempt at the same host:port, and no
+	 * bytes. */
+	assert_int_equal(proxy_egress_note(e, "nx.example", 443, ERROR,
+	    "dns-nxdomain", 502), 0);
+	assert_int_equal(proxy_egress_note(e, "nx.example", 443, ALLOW, NULL,
+	    200), 0);
+	assert_int_equal(proxy_egress_note(e, "nx.example", 443, ERROR,
+	    "dns-nxdomain", 502), 0);
 	assert_int_equal(proxy_egress_bytes(e, "pypi.org", 443, 120, 4096), 0);
 	s = egress_text(e);
 	assert_string_equal(s, "{\"egress\":["
@@ -49,8 +83,14 @@ test_egress_shape(void **state)
 	    "\"bytes_down\":4096},"
 	    "{\"host\":\"evil.example\",\"port\":80,\"decision\":\"denied\","
 	    "\"reason\":\"not-allowlisted\",\"status\":403,\"count\":1,"
+	    "\"bytes_up\":0,\"bytes_down\":0},"
+	    "{\"host\":\"nx.example\",\"port\":443,\"decision\":\"error\","
+	    "\"reason\":\"dns-nxdomain\",\"status\":502,\"count\":2,"
+	    "\"bytes_up\":0,\"bytes_down\":0},"
+	    "{\"host\":\"nx.example\",\"port\":443,\"decision\":\"allowed\","
+	    "\"reason\":\"\",\"status\":200,\"count\":1,"
 	    "\"bytes_up\":0,\"bytes_down\":0}],"
-	    "\"allowed\":1,\"denied\":1}");
+	    "\"allowed\":2,\"denied\":1,\"errors\":2}");
 	free(s);
 	proxy_egress_free(e);
 }
@@ -67,16 +107,16 @@ test_egress_note_at(void **state)
 	/* A long tunnel to a (started at 10) ends after a denial of b
 	 * (started at 20) and an allowed c (30); a second, later c (40) is
 	 * noted before the first c (25): c takes the earlier one's status. */
-	assert_int_equal(proxy_egress_note_at(e, "b", 80, false, "r-b", 403,
+	assert_int_equal(proxy_egress_note_at(e, "b", 80, DENY, "r-b", 403,
 	    20), 0);
-	assert_int_equal(proxy_egress_note_at(e, "c", 80, true, "late", 404,
+	assert_int_equal(proxy_egress_note_at(e, "c", 80, ALLOW, "late", 404,
 	    40), 0);
-	assert_int_equal(proxy_egress_note_at(e, "a", 443, true, "r-a", 200,
+	assert_int_equal(proxy_egress_note_at(e, "a", 443, ALLOW, "r-a", 200,
 	    10), 0);
-	assert_int_equal(proxy_egress_note_at(e, "c", 80, true, "early", 200,
+	assert_int_equal(proxy_egress_note_at(e, "c", 80, ALLOW, "early", 200,
 	    25), 0);
 	/* Equal times keep the order noted. */
-	assert_int_equal(proxy_egress_note_at(e, "d", 80, false, "", 403,
+	assert_int_equal(proxy_egress_note_at(e, "d", 80, DENY, "", 403,
 	    20), 0);
 	s = egress_text(e);
 	assert_non_null(strstr(s, "\"host\":\"a\""));
@@ -96,17 +136,17 @@ test_egress_aggregate(void **state)
 	static const struct {
 		const char *host;
 		uint16_t port;
-		bool allowed;
+		enum proxy_egress_decision decision;
 		const char *reason;
 		int status;
 	} notes[] = {
-		{ "a.example", 443, true, NULL, 200 },
-		{ "b.example", 80, false, "not-allowlisted", 403 },
-		{ "A.EXAMPLE", 443, true, NULL, 502 },	/* same as row 0 */
-		{ "a.example", 443, false, "address-private", 403 },
-		{ "a.example", 80, true, NULL, 200 },
-		{ "B.Example", 80, false, "other", 0 },	/* same as row 1 */
-		{ "a.example", 443, true, NULL, 200 },	/* same as row 0 */
+		{ "a.example", 443, ALLOW, NULL, 200 },
+		{ "b.example", 80, DENY, "not-allowlisted", 403 },
+		{ "A.EXAMPLE", 443, ALLOW, NULL, 502 },	/* same as row 0 */
+		{ "a.example", 443, DENY, "address-private", 403 },
+		{ "a.example", 80, ALLOW, NULL, 200 },
+		{ "B.Example", 80, DENY, "other", 0 },	/* same as row 1 */
+		{ "a.example", 443, ALLOW, NULL, 200 },	/* same as row 0 */
 	};
 	static const struct {
 		const char *host;
@@ -124,7 +164,7 @@ test_egress_aggregate(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++)
 		assert_int_equal(proxy_egress_note(e, notes[i].host,
-		    notes[i].port, notes[i].allowed, notes[i].reason,
+		    notes[i].port, notes[i].decision, notes[i].reason,
 		    notes[i].status), 0);
 	o = proxy_egress_to_json(e);
 	arr = cJSON_GetObjectItem(o, "egress");
@@ -166,12 +206,12 @@ test_egress_truncate(void **state)
 	(void)state;
 	for (int i = 0; i < 5; i++) {
 		snprintf(host, sizeof(host), "h%d.example", i);
-		assert_int_equal(proxy_egress_note(e, host, 443, true, NULL,
+		assert_int_equal(proxy_egress_note(e, host, 443, ALLOW, NULL,
 		    200), i < 3 ? 0 : -ENOSPC);
 	}
-	assert_int_equal(proxy_egress_note(e, "H0.example", 443, true, NULL,
+	assert_int_equal(proxy_egress_note(e, "H0.example", 443, ALLOW, NULL,
 	    200), 0);
-	assert_int_equal(proxy_egress_note(e, "h0.example", 443, false, "x",
+	assert_int_equal(proxy_egress_note(e, "h0.example", 443, DENY, "x",
 	    403), -ENOSPC);
 	assert_int_equal(proxy_egress_bytes(e, "h1.example", 443, 1, 2), 0);
 	assert_int_equal(proxy_egress_bytes(e, "h4.example", 443, 1, 2),
@@ -188,18 +228,19 @@ test_egress_truncate(void **state)
 	    "\"reason\":\"\",\"status\":200,\"count\":1,\"bytes_up\":0,"
 	    "\"bytes_down\":0}],"
 	    "\"egress_truncated\":true,\"egress_dropped\":3,"
-	    "\"allowed\":6,\"denied\":1}");
+	    "\"allowed\":6,\"denied\":1,\"errors\":0}");
 	free(s);
 	proxy_egress_free(e);
 
 	/* max 0 keeps nothing but still counts */
 	e = proxy_egress_new(0);
 	assert_non_null(e);
-	assert_int_equal(proxy_egress_note(e, "a", 1, false, "r", 403),
+	assert_int_equal(proxy_egress_note(e, "a", 1, DENY, "r", 403),
 	    -ENOSPC);
 	s = egress_text(e);
 	assert_string_equal(s, "{\"egress\":[],\"egress_truncated\":true,"
-	    "\"egress_dropped\":1,\"allowed\":0,\"denied\":1}");
+	    "\"egress_dropped\":1,\"allowed\":0,\"denied\":1,"
+	    "\"errors\":0}");
 	free(s);
 	proxy_egress_free(e);
 
@@ -207,7 +248,7 @@ test_egress_truncate(void **state)
 	e = proxy_egress_new(PROXY_EGRESS_DEFAULT_MAX);
 	for (int i = 0; i < 150; i++) {
 		snprintf(host, sizeof(host), "h%d", i);
-		assert_int_equal(proxy_egress_note(e, host, 80, true, NULL,
+		assert_int_equal(proxy_egress_note(e, host, 80, ALLOW, NULL,
 		    200), i < PROXY_EGRESS_DEFAULT_MAX ? 0 : -ENOSPC);
 	}
 	assert_int_equal(proxy_egress_bytes(e, "H99", 80, 5, 5), 0);
@@ -226,9 +267,9 @@ test_egress_bytes(void **state)
 	cJSON *o, *x;
 
 	(void)state;
-	assert_int_equal(proxy_egress_note(e, "Up.Example", 443, true, NULL,
+	assert_int_equal(proxy_egress_note(e, "Up.Example", 443, ALLOW, NULL,
 	    200), 0);
-	assert_int_equal(proxy_egress_note(e, "down.example", 443, false,
+	assert_int_equal(proxy_egress_note(e, "down.example", 443, DENY,
 	    "not-allowlisted", 403), 0);
 	/* case-insensitive, and only to the allowed entry of that port */
 	assert_int_equal(proxy_egress_bytes(e, "UP.EXAMPLE", 443, 10, 20), 0);
@@ -270,25 +311,25 @@ test_egress_cut(void **state)
 	(void)state;
 	memset(host, 'a', sizeof(host));
 	host[sizeof(host) - 1] = '\0';
-	assert_int_equal(proxy_egress_note(e, host, 1, true, NULL, 0), 0);
+	assert_int_equal(proxy_egress_note(e, host, 1, ALLOW, NULL, 0), 0);
 	/* the same 255-byte prefix is the same entry */
 	host[300] = 'b';
-	assert_int_equal(proxy_egress_note(e, host, 1, true, NULL, 0), 0);
+	assert_int_equal(proxy_egress_note(e, host, 1, ALLOW, NULL, 0), 0);
 	/* 254 ASCII bytes then a 2-byte character across the cut */
 	memset(host, 'c', 254);
 	memcpy(host + 254, "\xc3\xa9xyz", 6);
-	assert_int_equal(proxy_egress_note(e, host, 2, true, NULL, 0), 0);
+	assert_int_equal(proxy_egress_note(e, host, 2, ALLOW, NULL, 0), 0);
 	/* invalid bytes become U+FFFD in the JSON */
-	assert_int_equal(proxy_egress_note(e, "bad\xff\xfe", 3, false, NULL,
+	assert_int_equal(proxy_egress_note(e, "bad\xff\xfe", 3, DENY, NULL,
 	    0), 0);
 	memset(reason, 'r', sizeof(reason));
 	reason[sizeof(reason) - 1] = '\0';
-	assert_int_equal(proxy_egress_note(e, "r.example", 4, false, reason,
+	assert_int_equal(proxy_egress_note(e, "r.example", 4, DENY, reason,
 	    403), 0);
-	assert_int_equal(proxy_egress_note(e, NULL, 1, true, NULL, 0),
+	assert_int_equal(proxy_egress_note(e, NULL, 1, ALLOW, NULL, 0),
 	    -EINVAL);
-	assert_int_equal(proxy_egress_note(e, "", 1, true, NULL, 0), -EINVAL);
-	assert_int_equal(proxy_egress_note(NULL, "a", 1, true, NULL, 0),
+	assert_int_equal(proxy_egress_note(e, "", 1, ALLOW, NULL, 0), -EINVAL);
+	assert_int_equal(proxy_egress_note(NULL, "a", 1, ALLOW, NULL, 0),
 	    -EINVAL);
 
 	o = proxy_egress_to_json(e);
@@ -324,24 +365,24 @@ test_egress_via(void **state)
 
 	(void)state;
 	assert_int_equal(proxy_egress_note_via(e, "a.example", 443, "connect",
-	    true, "allowed-by-entry", 200, 1), 0);
+	    ALLOW, "allowed-by-entry", 200, 1), 0);
 	assert_int_equal(proxy_egress_note_via(e, "a.example", 443, "tls",
-	    true, "allowed-by-entry", 0, 2), 0);
+	    ALLOW, "allowed-by-entry", 0, 2), 0);
 	assert_int_equal(proxy_egress_note_via(e, "A.example", 443, "tls",
-	    true, "allowed-by-entry", 0, 3), 0);
+	    ALLOW, "allowed-by-entry", 0, 3), 0);
 	assert_int_equal(proxy_egress_note_via(e, "a.example", 53, "dns",
-	    true, "allowed", 0, 4), 0);
+	    ALLOW, "allowed", 0, 4), 0);
 	assert_int_equal(proxy_egress_note_via(e, "b.example", 53, "dns",
-	    false, "not-on-policy p", 0, 5), 0);
+	    DENY, "not-on-policy p", 0, 5), 0);
 	assert_int_equal(proxy_egress_note_via(e, "b.example", 53, "dns",
-	    false, "dns-rate-limit", 0, 6), 0);
+	    DENY, "dns-rate-limit", 0, 6), 0);
 	assert_int_equal(proxy_egress_note_via(e, "B.example", 53, "dns",
-	    false, "not-on-policy p", 0, 7), 0);
-	assert_int_equal(proxy_egress_note_at(e, "c.example", 80, false,
+	    DENY, "not-on-policy p", 0, 7), 0);
+	assert_int_equal(proxy_egress_note_at(e, "c.example", 80, DENY,
 	    "x", 403, 7), 0);
 	/* A path over PROXY_EGRESS_VIA_MAX bytes is cut. */
 	assert_int_equal(proxy_egress_note_via(e, "d.example", 1,
-	    "0123456789abcdefXYZ", true, "", 0, 8), 0);
+	    "0123456789abcdefXYZ", ALLOW, "", 0, 8), 0);
 	assert_int_equal(proxy_egress_bytes_via(e, "a.example", 443, "tls", 5,
 	    6), 0);
 	assert_int_equal(proxy_egress_bytes_via(e, "a.example", 443, "raw", 5,
@@ -372,7 +413,7 @@ test_egress_via(void **state)
 	    "{\"host\":\"d.example\",\"port\":1,\"decision\":\"allowed\","
 	    "\"reason\":\"\",\"status\":0,\"count\":1,"
 	    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"0123456789abcde\"}],"
-	    "\"allowed\":5,\"denied\":4}");
+	    "\"allowed\":5,\"denied\":4,\"errors\":0}");
 	free(got);
 	cJSON_Delete(o);
 	proxy_egress_free(e);
@@ -382,6 +423,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_egress_decision_of),
 		cmocka_unit_test(test_egress_shape),
 		cmocka_unit_test(test_egress_aggregate),
 		cmocka_unit_test(test_egress_note_at),

@@ -314,18 +314,27 @@ test_psmsg(void **state)
 	    -EINVAL);
 	{
 		static const char r1[] = "{\"ok\":true,\"egress\":[],"
-		    "\"allowed\":0,\"denied\":0}";
+		    "\"allowed\":0,\"denied\":0,\"errors\":0}";
 		static const char r2[] = "{\"ok\":false,\"error\":\"unknown "
 		    "run\"}";
 		static const char r3[] = "{\"ok\":true,\"egress\":[1],"
-		    "\"allowed\":0,\"denied\":0}";
+		    "\"allowed\":0,\"denied\":0,\"errors\":0}";
 		assert_int_equal(proxy_psmsg_report_check(r1, strlen(r1), &ok),
 		    0);
 		assert_true(ok);
 		assert_int_equal(proxy_psmsg_report_check(r2, strlen(r2), &ok),
 		    0);
 		assert_false(ok);
+		/* Without the error count, or with a negative one. */
+		static const char r4[] = "{\"ok\":true,\"egress\":[],"
+		    "\"allowed\":0,\"denied\":0}";
+		static const char r5[] = "{\"ok\":true,\"egress\":[],"
+		    "\"allowed\":0,\"denied\":0,\"errors\":-1}";
 		assert_int_equal(proxy_psmsg_report_check(r3, strlen(r3), &ok),
+		    -EINVAL);
+		assert_int_equal(proxy_psmsg_report_check(r4, strlen(r4), &ok),
+		    -EINVAL);
+		assert_int_equal(proxy_psmsg_report_check(r5, strlen(r5), &ok),
 		    -EINVAL);
 	}
 	{
@@ -335,17 +344,18 @@ test_psmsg(void **state)
 		    "\"a.example\",\"port\":53,\"decision\":\"allowed\","
 		    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
 		    "\"bytes_up\":0,\"bytes_down\":0,\"via\":\"dns\"}],"
-		    "\"allowed\":1,\"denied\":0}";
+		    "\"allowed\":1,\"denied\":0,\"errors\":0}";
 		static const char v2[] = "{\"ok\":true,\"egress\":[{\"host\":"
 		    "\"a.example\",\"port\":53,\"decision\":\"allowed\","
 		    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
 		    "\"bytes_up\":0,\"bytes_down\":0,\"via\":"
-		    "\"0123456789abcdef\"}],\"allowed\":1,\"denied\":0}";
+		    "\"0123456789abcdef\"}],\"allowed\":1,\"denied\":0,"
+		    "\"errors\":0}";
 		static const char v3[] = "{\"ok\":true,\"egress\":[{\"host\":"
 		    "\"a.example\",\"port\":53,\"decision\":\"allowed\","
 		    "\"reason\":\"allowed\",\"status\":0,\"count\":1,"
 		    "\"bytes_up\":0,\"bytes_down\":0,\"via\":7}],"
-		    "\"allowed\":1,\"denied\":0}";
+		    "\"allowed\":1,\"denied\":0,\"errors\":0}";
 		assert_int_equal(proxy_psmsg_report_check(v1, strlen(v1), &ok),
 		    0);
 		assert_true(ok);

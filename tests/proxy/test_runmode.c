@@ -682,7 +682,8 @@ test_run_report(void **state)
 	    "{\"host\":\"echo.cordon-test.net\",\"port\":%u,\"decision\":"
 	    "\"allowed\",\"reason\":\"allowed-by-entry\",\"status\":200,"
 	    "\"count\":2,\"bytes_up\":13,\"bytes_down\":13,\"via\":\"connect\"}],"
-	    "\"allowed\":2,\"denied\":2}", fx_echo_port(), fx_echo_port());
+	    "\"allowed\":2,\"denied\":2,\"errors\":0}", fx_echo_port(),
+	    fx_echo_port());
 	assert_string_equal(got, want);
 	free(got);
 	cJSON_Delete(j);
@@ -760,7 +761,7 @@ test_run_sni(void **state)
 		    "\"allowed-by-entry\",\"status\":200,\"count\":1,"
 		    "\"bytes_up\":%zu,\"bytes_down\":%zu,"
 		    "\"via\":\"connect\"}],"
-		    "\"allowed\":1,\"denied\":1}", fx_echo_port(),
+		    "\"allowed\":1,\"denied\":1,\"errors\":0}", fx_echo_port(),
 		    fx_echo_port(), good, good);
 		assert_string_equal(got, want);
 		free(got);

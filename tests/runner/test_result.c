@@ -169,7 +169,8 @@ test_json_egress(void **state)
 	    "100,\"bytes_down\":5000},{\"host\":\"evil.example\",\"port\":"
 	    "443,\"decision\":\"deny\",\"reason\":\"no-match\",\"status\":"
 	    "403,\"count\":1,\"bytes_up\":0,\"bytes_down\":0}],\"allowed\":3,"
-	    "\"denied\":1,\"egress_truncated\":true,\"egress_dropped\":7}";
+	    "\"denied\":1,\"errors\":5,\"egress_truncated\":true,"
+	    "\"egress_dropped\":7}";
 	struct runner_result r;
 	cJSON *o, *list;
 	char *line;
@@ -196,6 +197,7 @@ test_json_egress(void **state)
 	    "host")->valuestring, "evil.example");
 	assert_int_equal(cJSON_GetObjectItem(o, "egress_allowed")->valueint, 3);
 	assert_int_equal(cJSON_GetObjectItem(o, "egress_denied")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(o, "egress_errors")->valueint, 5);
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(o, "egress_truncated")));
 	assert_int_equal(cJSON_GetObjectItem(o, "egress_dropped")->valueint, 7);
 	assert_null(cJSON_GetObjectItem(o, "egress_error"));
@@ -429,7 +431,7 @@ test_audit_line(void **state)
 	r.net = RUNNER_NET_PROXY;
 	strcpy(r.policy, "pypi");
 	r.egress = cJSON_Parse("{\"egress\":[{\"host\":\"h.example\"}],"
-	    "\"allowed\":4,\"denied\":2}");
+	    "\"allowed\":4,\"denied\":2,\"errors\":3}");
 	assert_int_equal(unlink(c.audit_log), 0);
 	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
 	cJSON_Delete(r.egress);
@@ -445,12 +447,16 @@ test_audit_line(void **state)
 	assert_int_equal(n, 4);
 	assert_int_equal(json_get_int(o, "egress_denied", -1, 100, &n), 0);
 	assert_int_equal(n, 2);
+	assert_int_equal(json_get_int(o, "egress_errors", -1, 100, &n), 0);
+	assert_int_equal(n, 3);
 	cJSON_Delete(o);
 	/* No report came back: -1, not a made-up 0. */
 	o = cJSON_Parse(text + strlen(text) + 1);
 	assert_int_equal(json_get_int(o, "egress_allowed", -1, 100, &n), 0);
 	assert_int_equal(n, -1);
 	assert_int_equal(json_get_int(o, "egress_denied", -1, 100, &n), 0);
+	assert_int_equal(n, -1);
+	assert_int_equal(json_get_int(o, "egress_errors", -1, 100, &n), 0);
 	assert_int_equal(n, -1);
 	cJSON_Delete(o);
 	free(text);
