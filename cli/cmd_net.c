@@ -41,22 +41,16 @@ net_usage(FILE *f)
 	    "[--proxy-arg ARG]...\n"
 	    "       cordon net down\n"
 	    "       cordon net status           (JSON on stdout; exit 0: up "
-	    "and right,
-"
+	    "and right,\n"
 	    "                                    1: drift, each problem on "
-	    "stderr, or the
-"
+	    "stderr, or the\n"
 	    "                                    status could not be taken, "
-	    "3: not set up)
-"
+	    "3: not set up)\n"
 	    "       cordon net reload [--replay] (check the allowlist, then "
-	    "make the proxy load
-"
+	    "make the proxy load\n"
 	    "                                    it; --replay first prints "
-	    "what it changes for the
-"
-	    "                                    requests in the access log)
-"
+	    "what it changes for the\n"
+	    "                                    requests in the access log)\n"
 	    "       cordon net seal CONTAINER   (seal a running proxy-mode "
 	    "container)\n"
 	    "       cordon net run-args         (docker run options for "
