@@ -207,8 +207,8 @@ jget "$T/nx.json" 'd["stdout"]' | grep -qx "nx.example.com 502 dns-nxdomain" ||
 	"[('nx.example.com', 'error', 'dns-nxdomain', 502)] 0 0 1" ] ||
 	fail "the nx run's egress does not report one error: $(cat "$T/nx.json")"
 cn=$(jget "$T/nx.json" 'd["container"]')
-grep "\"run\":\"$cn\"" "$plog" | grep -q '"decision":"error"' ||
-	fail "the access log has no error line for run $cn: $(tail -n3 "$plog")"
+grep "\"run\":\"$cn\"" "$alog" | grep -q '"decision":"error"' ||
+	fail "the access log has no error line for run $cn: $(tail -n3 "$alog")"
 grep "\"container\":\"$cn\"" "$T/audit.log" | grep -q '"egress_denied":0,"egress_errors":1' ||
 	fail "the audit line of run $cn does not count one error: $(tail -n1 "$T/audit.log")"
 echo "ok: nx.example.com reported as error (dns-nxdomain) in the result, the access log and the audit line"
