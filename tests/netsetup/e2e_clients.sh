@@ -47,7 +47,7 @@ check_stack
 img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
 [ -n "$img" ] || missing "no pinned sandbox image"
 
-net=cordon-e2e-cl
+net='cordon-e2e-cl'
 br=cordonE2E4
 subnet=10.213.246.0/24
 T=$(mktemp -d /tmp/cordon-cltest.XXXXXX)
@@ -160,7 +160,6 @@ step "cordon net up (policies alpha, beta)"
 	--proxy-arg=--resolver=127.0.0.1:"$dns_port" \
 	--proxy-arg=--allow-address=127.0.0.2 >"$T/up.txt" 2>&1 ||
 	fail "net up: $(cat "$T/up.txt")"
-plog="$T/state/net-$br/proxy.log"
 echo "ok: $(grep -c . "$T/up.txt") lines from net up"
 
 # The job (bash): every client, with no proxy variable, one ROW line each.
@@ -322,7 +321,7 @@ echo "ok: the upstream resolver's log holds only allowed names"
 step "5. a proxy-mode session and a warm proxy-mode run resolve and fetch the same way"
 "$cordon" serve --socket "$T/serve.sock" --pool 1 >"$T/serve.log" 2>&1 &
 spid=$!
-pids+=($spid)
+pids+=("$spid")
 sreq() { local o=$1; shift; curl -s -o "$o" -w '%{http_code}' --max-time 120 --unix-socket "$T/serve.sock" "$@"; }
 for _ in $(seq 100); do [ "$(sreq "$T/h" http://cordon/v1/health 2>/dev/null)" = 200 ] && break; sleep 0.1; done
 [ "$(sreq "$T/h" http://cordon/v1/health)" = 200 ] || fail "cordon serve did not answer: $(cat "$T/serve.log")"

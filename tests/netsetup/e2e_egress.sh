@@ -69,7 +69,7 @@ check_stack
 img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
 [ -n "$img" ] || missing "no pinned sandbox image"
 
-net=cordon-e2e-eg
+net='cordon-e2e-eg'
 br=cordonE2E1
 subnet=10.213.249.0/24
 T=$(mktemp -d /tmp/cordon-egtest.XXXXXX)
@@ -403,7 +403,7 @@ echo "ok: bash got the run's proxy credential and reached a.example.com through 
 step "9. a proxy-mode session (cordon serve): one proxy identity across calls, each result has the session's egress so far, the credential ends with the session"
 "$cordon" serve --socket "$T/serve.sock" --pool 1 >"$T/serve.log" 2>&1 &
 spid=$!
-pids+=($spid)
+pids+=("$spid")
 # sreq OUT CURL-ARGS...: HTTP over the service's socket; prints the status.
 sreq() { local o=$1; shift; curl -s -o "$o" -w '%{http_code}' --max-time 120 --unix-socket "$T/serve.sock" "$@"; }
 for _ in $(seq 100); do [ "$(sreq "$T/h" http://cordon/v1/health 2>/dev/null)" = 200 ] && break; sleep 0.1; done

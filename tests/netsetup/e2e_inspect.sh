@@ -37,7 +37,7 @@ docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker 
 img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
 [ -n "$img" ] || missing "no pinned sandbox image"
 
-net=cordon-e2e-in
+net='cordon-e2e-in'
 br=cordonE2E3
 subnet=10.213.247.0/24
 secret="Bearer e2e-$(python3 -I -c 'import secrets; print(secrets.token_hex(12))')"

@@ -57,7 +57,7 @@ img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)"
 	--allowlist "$CORDON_SOURCE_ROOT/examples/allowlists/default.list" >/dev/null 2>&1 ||
 	fail "cordon-proxy --check fails on the shipped default allowlist"
 
-net=cordon-e2e-ns
+net='cordon-e2e-ns'
 br=cordonE2E0
 subnet=10.213.250.0/24
 gw=10.213.250.1

@@ -169,7 +169,7 @@ expect_out nodepy 3
 # bash and node through the --out wrapper (its child is their interpreter).
 mkdir -p "$tmp/out2" "$tmp/out3"
 printf 'echo hi >/tmp/out/b.txt\necho done\n' | crun shout --lang bash --out "$tmp/out2"
-expect_out shout done
+expect_out shout 'done'
 [ "$(cat "$tmp/out2/b.txt")" = hi ] || fail "shout: b.txt: $(ls -la "$tmp/out2")"
 echo 'require("fs").writeFileSync("/tmp/out/n.txt", "node"); console.log("w")' |
 	crun jsout --lang node --out "$tmp/out3"

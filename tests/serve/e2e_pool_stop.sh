@@ -97,7 +97,7 @@ for i in $(seq "$cycles"); do
 		>"$tmp/events" 2>&1 & evpid=$!
 	sleep 0.2
 	start --pool "$N"
-	bg= served0=$served
+	bg='' served0=$served
 	case $moment in
 	fill) rsleep 2500 ;;
 	refill)
