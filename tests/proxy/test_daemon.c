@@ -21,7 +21,6 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1147,69 +1146,48 @@ test_many_tunnels_buffered(void **state)
 	many_tunnels("--no-splice");
 }
 
-static int
-group_setup(void **state)
-{
-	struct rlimit rl;
-
-	(void)state;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return fx_start();
-}
-
-static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_connect_echo, test_teardown),
+		cmocka_unit_test_teardown(test_connect_echo, fx_test_teardown),
 		cmocka_unit_test_teardown(test_connect_echo_buffered,
-		    test_teardown),
-		cmocka_unit_test_teardown(test_access_log, test_teardown),
-		cmocka_unit_test_teardown(test_not_allowlisted, test_teardown),
-		cmocka_unit_test_teardown(test_internal_answers, test_teardown),
-		cmocka_unit_test_teardown(test_ip_literals, test_teardown),
-		cmocka_unit_test_teardown(test_bad_ports, test_teardown),
-		cmocka_unit_test_teardown(test_internal_names, test_teardown),
-		cmocka_unit_test_teardown(test_rebinding, test_teardown),
-		cmocka_unit_test_teardown(test_dns_cache, test_teardown),
-		cmocka_unit_test_teardown(test_mixed_answers, test_teardown),
-		cmocka_unit_test_teardown(test_dns_failures, test_teardown),
-		cmocka_unit_test_teardown(test_upstream_refused, test_teardown),
-		cmocka_unit_test_teardown(test_connect_timeout, test_teardown),
-		cmocka_unit_test_teardown(test_user_drop, test_teardown),
-		cmocka_unit_test_teardown(test_http_keepalive, test_teardown),
-		cmocka_unit_test_teardown(test_http_post, test_teardown),
-		cmocka_unit_test_teardown(test_http_errors, test_teardown),
-		cmocka_unit_test_teardown(test_slowloris, test_teardown),
-		cmocka_unit_test_teardown(test_max_connections, test_teardown),
-		cmocka_unit_test_teardown(test_garbage_isolation, test_teardown),
-		cmocka_unit_test_teardown(test_sighup_reload, test_teardown),
-		cmocka_unit_test_teardown(test_sigterm_drain, test_teardown),
-		cmocka_unit_test_teardown(test_sigterm_grace, test_teardown),
-		cmocka_unit_test_teardown(test_metrics, test_teardown),
-		cmocka_unit_test_teardown(test_check_mode, test_teardown),
-		cmocka_unit_test_teardown(test_many_tunnels, test_teardown),
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_access_log, fx_test_teardown),
+		cmocka_unit_test_teardown(test_not_allowlisted,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_internal_answers,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_ip_literals, fx_test_teardown),
+		cmocka_unit_test_teardown(test_bad_ports, fx_test_teardown),
+		cmocka_unit_test_teardown(test_internal_names,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_rebinding, fx_test_teardown),
+		cmocka_unit_test_teardown(test_dns_cache, fx_test_teardown),
+		cmocka_unit_test_teardown(test_mixed_answers, fx_test_teardown),
+		cmocka_unit_test_teardown(test_dns_failures, fx_test_teardown),
+		cmocka_unit_test_teardown(test_upstream_refused,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_connect_timeout,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_user_drop, fx_test_teardown),
+		cmocka_unit_test_teardown(test_http_keepalive,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_http_post, fx_test_teardown),
+		cmocka_unit_test_teardown(test_http_errors, fx_test_teardown),
+		cmocka_unit_test_teardown(test_slowloris, fx_test_teardown),
+		cmocka_unit_test_teardown(test_max_connections,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_garbage_isolation,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_sighup_reload, fx_test_teardown),
+		cmocka_unit_test_teardown(test_sigterm_drain, fx_test_teardown),
+		cmocka_unit_test_teardown(test_sigterm_grace, fx_test_teardown),
+		cmocka_unit_test_teardown(test_metrics, fx_test_teardown),
+		cmocka_unit_test_teardown(test_check_mode, fx_test_teardown),
+		cmocka_unit_test_teardown(test_many_tunnels, fx_test_teardown),
 		cmocka_unit_test_teardown(test_many_tunnels_buffered,
-		    test_teardown),
+		    fx_test_teardown),
 	};
 
 	/* e.g. CORDON_TEST_FILTER=test_many_tunnels for one test; a filter
@@ -1227,5 +1205,6 @@ main(void)
 		}
 		cmocka_set_test_filter(filter);
 	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup_nofile,
+	    fx_group_teardown);
 }

@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1388,19 +1387,6 @@ test_run_dns(void **state)
 	}
 }
 
-static int
-group_setup(void **state)
-{
-	struct rlimit rl;
-
-	(void)state;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return fx_start();
-}
-
 /* The policy op: a live run's policy changed while a tunnel is open. The
  * tunnel the new policy denies is closed and named in the answer, the
  * next CONNECT is judged under the new policy at once, a tunnel both
@@ -1471,14 +1457,6 @@ test_teardown(void **state)
 	return 0;
 }
 
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -1491,19 +1469,18 @@ main(void)
 		    test_teardown),
 		cmocka_unit_test_teardown(test_run_sni, test_teardown),
 		cmocka_unit_test_teardown(test_run_fairness, test_teardown),
-		cmocka_unit_test_teardown(test_run_child_killed,
-		    test_teardown),
+		cmocka_unit_test_teardown(test_run_child_killed, test_teardown),
 		cmocka_unit_test_teardown(test_run_parent_killed,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_run_reload, test_teardown),
 		cmocka_unit_test_teardown(test_run_control, test_teardown),
-		cmocka_unit_test_teardown(test_run_control_path,
-		    test_teardown),
+		cmocka_unit_test_teardown(test_run_control_path, test_teardown),
 		cmocka_unit_test_teardown(test_run_dns, test_teardown),
 	};
 	const char *filter = getenv("CORDON_TEST_FILTER");
 
 	if (filter != NULL)
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup_nofile,
+	    fx_group_teardown);
 }

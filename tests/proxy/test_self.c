@@ -255,14 +255,6 @@ group_setup(void **state)
 }
 
 static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
 group_teardown(void **state)
 {
 	(void)state;
@@ -275,20 +267,19 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_local_addresses, test_teardown),
+		cmocka_unit_test_teardown(test_local_addresses,
+		    fx_test_teardown),
 		cmocka_unit_test_teardown(test_exception_opens_local,
-		    test_teardown),
-		cmocka_unit_test_teardown(test_sighup_rereads, test_teardown),
-		cmocka_unit_test_teardown(test_periodic_refresh, test_teardown),
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_sighup_rereads,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_periodic_refresh,
+		    fx_test_teardown),
 	};
-	const char *e2e = getenv("CORDON_E2E");
+	int rc = fx_need_root("proxy_self",
+	    "it adds addresses to an interface of its own");
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "proxy_self needs root (it adds addresses to "
-		    "an interface of its own)%s\n", e2e != NULL &&
-		    strcmp(e2e, "skip") == 0 ? ": skipped (CORDON_E2E=skip)" :
-		    "");
-		return e2e != NULL && strcmp(e2e, "skip") == 0 ? 77 : 1;
-	}
+	if (rc != 0)
+		return rc;
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -726,34 +726,11 @@ test_sni_check_off(void **state)
 	assert_int_equal(px_stop(&p), 0);
 }
 
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return fx_start();
-}
-
-static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-#define T(f) cmocka_unit_test_teardown(f, test_teardown)
+#define T(f) cmocka_unit_test_teardown(f, fx_test_teardown)
 		T(test_sni_match_splice),
 		T(test_sni_match_buffered),
 		T(test_sni_mismatch_splice),
@@ -787,5 +764,5 @@ main(void)
 		}
 		cmocka_set_test_filter(filter);
 	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup, fx_group_teardown);
 }

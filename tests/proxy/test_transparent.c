@@ -618,14 +618,6 @@ test_teardown(void **state)
 	return 0;
 }
 
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -635,18 +627,15 @@ main(void)
 		cmocka_unit_test_teardown(test_raw, test_teardown),
 		cmocka_unit_test_teardown(test_runs, test_teardown),
 	};
-	const char *e2e = getenv("CORDON_E2E");
 	const char *filter = getenv("CORDON_TEST_FILTER");
+	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (geteuid() != 0) {
-		fprintf(stderr, "proxy_transparent needs root (a network "
-		    "namespace and its nat rules)%s\n", e2e != NULL &&
-		    strcmp(e2e, "skip") == 0 ? ": skipped (CORDON_E2E=skip)" :
-		    "");
-		return e2e != NULL && strcmp(e2e, "skip") == 0 ? 77 : 1;
-	}
+	rc = fx_need_root("proxy_transparent",
+	    "a network namespace and its nat rules");
+	if (rc != 0)
+		return rc;
 	if (filter != NULL)
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, fx_group_teardown);
 }

@@ -89,4 +89,20 @@ bool head_has(const char *head, const char *name, const char *value);
 int px_connect(struct px *p, const char *authority, int *status,
     char *head, size_t headlen);
 
+/* cmocka glue shared by the suites (proxy_suite.c). fx_group_setup starts
+ * the servers; fx_group_setup_nofile first raises RLIMIT_NOFILE to its hard
+ * limit (suites that open many tunnels). fx_group_teardown kills any daemon
+ * left and stops the servers; fx_test_teardown kills the daemons a test
+ * left running (after a failed assertion). All return 0 or -1. */
+int fx_group_setup(void **state);
+int fx_group_setup_nofile(void **state);
+int fx_group_teardown(void **state);
+int fx_test_teardown(void **state);
+/* Raises RLIMIT_NOFILE's soft limit to the hard one (best effort). */
+void fx_raise_nofile(void);
+/* 0 when running as root; otherwise says "<suite> needs root (<why>)" on
+ * stderr and returns the exit code for main: 77 (skipped) when CORDON_E2E
+ * is "skip", else 1. */
+int fx_need_root(const char *suite, const char *why);
+
 #endif
