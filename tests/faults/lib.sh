@@ -56,6 +56,7 @@ ours() { "$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_p
 gone() { [ -z "$("$docker" ps -aq --filter "name=^/$1\$")" ]; }
 # The flood: 1 MiB chunks to stdout and stderr, without end, so that
 # every run below meets its deadline or its cap while writing.
+# shellcheck disable=SC2034 # used by flood.sh, which sources this file
 flood='import os
 b = b"x" * (1 << 20)
 while True:

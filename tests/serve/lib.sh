@@ -4,6 +4,7 @@
 # change sock) before `start`.
 # NOTE: the scripts use kill-all, which removes EVERY Cordon container on
 # the host (that is its job): they run with is_parallel false.
+# shellcheck shell=bash
 set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 missing() {
@@ -43,6 +44,7 @@ d=json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."): d=d.get(k) if isinstance(d, dict) else None
 print(d)' "$1" "$2"; }
 containers() { "$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid"; }
+# shellcheck disable=SC2154 # cfgfile is the caller's, set before start
 start() {
 	"$cordon" serve --config "$cfgfile" --socket "$sock" "$@" \
 		>"$tmp/serve.log" 2>&1 &
