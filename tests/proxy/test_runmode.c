@@ -35,6 +35,7 @@
 #include "dns_util.h"
 #include "hello_util.h"
 #include "proxy_fixture.h"
+#include "result.h"
 
 #define TOK_A	"aaaaaaaaaaaaaaaa0123456789abcdef0123456789abcdef0123456789abcdef"
 #define TOK_B	"bbbbbbbbbbbbbbbb0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -1146,31 +1147,11 @@ rdig(uint16_t port, const char *src, const char *name, const char *type)
 	return dig_run(port, args);
 }
 
-/* The report entry of run report j for host with via (and reason, when
- * not NULL), or NULL. */
-static const cJSON *
-entry_by(const cJSON *j, const char *host, const char *via,
-    const char *reason)
-{
-	const cJSON *e;
-
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
-		const cJSON *h = cJSON_GetObjectItem(e, "host");
-		const cJSON *v = cJSON_GetObjectItem(e, "via");
-		const cJSON *w = cJSON_GetObjectItem(e, "reason");
-		if (cJSON_IsString(h) && strcmp(h->valuestring, host) == 0 &&
-		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0 &&
-		    (reason == NULL || (cJSON_IsString(w) &&
-		    strcmp(w->valuestring, reason) == 0)))
-			return e;
-	}
-	return NULL;
-}
-
+/* The report entry of run report j for host with via, or NULL. */
 static const cJSON *
 entry_of(const cJSON *j, const char *host, const char *via)
 {
-	return entry_by(j, host, via, NULL);
+	return result_egress_entry(j, host, via, NULL);
 }
 
 /* n A queries for name from 127.0.0.1 sent at once; the answers that
@@ -1351,23 +1332,25 @@ test_run_dns(void **state)
 	assert_string_equal(cJSON_GetObjectItem(e, "reason")->valuestring,
 	    "not-on-policy pypi");
 	/* The burst: one entry per name and outcome, counted. */
-	e = entry_by(j, "x.other-test.net", "dns", "not-on-policy pypi");
+	e = result_egress_entry(j, "x.other-test.net", "dns",
+	    "not-on-policy pypi");
 	assert_non_null(e);
 	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
 	    (int)(answers400 - limited));
-	e = entry_by(j, "x.other-test.net", "dns", "dns-rate-limit");
+	e = result_egress_entry(j, "x.other-test.net", "dns", "dns-rate-limit");
 	assert_non_null(e);
 	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
 	    (int)limited);
-	assert_non_null(entry_by(j, "slow.cordon-test.net", "dns",
+	assert_non_null(result_egress_entry(j, "slow.cordon-test.net", "dns",
 	    "resolver-busy"));
 	cJSON_Delete(j);
 	/* Unregistered: its address has no run any more. */
 	t = rdig(dp, "127.0.0.1", "echo.cordon-test.net", "A");
 	dig_check(t, "status: REFUSED", true);
 	j = ctl_report(r, "unregister", "run-b");
-	assert_non_null(entry_by(j, "web.cordon-test.net", "dns", "allowed"));
-	assert_non_null(entry_by(j, "echo.cordon-test.net", "dns",
+	assert_non_null(result_egress_entry(j, "web.cordon-test.net", "dns",
+	    "allowed"));
+	assert_non_null(result_egress_entry(j, "echo.cordon-test.net", "dns",
 	    "not-on-policy npm"));
 	cJSON_Delete(j);
 	/* Refusals over the rate: logged once per stretch, not each. */

@@ -36,6 +36,7 @@
 #include "dig_util.h"
 #include "hello_util.h"
 #include "proxy_fixture.h"
+#include "result.h"
 
 #define NOWHERE	"203.0.113.5"	/* routed to lo, nothing listens */
 
@@ -463,16 +464,7 @@ reg(const char *run, const char *addr, const char *policy, const char *tok)
 static const cJSON *
 entry_of(const cJSON *j, const char *host, const char *via)
 {
-	const cJSON *e;
-
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
-		const cJSON *h = cJSON_GetObjectItem(e, "host");
-		const cJSON *v = cJSON_GetObjectItem(e, "via");
-		if (cJSON_IsString(h) && strcmp(h->valuestring, host) == 0 &&
-		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0)
-			return e;
-	}
-	return NULL;
+	return result_egress_entry(j, host, via, NULL);
 }
 
 static void
