@@ -84,6 +84,9 @@ int cli_read_n(int fd, void *buf, size_t n);
 long head_content_length(const char *head);
 /* True when head has a line "Name: value" (case-insensitive name). */
 bool head_has(const char *head, const char *name, const char *value);
+/* "host:port" in one of 4 static buffers used in turn (so up to 4 can be
+ * used at once). */
+char *px_auth(const char *host, uint16_t port);
 /* CONNECT authority through p; returns the fd after 200, or -1 with
  * *status (and head) set. */
 int px_connect(struct px *p, const char *authority, int *status,

@@ -1,7 +1,8 @@
 /*
  * The cmocka set-up and tear-down that the cordon-proxy integration suites
  * share around the loopback fixture (proxy_fixture.c), and their check for
- * root: one copy instead of one per suite.
+ * root and their CONNECT authorities (px_auth): one copy instead of one
+ * per suite.
  */
 #include "proxy_fixture.h"
 
@@ -10,6 +11,17 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+char *
+px_auth(const char *host, uint16_t port)
+{
+	static char buf[4][300];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
+	return buf[i];
+}
 
 void
 fx_raise_nofile(void)

@@ -342,17 +342,6 @@ cli_from(const struct rm *r, const char *src)
 	return fd;
 }
 
-static char *
-auth(const char *host, uint16_t port)
-{
-	static char buf[4][300];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
-	return buf[i];
-}
-
 /* CONNECT authority from src with the header line hdr; the status. On
  * 200 with fdout, the tunnel is left open in *fdout. */
 static int
@@ -395,7 +384,7 @@ echo_ok(const struct rm *r, const char *src, const char *hdr)
 {
 	char buf[16];
 	int fd = -1;
-	int st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+	int st = rconnect(r, src, hdr, px_auth("echo.cordon-test.net",
 	    fx_echo_port()), &fd);
 
 	if (st != 200)
@@ -454,9 +443,10 @@ test_run_policies(void **state)
 	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
 	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
 	echo_ok(r, "127.0.0.1", A);
-	refused(r, "127.0.0.1", A, auth("web.cordon-test.net", fx_echo_port()),
-	    403, "not-on-policy pypi");
-	refused(r, "127.0.0.1", B, auth("echo.cordon-test.net",
+	refused(r, "127.0.0.1", A,
+	    px_auth("web.cordon-test.net", fx_echo_port()), 403,
+	    "not-on-policy pypi");
+	refused(r, "127.0.0.1", B, px_auth("echo.cordon-test.net",
 	    fx_echo_port()), 403, "not-on-policy npm");
 	/* B's host over plain HTTP; the credential is not forwarded. */
 	fd = cli_from(r, "127.0.0.1");
@@ -508,7 +498,7 @@ test_run_credentials(void **state)
 	static const char *const extra[] = { "--log-level", "debug", NULL };
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char bad[512];
 	cJSON *j;
@@ -576,7 +566,7 @@ test_run_limits(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B), *C = auth_line("run-c", TOK_X);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	static char buf[4096];
 	struct rm *r = &R;
 	cJSON *j, *e;
@@ -640,7 +630,7 @@ test_run_report(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char want[2048], *got;
 	cJSON *j;
@@ -650,9 +640,9 @@ test_run_report(void **state)
 	rm_start(r, NULL);
 	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
 	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
-	refused(r, "127.0.0.1", A, auth("x.other-test.net", fx_echo_port()),
+	refused(r, "127.0.0.1", A, px_auth("x.other-test.net", fx_echo_port()),
 	    403, "not-on-policy pypi");
-	refused(r, "127.0.0.1", A, auth("denied.cordon-test.net", 443), 403,
+	refused(r, "127.0.0.1", A, px_auth("denied.cordon-test.net", 443), 403,
 	    "not-on-policy pypi");
 	echo_ok(r, "127.0.0.1", A);
 	refused(r, "127.0.0.1", B, echo, 403, "not-on-policy npm");
@@ -713,7 +703,7 @@ test_run_sni(void **state)
 	static uint8_t hello[HELLO_CAP], back[HELLO_CAP];
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char want[2048], *got;
 	size_t bad, good;
@@ -826,7 +816,7 @@ test_run_fairness(void **state)
 			close(idle[i]);
 	sleep_ms(300);
 	/* A's own refusals before a credential. */
-	refused(r, "127.0.0.3", "", auth("echo.cordon-test.net",
+	refused(r, "127.0.0.3", "", px_auth("echo.cordon-test.net",
 	    fx_echo_port()), 407, "credential-missing");
 	refused(r, "127.0.0.3", A, "bad_host.example:443", 400, "bad-host");
 	{
@@ -914,7 +904,7 @@ echo_within(const struct rm *r, const char *src, const char *hdr, int ms)
 	int fd = -1, st;
 
 	for (;;) {
-		st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+		st = rconnect(r, src, hdr, px_auth("echo.cordon-test.net",
 		    fx_echo_port()), &fd);
 		if (st == 200 && cli_send(fd, "0123456789") == 0 &&
 		    cli_read_n(fd, buf, 10) == 0 && memcmp(buf, "0123456789",
@@ -1031,7 +1021,7 @@ test_run_reload(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *web = auth("web.cordon-test.net", fx_echo_port());
+	const char *web = px_auth("web.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char text[256];
 	size_t mark;
@@ -1378,8 +1368,8 @@ static void
 test_run_policy_change(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
-	const char *web = auth("web.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
+	const char *web = px_auth("web.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char want[512], buf[8], *log;
 	const char *a;
