@@ -3,6 +3,7 @@
 
 CORDON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DAEMON_JSON=${CORDON_DAEMON_JSON:-/etc/docker/daemon.json}
+# shellcheck disable=SC2034 # used by the scripts that source this file
 STATE_DIR=${CORDON_STATE_DIR:-/var/lib/cordon}
 DOCKERD_LOG=/var/log/cordon-dockerd.log
 # The host's daemon: the one set-up reloads. Other dockerds (a test's own,
@@ -193,6 +194,7 @@ install_debug_wrapper() {
 # The debug log directory: root's only (0700), whatever was there before
 # (the tests of this file, not root, get their own user's).
 debug_log_dir_prepare() {
+	# shellcheck disable=SC2174 # parents keep the default mode; chmod below sets this one
 	mkdir -p -m 0700 "$DEBUG_LOG_DIR" || die "cannot create $DEBUG_LOG_DIR"
 	if [ "$(id -u)" = 0 ]; then
 		chown root:root "$DEBUG_LOG_DIR" || die "cannot chown $DEBUG_LOG_DIR to root"

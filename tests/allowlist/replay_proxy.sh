@@ -13,7 +13,7 @@ set -euo pipefail
 cordon="$CORDON_BUILD_ROOT/cordon"
 proxy="$CORDON_BUILD_ROOT/proxy/cordon-proxy"
 t=$(mktemp -d /tmp/cordon-replay-proxy.XXXXXX)
-pid= upid=
+pid='' upid=''
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && { wait "$pid" 2>/dev/null || true; }
 	[ -n "$upid" ] && kill "$upid" 2>/dev/null && { wait "$upid" 2>/dev/null || true; }

@@ -18,25 +18,11 @@
 
 #include "allowlist/allowlist.h"
 #include "common/util.h"
+#include "tmpdir.h"
 
 /* Every secret value in these tests holds this, so a leak is seen. */
 #define MARK	"sekrit"
 
-static char tmpdir[] = "/tmp/cordon-test-inspect-XXXXXX";
-
-static int
-setup(void **state)
-{
-	(void)state;
-	return mkdtemp(tmpdir) != NULL ? 0 : -1;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return util_rm_rf(tmpdir);
-}
 
 /* Writes tmpdir/name with len bytes of text and mode; returns the path
  * in out. */
@@ -997,5 +983,5 @@ main(void)
 		cmocka_unit_test(test_secrets_store),
 		cmocka_unit_test(test_secrets_owner),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

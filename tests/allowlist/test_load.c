@@ -18,22 +18,8 @@
 
 #include "allowlist/allowlist.h"
 #include "common/util.h"
+#include "tmpdir.h"
 
-static char tmpdir[] = "/tmp/cordon-test-allowlist-XXXXXX";
-
-static int
-setup(void **state)
-{
-	(void)state;
-	return mkdtemp(tmpdir) != NULL ? 0 : -1;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return util_rm_rf(tmpdir);
-}
 
 /* Creates tmpdir/sub/name with text (sub is created when missing). */
 static void
@@ -329,5 +315,5 @@ main(void)
 		cmocka_unit_test(test_dir_order),
 		cmocka_unit_test(test_threads),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

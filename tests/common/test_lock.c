@@ -17,25 +17,17 @@
 
 #include "common/lock.h"
 #include "common/util.h"
+#include "tmpdir.h"
 
-static char dir[64], path[128];
+static char path[128];
 
 static int
 setup(void **state)
 {
-	(void)state;
-	strcpy(dir, "/tmp/cordon-test-lock.XXXXXX");
-	if (mkdtemp(dir) == NULL)
+	if (tmpdir_setup(state) != 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/x.lock", dir);
+	snprintf(path, sizeof(path), "%s/x.lock", tmpdir);
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return util_rm_rf(dir);
 }
 
 static void
@@ -79,10 +71,10 @@ test_symlink_refused(void **state)
 {
 	char link[160];
 	(void)state;
-	snprintf(link, sizeof(link), "%s/l.lock", dir);
+	snprintf(link, sizeof(link), "%s/l.lock", tmpdir);
 	assert_int_equal(symlink(path, link), 0);
 	assert_int_equal(util_lock_try(link), -ELOOP);
-	assert_int_equal(util_lock_try("/nonexistent-dir/x.lock"), -ENOENT);
+	assert_int_equal(util_lock_try("/nonexistent-tmpdir/x.lock"), -ENOENT);
 }
 
 /* A holder killed by SIGKILL frees the lock: the kernel closes its files.
@@ -129,5 +121,5 @@ main(void)
 		cmocka_unit_test(test_symlink_refused),
 		cmocka_unit_test(test_sigkill_frees),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

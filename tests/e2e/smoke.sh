@@ -3,19 +3,10 @@
 # cordon-offline runtime, non-root, read-only root. Proves from inside that
 # the kernel is gVisor's, not the host's. Fails (never skips) when Docker,
 # the runtime or the image is missing, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
-docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
-id=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$id" ] || missing "no pinned sandbox image"
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
+e2e_need_docker /usr/bin/docker
+e2e_need_runtime cordon-offline
+e2e_need_image
 
 name="cordon-smoke-$$-$RANDOM"
 probe='

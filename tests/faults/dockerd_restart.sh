@@ -93,7 +93,7 @@ t0=$(now)
 dockerd_stopped=
 tup=$(now)
 echo "ok - dockerd answers again ($(since "$t0") s)"
-ok= tries=0 before=
+ok='' tries=0 before=''
 for _ in $(seq 40); do
 	tries=$((tries + 1))
 	st=$(run "$tmp/r3.json" '{"code":"print(1)"}')

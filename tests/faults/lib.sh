@@ -16,10 +16,9 @@ faults_cleanup() {
 	fi
 	for p in "${pids_all[@]}"; do
 		if kill -0 "$p" 2>/dev/null; then kill -KILL "$p"; fi
-		"$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$p" |
-			xargs -r "$docker" rm -f >/dev/null 2>&1
+		e2e_rm_containers --filter "label=cordon.owner_pid=$p"
 	done
-	cleanup
+	e2e_exit
 	exit $rc
 }
 trap faults_cleanup EXIT
@@ -56,6 +55,7 @@ ours() { "$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_p
 gone() { [ -z "$("$docker" ps -aq --filter "name=^/$1\$")" ]; }
 # The flood: 1 MiB chunks to stdout and stderr, without end, so that
 # every run below meets its deadline or its cap while writing.
+# shellcheck disable=SC2034 # used by flood.sh, which sources this file
 flood='import os
 b = b"x" * (1 << 20)
 while True:

@@ -18,13 +18,12 @@
 #include <cjson/cJSON.h>
 
 #include "mcp/mcp.h"
-#include "../runner/fake_docker.h"
+#define FAKE_DOCKER_SUITE "python"
+#include "fake_docker.h"
 
 #define INIT "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"," \
 	"\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}," \
 	"\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}"
-
-static struct fake_docker fk;
 
 static int
 never_run(const struct config *c, const struct runner_request *req,
@@ -214,29 +213,14 @@ test_limit(void **state)
 	mcp_server_free(s);
 }
 
-static int
-setup(void **state)
-{
-	(void)state;
-	if (fake_docker_setup(&fk) < 0)
-		return -1;
-	setenv("FAKE_MODE", "python", 1);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return fake_docker_teardown(&fk);
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sessions,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_limit,
+		    fake_suite_setup, fake_suite_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,33 +21,26 @@
 #     resolve and fetch the same way.
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
 # CORDON_E2E_EGRESS_RUNTIME and CORDON_E2E_STACK as in e2e_egress.sh.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
+. "$CORDON_SOURCE_ROOT/tests/lib/e2e.sh" || exit 1
 step() { echo "--- $(date +%T) $*"; }
 
-cordon="$CORDON_BUILD_ROOT/cordon"
 here="$CORDON_SOURCE_ROOT/tests/netsetup"
 [ "$(id -u)" = 0 ] || missing "must run as root (iptables, docker networks)"
 for t in iptables ip python3 openssl git ssh-keygen curl; do
 	command -v "$t" >/dev/null || missing "no $t"
 done
 /usr/bin/python3 -c 'import paramiko' 2>/dev/null || missing "no python3-paramiko (Debian's, for the test's SSH server)"
-docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
+e2e_need_docker /usr/bin/docker
 . "$CORDON_SOURCE_ROOT/tests/netsetup/teardown.sh"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
 rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
 drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
 want_stack=${CORDON_E2E_STACK:-}
 . "$here/stack.sh"
 check_stack
-img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$img" ] || missing "no pinned sandbox image"
+e2e_need_image
+img=$id
 
-net=cordon-e2e-cl
+net='cordon-e2e-cl'
 br=cordonE2E4
 subnet=10.213.246.0/24
 T=$(mktemp -d /tmp/cordon-cltest.XXXXXX)
@@ -160,7 +153,6 @@ step "cordon net up (policies alpha, beta)"
 	--proxy-arg=--resolver=127.0.0.1:"$dns_port" \
 	--proxy-arg=--allow-address=127.0.0.2 >"$T/up.txt" 2>&1 ||
 	fail "net up: $(cat "$T/up.txt")"
-plog="$T/state/net-$br/proxy.log"
 echo "ok: $(grep -c . "$T/up.txt") lines from net up"
 
 # The job (bash): every client, with no proxy variable, one ROW line each.
@@ -322,7 +314,7 @@ echo "ok: the upstream resolver's log holds only allowed names"
 step "5. a proxy-mode session and a warm proxy-mode run resolve and fetch the same way"
 "$cordon" serve --socket "$T/serve.sock" --pool 1 >"$T/serve.log" 2>&1 &
 spid=$!
-pids+=($spid)
+pids+=("$spid")
 sreq() { local o=$1; shift; curl -s -o "$o" -w '%{http_code}' --max-time 120 --unix-socket "$T/serve.sock" "$@"; }
 for _ in $(seq 100); do [ "$(sreq "$T/h" http://cordon/v1/health 2>/dev/null)" = 200 ] && break; sleep 0.1; done
 [ "$(sreq "$T/h" http://cordon/v1/health)" = 200 ] || fail "cordon serve did not answer: $(cat "$T/serve.log")"

@@ -44,32 +44,25 @@
 # unless that runtime really runs that network stack (runsc's own netstack,
 # --network=sandbox, or the host kernel's, --network=host): the suites run
 # once per stack (tests/netsetup/meson.build).
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
+. "$CORDON_SOURCE_ROOT/tests/lib/e2e.sh" || exit 1
 step() { echo "--- $(date +%T) $*"; }
 
-cordon="$CORDON_BUILD_ROOT/cordon"
 here="$CORDON_SOURCE_ROOT/tests/netsetup"
 [ "$(id -u)" = 0 ] || missing "must run as root (iptables, docker networks)"
 for t in iptables ip python3; do
 	command -v "$t" >/dev/null || missing "no $t"
 done
-docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
+e2e_need_docker /usr/bin/docker
 . "$CORDON_SOURCE_ROOT/tests/netsetup/teardown.sh"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
 rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
 drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
 want_stack=${CORDON_E2E_STACK:-}
 . "$here/stack.sh"
 check_stack
-img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$img" ] || missing "no pinned sandbox image"
+e2e_need_image
+img=$id
 
-net=cordon-e2e-eg
+net='cordon-e2e-eg'
 br=cordonE2E1
 subnet=10.213.249.0/24
 T=$(mktemp -d /tmp/cordon-egtest.XXXXXX)
@@ -403,7 +396,7 @@ echo "ok: bash got the run's proxy credential and reached a.example.com through 
 step "9. a proxy-mode session (cordon serve): one proxy identity across calls, each result has the session's egress so far, the credential ends with the session"
 "$cordon" serve --socket "$T/serve.sock" --pool 1 >"$T/serve.log" 2>&1 &
 spid=$!
-pids+=($spid)
+pids+=("$spid")
 # sreq OUT CURL-ARGS...: HTTP over the service's socket; prints the status.
 sreq() { local o=$1; shift; curl -s -o "$o" -w '%{http_code}' --max-time 120 --unix-socket "$T/serve.sock" "$@"; }
 for _ in $(seq 100); do [ "$(sreq "$T/h" http://cordon/v1/health 2>/dev/null)" = 200 ] && break; sleep 0.1; done

@@ -15,29 +15,21 @@
 #  4. an SNI-mismatch attempt from inside appears in the run's egress report
 #     (made first: the report keeps one reason per host, port and decision).
 # Fails (never skips) when something is missing, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
+. "$CORDON_SOURCE_ROOT/tests/lib/e2e.sh" || exit 1
 step() { echo "--- $(date +%T) $*"; }
 
-cordon="$CORDON_BUILD_ROOT/cordon"
 here="$CORDON_SOURCE_ROOT/tests/netsetup"
 [ "$(id -u)" = 0 ] || missing "must run as root (iptables, docker networks)"
 for t in iptables ip python3 openssl; do
 	command -v "$t" >/dev/null || missing "no $t"
 done
-docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
+e2e_need_docker /usr/bin/docker
 . "$CORDON_SOURCE_ROOT/tests/netsetup/teardown.sh"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-egress"' ||
-	missing "runtime cordon-egress is not registered with dockerd"
-img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$img" ] || missing "no pinned sandbox image"
+e2e_need_runtime cordon-egress
+e2e_need_image
+img=$id
 
-net=cordon-e2e-in
+net='cordon-e2e-in'
 br=cordonE2E3
 subnet=10.213.247.0/24
 secret="Bearer e2e-$(python3 -I -c 'import secrets; print(secrets.token_hex(12))')"

@@ -27,37 +27,30 @@
 # unless that runtime really runs that network stack (runsc's own netstack,
 # --network=sandbox, or the host kernel's, --network=host): the suites run
 # once per stack (tests/netsetup/meson.build).
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
+. "$CORDON_SOURCE_ROOT/tests/lib/e2e.sh" || exit 1
 step() { echo "--- $(date +%T) $*"; }
 
-cordon="$CORDON_BUILD_ROOT/cordon"
 proxy="$CORDON_BUILD_ROOT/proxy/cordon-proxy"
 here="$CORDON_SOURCE_ROOT/tests/netsetup"
 [ "$(id -u)" = 0 ] || missing "must run as root (iptables, docker networks)"
 for t in iptables ip6tables ip nsenter python3; do
 	command -v "$t" >/dev/null || missing "no $t"
 done
-docker=$(command -v /usr/bin/docker || command -v docker) || missing "no docker CLI"
+e2e_need_docker /usr/bin/docker
 . "$CORDON_SOURCE_ROOT/tests/netsetup/teardown.sh"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
 rt=${CORDON_E2E_EGRESS_RUNTIME:-cordon-egress}
 drt=${CORDON_E2E_DEBUG_EGRESS_RUNTIME:-cordon-debug-egress}
 want_stack=${CORDON_E2E_STACK:-}
 . "$here/stack.sh"
 check_stack
-img=$("$cordon" image show 2>/dev/null | sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$img" ] || missing "no pinned sandbox image"
+e2e_need_image
+img=$id
 [ -x "$proxy" ] || missing "no cordon-proxy at $proxy"
 "$proxy" --check --listen 127.0.0.1:0 \
 	--allowlist "$CORDON_SOURCE_ROOT/examples/allowlists/default.list" >/dev/null 2>&1 ||
 	fail "cordon-proxy --check fails on the shipped default allowlist"
 
-net=cordon-e2e-ns
+net='cordon-e2e-ns'
 br=cordonE2E0
 subnet=10.213.250.0/24
 gw=10.213.250.1

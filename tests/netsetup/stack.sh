@@ -3,6 +3,7 @@
 # ($want_stack: netstack, host or empty for "whatever it is"). Needs
 # $docker, fail and missing.
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # docker and rt are the sourcing suite's
 
 # stack_of_args "ARGS...": netstack, host or none, as runsc reads --network
 # (its default is sandbox, runsc's own netstack).

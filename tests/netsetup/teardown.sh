@@ -2,6 +2,7 @@
 # net): net_teardown, their cleanup's part that takes the network down.
 # Needs $docker, $cordon, $net, $br and $T (state dir $T/state).
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # docker, cordon, net and br are the sourcing suite's
 
 # net_teardown: removes what is still attached to $net, runs `net down`
 # (its error printed), then stops a supervisor or proxy it left running.

@@ -19,25 +19,17 @@
 #include "common/util.h"
 #include "proxy/accesslog.h"
 #include "proxy/config.h"
+#include "tmpdir.h"
 
-static char dir[64], path[128];
+static char path[128];
 
 static int
 setup(void **state)
 {
-	(void)state;
-	strcpy(dir, "/tmp/cordon-test-accesslog.XXXXXX");
-	if (mkdtemp(dir) == NULL)
+	if (tmpdir_setup(state) != 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/access.log", dir);
+	snprintf(path, sizeof(path), "%s/access.log", tmpdir);
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return util_rm_rf(dir);
 }
 
 static void
@@ -262,5 +254,5 @@ main(void)
 		cmocka_unit_test(test_set_rotate_refusals),
 		cmocka_unit_test(test_options),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

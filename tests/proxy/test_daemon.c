@@ -21,7 +21,6 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -74,17 +73,6 @@ echo_roundtrip(int fd, const char *msg)
 	assert_memory_equal(buf, msg, n);
 }
 
-static char *
-authority(const char *host, uint16_t port)
-{
-	static char buf[4][300];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
-	return buf[i];
-}
-
 static void
 stop_ok(struct px *p)
 {
@@ -103,7 +91,7 @@ connect_echo(const char *const *extra)
 	char c;
 
 	assert_int_equal(px_start(&p, NULL, extra), 0);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(fd, "hello through the tunnel");
@@ -128,7 +116,7 @@ connect_echo(const char *const *extra)
 	/* Half-close before a single byte: the SNI check's reader is the one
 	 * that reads the end, and the FIN still reaches the echo server,
 	 * which closes (a lost FIN would leave recv to time out). */
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	assert_int_equal(shutdown(fd, SHUT_WR), 0);
@@ -173,12 +161,12 @@ test_access_log(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(fd, "0123456789");
 	close(fd);
-	expect_connect_refused(&p, authority("denied.cordon-test.net",
+	expect_connect_refused(&p, px_auth("denied.cordon-test.net",
 	    fx_echo_port()), 403, "denied-by-entry");
 	assert_int_equal(kill(p.pid, SIGTERM), 0);
 	assert_int_equal(px_wait_exit(&p, 10000), 0);
@@ -207,12 +195,12 @@ test_not_allowlisted(void **state)
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
 	before = fx_queries("x.other-test.net");
-	expect_connect_refused(&p, authority("x.other-test.net",
+	expect_connect_refused(&p, px_auth("x.other-test.net",
 	    fx_echo_port()), 403, "not-on-policy default");
 	/* Wrong port for an allowed name. */
-	expect_connect_refused(&p, authority("echo.cordon-test.net", 443),
+	expect_connect_refused(&p, px_auth("echo.cordon-test.net", 443),
 	    403, "port-not-allowed");
-	expect_connect_refused(&p, authority("denied.cordon-test.net",
+	expect_connect_refused(&p, px_auth("denied.cordon-test.net",
 	    fx_echo_port()), 403, "denied-by-entry");
 	/* The allowlist is checked before any lookup. */
 	assert_int_equal(fx_queries("x.other-test.net"), before);
@@ -247,19 +235,19 @@ test_internal_answers(void **state)
 	/* 127.0.0.1 is where the proxy listens, ::1 is lo's: both are the
 	 * proxy's own (more local addresses: test_self.c); 127.0.0.9 is
 	 * loopback but no interface's address. */
-	expect_connect_refused(&p, authority("loop1.cordon-test.net",
+	expect_connect_refused(&p, px_auth("loop1.cordon-test.net",
 	    fx_echo_port()), 403, "address-self");
-	expect_connect_refused(&p, authority("loop9.cordon-test.net",
+	expect_connect_refused(&p, px_auth("loop9.cordon-test.net",
 	    fx_echo_port()), 403, "address-loopback");
-	expect_connect_refused(&p, authority("meta.cordon-test.net",
+	expect_connect_refused(&p, px_auth("meta.cordon-test.net",
 	    fx_echo_port()), 403, "address-metadata");
-	expect_connect_refused(&p, authority("priv.cordon-test.net",
+	expect_connect_refused(&p, px_auth("priv.cordon-test.net",
 	    fx_echo_port()), 403, "address-private");
-	expect_connect_refused(&p, authority("v6loop.cordon-test.net",
+	expect_connect_refused(&p, px_auth("v6loop.cordon-test.net",
 	    fx_echo_port()), 403, local_has_v6_loopback() ? "address-self" :
 	    "address-loopback");
 	/* Several answers, all blocked: the first one's reason. */
-	expect_connect_refused(&p, authority("allbad.cordon-test.net",
+	expect_connect_refused(&p, px_auth("allbad.cordon-test.net",
 	    fx_echo_port()), 403, "address-private");
 	stop_ok(&p);
 }
@@ -283,7 +271,7 @@ test_ip_literals(void **state)
 	for (size_t i = 0; i < sizeof(lits) / sizeof(lits[0]); i++) {
 		char req[512];
 
-		expect_connect_refused(&p, authority(lits[i], 80), 403, NULL);
+		expect_connect_refused(&p, px_auth(lits[i], 80), 403, NULL);
 		assert_non_null(strstr(head, "X-Cordon-Error: address-"));
 		snprintf(req, sizeof(req), "GET http://%s/ HTTP/1.1\r\n"
 		    "Host: %s\r\n\r\n", lits[i], lits[i]);
@@ -327,7 +315,7 @@ test_bad_ports(void **state)
 	assert_int_equal(raw_request(&p, req), 400);
 	assert_true(head_has(head, "X-Cordon-Error", "bad-port"));
 	assert_int_equal(fx_queries(NULL), before);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	close(fd);
@@ -348,7 +336,7 @@ test_internal_names(void **state)
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
 	before = fx_queries(NULL);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		expect_connect_refused(&p, authority(names[i], 80), 403,
+		expect_connect_refused(&p, px_auth(names[i], 80), 403,
 		    "internal-name");
 	assert_int_equal(fx_queries(NULL), before);
 	stop_ok(&p);
@@ -368,14 +356,14 @@ test_rebinding(void **state)
 	assert_int_equal(fx_queries_a("rebind.cordon-test.net"), 0);
 	/* First lookup answers 127.0.0.2 (excepted): the tunnel must reach
 	 * the echo server there, after exactly one A query. */
-	fd = px_connect(&p, authority("rebind.cordon-test.net",
+	fd = px_connect(&p, px_auth("rebind.cordon-test.net",
 	    fx_echo_port()), &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(fd, "rebind-proof");
 	assert_int_equal(fx_queries_a("rebind.cordon-test.net"), 1);
 	close(fd);
 	/* Every later lookup answers the metadata address: refused. */
-	expect_connect_refused(&p, authority("rebind.cordon-test.net",
+	expect_connect_refused(&p, px_auth("rebind.cordon-test.net",
 	    fx_echo_port()), 403, "address-metadata");
 	assert_int_equal(fx_queries_a("rebind.cordon-test.net"), 2);
 	stop_ok(&p);
@@ -393,11 +381,11 @@ test_dns_cache(void **state)
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
 	for (unsigned i = 1; i <= 3; i++) {
-		expect_connect_refused(&p, authority(
+		expect_connect_refused(&p, px_auth(
 		    "cachedpriv.cordon-test.net", fx_echo_port()), 403,
 		    "address-private");
 		assert_int_equal(fx_queries_a("cachedpriv.cordon-test.net"), 1);
-		fd = px_connect(&p, authority("cached.cordon-test.net",
+		fd = px_connect(&p, px_auth("cached.cordon-test.net",
 		    fx_echo_port()), &st, head, sizeof(head));
 		assert_int_equal(st, 200);
 		echo_roundtrip(fd, "from the cache");
@@ -415,7 +403,7 @@ test_mixed_answers(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	fd = px_connect(&p, authority("mixed.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("mixed.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(fd, "the permitted answer");
@@ -431,10 +419,10 @@ test_dns_failures(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	expect_connect_refused(&p, authority("nx.cordon-test.net",
+	expect_connect_refused(&p, px_auth("nx.cordon-test.net",
 	    fx_echo_port()), 502, "dns-nxdomain");
 	t0 = time_mono_ms();
-	expect_connect_refused(&p, authority("slow.cordon-test.net",
+	expect_connect_refused(&p, px_auth("slow.cordon-test.net",
 	    fx_echo_port()), 502, "dns-timeout");
 	/* --dns-timeout 0.8 bounds the whole lookup. */
 	assert_true(time_mono_ms() - t0 >= 700);
@@ -449,7 +437,7 @@ test_upstream_refused(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	expect_connect_refused(&p, authority("refused.cordon-test.net",
+	expect_connect_refused(&p, px_auth("refused.cordon-test.net",
 	    fx_closed_port()), 502, "upstream-refused");
 	stop_ok(&p);
 }
@@ -577,7 +565,7 @@ test_user_drop(void **state)
 	assert_int_equal(waitpid(k, &wst, 0), k);
 	unlink(secret);
 	assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(fd, "as nobody");
@@ -767,7 +755,7 @@ test_max_connections(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, extra), 0);
-	a = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	a = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	b = cli_connect(p.port);
@@ -784,7 +772,7 @@ test_max_connections(void **state)
 	close(b);
 	close(a);
 	for (int i = 0; i < 50; i++) {
-		int c = px_connect(&p, authority("echo.cordon-test.net",
+		int c = px_connect(&p, px_auth("echo.cordon-test.net",
 		    fx_echo_port()), &st, head, sizeof(head));
 		if (c >= 0) {
 			echo_roundtrip(c, "room again");
@@ -809,7 +797,7 @@ test_garbage_isolation(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	good = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	good = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	for (size_t i = 0; i < sizeof(junk); i++)
@@ -854,7 +842,7 @@ test_sighup_reload(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	expect_connect_refused(&p, authority("x.other-test.net",
+	expect_connect_refused(&p, px_auth("x.other-test.net",
 	    fx_echo_port()), 403, "not-on-policy default");
 	/* A good file: the new host works. */
 	snprintf(text, sizeof(text), "%sx.other-test.net:%u raw\n",
@@ -863,7 +851,7 @@ test_sighup_reload(void **state)
 	mark = p.errlen;
 	assert_int_equal(kill(p.pid, SIGHUP), 0);
 	assert_true(px_wait_err(&p, mark, "reload ok", 10000));
-	fd = px_connect(&p, authority("x.other-test.net", fx_echo_port()), &st,
+	fd = px_connect(&p, px_auth("x.other-test.net", fx_echo_port()), &st,
 	    head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(fd, "newly allowed");
@@ -876,11 +864,11 @@ test_sighup_reload(void **state)
 	    10000));
 	snprintf(text, sizeof(text), "%s:2:", p.allowlist);
 	assert_non_null(strstr(p.err + mark, text));
-	fd = px_connect(&p, authority("x.other-test.net", fx_echo_port()), &st,
+	fd = px_connect(&p, px_auth("x.other-test.net", fx_echo_port()), &st,
 	    head, sizeof(head));
 	assert_int_equal(st, 200);
 	close(fd);
-	expect_connect_refused(&p, authority("denied.cordon-test.net",
+	expect_connect_refused(&p, px_auth("denied.cordon-test.net",
 	    fx_echo_port()), 403, "denied-by-entry");
 	stop_ok(&p);
 }
@@ -894,7 +882,7 @@ test_sigterm_drain(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	mark = p.errlen;
@@ -919,7 +907,7 @@ test_sigterm_grace(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, extra), 0);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	assert_int_equal(kill(p.pid, SIGTERM), 0);
@@ -943,13 +931,13 @@ test_metrics(void **state)
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, extra), 0);
 	assert_true(p.metrics_port != 0);
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
-	expect_connect_refused(&p, authority("meta.cordon-test.net",
+	expect_connect_refused(&p, px_auth("meta.cordon-test.net",
 	    fx_echo_port()), 403, "address-metadata");
 	/* The metrics listener is one of the proxy's own addresses. */
-	expect_connect_refused(&p, authority("127.0.0.1", p.metrics_port), 403,
+	expect_connect_refused(&p, px_auth("127.0.0.1", p.metrics_port), 403,
 	    "address-self");
 	int m = cli_connect(p.metrics_port);
 	assert_true(m >= 0);
@@ -1058,7 +1046,7 @@ many_tunnels(const char *relay)
 	free(saved);
 	assert_int_equal(st, 0);
 	/* Warm up (resolver, first buffers) before the baseline. */
-	int w = px_connect(&p, authority("echo.cordon-test.net",
+	int w = px_connect(&p, px_auth("echo.cordon-test.net",
 	    fx_echo_port()), &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(w, "warm");
@@ -1123,7 +1111,7 @@ many_tunnels(const char *relay)
 	    rss0, rss1, (double)(rss1 - rss0) / MANY);
 	assert_true(rss1 - rss0 < 64 * 1024);
 	/* Still serving. */
-	w = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	w = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	echo_roundtrip(w, "still responsive");
@@ -1147,69 +1135,48 @@ test_many_tunnels_buffered(void **state)
 	many_tunnels("--no-splice");
 }
 
-static int
-group_setup(void **state)
-{
-	struct rlimit rl;
-
-	(void)state;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return fx_start();
-}
-
-static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_connect_echo, test_teardown),
+		cmocka_unit_test_teardown(test_connect_echo, fx_test_teardown),
 		cmocka_unit_test_teardown(test_connect_echo_buffered,
-		    test_teardown),
-		cmocka_unit_test_teardown(test_access_log, test_teardown),
-		cmocka_unit_test_teardown(test_not_allowlisted, test_teardown),
-		cmocka_unit_test_teardown(test_internal_answers, test_teardown),
-		cmocka_unit_test_teardown(test_ip_literals, test_teardown),
-		cmocka_unit_test_teardown(test_bad_ports, test_teardown),
-		cmocka_unit_test_teardown(test_internal_names, test_teardown),
-		cmocka_unit_test_teardown(test_rebinding, test_teardown),
-		cmocka_unit_test_teardown(test_dns_cache, test_teardown),
-		cmocka_unit_test_teardown(test_mixed_answers, test_teardown),
-		cmocka_unit_test_teardown(test_dns_failures, test_teardown),
-		cmocka_unit_test_teardown(test_upstream_refused, test_teardown),
-		cmocka_unit_test_teardown(test_connect_timeout, test_teardown),
-		cmocka_unit_test_teardown(test_user_drop, test_teardown),
-		cmocka_unit_test_teardown(test_http_keepalive, test_teardown),
-		cmocka_unit_test_teardown(test_http_post, test_teardown),
-		cmocka_unit_test_teardown(test_http_errors, test_teardown),
-		cmocka_unit_test_teardown(test_slowloris, test_teardown),
-		cmocka_unit_test_teardown(test_max_connections, test_teardown),
-		cmocka_unit_test_teardown(test_garbage_isolation, test_teardown),
-		cmocka_unit_test_teardown(test_sighup_reload, test_teardown),
-		cmocka_unit_test_teardown(test_sigterm_drain, test_teardown),
-		cmocka_unit_test_teardown(test_sigterm_grace, test_teardown),
-		cmocka_unit_test_teardown(test_metrics, test_teardown),
-		cmocka_unit_test_teardown(test_check_mode, test_teardown),
-		cmocka_unit_test_teardown(test_many_tunnels, test_teardown),
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_access_log, fx_test_teardown),
+		cmocka_unit_test_teardown(test_not_allowlisted,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_internal_answers,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_ip_literals, fx_test_teardown),
+		cmocka_unit_test_teardown(test_bad_ports, fx_test_teardown),
+		cmocka_unit_test_teardown(test_internal_names,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_rebinding, fx_test_teardown),
+		cmocka_unit_test_teardown(test_dns_cache, fx_test_teardown),
+		cmocka_unit_test_teardown(test_mixed_answers, fx_test_teardown),
+		cmocka_unit_test_teardown(test_dns_failures, fx_test_teardown),
+		cmocka_unit_test_teardown(test_upstream_refused,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_connect_timeout,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_user_drop, fx_test_teardown),
+		cmocka_unit_test_teardown(test_http_keepalive,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_http_post, fx_test_teardown),
+		cmocka_unit_test_teardown(test_http_errors, fx_test_teardown),
+		cmocka_unit_test_teardown(test_slowloris, fx_test_teardown),
+		cmocka_unit_test_teardown(test_max_connections,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_garbage_isolation,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_sighup_reload, fx_test_teardown),
+		cmocka_unit_test_teardown(test_sigterm_drain, fx_test_teardown),
+		cmocka_unit_test_teardown(test_sigterm_grace, fx_test_teardown),
+		cmocka_unit_test_teardown(test_metrics, fx_test_teardown),
+		cmocka_unit_test_teardown(test_check_mode, fx_test_teardown),
+		cmocka_unit_test_teardown(test_many_tunnels, fx_test_teardown),
 		cmocka_unit_test_teardown(test_many_tunnels_buffered,
-		    test_teardown),
+		    fx_test_teardown),
 	};
 
 	/* e.g. CORDON_TEST_FILTER=test_many_tunnels for one test; a filter
@@ -1227,5 +1194,6 @@ main(void)
 		}
 		cmocka_set_test_filter(filter);
 	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup_nofile,
+	    fx_group_teardown);
 }

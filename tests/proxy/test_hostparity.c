@@ -228,22 +228,6 @@ test_same_answer(void **state)
 	(void)util_rm_rf(dir);
 }
 
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return fx_start();
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -251,5 +235,5 @@ main(void)
 		cmocka_unit_test(test_same_answer),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup, fx_group_teardown);
 }

@@ -703,14 +703,6 @@ group_setup(void **state)
 }
 
 static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
 group_teardown(void **state)
 {
 	(void)state;
@@ -723,7 +715,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-#define T(f) cmocka_unit_test_teardown(f, test_teardown)
+#define T(f) cmocka_unit_test_teardown(f, fx_test_teardown)
 		T(test_allowed_injected_keepalive),
 		T(test_refused_inside),
 		T(test_sni_mismatch),

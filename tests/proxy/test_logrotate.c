@@ -218,37 +218,14 @@ test_outside_rotation_under_load(void **state)
 	assert_int_equal(px_stop(&p), 0);
 }
 
-static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return fx_start();
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_size_rotation_under_load,
-		    test_teardown),
+		    fx_test_teardown),
 		cmocka_unit_test_teardown(test_outside_rotation_under_load,
-		    test_teardown),
+		    fx_test_teardown),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup, fx_group_teardown);
 }

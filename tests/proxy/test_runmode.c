@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -36,6 +35,7 @@
 #include "dns_util.h"
 #include "hello_util.h"
 #include "proxy_fixture.h"
+#include "result.h"
 
 #define TOK_A	"aaaaaaaaaaaaaaaa0123456789abcdef0123456789abcdef0123456789abcdef"
 #define TOK_B	"bbbbbbbbbbbbbbbb0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -342,17 +342,6 @@ cli_from(const struct rm *r, const char *src)
 	return fd;
 }
 
-static char *
-auth(const char *host, uint16_t port)
-{
-	static char buf[4][300];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
-	return buf[i];
-}
-
 /* CONNECT authority from src with the header line hdr; the status. On
  * 200 with fdout, the tunnel is left open in *fdout. */
 static int
@@ -395,7 +384,7 @@ echo_ok(const struct rm *r, const char *src, const char *hdr)
 {
 	char buf[16];
 	int fd = -1;
-	int st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+	int st = rconnect(r, src, hdr, px_auth("echo.cordon-test.net",
 	    fx_echo_port()), &fd);
 
 	if (st != 200)
@@ -454,9 +443,10 @@ test_run_policies(void **state)
 	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
 	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
 	echo_ok(r, "127.0.0.1", A);
-	refused(r, "127.0.0.1", A, auth("web.cordon-test.net", fx_echo_port()),
-	    403, "not-on-policy pypi");
-	refused(r, "127.0.0.1", B, auth("echo.cordon-test.net",
+	refused(r, "127.0.0.1", A,
+	    px_auth("web.cordon-test.net", fx_echo_port()), 403,
+	    "not-on-policy pypi");
+	refused(r, "127.0.0.1", B, px_auth("echo.cordon-test.net",
 	    fx_echo_port()), 403, "not-on-policy npm");
 	/* B's host over plain HTTP; the credential is not forwarded. */
 	fd = cli_from(r, "127.0.0.1");
@@ -508,7 +498,7 @@ test_run_credentials(void **state)
 	static const char *const extra[] = { "--log-level", "debug", NULL };
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char bad[512];
 	cJSON *j;
@@ -576,7 +566,7 @@ test_run_limits(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B), *C = auth_line("run-c", TOK_X);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	static char buf[4096];
 	struct rm *r = &R;
 	cJSON *j, *e;
@@ -640,7 +630,7 @@ test_run_report(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char want[2048], *got;
 	cJSON *j;
@@ -650,9 +640,9 @@ test_run_report(void **state)
 	rm_start(r, NULL);
 	reg_ok(r, "run-a", "127.0.0.1", "pypi", TOK_A, "");
 	reg_ok(r, "run-b", "127.0.0.1", "npm", TOK_B, "");
-	refused(r, "127.0.0.1", A, auth("x.other-test.net", fx_echo_port()),
+	refused(r, "127.0.0.1", A, px_auth("x.other-test.net", fx_echo_port()),
 	    403, "not-on-policy pypi");
-	refused(r, "127.0.0.1", A, auth("denied.cordon-test.net", 443), 403,
+	refused(r, "127.0.0.1", A, px_auth("denied.cordon-test.net", 443), 403,
 	    "not-on-policy pypi");
 	echo_ok(r, "127.0.0.1", A);
 	refused(r, "127.0.0.1", B, echo, 403, "not-on-policy npm");
@@ -713,7 +703,7 @@ test_run_sni(void **state)
 	static uint8_t hello[HELLO_CAP], back[HELLO_CAP];
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char want[2048], *got;
 	size_t bad, good;
@@ -826,7 +816,7 @@ test_run_fairness(void **state)
 			close(idle[i]);
 	sleep_ms(300);
 	/* A's own refusals before a credential. */
-	refused(r, "127.0.0.3", "", auth("echo.cordon-test.net",
+	refused(r, "127.0.0.3", "", px_auth("echo.cordon-test.net",
 	    fx_echo_port()), 407, "credential-missing");
 	refused(r, "127.0.0.3", A, "bad_host.example:443", 400, "bad-host");
 	{
@@ -914,7 +904,7 @@ echo_within(const struct rm *r, const char *src, const char *hdr, int ms)
 	int fd = -1, st;
 
 	for (;;) {
-		st = rconnect(r, src, hdr, auth("echo.cordon-test.net",
+		st = rconnect(r, src, hdr, px_auth("echo.cordon-test.net",
 		    fx_echo_port()), &fd);
 		if (st == 200 && cli_send(fd, "0123456789") == 0 &&
 		    cli_read_n(fd, buf, 10) == 0 && memcmp(buf, "0123456789",
@@ -1031,7 +1021,7 @@ test_run_reload(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A), *B = auth_line("run-b",
 	    TOK_B);
-	const char *web = auth("web.cordon-test.net", fx_echo_port());
+	const char *web = px_auth("web.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char text[256];
 	size_t mark;
@@ -1147,31 +1137,11 @@ rdig(uint16_t port, const char *src, const char *name, const char *type)
 	return dig_run(port, args);
 }
 
-/* The report entry of run report j for host with via (and reason, when
- * not NULL), or NULL. */
-static const cJSON *
-entry_by(const cJSON *j, const char *host, const char *via,
-    const char *reason)
-{
-	const cJSON *e;
-
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
-		const cJSON *h = cJSON_GetObjectItem(e, "host");
-		const cJSON *v = cJSON_GetObjectItem(e, "via");
-		const cJSON *w = cJSON_GetObjectItem(e, "reason");
-		if (cJSON_IsString(h) && strcmp(h->valuestring, host) == 0 &&
-		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0 &&
-		    (reason == NULL || (cJSON_IsString(w) &&
-		    strcmp(w->valuestring, reason) == 0)))
-			return e;
-	}
-	return NULL;
-}
-
+/* The report entry of run report j for host with via, or NULL. */
 static const cJSON *
 entry_of(const cJSON *j, const char *host, const char *via)
 {
-	return entry_by(j, host, via, NULL);
+	return result_egress_entry(j, host, via, NULL);
 }
 
 /* n A queries for name from 127.0.0.1 sent at once; the answers that
@@ -1352,23 +1322,25 @@ test_run_dns(void **state)
 	assert_string_equal(cJSON_GetObjectItem(e, "reason")->valuestring,
 	    "not-on-policy pypi");
 	/* The burst: one entry per name and outcome, counted. */
-	e = entry_by(j, "x.other-test.net", "dns", "not-on-policy pypi");
+	e = result_egress_entry(j, "x.other-test.net", "dns",
+	    "not-on-policy pypi");
 	assert_non_null(e);
 	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
 	    (int)(answers400 - limited));
-	e = entry_by(j, "x.other-test.net", "dns", "dns-rate-limit");
+	e = result_egress_entry(j, "x.other-test.net", "dns", "dns-rate-limit");
 	assert_non_null(e);
 	assert_int_equal(cJSON_GetObjectItem(e, "count")->valueint,
 	    (int)limited);
-	assert_non_null(entry_by(j, "slow.cordon-test.net", "dns",
+	assert_non_null(result_egress_entry(j, "slow.cordon-test.net", "dns",
 	    "resolver-busy"));
 	cJSON_Delete(j);
 	/* Unregistered: its address has no run any more. */
 	t = rdig(dp, "127.0.0.1", "echo.cordon-test.net", "A");
 	dig_check(t, "status: REFUSED", true);
 	j = ctl_report(r, "unregister", "run-b");
-	assert_non_null(entry_by(j, "web.cordon-test.net", "dns", "allowed"));
-	assert_non_null(entry_by(j, "echo.cordon-test.net", "dns",
+	assert_non_null(result_egress_entry(j, "web.cordon-test.net", "dns",
+	    "allowed"));
+	assert_non_null(result_egress_entry(j, "echo.cordon-test.net", "dns",
 	    "not-on-policy npm"));
 	cJSON_Delete(j);
 	/* Refusals over the rate: logged once per stretch, not each. */
@@ -1388,19 +1360,6 @@ test_run_dns(void **state)
 	}
 }
 
-static int
-group_setup(void **state)
-{
-	struct rlimit rl;
-
-	(void)state;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	return fx_start();
-}
-
 /* The policy op: a live run's policy changed while a tunnel is open. The
  * tunnel the new policy denies is closed and named in the answer, the
  * next CONNECT is judged under the new policy at once, a tunnel both
@@ -1409,8 +1368,8 @@ static void
 test_run_policy_change(void **state)
 {
 	const char *A = auth_line("run-a", TOK_A);
-	const char *echo = auth("echo.cordon-test.net", fx_echo_port());
-	const char *web = auth("web.cordon-test.net", fx_echo_port());
+	const char *echo = px_auth("echo.cordon-test.net", fx_echo_port());
+	const char *web = px_auth("web.cordon-test.net", fx_echo_port());
 	struct rm *r = &R;
 	char want[512], buf[8], *log;
 	const char *a;
@@ -1471,14 +1430,6 @@ test_teardown(void **state)
 	return 0;
 }
 
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -1491,19 +1442,18 @@ main(void)
 		    test_teardown),
 		cmocka_unit_test_teardown(test_run_sni, test_teardown),
 		cmocka_unit_test_teardown(test_run_fairness, test_teardown),
-		cmocka_unit_test_teardown(test_run_child_killed,
-		    test_teardown),
+		cmocka_unit_test_teardown(test_run_child_killed, test_teardown),
 		cmocka_unit_test_teardown(test_run_parent_killed,
 		    test_teardown),
 		cmocka_unit_test_teardown(test_run_reload, test_teardown),
 		cmocka_unit_test_teardown(test_run_control, test_teardown),
-		cmocka_unit_test_teardown(test_run_control_path,
-		    test_teardown),
+		cmocka_unit_test_teardown(test_run_control_path, test_teardown),
 		cmocka_unit_test_teardown(test_run_dns, test_teardown),
 	};
 	const char *filter = getenv("CORDON_TEST_FILTER");
 
 	if (filter != NULL)
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup_nofile,
+	    fx_group_teardown);
 }

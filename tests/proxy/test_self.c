@@ -57,17 +57,6 @@ ip(const char *a0, ...)
 	return code;
 }
 
-static const char *
-authority(const char *host, uint16_t port)
-{
-	static char buf[4][300];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
-	return buf[i];
-}
-
 /* CONNECT through p; the status, and the reason in *why ("" if none). */
 static int
 try_connect(struct px *p, const char *authority, char *why, size_t whylen)
@@ -106,7 +95,7 @@ wait_refused(struct px *p, const char *host, const char *reason,
 	int st = 0;
 
 	while (time_mono_ms() - t0 < timeout_ms) {
-		st = try_connect(p, authority(host, fx_echo_port()), why,
+		st = try_connect(p, px_auth(host, fx_echo_port()), why,
 		    sizeof(why));
 		if (st == 403 && strcmp(why, reason) == 0)
 			return (long)(time_mono_ms() - t0);
@@ -129,18 +118,18 @@ test_local_addresses(void **state)
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
 	/* The hole this closes: a public address of the host itself. */
-	expect_refused(&p, authority("hostpub.cordon-test.net",
+	expect_refused(&p, px_auth("hostpub.cordon-test.net",
 	    fx_echo_port()), "address-self");
-	expect_refused(&p, authority("hostpub6.cordon-test.net",
+	expect_refused(&p, px_auth("hostpub6.cordon-test.net",
 	    fx_echo_port()), "address-self");
-	expect_refused(&p, authority(PUB4, fx_echo_port()), "address-self");
-	expect_refused(&p, authority("[" PUB6 "]", fx_echo_port()),
+	expect_refused(&p, px_auth(PUB4, fx_echo_port()), "address-self");
+	expect_refused(&p, px_auth("[" PUB6 "]", fx_echo_port()),
 	    "address-self");
 	/* A loopback alias: the proxy's own first, not merely loopback. */
-	expect_refused(&p, authority("hostlo.cordon-test.net",
+	expect_refused(&p, px_auth("hostlo.cordon-test.net",
 	    fx_echo_port()), "address-self");
 	/* 127.0.0.2 is local now too, but --allow-address opens it. */
-	fd = px_connect(&p, authority("echo.cordon-test.net", fx_echo_port()),
+	fd = px_connect(&p, px_auth("echo.cordon-test.net", fx_echo_port()),
 	    &st, head, sizeof(head));
 	assert_int_equal(st, 200);
 	assert_int_equal(cli_send_n(fd, &c, 1), 0);
@@ -166,13 +155,13 @@ test_exception_opens_local(void **state)
 	(void)state;
 	snprintf(arg, sizeof(arg), PUB4 ":%u", fx_closed_port());
 	assert_int_equal(px_start(&p, NULL, extra), 0);
-	st = try_connect(&p, authority("hostpub.cordon-test.net",
+	st = try_connect(&p, px_auth("hostpub.cordon-test.net",
 	    fx_closed_port()), why, sizeof(why));
 	if (st != 502 || strcmp(why, "upstream-refused") != 0)
 		fail_msg("excepted local address: want 502 upstream-refused, "
 		    "got %d %s", st, why);
 	/* The exception names one port: the others stay the proxy's. */
-	expect_refused(&p, authority("hostpub.cordon-test.net",
+	expect_refused(&p, px_auth("hostpub.cordon-test.net",
 	    fx_echo_port()), "address-self");
 	assert_int_equal(px_stop(&p), 0);
 }
@@ -186,17 +175,17 @@ test_sighup_rereads(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, NULL), 0);
-	expect_refused(&p, authority("hostlate.cordon-test.net",
+	expect_refused(&p, px_auth("hostlate.cordon-test.net",
 	    fx_echo_port()), "address-loopback");
 	assert_int_equal(ip("addr", "add", "127.0.0.4/32", "dev", IFNAME,
 	    NULL), 0);
 	/* Not before a refresh (the default tick is 30 s away). */
-	expect_refused(&p, authority("hostlate.cordon-test.net",
+	expect_refused(&p, px_auth("hostlate.cordon-test.net",
 	    fx_echo_port()), "address-loopback");
 	from = p.errlen;
 	assert_int_equal(kill(p.pid, SIGHUP), 0);
 	assert_true(px_wait_err(&p, from, "local addresses: ", 5000));
-	expect_refused(&p, authority("hostlate.cordon-test.net",
+	expect_refused(&p, px_auth("hostlate.cordon-test.net",
 	    fx_echo_port()), "address-self");
 	assert_int_equal(px_stop(&p), 0);
 }
@@ -212,7 +201,7 @@ test_periodic_refresh(void **state)
 
 	(void)state;
 	assert_int_equal(px_start(&p, NULL, extra), 0);
-	expect_refused(&p, authority("hosttick.cordon-test.net",
+	expect_refused(&p, px_auth("hosttick.cordon-test.net",
 	    fx_echo_port()), "address-loopback");
 	assert_int_equal(ip("addr", "add", "127.0.0.5/32", "dev", IFNAME,
 	    NULL), 0);
@@ -255,14 +244,6 @@ group_setup(void **state)
 }
 
 static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
 group_teardown(void **state)
 {
 	(void)state;
@@ -275,20 +256,19 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_local_addresses, test_teardown),
+		cmocka_unit_test_teardown(test_local_addresses,
+		    fx_test_teardown),
 		cmocka_unit_test_teardown(test_exception_opens_local,
-		    test_teardown),
-		cmocka_unit_test_teardown(test_sighup_rereads, test_teardown),
-		cmocka_unit_test_teardown(test_periodic_refresh, test_teardown),
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_sighup_rereads,
+		    fx_test_teardown),
+		cmocka_unit_test_teardown(test_periodic_refresh,
+		    fx_test_teardown),
 	};
-	const char *e2e = getenv("CORDON_E2E");
+	int rc = fx_need_root("proxy_self",
+	    "it adds addresses to an interface of its own");
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "proxy_self needs root (it adds addresses to "
-		    "an interface of its own)%s\n", e2e != NULL &&
-		    strcmp(e2e, "skip") == 0 ? ": skipped (CORDON_E2E=skip)" :
-		    "");
-		return e2e != NULL && strcmp(e2e, "skip") == 0 ? 77 : 1;
-	}
+	if (rc != 0)
+		return rc;
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

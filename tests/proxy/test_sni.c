@@ -34,17 +34,6 @@
 static char head[8192];
 static uint8_t hello[HELLO_CAP];
 
-static char *
-authority(const char *host, uint16_t port)
-{
-	static char buf[4][300];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s:%u", host, port);
-	return buf[i];
-}
-
 static void
 sleep_ms(int ms)
 {
@@ -56,7 +45,7 @@ sleep_ms(int ms)
 static int
 tunnel(struct px *p, const char *host, uint16_t port)
 {
-	int st, fd = px_connect(p, authority(host, port), &st, head,
+	int st, fd = px_connect(p, px_auth(host, port), &st, head,
 	    sizeof(head));
 
 	if (fd < 0)
@@ -317,7 +306,7 @@ test_sni_pipelined(void **state)
 	assert_int_equal(px_start(&p, px_tls_allowlist(), NULL), 0);
 	n = hello_load("hello-python-pypi.bin", hello, sizeof(hello));
 	h = (size_t)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
-	    authority("sink.cordon-test.net", fx_sink_port()));
+	    px_auth("sink.cordon-test.net", fx_sink_port()));
 	memcpy(req + h, hello, n);
 	fd = cli_connect(p.port);
 	assert_int_equal(cli_send_n(fd, req, h + n), 0);
@@ -329,7 +318,7 @@ test_sni_pipelined(void **state)
 	/* And a matching one flows. */
 	n = hello_named("echo.cordon-test.net");
 	h = (size_t)snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\n\r\n",
-	    authority("echo.cordon-test.net", fx_echo_port()));
+	    px_auth("echo.cordon-test.net", fx_echo_port()));
 	memcpy(req + h, hello, n);
 	fd = cli_connect(p.port);
 	assert_int_equal(cli_send_n(fd, req, h + n), 0);
@@ -726,34 +715,11 @@ test_sni_check_off(void **state)
 	assert_int_equal(px_stop(&p), 0);
 }
 
-static int
-group_setup(void **state)
-{
-	(void)state;
-	return fx_start();
-}
-
-static int
-test_teardown(void **state)
-{
-	(void)state;
-	px_kill_all();
-	return 0;
-}
-
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-#define T(f) cmocka_unit_test_teardown(f, test_teardown)
+#define T(f) cmocka_unit_test_teardown(f, fx_test_teardown)
 		T(test_sni_match_splice),
 		T(test_sni_match_buffered),
 		T(test_sni_mismatch_splice),
@@ -787,5 +753,5 @@ main(void)
 		}
 		cmocka_set_test_filter(filter);
 	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, fx_group_setup, fx_group_teardown);
 }

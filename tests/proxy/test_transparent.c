@@ -36,6 +36,7 @@
 #include "dig_util.h"
 #include "hello_util.h"
 #include "proxy_fixture.h"
+#include "result.h"
 
 #define NOWHERE	"203.0.113.5"	/* routed to lo, nothing listens */
 
@@ -463,16 +464,7 @@ reg(const char *run, const char *addr, const char *policy, const char *tok)
 static const cJSON *
 entry_of(const cJSON *j, const char *host, const char *via)
 {
-	const cJSON *e;
-
-	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "egress")) {
-		const cJSON *h = cJSON_GetObjectItem(e, "host");
-		const cJSON *v = cJSON_GetObjectItem(e, "via");
-		if (cJSON_IsString(h) && strcmp(h->valuestring, host) == 0 &&
-		    cJSON_IsString(v) && strcmp(v->valuestring, via) == 0)
-			return e;
-	}
-	return NULL;
+	return result_egress_entry(j, host, via, NULL);
 }
 
 static void
@@ -618,14 +610,6 @@ test_teardown(void **state)
 	return 0;
 }
 
-static int
-group_teardown(void **state)
-{
-	(void)state;
-	fx_stop();
-	return 0;
-}
-
 int
 main(void)
 {
@@ -635,18 +619,15 @@ main(void)
 		cmocka_unit_test_teardown(test_raw, test_teardown),
 		cmocka_unit_test_teardown(test_runs, test_teardown),
 	};
-	const char *e2e = getenv("CORDON_E2E");
 	const char *filter = getenv("CORDON_TEST_FILTER");
+	int rc;
 
 	signal(SIGPIPE, SIG_IGN);
-	if (geteuid() != 0) {
-		fprintf(stderr, "proxy_transparent needs root (a network "
-		    "namespace and its nat rules)%s\n", e2e != NULL &&
-		    strcmp(e2e, "skip") == 0 ? ": skipped (CORDON_E2E=skip)" :
-		    "");
-		return e2e != NULL && strcmp(e2e, "skip") == 0 ? 77 : 1;
-	}
+	rc = fx_need_root("proxy_transparent",
+	    "a network namespace and its nat rules");
+	if (rc != 0)
+		return rc;
 	if (filter != NULL)
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, fx_group_teardown);
 }

@@ -24,30 +24,20 @@
 # The binary is copied where the users can reach it (CI's clone may sit
 # under a directory only root can enter). Fails (never skips) without
 # Docker, the runtime or the image, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
 sock=/var/run/docker.sock
 [ "$(id -u)" = 0 ] || fail "this test creates users: run it as root"
 for t in useradd userdel setpriv python3 curl; do
 	command -v "$t" >/dev/null || fail "no $t"
 done
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
+e2e_need_docker
+e2e_need_runtime cordon-offline
 getent group docker >/dev/null || fail "no docker group"
 [ "$(stat -c %G "$sock")" = docker ] && [ $(( 0$(stat -c %a "$sock") & 6 )) = 0 ] ||
 	fail "$sock is not group docker without access for others: $(stat -c '%A %U:%G' "$sock")"
-id=$(env -u CORDON_CONFIG "$cordon" image show 2>/dev/null |
-	sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$id" ] || missing "no pinned sandbox image"
+e2e_need_image
 
-tmp=$(mktemp -d /tmp/cordon-e2e-access.XXXXXX)
+e2e_tmpdir cordon-e2e-access
 chmod 755 "$tmp"
 session="e2e-access-$$"
 out="cordon-e2e-o$$"		# outside the docker group
@@ -60,11 +50,8 @@ cleanup() {
 		userdel "$u" 2>/dev/null || echo "cleanup: userdel $u failed" >&2
 		getent group "$u" >/dev/null && groupdel "$u" 2>/dev/null
 	done
-	"$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.session=$session" |
-		xargs -r "$docker" rm -f >/dev/null 2>&1
-	rm -rf "$tmp"
+	e2e_rm_containers --filter "label=cordon.session=$session"
 }
-trap cleanup EXIT
 useradd -M -U -d "$tmp/home-$out" -s /usr/sbin/nologin "$out" || fail "useradd $out"
 made+=("$out")
 useradd -M -U -G docker -d "$tmp/home-$grp" -s /usr/sbin/nologin "$grp" || fail "useradd $grp"

@@ -8,36 +8,21 @@
 # root is refused and no container starts; `cordon doctor` shows the debug
 # runtime. Needs root (the log directory is root's). Fails (never skips)
 # without Docker, the runtimes or the image, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
 [ "$(id -u)" = 0 ] || missing "not root (debug runs are root's only)"
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-rts=$("$docker" info --format '{{json .Runtimes}}')
-for rt in cordon-offline cordon-debug; do
-	grep -q "\"$rt\"" <<<"$rts" || missing "runtime $rt is not registered with dockerd"
-done
-id=$(env -u CORDON_CONFIG "$cordon" image show 2>/dev/null |
-	sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$id" ] || missing "no pinned sandbox image"
+e2e_need_docker
+e2e_need_runtime cordon-offline cordon-debug
+e2e_need_image
 
-tmp=$(mktemp -d /tmp/cordon-e2e-debug.XXXXXX)
+e2e_tmpdir cordon-e2e-debug
 chmod 0755 "$tmp"
 session="e2e-debug-$$"
 logs=()
 cleanup() {
-	"$docker" ps -aq --filter "label=cordon.session=$session" |
-		xargs -r "$docker" rm -f >/dev/null 2>&1
+	e2e_rm_containers --filter "label=cordon.session=$session"
 	# This test's own runsc logs only (they can be MBs each).
 	for d in "${logs[@]}"; do rm -rf -- "$d"; done
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
 state="$tmp/state"
 mkdir -p "$state"
 export CORDON_CONFIG="$tmp/cordon.json"

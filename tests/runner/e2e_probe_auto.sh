@@ -7,29 +7,16 @@
 # the latency the probe added to the run that triggered it. A fresh record
 # made in another image than the pinned one is refreshed the same way. Fails (never
 # skips) without Docker, the runtime or the image, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
-id=$(env -u CORDON_CONFIG "$cordon" image show 2>/dev/null |
-	sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$id" ] || missing "no pinned sandbox image"
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
+e2e_need_docker
+e2e_need_runtime cordon-offline
+e2e_need_image
 
-tmp=$(mktemp -d /tmp/cordon-e2e-probe-auto.XXXXXX)
+e2e_tmpdir cordon-e2e-probe-auto
 session="e2e-probe-auto-$$"
 cleanup() {
-	"$docker" ps -aq --filter "label=cordon.session=$session" |
-		xargs -r "$docker" rm -f >/dev/null 2>&1
-	rm -rf "$tmp"
+	e2e_rm_containers --filter "label=cordon.session=$session"
 }
-trap cleanup EXIT
 state="$tmp/state"
 mkdir -p "$state"
 export CORDON_CONFIG="$tmp/cordon.json"

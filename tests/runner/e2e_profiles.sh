@@ -11,17 +11,14 @@
 # or a failed one, is refused. A library that fails inside the sandbox
 # fails this test with its stderr. Fails (never skips) without Docker, the
 # runtime or an image, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
+# The set-up hint names the three profiles' images.
 missing() {
 	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
 	fail "$* (run scripts/setup and 'cordon image build --profile P' for minimal, data and node; set CORDON_E2E=skip only on a laptop)"
 }
-cordon="$CORDON_BUILD_ROOT/cordon"
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
+e2e_need_docker
+e2e_need_runtime cordon-offline
 # The operator's images (CORDON_CONFIG when set, else the default config).
 image_id() {
 	"$cordon" image show --profile "$1" 2>/dev/null |
@@ -35,14 +32,11 @@ for id in "$min" "$data" "$node"; do
 	"$docker" image inspect "$id" >/dev/null 2>&1 || missing "image $id is not in dockerd"
 done
 
-tmp=$(mktemp -d /tmp/cordon-e2e-profiles.XXXXXX)
+e2e_tmpdir cordon-e2e-profiles
 session="e2e-profiles-$$"
 cleanup() {
-	"$docker" ps -aq --filter "label=cordon.session=$session" |
-		xargs -r "$docker" rm -f >/dev/null 2>&1
-	rm -rf "$tmp"
+	e2e_rm_containers --filter "label=cordon.session=$session"
 }
-trap cleanup EXIT
 state="$tmp/state"
 mkdir -p "$state"
 export CORDON_CONFIG="$tmp/cordon.json"
@@ -169,7 +163,7 @@ expect_out nodepy 3
 # bash and node through the --out wrapper (its child is their interpreter).
 mkdir -p "$tmp/out2" "$tmp/out3"
 printf 'echo hi >/tmp/out/b.txt\necho done\n' | crun shout --lang bash --out "$tmp/out2"
-expect_out shout done
+expect_out shout 'done'
 [ "$(cat "$tmp/out2/b.txt")" = hi ] || fail "shout: b.txt: $(ls -la "$tmp/out2")"
 echo 'require("fs").writeFileSync("/tmp/out/n.txt", "node"); console.log("w")' |
 	crun jsout --lang node --out "$tmp/out3"

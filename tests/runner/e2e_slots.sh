@@ -11,22 +11,12 @@
 #    one runs of time.sleep(3) at once) share the same 2 slots.
 # Fails (never skips) without Docker, the runtime or the image, unless
 # CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
-id=$(env -u CORDON_CONFIG "$cordon" image show 2>/dev/null |
-	sed -n 's/.*"id":"\(sha256:[0-9a-f]*\)".*/\1/p')
-[ -n "$id" ] || missing "no pinned sandbox image"
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
+e2e_need_docker
+e2e_need_runtime cordon-offline
+e2e_need_image
 
-tmp=$(mktemp -d /tmp/cordon-e2e-slots.XXXXXX)
+e2e_tmpdir cordon-e2e-slots
 tag="e2e-slots-$$"
 pids=()
 spid=
@@ -39,9 +29,7 @@ cleanup() {
 		--format '{{.ID}} {{.Label "cordon.session"}}' |
 		awk -v t="$tag-" 'index($2, t) == 1 { print $1 }' |
 		xargs -r "$docker" rm -f >/dev/null 2>&1
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
 # config FILE QUEUE_TIMEOUT_S [MORE-KEYS]
 config() {
 	printf '{"state_dir":"%s/state","audit_log":"%s/audit.log","require_probe":false,"image":{"id":"%s"},"limits":{"max_concurrent_runs":2,"queue_timeout_s":%s}%s}\n' \

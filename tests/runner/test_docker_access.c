@@ -24,25 +24,8 @@
 #include "runner/docker.h"
 #include "runner/doctor.h"
 #include "runner/runner.h"
+#define FAKE_DOCKER_SUITE NULL
 #include "fake_docker.h"
-
-static struct fake_docker fk;
-
-static int
-setup(void **state)
-{
-	(void)state;
-	return fake_docker_setup(&fk);
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	unsetenv("FAKE_MODE");
-	unsetenv("FAKE_BREAK_AUDIT");
-	return fake_docker_teardown(&fk);
-}
 
 static void
 test_fault_text_table(void **state)
@@ -308,5 +291,6 @@ main(void)
 		cmocka_unit_test(test_audit_unwritable_refuses),
 		cmocka_unit_test(test_audit_lost_after_the_run),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, fake_suite_setup,
+	    fake_suite_teardown);
 }

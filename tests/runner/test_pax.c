@@ -19,6 +19,7 @@
 #include "runner/outwrap.h"
 #include "runner/tar.h"
 #include "tests/runner/tar_build.h"
+#include "tmpdir.h"
 
 static unsigned char buf[256 * 1024];
 
@@ -346,23 +347,6 @@ test_report_parse(void **state)
 	    "could not be packed in the sandbox");
 }
 
-static char tmpdir[64];
-
-static int
-setup_dir(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/cordon-pax-test.XXXXXX");
-	return mkdtemp(tmpdir) == NULL ? -1 : 0;
-}
-
-static int
-teardown_dir(void **state)
-{
-	(void)state;
-	return util_rm_rf(tmpdir);
-}
-
 /* Unpacking: a long PAX name is written, and the report's files are
  * listed after the archive's, with mapped reasons; a missing or bad
  * report is said in files_error. */
@@ -444,8 +428,8 @@ main(void)
 		cmocka_unit_test(test_pax_malformed),
 		cmocka_unit_test(test_python_archive),
 		cmocka_unit_test(test_report_parse),
-		cmocka_unit_test_setup_teardown(test_unpack_report, setup_dir,
-		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_unpack_report,
+		    tmpdir_setup, tmpdir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

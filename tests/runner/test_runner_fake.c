@@ -21,23 +21,8 @@
 #include "common/util.h"
 #include "runner/container.h"
 #include "runner/runner.h"
+#define FAKE_DOCKER_SUITE NULL
 #include "fake_docker.h"
-
-static struct fake_docker fk;
-
-static int
-setup(void **state)
-{
-	(void)state;
-	return fake_docker_setup(&fk);
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return fake_docker_teardown(&fk);
-}
 
 static char *
 read_log(void)
@@ -430,5 +415,6 @@ main(void)
 		cmocka_unit_test(test_gc_selects),
 		cmocka_unit_test(test_remove_busy_asks_again),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, fake_suite_setup,
+	    fake_suite_teardown);
 }

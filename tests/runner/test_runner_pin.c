@@ -21,29 +21,11 @@
 #include "probe/probe.h"
 #include "runner/runner.h"
 #include "runner/slot.h"
+#define FAKE_DOCKER_SUITE "ok"
 #include "fake_docker.h"
 
 #define IMG_A "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define IMG_B "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-
-static struct fake_docker fk;
-
-static int
-setup(void **state)
-{
-	(void)state;
-	if (fake_docker_setup(&fk) < 0)
-		return -1;
-	setenv("FAKE_MODE", "ok", 1);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return fake_docker_teardown(&fk);
-}
 
 /* Pins id the way `cordon image build` records it. */
 static void
@@ -157,5 +139,6 @@ main(void)
 		cmocka_unit_test(test_admitted_run_keeps_its_image),
 		cmocka_unit_test(test_probe_record_of_another_image),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, fake_suite_setup,
+	    fake_suite_teardown);
 }

@@ -33,12 +33,11 @@
 /* White-box: the tests of the worker's isolation read the session's nonce,
  * sequence number and pipes. */
 #include "runner/session_internal.h"
+#define FAKE_DOCKER_SUITE "python"
 #include "fake_docker.h"
 
 #define NONCE "0123456789abcdef0123456789abcdef"
 #define HDR(rest) "\0CSF1 " NONCE " " rest
-
-static struct fake_docker fk;
 
 /* A frame literal may hold NULs: its length is sizeof - 1. */
 #define FRAME(s) s, sizeof(s) - 1
@@ -150,23 +149,6 @@ test_call_header(void **state)
 	assert_string_equal(b, "7 12 5 5\n");
 	assert_int_equal(runner_session_call_header(small, sizeof(small), 7,
 	    123456, 5, 5), -ENOSPC);
-}
-
-static int
-setup(void **state)
-{
-	(void)state;
-	if (fake_docker_setup(&fk) < 0)
-		return -1;
-	setenv("FAKE_MODE", "python", 1);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return fake_docker_teardown(&fk);
 }
 
 static int
@@ -710,30 +692,30 @@ main(void)
 		cmocka_unit_test(test_frame_refused),
 		cmocka_unit_test(test_frame_ready),
 		cmocka_unit_test(test_call_header),
-		cmocka_unit_test_setup_teardown(test_state_across_calls, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_caps_head_and_tail, setup,
-		    teardown),
+		cmocka_unit_test_setup_teardown(test_state_across_calls,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_caps_head_and_tail,
+		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_timeout_ends_session,
-		    setup, teardown),
+		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_worker_holds_no_secret,
-		    setup, teardown),
+		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_forged_frames_change_nothing,
-		    setup, teardown),
+		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_left_process_cannot_answer,
-		    setup, teardown),
+		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_driver_exit_ends_session,
-		    setup, teardown),
-		cmocka_unit_test_setup_teardown(test_gone_between_calls, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_in_files, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_proxy_needs_egress, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_policy_needs_proxy, setup,
-		    teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_profile, setup,
-		    teardown),
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_gone_between_calls,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_in_files,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_proxy_needs_egress,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_policy_needs_proxy,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_profile,
+		    fake_suite_setup, fake_suite_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,29 +18,20 @@
 
 #include "common/util.h"
 #include "runner/slot.h"
+#include "tmpdir.h"
 
 static struct config cfg;
-static char dir[64];
 
 static int
 setup(void **state)
 {
-	(void)state;
-	strcpy(dir, "/tmp/cordon-test-slot.XXXXXX");
-	if (mkdtemp(dir) == NULL)
+	if (tmpdir_setup(state) != 0)
 		return -1;
 	config_defaults(&cfg);
-	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", dir);
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s/state", tmpdir);
 	cfg.limits.max_concurrent_runs = 2;
 	cfg.limits.queue_timeout_s = 0;
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	return util_rm_rf(dir);
 }
 
 static void
@@ -219,5 +210,5 @@ main(void)
 		cmocka_unit_test(test_lower_bound),
 		cmocka_unit_test(test_unusable_state_dir),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, tmpdir_teardown);
 }

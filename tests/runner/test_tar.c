@@ -20,6 +20,7 @@
 #include "runner/outwrap.h"
 #include "runner/tar.h"
 #include "tests/runner/tar_build.h"
+#include "tmpdir.h"
 
 static void
 test_reader_plain(void **state)
@@ -171,23 +172,6 @@ test_malformed(void **state)
 	buf[124] = '9';
 	runner_tar_reader_init(&r, buf, off);
 	assert_int_equal(runner_tar_next(&r, &e), -EBADMSG);
-}
-
-static char tmpdir[64];
-
-static int
-setup_dir(void **state)
-{
-	(void)state;
-	strcpy(tmpdir, "/tmp/cordon-tar-test.XXXXXX");
-	return mkdtemp(tmpdir) == NULL ? -1 : 0;
-}
-
-static int
-teardown_dir(void **state)
-{
-	(void)state;
-	return util_rm_rf(tmpdir);
 }
 
 static void
@@ -357,11 +341,11 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_mode_field),
 		cmocka_unit_test(test_malformed),
-		cmocka_unit_test_setup_teardown(test_unpack, setup_dir,
-		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_unpack,
+		    tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test(test_outwrap_split),
-		cmocka_unit_test_setup_teardown(test_stage_in, setup_dir,
-		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_stage_in,
+		    tmpdir_setup, tmpdir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

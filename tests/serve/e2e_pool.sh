@@ -135,9 +135,9 @@ for i in $(seq 12); do
 	[ "$(cat "$tmp/n$i.code")" = 200 ] && [ "$(jget "$tmp/n$i" status)" = ok ] ||
 		fail "run $i: HTTP $(cat "$tmp/n$i.code"): $(cat "$tmp/n$i")"
 	[ "$(jget "$tmp/n$i" warm)" = True ] && warm=$((warm + 1))
-	set -- $(jget "$tmp/n$i" stdout)
-	[ "$2" = False ] || fail "run $i found the marker of an earlier run: $(cat "$tmp/n$i")"
-	echo "$1" >>"$tmp/hosts"
+	read -r host marker _ <<<"$(jget "$tmp/n$i" stdout)"
+	[ "$marker" = False ] || fail "run $i found the marker of an earlier run: $(cat "$tmp/n$i")"
+	echo "$host" >>"$tmp/hosts"
 	jget "$tmp/n$i" container >>"$tmp/names"
 done
 [ "$(sort -u "$tmp/hosts" | wc -l)" = 12 ] || fail "hostnames repeat: $(sort "$tmp/hosts" | uniq -d)"

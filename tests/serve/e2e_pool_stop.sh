@@ -78,9 +78,10 @@ check_log() {
 	return 0
 }
 
-# A failing cycle exits through lib.sh's cleanup: stop the listener too.
+# A failing cycle exits through lib.sh's cleanup (e2e_exit): stop the
+# listener too.
 evpid=
-trap '[ -n "$evpid" ] && kill "$evpid" 2>/dev/null; cleanup' EXIT
+trap '[ -n "$evpid" ] && kill "$evpid" 2>/dev/null; e2e_exit' EXIT
 
 moments=(fill refill run refill idle)
 gaveup=0
@@ -97,7 +98,7 @@ for i in $(seq "$cycles"); do
 		>"$tmp/events" 2>&1 & evpid=$!
 	sleep 0.2
 	start --pool "$N"
-	bg= served0=$served
+	bg='' served0=$served
 	case $moment in
 	fill) rsleep 2500 ;;
 	refill)

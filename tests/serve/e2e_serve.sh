@@ -224,7 +224,7 @@ kill -0 "$pid" 2>/dev/null && fail "the service did not exit within 60 s of SIGT
 wait "$pid"; rc=$?
 [ $rc -eq 0 ] || fail "the service exited with $rc: $(cat "$tmp/serve.log")"
 wait $bg_s
-[ "$(cat "$tmp/s1.code")" = 200 ] && [ "$(jget "$tmp/s1" stdout)" = done ] ||
+[ "$(cat "$tmp/s1.code")" = 200 ] && [ "$(jget "$tmp/s1" stdout)" = 'done' ] ||
 	fail "run in flight at SIGTERM: HTTP $(cat "$tmp/s1.code"): $(cat "$tmp/s1")"
 left=$("$docker" ps -a --filter label=cordon=1 --filter name=cordon- \
 	--filter "label=cordon.owner_pid=$pid" -q)

@@ -121,14 +121,14 @@ check 200 "$(call "$tmp/cf" "$idf" '{"code":"v = int(open(\"/in/d/n.txt\").read(
 [ "$(jget "$tmp/cf" stdout)" = "ro True" ] || fail "files in a session (EACCES or EROFS writing /in): $(cat "$tmp/cf")"
 check 200 "$(call "$tmp/cf2" "$idf" '{"code":"print(v + 1)"}')" "after /in"
 [ "$(jget "$tmp/cf2" stdout)" = 43 ] || fail "files in a session, call 2: $(cat "$tmp/cf2")"
-ls /var/lib/cordon/in | grep -q "^$(jget "$tmp/sf" container)\." || fail "no /in copy of the files session under /var/lib/cordon/in"
+compgen -G "/var/lib/cordon/in/$(jget "$tmp/sf" container).*" >/dev/null || fail "no /in copy of the files session under /var/lib/cordon/in"
 check 200 "$(req "$tmp/m" -H "$A" -X DELETE "http://cordon/v1/sessions/$idf")" "DELETE the files session"
 check 400 "$(create "$tmp/m" '{"files":[{"path":"../x","content_b64":"NDIK"}]}')" "unsafe files path"
 grep -q "'files'" "$tmp/m" || fail "unsafe files path: $(cat "$tmp/m")"
 ctrf=$(jget "$tmp/sf" container)
 gone "$ctrf" || fail "DELETE left $ctrf"
-for _ in $(seq 50); do ls /var/lib/cordon/in 2>/dev/null | grep -q "^$ctrf\." || break; sleep 0.1; done
-! ls /var/lib/cordon/in 2>/dev/null | grep -q "^$ctrf\." || fail "the session's /in copy is left after DELETE: $(ls /var/lib/cordon/in)"
+for _ in $(seq 50); do compgen -G "/var/lib/cordon/in/$ctrf.*" >/dev/null || break; sleep 0.1; done
+! compgen -G "/var/lib/cordon/in/$ctrf.*" >/dev/null || fail "the session's /in copy is left after DELETE: $(ls /var/lib/cordon/in)"
 echo "ok - files at creation are at /in across calls and not writable there, removed with the session; an unsafe path is 400"
 
 # Bad requests.
@@ -307,7 +307,7 @@ PY
 printf 'LATER = True\n' | cat - "$tmp/forge.py" >"$tmp/forge-later.py"
 printf 'LATER = False\n' | cat - "$tmp/forge.py" >"$tmp/forge-now.py"
 check 200 "$(callf "$tmp/f" "$id" "$tmp/forge-later.py")" "forger left behind"
-[ "$(jget "$tmp/f" stdout)" = done ] && [ "$(jget "$tmp/f" exit_code)" = 0 ] ||
+[ "$(jget "$tmp/f" stdout)" = 'done' ] && [ "$(jget "$tmp/f" exit_code)" = 0 ] ||
 	fail "the forging call's own result: $(cat "$tmp/f")"
 truecall "the call after a forger was left behind"
 echo "ok - a process left behind writes forged frames on every fd it has during the next call: that call's result is its own"
@@ -334,7 +334,7 @@ if [ "$(jget "$tmp/f" session_ended)" = True ]; then
 	check 404 "$(call "$tmp/m" "$id" '{"code":"1"}')" "call after the forged frame"
 	echo "ok - bytes written into the driver's result stream through /proc/<driver>/fd end the session (sandbox_error), never a forged result"
 else
-	[ "$(jget "$tmp/f" stdout)" = done ] || fail "writes through /proc/<driver>/fd: $(cat "$tmp/f")"
+	[ "$(jget "$tmp/f" stdout)" = 'done' ] || fail "writes through /proc/<driver>/fd: $(cat "$tmp/f")"
 	truecall "the call after writes through /proc/<driver>/fd"
 	check 200 "$(req "$tmp/m" -H "$A" -X DELETE "http://cordon/v1/sessions/$id")" "DELETE after /proc/<driver>/fd"
 	gone "$ctr" || fail "DELETE left $ctr"

@@ -4,22 +4,16 @@
 # change sock) before `start`.
 # NOTE: the scripts use kill-all, which removes EVERY Cordon container on
 # the host (that is its job): they run with is_parallel false.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
+# shellcheck shell=bash
+# shellcheck source=../lib/e2e.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/e2e.sh" || exit 1
 command -v curl >/dev/null || missing "no curl"
 command -v python3 >/dev/null || missing "no python3 (reads the JSON replies)"
-docker=$(command -v docker) || missing "no docker CLI"
-"$docker" info >/dev/null 2>&1 || missing "dockerd is not answering"
-"$docker" info --format '{{json .Runtimes}}' | grep -q '"cordon-offline"' ||
-	missing "runtime cordon-offline is not registered with dockerd"
-"$cordon" image show >/dev/null 2>&1 || missing "no pinned sandbox image"
+e2e_need_docker
+e2e_need_runtime cordon-offline
+e2e_need_image
 
-tmp=$(mktemp -d /tmp/cordon-serve-e2e.XXXXXX)
+e2e_tmpdir cordon-serve-e2e
 sock="$tmp/serve.sock"
 pid=
 cleanup() {
@@ -27,12 +21,9 @@ cleanup() {
 		kill -TERM "$pid"; kill -TERM "$pid"; sleep 1; kill -KILL "$pid" 2>/dev/null
 	fi
 	if [ -n "$pid" ]; then
-		"$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid" |
-			xargs -r "$docker" rm -f >/dev/null 2>&1
+		e2e_rm_containers --filter "label=cordon.owner_pid=$pid"
 	fi
-	rm -rf "$tmp"
 }
-trap cleanup EXIT
 
 # req OUTFILE CURL-ARGS...: prints the HTTP status, body in OUTFILE.
 req() { local out=$1; shift; curl -s -o "$out" -w '%{http_code}' --max-time 120 --unix-socket "$sock" "$@"; }
@@ -43,6 +34,7 @@ d=json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."): d=d.get(k) if isinstance(d, dict) else None
 print(d)' "$1" "$2"; }
 containers() { "$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid"; }
+# shellcheck disable=SC2154 # cfgfile is the caller's, set before start
 start() {
 	"$cordon" serve --config "$cfgfile" --socket "$sock" "$@" \
 		>"$tmp/serve.log" 2>&1 &

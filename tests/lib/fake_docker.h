@@ -1,9 +1,9 @@
-/* Shared setup for the runner suites that drive the fake docker CLI
+/* Shared setup for the runner and mcp suites that drive the fake docker CLI
  * (tests/runner/fake-docker.sh): a temporary directory holding the state
  * dir, the audit log and the call log ($FAKE_LOG), and a config that
  * points at the fake, pins an image and does not require a probe. */
-#ifndef CORDON_TESTS_RUNNER_FAKE_DOCKER_H
-#define CORDON_TESTS_RUNNER_FAKE_DOCKER_H
+#ifndef CORDON_TESTS_LIB_FAKE_DOCKER_H
+#define CORDON_TESTS_LIB_FAKE_DOCKER_H
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -74,5 +74,36 @@ fake_docker_removed(const char *log, const char *name)
 	snprintf(want, sizeof(want), "rm -f %s\n", name);
 	return strstr(log, want) != NULL;
 }
+
+/* Define FAKE_DOCKER_SUITE as a FAKE_MODE (a string, or NULL to leave it
+ * unset) before including this file to get the suite's one fake, fk, and
+ * the cmocka set-up and tear-down around it (group or per test): set-up
+ * makes the fake and sets FAKE_MODE; tear-down removes it and clears
+ * FAKE_MODE and FAKE_BREAK_AUDIT. */
+#ifdef FAKE_DOCKER_SUITE
+static struct fake_docker fk;
+
+static int
+fake_suite_setup(void **state)
+{
+	const char *mode = FAKE_DOCKER_SUITE;
+
+	(void)state;
+	if (fake_docker_setup(&fk) < 0)
+		return -1;
+	if (mode != NULL)
+		setenv("FAKE_MODE", mode, 1);
+	return 0;
+}
+
+static int
+fake_suite_teardown(void **state)
+{
+	(void)state;
+	unsetenv("FAKE_MODE");
+	unsetenv("FAKE_BREAK_AUDIT");
+	return fake_docker_teardown(&fk);
+}
+#endif
 
 #endif

@@ -84,9 +84,28 @@ int cli_read_n(int fd, void *buf, size_t n);
 long head_content_length(const char *head);
 /* True when head has a line "Name: value" (case-insensitive name). */
 bool head_has(const char *head, const char *name, const char *value);
+/* "host:port" in one of 4 static buffers used in turn (so up to 4 can be
+ * used at once). */
+char *px_auth(const char *host, uint16_t port);
 /* CONNECT authority through p; returns the fd after 200, or -1 with
  * *status (and head) set. */
 int px_connect(struct px *p, const char *authority, int *status,
     char *head, size_t headlen);
+
+/* cmocka glue shared by the suites (proxy_suite.c). fx_group_setup starts
+ * the servers; fx_group_setup_nofile first raises RLIMIT_NOFILE to its hard
+ * limit (suites that open many tunnels). fx_group_teardown kills any daemon
+ * left and stops the servers; fx_test_teardown kills the daemons a test
+ * left running (after a failed assertion). All return 0 or -1. */
+int fx_group_setup(void **state);
+int fx_group_setup_nofile(void **state);
+int fx_group_teardown(void **state);
+int fx_test_teardown(void **state);
+/* Raises RLIMIT_NOFILE's soft limit to the hard one (best effort). */
+void fx_raise_nofile(void);
+/* 0 when running as root; otherwise says "<suite> needs root (<why>)" on
+ * stderr and returns the exit code for main: 77 (skipped) when CORDON_E2E
+ * is "skip", else 1. */
+int fx_need_root(const char *suite, const char *why);
 
 #endif
