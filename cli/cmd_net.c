@@ -160,6 +160,10 @@ net_up(const struct config *c, int argc, char **argv)
 		fprintf(stderr, "cordon net up: unexpected '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (netsetup_proxy_args_check(pargs, npargs, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net up: %s; nothing changed\n", err);
+		return 2;
+	}
 	if (allowlist != NULL ? realpath(allowlist, al) == NULL :
 	    default_allowlist(al, sizeof(al)) < 0) {
 		fprintf(stderr, "cordon net up: allowlist %s: %s\n",
