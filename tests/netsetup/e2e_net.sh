@@ -138,9 +138,9 @@ step "net up refuses before it creates anything: an allowlist typo, a reserved -
 printf '# e2e allowlist with a typo\nallowed.example.com:%s\nbad.example.com:99999\n' "$http_port" >"$T/typo.list"
 rc=0; "$cordon" net up --allowlist "$T/typo.list" >"$T/upt.txt" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "up with a typo exited $rc: $(cat "$T/upt.txt")"
+nothing_left "up with a typo"
 grep -q "$T/typo.list:3: port 99999 is out of range.*nothing changed" "$T/upt.txt" ||
 	fail "up with a typo did not name FILE:LINE: $(cat "$T/upt.txt")"
-nothing_left "up with a typo"
 echo "ok: $(grep typo.list:3 "$T/upt.txt")"
 rc=0; "$cordon" net up --allowlist "$T/allow.list" --proxy-arg --help >"$T/uph.txt" 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "up --proxy-arg --help exited $rc: $(cat "$T/uph.txt")"
@@ -165,9 +165,9 @@ rc=0; "$cordon" net up --allowlist "$T/allow.list" >"$T/upp.txt" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "up with the port taken exited $rc: $(cat "$T/upp.txt")"
 grep -q "created network $net" "$T/upp.txt" && grep -q "started proxy supervisor" "$T/upp.txt" ||
 	fail "up did not get as far as the proxy: $(cat "$T/upp.txt")"
+nothing_left "up with the port taken"
 grep -q "the proxy is not listening on $gw:3128.*Address already in use.*undone: nothing of it is left" "$T/upp.txt" ||
 	fail "up with the port taken did not say why, or that it undid it: $(cat "$T/upp.txt")"
-nothing_left "up with the port taken"
 kill "$squat"; wait "$squat" 2>/dev/null
 echo "ok: $(grep 'cordon net up:' "$T/upp.txt")"
 
