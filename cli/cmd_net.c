@@ -160,6 +160,10 @@ net_up(const struct config *c, int argc, char **argv)
 		fprintf(stderr, "cordon net up: unexpected '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (netsetup_proxy_args_check(pargs, npargs, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cordon net up: %s; nothing changed\n", err);
+		return 2;
+	}
 	if (allowlist != NULL ? realpath(allowlist, al) == NULL :
 	    default_allowlist(al, sizeof(al)) < 0) {
 		fprintf(stderr, "cordon net up: allowlist %s: %s\n",
@@ -363,6 +367,24 @@ net_run_args(const struct config *c)
 	return 0;
 }
 
+/* Whether --help or -h is one of net's own arguments: not the value of
+ * an option that takes one (`net up --proxy-arg --help` is a proxy
+ * argument, which net up refuses). */
+static bool
+net_help_asked(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--proxy-arg") == 0 ||
+		    strcmp(argv[i], "--allowlist") == 0 ||
+		    strcmp(argv[i], "--subnet") == 0)
+			i++;
+		else if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0)
+			return true;
+	}
+	return false;
+}
+
 /* net up and down change the host's firewall and Docker networks: as
  * another user they would fail half-way on a path or a tool's error. */
 static bool
@@ -370,10 +392,7 @@ net_needs_root(int argc, char **argv)
 {
 	if (strcmp(argv[1], "up") != 0 && strcmp(argv[1], "down") != 0)
 		return false;
-	for (int i = 2; i < argc; i++)
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-			return false;
-	return geteuid() != 0;
+	return !net_help_asked(argc, argv) && geteuid() != 0;
 }
 
 int
@@ -382,7 +401,7 @@ cmd_net(int argc, char **argv)
 	struct config c;
 	char err[1024];
 
-	if (argc < 2 || cmd_help_asked(argc, argv)) {
+	if (argc < 2 || net_help_asked(argc, argv)) {
 		net_usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}

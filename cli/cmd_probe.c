@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/json.h"
+#include "common/util.h"
+#include "probe/probe.h"
 #include "cli/cmd.h"
 #include "runner/probe_ops.h"
 
@@ -43,7 +46,9 @@ cmd_probe(int argc, char **argv)
 {
 	struct config c;
 	struct probe_report rep;
-	char err[512], *line;
+	char err[512], pl[256], *line;
+	int64_t t0;
+	bool tty;
 	const char *mode = "none", *profile = CONFIG_PROFILE_DEFAULT;
 	bool warm = false, debug = false;
 	cJSON *j;
@@ -77,11 +82,23 @@ cmd_probe(int argc, char **argv)
 		fprintf(stderr, "cordon probe: %s\n", err);
 		return 1;
 	}
+	/* Progress on a terminal only: the controls are judged together when
+	 * the sandbox's run ends, so each line carries that time. */
+	tty = isatty(STDERR_FILENO) == 1;
+	t0 = time_mono_ms();
+	if (tty)
+		fprintf(stderr, "cordon probe: running the probe program in a "
+		    "sandbox (--net %s%s%s)...\n", mode,
+		    warm ? ", warm" : "", debug ? ", debug runtime" : "");
 	if (runner_probe(&c, mode, warm, debug, &rep, &j, err,
 	    sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);
 		return 1;
 	}
+	for (size_t i = 0; tty && i < rep.ncontrols; i++)
+		if (probe_progress_line(&rep.controls[i], time_mono_ms() - t0,
+		    pl, sizeof(pl)) > 0)
+			fputs(pl, stderr);
 	if (err[0] != '\0')
 		fprintf(stderr, "cordon probe: %s\n", err);
 	line = j != NULL ? json_print_line(j) : NULL;

@@ -8,13 +8,16 @@
  * cancel the run (the container is removed) and exit 128+signal.
  * --stream prints NDJSON events instead (runner/stream.h): output as it
  * arrives, written by a thread of its own from a bounded queue, so a
- * reader that stops reading never holds up the run; the result last.
+ * reader that stops reading never holds up the run; the result last. A
+ * refusal before the run is then one error event on stdout (and its line
+ * on stderr, with the same exit code).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +80,32 @@ run_usage(FILE *f)
 	    "the result\n           names the log directory (debug_log)\n");
 }
 
+static int write_line(const char *line);
+
+/* A refusal before the run: its one line on stderr and, with --stream,
+ * the same reason as the one NDJSON event on stdout
+ * ({"event":"error","error":...}, runner_stream_error_line). */
+static void __attribute__((format(printf, 1, 2)))
+run_error(const char *fmt, ...)
+{
+	char why[768], *line;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cordon run: %s\n", why);
+	if (!run_stream)
+		return;
+	if ((line = runner_stream_error_line(why)) != NULL)
+		(void)write_line(line);
+	free(line);
+}
+
 static int
 usage_error(const char *msg, const char *arg)
 {
-	fprintf(stderr, "cordon run: %s%s%s\n", msg, arg ? ": " : "",
-	    arg ? arg : "");
+	run_error("%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
 	run_usage(stderr);
 	return 2;
 }
@@ -138,8 +162,8 @@ parse_flag(int opt, const char *arg, struct runner_request *q)
 		    arg) : 0;
 	case 'i':
 		if (q->nin == RUNNER_MAX_IN) {
-			fprintf(stderr, "cordon run: more than %d --in paths "
-			    "(the maximum is %d)\n", RUNNER_MAX_IN,
+			run_error("more than %d --in paths (the maximum is "
+			    "%d)", RUNNER_MAX_IN,
 			    RUNNER_MAX_IN);
 			return 2;
 		}
@@ -227,9 +251,9 @@ parse_args(int argc, char **argv, struct runner_request *q)
 	if (optind < argc && strcmp(argv[optind++], "-") != 0)
 		run_file = argv[optind - 1];
 	if (optind != argc) {
-		fprintf(stderr, "cordon run: unexpected argument '%s': the "
-		    "program is one FILE (cordon run FILE) or stdin (cordon "
-		    "run < FILE)\n", argv[optind]);
+		run_error("unexpected argument '%s': the program is one FILE "
+		    "(cordon run FILE) or stdin (cordon run < FILE)",
+		    argv[optind]);
 		return 2;
 	}
 	if (q->policy != NULL && q->net != RUNNER_NET_PROXY)
@@ -286,7 +310,7 @@ run_check(const struct config *c, const struct runner_request *q)
 	    config_profile_pick(c, q->profile, q->lang, &p, err,
 	    sizeof(err)) < 0 || (q->out_dir != NULL &&
 	    runner_out_dir_check(q->out_dir, err, sizeof(err)) < 0)) {
-		fprintf(stderr, "cordon run: %s\n", err);
+		run_error("%s", err);
 		return 2;
 	}
 	return 0;
@@ -302,8 +326,7 @@ run_read(char **code, size_t *len)
 
 	if (run_file != NULL &&
 	    (fd = open(run_file, O_RDONLY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "cordon run: cannot read %s: %s\n", run_file,
-		    strerror(errno));
+		run_error("cannot read %s: %s", run_file, strerror(errno));
 		return 2;
 	}
 	if (run_file == NULL && isatty(STDIN_FILENO))
@@ -313,14 +336,13 @@ run_read(char **code, size_t *len)
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (rc < 0) {
-		fprintf(stderr, "cordon run: reading the program from %s: %s\n",
-		    from, rc == -EFBIG ? "larger than 16 MiB" :
-		    strerror(-rc));
+		run_error("reading the program from %s: %s", from,
+		    rc == -EFBIG ? "larger than 16 MiB" : strerror(-rc));
 		return rc == -EFBIG || rc == -EISDIR ? 2 : 1;
 	}
 	if (*len == 0) {
-		fprintf(stderr, "cordon run: the program is empty (nothing "
-		    "on %s): give the code as FILE or on stdin\n", from);
+		run_error("the program is empty (nothing on %s): give the "
+		    "code as FILE or on stdin", from);
 		free(*code);
 		*code = NULL;
 		return 2;
@@ -457,10 +479,14 @@ cmd_run(int argc, char **argv)
 	int rc;
 
 	install_handlers();
+	/* Known before the flags are: a refusal of any of them is then
+	 * an NDJSON event too. */
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		run_stream = run_stream || strcmp(argv[i], "--stream") == 0;
 	if ((rc = parse_args(argc, argv, &q)) != 0)
 		return rc < 0 ? 0 : rc;		/* -1: --help */
 	if (config_load(&c, NULL, err, sizeof(err)) < 0) {
-		fprintf(stderr, "cordon run: config: %s\n", err);
+		run_error("config: %s", err);
 		return 1;
 	}
 	if ((rc = run_check(&c, &q)) != 0)
@@ -470,8 +496,8 @@ cmd_run(int argc, char **argv)
 	q.code = code;
 	q.code_len = len;
 	if (run_stream && (rc = writer_start(&w)) < 0) {
-		fprintf(stderr, "cordon run: cannot start the output writer: "
-		    "%s\n", strerror(-rc));
+		run_error("cannot start the output writer: %s",
+		    strerror(-rc));
 		free(code);
 		return 1;
 	}

@@ -468,6 +468,12 @@ parse_call(const struct config *c, const cJSON *args, struct call *k,
 		return -EINVAL;
 	}
 	k->code_len = strlen(k->code);
+	/* As `cordon run` refuses an empty program (exit 2). */
+	if (k->code_len == 0) {
+		snprintf(err, errlen, "'code' is empty: the program is empty, "
+		    "nothing to run");
+		return -EINVAL;
+	}
 	if ((rc = parse_network(args, k, err, errlen)) < 0)
 		return rc;
 	rc = json_get_int(args, "timeout_s", 1, TIMEOUT_MAX_ARG, &k->timeout_s);

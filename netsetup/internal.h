@@ -84,6 +84,17 @@ int netsetup_proxy_up(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, const cJSON *recorded,
     const cJSON *want, struct cbuf *changes, char *err, size_t errlen);
 
+/* ---- what `up` checks before it creates anything (upcheck.c) ---- */
+
+/* The extra proxy arguments (netsetup_proxy_args_check), the proxy
+ * binary, the allowlist, then `cordon-proxy --check` on want (the argv
+ * netsetup_proxy_argv made; without the CA options while the CA does not
+ * exist yet). Creates nothing. 0 or a negative errno with a reason in err
+ * (the proxy's own, FILE:LINE for the allowlist). */
+int netsetup_up_check(const struct netsetup_params *p,
+    const struct netsetup_up_opts *o, const cJSON *want, char *err,
+    size_t errlen);
+
 /* ---- docker network (dnet.c) ---- */
 
 /* Checks an inspect object against p; writes "; "-separated problems to

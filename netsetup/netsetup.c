@@ -167,6 +167,55 @@ changes_take(struct cbuf *changes)
 	return s != NULL ? s : strdup("");
 }
 
+/* Whether nothing of the set-up exists (netsetup_status_set_up): only
+ * then may a failed up take away everything it finds. false when the
+ * status cannot be taken. */
+static bool
+up_fresh(const struct netsetup_params *p)
+{
+	char e2[256];
+	cJSON *st = NULL;
+	bool fresh;
+
+	if (netsetup_status(p, &st, e2, sizeof(e2)) < 0)
+		return false;
+	fresh = !netsetup_status_set_up(st);
+	cJSON_Delete(st);
+	return fresh;
+}
+
+static int down_remove(const struct netsetup_params *p, const cJSON *net,
+    int have, bool had_state, struct cbuf *changes, char *err,
+    size_t errlen);
+
+/* After a failure of a first up: removes what it created, as down does,
+ * and says so in changes and err. */
+static void
+up_rollback(const struct netsetup_params *p, struct cbuf *changes,
+    char *err, size_t errlen)
+{
+	char e2[512], why[700];
+	cJSON *net = NULL;
+	int have, rc;
+
+	have = dnet_inspect(p, &net, e2, sizeof(e2));
+	if (have < 0 && have != -ENOENT) {
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s; could not undo it (%s): run 'cordon "
+		    "net down'", why, e2);
+		return;
+	}
+	netsetup_note(changes, "undoing it all:");
+	rc = down_remove(p, net, have, true, changes, e2, sizeof(e2));
+	cJSON_Delete(net);
+	snprintf(why, sizeof(why), "%s", err);
+	if (rc < 0)
+		snprintf(err, errlen, "%s; could not undo it all (%s): run "
+		    "'cordon net down'", why, e2);
+	else
+		snprintf(err, errlen, "%s; undone: nothing of it is left", why);
+}
+
 int
 netsetup_up(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, char **changes_out, char *err,
@@ -175,7 +224,8 @@ netsetup_up(const struct netsetup_params *p,
 	struct cbuf *changes = cbuf_new(64 * 1024);
 	cJSON *st = NULL, *want = NULL;
 	const cJSON *recorded;
-	bool ours = false;
+	bool ours = false, had_state, fresh = false, created = false;
+	char why[700];
 	int rc, lock = -1;
 
 	*changes_out = NULL;
@@ -189,10 +239,24 @@ netsetup_up(const struct netsetup_params *p,
 		rc = -EINVAL;
 		goto out;
 	}
+	had_state = access(p->state_dir, F_OK) == 0;
 	if ((lock = netsetup_state_lock(p, err, errlen)) < 0) {
 		rc = lock;
 		goto out;
 	}
+	/* Everything is checked before anything is created. */
+	if ((rc = netsetup_proxy_argv(p, o, &want)) < 0) {
+		snprintf(err, errlen, "cannot build the proxy's argv: %s",
+		    strerror(-rc));
+		goto out;
+	}
+	if ((rc = netsetup_up_check(p, o, want, err, errlen)) < 0) {
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "%s; nothing changed", why);
+		goto out;
+	}
+	fresh = up_fresh(p);
+	created = true;
 	/* Firewall first: the bridge never exists without it. */
 	if ((rc = fwa_apply(p, FW_INET, changes, err, errlen)) < 0 ||
 	    (rc = fwa_apply(p, FW_INET6, changes, err, errlen)) < 0)
@@ -209,23 +273,24 @@ netsetup_up(const struct netsetup_params *p,
 		goto out;
 	st = netsetup_state_read(p);
 	recorded = cJSON_GetObjectItemCaseSensitive(st, "proxy_argv");
-	if ((rc = netsetup_proxy_argv(p, o, &want)) < 0) {
-		snprintf(err, errlen, "cannot build the proxy's argv: %s",
-		    strerror(-rc));
-		goto out;
-	}
 	if ((rc = netsetup_proxy_up(p, o, recorded, want, changes, err,
 	    errlen)) < 0)
 		goto out;
 	if (st != NULL) {
-		const cJSON *created = cJSON_GetObjectItemCaseSensitive(st,
+		const cJSON *created_rec = cJSON_GetObjectItemCaseSensitive(st,
 		    "network_created");
-		ours = ours || cJSON_IsTrue(created);
+		ours = ours || cJSON_IsTrue(created_rec);
 	}
 	rc = netsetup_state_write(p, o, want, ours);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot write %s/net.json", p->state_dir);
 out:
+	/* A first up that failed leaves nothing; a repair of an existing
+	 * set-up leaves what it found (net status names what is wrong). */
+	if (rc < 0 && created && fresh)
+		up_rollback(p, changes, err, errlen);
+	else if (rc < 0 && lock >= 0 && !created && !had_state)
+		(void)util_rm_rf(p->state_dir);
 	if (lock >= 0)
 		close(lock);
 	cJSON_Delete(st);
@@ -236,14 +301,48 @@ out:
 
 /* ---- down ---- */
 
+/* Stops the proxy, removes the network when Cordon made it, the chains
+ * and the state dir. net: the network's inspect object when have is 0. */
+static int
+down_remove(const struct netsetup_params *p, const cJSON *net, int have,
+    bool had_state, struct cbuf *changes, char *err, size_t errlen)
+{
+	char pidp[400], cpidp[400];
+	pid_t sup = 0;
+	int rc;
+
+	netsetup_state_path(p, "supervisor.pid", pidp, sizeof(pidp));
+	netsetup_state_path(p, "proxy.pid", cpidp, sizeof(cpidp));
+	(void)nssuper_alive(pidp, &sup);
+	if (nssuper_stop(pidp, cpidp, 10000) == 0)
+		netsetup_note(changes, "stopped proxy supervisor %ld and the "
+		    "proxy", (long)sup);
+	if ((rc = sdunit_stop(p, changes, err, errlen)) < 0)
+		return rc;
+	if (have == 0 && dnet_ours(net)) {
+		if ((rc = dnet_remove(p, err, errlen)) < 0)
+			return rc;
+		netsetup_note(changes, "removed network %s", p->network);
+	} else if (have == 0) {
+		netsetup_note(changes, "left network %s alone (Cordon did not "
+		    "create it)", p->network);
+	}
+	if ((rc = fwa_remove(p, FW_INET, changes, err, errlen)) < 0 ||
+	    (rc = fwa_remove(p, FW_INET6, changes, err, errlen)) < 0)
+		return rc;
+	/* The state dir (record, pid files, proxy log, lock) was up's too;
+	 * the lock the caller holds goes with it. */
+	if (util_rm_rf(p->state_dir) == 0 && had_state)
+		netsetup_note(changes, "removed %s", p->state_dir);
+	return 0;
+}
+
 int
 netsetup_down(const struct netsetup_params *p, char **changes_out,
     char *err, size_t errlen)
 {
 	struct cbuf *changes = cbuf_new(64 * 1024);
-	char pidp[400], cpidp[400];
 	cJSON *net = NULL;
-	pid_t sup = 0;
 	int rc, have, n, lock;
 	bool had_state;
 
@@ -270,30 +369,7 @@ netsetup_down(const struct netsetup_params *p, char **changes_out,
 		rc = -EBUSY;
 		goto out;
 	}
-	netsetup_state_path(p, "supervisor.pid", pidp, sizeof(pidp));
-	netsetup_state_path(p, "proxy.pid", cpidp, sizeof(cpidp));
-	(void)nssuper_alive(pidp, &sup);
-	if (nssuper_stop(pidp, cpidp, 10000) == 0)
-		netsetup_note(changes, "stopped proxy supervisor %ld and the "
-		    "proxy", (long)sup);
-	if ((rc = sdunit_stop(p, changes, err, errlen)) < 0)
-		goto out;
-	if (have == 0 && dnet_ours(net)) {
-		if ((rc = dnet_remove(p, err, errlen)) < 0)
-			goto out;
-		netsetup_note(changes, "removed network %s", p->network);
-	} else if (have == 0) {
-		netsetup_note(changes, "left network %s alone (Cordon did not "
-		    "create it)", p->network);
-	}
-	if ((rc = fwa_remove(p, FW_INET, changes, err, errlen)) < 0 ||
-	    (rc = fwa_remove(p, FW_INET6, changes, err, errlen)) < 0)
-		goto out;
-	/* The state dir (record, pid files, proxy log, lock) was up's too;
-	 * the lock we hold goes with it. */
-	if (util_rm_rf(p->state_dir) == 0 && had_state)
-		netsetup_note(changes, "removed %s", p->state_dir);
-	rc = 0;
+	rc = down_remove(p, net, have, had_state, changes, err, errlen);
 out:
 	close(lock);
 	cJSON_Delete(net);

@@ -81,10 +81,24 @@ struct netsetup_up_opts {
 };
 
 /*
- * Brings everything up or repairs what is missing. *changes receives a
- * malloc'd, newline-separated list of what was done ("" when already up;
- * caller frees), also on failure (what was done before it). 0 or a negative
- * errno with a reason in err.
+ * Checks `net up --proxy-arg` values: none may name (or abbreviate, as
+ * getopt_long allows) an option that up sets itself (--listen,
+ * --allowlist, --control, --user, ...) or one that stops the proxy from
+ * serving (--help, --check, --make-ca, --ca-roots), and none may be "--".
+ * The proxy's --check judges the rest. Pure. 0 or -EINVAL with a reason.
+ */
+int netsetup_proxy_args_check(const char *const *args, size_t n, char *err,
+    size_t errlen);
+
+/*
+ * Brings everything up or repairs what is missing. Everything is checked
+ * first (netsetup_up_check: the proxy's arguments and binary, the
+ * allowlist, the proxy's --check), before anything is created; when a
+ * later step fails on a host where nothing of the set-up existed before,
+ * what this call created is removed again (as by netsetup_down). *changes
+ * receives a malloc'd, newline-separated list of what was done ("" when
+ * already up; caller frees), also on failure (what was done before it, and
+ * undone). 0 or a negative errno with a reason in err.
  */
 int netsetup_up(const struct netsetup_params *p,
     const struct netsetup_up_opts *o, char **changes, char *err,

@@ -62,6 +62,15 @@ void probe_evaluate(const struct probe_expect *e, const char *inside,
 /* JSON of a report (caller cJSON_Deletes). */
 cJSON *probe_report_to_json(const struct probe_report *rep);
 
+/*
+ * The progress line `cordon probe` prints on a terminal for one control:
+ * "cordon probe: NAME ok (S.S s)\n", or "... NAME failed (S.S s): OBSERVED"
+ * (OBSERVED cut to fit), ms since the probe started. Pure. The number of
+ * bytes written, or -ENOSPC (buf then holds "" when len > 0).
+ */
+int probe_progress_line(const struct probe_control *ctl, int64_t ms,
+    char *buf, size_t len);
+
 /* Records rep as the latest result for its mode in STATE_DIR. */
 int probe_state_write(const struct config *c, const struct probe_report *rep);
 

@@ -138,3 +138,31 @@ probe_run(const struct config *c, const struct probe_run_opts *o,
 	probe_outcome_cleanup(&out);
 	return 0;
 }
+
+int
+probe_progress_line(const struct probe_control *ctl, int64_t ms, char *buf,
+    size_t len)
+{
+	int n;
+
+	if (ms < 0)
+		ms = 0;
+	if (ctl->pass)
+		n = snprintf(buf, len, "cordon probe: %s ok (%lld.%lld s)\n",
+		    ctl->name, (long long)(ms / 1000),
+		    (long long)(ms % 1000 / 100));
+	else
+		n = snprintf(buf, len, "cordon probe: %s failed (%lld.%lld s): "
+		    "%.120s\n", ctl->name, (long long)(ms / 1000),
+		    (long long)(ms % 1000 / 100), ctl->observed);
+	if (n < 0 || (size_t)n >= len) {
+		if (len > 0)
+			buf[0] = '\0';
+		return -ENOSPC;
+	}
+	/* The observation comes from the sandbox: one line, no controls. */
+	for (int i = 0; i < n - 1; i++)
+		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
+			buf[i] = '?';
+	return n;
+}

@@ -422,6 +422,8 @@ audit_json(const char *session, const struct runner_result *res)
 	    res->err_truncated);
 	ok = ok && cJSON_AddStringToObject(o, "container", res->container);
 	ok = ok && cJSON_AddBoolToObject(o, "warm", res->warm);
+	/* The limits that applied, as in the result. */
+	ok = ok && limits_to_json(o, &res->limits);
 	if (ok && res->debug)
 		ok = cJSON_AddStringToObject(o, "debug_log", res->debug_log) !=
 		    NULL;

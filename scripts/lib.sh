@@ -17,7 +17,9 @@ DEBUG_WRAPPER=${CORDON_DEBUG_WRAPPER:-/usr/local/libexec/cordon/runsc-debug}
 # Keep set -e inside $(...) too, so a failing step there is not ignored.
 shopt -s inherit_errexit
 
-say()  { printf 'cordon-setup: %s\n' "$*"; }
+# Status goes to stderr: stdout stays for what callers capture (quickstart's
+# result JSON, register_* functions' answers).
+say()  { printf 'cordon-setup: %s\n' "$*" >&2; }
 die()  { printf 'cordon-setup: error: %s\n' "$*" >&2; exit 1; }
 
 need_root() {

@@ -124,6 +124,10 @@ parse_fields(const struct config *c, const cJSON *root, struct serve_req *r,
 	if ((rc = json_get_string(root, "code", &s)) < 0)
 		return bad(err, errlen, -EINVAL, rc == -ENOENT ?
 		    "missing field 'code'" : "'code' must be a string");
+	/* As `cordon run` refuses an empty program (exit 2). */
+	if (s[0] == '\0')
+		return bad(err, errlen, -EINVAL, "'code' is empty: the program "
+		    "is empty, nothing to run");
 	r->code_len = strlen(s);
 	if (r->code_len > RUNNER_CODE_MAX)
 		return bad(err, errlen, -EFBIG, "'code' is too long");

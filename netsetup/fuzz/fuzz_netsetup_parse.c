@@ -2,7 +2,8 @@
  * libFuzzer target for netsetup's parsers of outside text: `iptables -S`
  * listings of the filter and nat tables (chain presence, counts, jump
  * position), `docker network inspect` JSON (the network check),
- * /proc/net/{tcp,udp} listings and CIDR strings.
+ * /proc/net/{tcp,udp} listings, CIDR strings and `net up --proxy-arg`
+ * values (the input split at newlines, one argument each).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)nssuper_listed(text, "10.213.0.1", 3129, false);
 	(void)fw_backend_parse(text);
 	(void)netsetup_subnet_parse(text, norm, gw);
+	{
+		const char *args[16];
+		size_t n = 0;
+		char *save = NULL, *a;
+
+		for (a = strtok_r(text, "\n", &save); a != NULL && n < 16;
+		    a = strtok_r(NULL, "\n", &save))
+			args[n++] = a;
+		(void)netsetup_proxy_args_check(args, n, err, sizeof(err));
+	}
 	free(text);
 	return 0;
 }

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/proc.h"
 #include "common/util.h"
 
@@ -200,6 +202,48 @@ test_run_refusals(void **state)
 			    rows[i].args[1] : "", rows[i].args[1] &&
 			    rows[i].args[2] ? rows[i].args[2] : "", code, out,
 			    err, want);
+		free(out);
+		free(err);
+		free(want);
+	}
+}
+
+/* With --stream (given last, after the refused flag), each refusal is
+ * also one NDJSON error event on stdout, with the same reason. */
+static void
+test_run_stream_refusals(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const char *args[ARGS_MAX];
+		char *out, *err, *want = subst(rows[i].err), *nl;
+		const cJSON *ev, *why;
+		cJSON *o;
+		size_t n = 0;
+		int code;
+
+		while (rows[i].args[n] != NULL) {
+			args[n] = rows[i].args[n];
+			n++;
+		}
+		args[n++] = "--stream";
+		args[n] = NULL;
+		run(args, rows[i].in, &code, &out, &err);
+		/* The reason: stderr's line without "cordon run: " and
+		 * its newline. */
+		want[strlen(want) - 1] = '\0';
+		nl = strchr(out, '\n');
+		o = cJSON_Parse(out);
+		ev = cJSON_GetObjectItemCaseSensitive(o, "event");
+		why = cJSON_GetObjectItemCaseSensitive(o, "error");
+		if (code != 2 || nl == NULL || nl[1] != '\0' ||
+		    !cJSON_IsString(ev) || strcmp(ev->valuestring, "error") !=
+		    0 || !cJSON_IsString(why) || strcmp(why->valuestring,
+		    want + strlen("cordon run: ")) != 0 ||
+		    strncmp(err, want, strlen(want)) != 0)
+			fail_msg("row %zu: exit %d\nstdout:\n%s\nstderr:\n%s\n"
+			    "want:\n%s", i, code, out, err, want);
+		cJSON_Delete(o);
 		free(out);
 		free(err);
 		free(want);
@@ -389,6 +433,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_refusals),
+		cmocka_unit_test(test_run_stream_refusals),
 		cmocka_unit_test(test_run_too_many_in),
 		cmocka_unit_test(test_other_refusals),
 		cmocka_unit_test(test_help_everywhere),

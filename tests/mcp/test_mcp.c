@@ -607,7 +607,6 @@ test_arguments(void **state)
 		enum runner_net net;
 		int64_t timeout_s;	/* as passed to the runner */
 	} a[] = {
-		{ "{\"code\":\"\"}", true, RUNNER_NET_NONE, 0 },
 		{ "{\"code\":\"1\",\"network\":\"none\"}", true,
 		    RUNNER_NET_NONE, 0 },
 		{ "{\"code\":\"1\",\"network\":\"proxy\"}", true,
@@ -626,6 +625,9 @@ test_arguments(void **state)
 		/* Bad: an isError result, the runner never called. */
 		{ "{}", false, 0, 0 },
 		{ "{\"network\":\"none\"}", false, 0, 0 },
+		/* An empty program, as `cordon run` refuses it. */
+		{ "{\"code\":\"\"}", false, 0, 0 },
+		{ "{\"code\":\"\",\"session\":\"s1\"}", false, 0, 0 },
 		{ "{\"code\":null}", false, 0, 0 },
 		{ "{\"code\":42}", false, 0, 0 },
 		{ "{\"code\":[\"print(1)\"]}", false, 0, 0 },
@@ -681,6 +683,11 @@ test_arguments(void **state)
 		}
 		cJSON_Delete(root);
 	}
+	/* The empty program's reason is the one `cordon run` gives. */
+	res = call("{\"code\":\"\"}", &root);
+	assert_non_null(strstr(block_text(res, 0), "'code' is empty: the "
+	    "program is empty, nothing to run"));
+	cJSON_Delete(root);
 }
 
 /* `keep` reaches the runner as given. */

@@ -111,6 +111,59 @@ rc=0; "$cordon" net status >"$T/st0.json" 2>"$T/st0.err" || rc=$?
 [ "$(jget "$T/st0.json" 'd["set_up"]' 'd["ok"]')" = "False False" ] || fail "status JSON: $(cat "$T/st0.json")"
 echo "ok: $(cat "$T/st0.err")"
 
+# nothing_left WHAT: no trace of an up on this bridge: network, chains of
+# either family (any table), proxy or supervisor, state dir.
+nothing_left() {
+	local left p
+	! "$docker" network inspect "$net" >/dev/null 2>&1 || fail "$1: network $net left"
+	! ip link show "$br" >/dev/null 2>&1 || fail "$1: bridge $br left"
+	left=$( (iptables-save; ip6tables-save) | grep -e "CORDON-[A-Z]*-$br")
+	[ -z "$left" ] || fail "$1: firewall left: $left"
+	for p in $(pgrep -x cordon-netsuper; pgrep -x cordon-proxy); do
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$T/"; then
+			fail "$1: process left: $(ps -o pid=,comm=,args= -p "$p")"
+		fi
+	done
+	[ ! -e "$T/state/net-$br" ] || fail "$1: state left: $(ls -A "$T/state/net-$br")"
+}
+
+step "net up refuses before it creates anything: an allowlist typo, a reserved --proxy-arg"
+printf '# e2e allowlist with a typo\nallowed.example.com:%s\nbad.example.com:99999\n' "$http_port" >"$T/typo.list"
+rc=0; "$cordon" net up --allowlist "$T/typo.list" >"$T/upt.txt" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "up with a typo exited $rc: $(cat "$T/upt.txt")"
+nothing_left "up with a typo"
+grep -q "$T/typo.list:3: port 99999 is out of range.*nothing changed" "$T/upt.txt" ||
+	fail "up with a typo did not name FILE:LINE: $(cat "$T/upt.txt")"
+echo "ok: $(grep typo.list:3 "$T/upt.txt")"
+rc=0; "$cordon" net up --allowlist "$T/allow.list" --proxy-arg --help >"$T/uph.txt" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "up --proxy-arg --help exited $rc: $(cat "$T/uph.txt")"
+grep -q "^cordon net up: --proxy-arg '--help': not for a running proxy" "$T/uph.txt" &&
+	! grep -q '^usage: cordon-proxy' "$T/uph.txt" || fail "up --proxy-arg --help: $(cat "$T/uph.txt")"
+nothing_left "up --proxy-arg --help"
+echo "ok: $(cat "$T/uph.txt")"
+
+step "a first net up that fails after creating things undoes them: the proxy's port is taken"
+# Bound on the gateway's address before the bridge has it (IP_FREEBIND):
+# the firewall, the network and the supervisor are up when the proxy
+# finds its port taken.
+python3 -I -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_IP, 15, 1)
+s.bind((sys.argv[1], 3128)); s.listen(1); open(sys.argv[2], "w").write("up")
+time.sleep(600)' "$gw" "$T/squat.ready" &
+squat=$!
+pids+=("$squat")
+for _ in $(seq 100); do [ -s "$T/squat.ready" ] && break; sleep 0.1; done
+[ -s "$T/squat.ready" ] || fail "cannot take $gw:3128"
+rc=0; "$cordon" net up --allowlist "$T/allow.list" >"$T/upp.txt" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "up with the port taken exited $rc: $(cat "$T/upp.txt")"
+grep -q "created network $net" "$T/upp.txt" && grep -q "started proxy supervisor" "$T/upp.txt" ||
+	fail "up did not get as far as the proxy: $(cat "$T/upp.txt")"
+nothing_left "up with the port taken"
+grep -q "the proxy is not listening on $gw:3128.*Address already in use.*undone: nothing of it is left" "$T/upp.txt" ||
+	fail "up with the port taken did not say why, or that it undid it: $(cat "$T/upp.txt")"
+kill "$squat"; wait "$squat" 2>/dev/null
+echo "ok: $(grep 'cordon net up:' "$T/upp.txt")"
+
 step "cordon net up"
 iptables -S >"$T/ipt0.txt"; iptables -t nat -S >"$T/nat0.txt"; ip6tables -S >"$T/ip6t0.txt"
 "$cordon" net up --allowlist "$T/allow.list" \

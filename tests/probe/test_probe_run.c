@@ -371,6 +371,38 @@ test_debug_probe(void **state)
 	free(insp);
 }
 
+static void
+test_progress_line(void **state)
+{
+	struct probe_control ok = { .name = "rootfs_readonly", .pass = true };
+	struct probe_control bad = { .name = "no_network", .pass = false };
+	char buf[300], small[20];
+	int n;
+
+	(void)state;
+	n = probe_progress_line(&ok, 9370, buf, sizeof(buf));
+	assert_int_equal(n, (int)strlen(buf));
+	assert_string_equal(buf, "cordon probe: rootfs_readonly ok (9.3 s)\n");
+	snprintf(bad.observed, sizeof(bad.observed), "connect to 1.1.1.1:53 "
+	    "succeeded");
+	assert_true(probe_progress_line(&bad, 12050, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "cordon probe: no_network failed (12.0 s): "
+	    "connect to 1.1.1.1:53 succeeded\n");
+	/* A long observation is cut; the line stays one line. */
+	memset(bad.observed, 'x', sizeof(bad.observed) - 1);
+	bad.observed[sizeof(bad.observed) - 1] = '\0';
+	assert_true(probe_progress_line(&bad, -5, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "failed (0.0 s): xxx"));
+	assert_true(strlen(buf) < 200);
+	assert_ptr_equal(strchr(buf, '\n'), buf + strlen(buf) - 1);
+	snprintf(bad.observed, sizeof(bad.observed), "a\nb\033[2Jc");
+	assert_true(probe_progress_line(&bad, 0, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "): a?b?[2Jc\n"));
+	assert_int_equal(probe_progress_line(&ok, 1, small, sizeof(small)),
+	    -ENOSPC);
+	assert_string_equal(small, "");
+}
+
 int
 main(void)
 {
@@ -384,6 +416,7 @@ main(void)
 		cmocka_unit_test_setup(test_unrecordable_result_warns,
 		    reset_state),
 		cmocka_unit_test_setup(test_debug_probe, reset_state),
+		cmocka_unit_test(test_progress_line),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

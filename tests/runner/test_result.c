@@ -404,6 +404,7 @@ test_audit_line(void **state)
 	config_defaults(&c);
 	snprintf(c.audit_log, sizeof(c.audit_log), "%s/sub/audit.log", dir);
 	fill(&r, "SECRET-OUTPUT", 13);
+	r.limits = (struct runner_limits){ 30, 1048576, 536870912, 1.5, 64 };
 	assert_int_equal(runner_audit_append(&c, "sess", &r), 0);
 	assert_int_equal(runner_audit_append(&c, NULL, &r), 0);
 	assert_int_equal(util_read_file(c.audit_log, 1 << 16, &text, &len), 0);
@@ -421,6 +422,21 @@ test_audit_line(void **state)
 	    "container\0image\0"; *k; k += strlen(k) + 1)
 		assert_non_null(cJSON_GetObjectItem(o, k));
 	assert_null(cJSON_GetObjectItem(o, "stdout"));
+	/* The limits that applied, the result's object. */
+	{
+		const cJSON *l = cJSON_GetObjectItem(o, "limits");
+		assert_int_equal(json_get_int(l, "timeout_s", 0, 1000, &n), 0);
+		assert_int_equal(n, 30);
+		assert_int_equal(json_get_int(l, "memory", 0, INT64_MAX, &n),
+		    0);
+		assert_int_equal(n, 536870912);
+		assert_int_equal(json_get_int(l, "max_output", 0, INT64_MAX,
+		    &n), 0);
+		assert_int_equal(n, 1048576);
+		assert_int_equal(json_get_int(l, "pids", 0, 1000, &n), 0);
+		assert_int_equal(n, 64);
+		assert_true(cJSON_GetObjectItem(l, "cpus")->valuedouble == 1.5);
+	}
 	/* Offline: no egress fields. */
 	assert_null(cJSON_GetObjectItem(o, "egress_allowed"));
 	assert_null(cJSON_GetObjectItem(o, "policy"));

@@ -41,6 +41,40 @@ rc=$?
 check "fresh build dir with an unknown option exits non-zero (rc=$rc)" test "$rc" -ne 0
 check "meson setup's error is shown" grep -qi 'no_such_option' "$work/setup.err"
 
+# --- scripts/build: the path it prints, progress only at a terminal -------
+# A meson and a ninja that only pretend (setup writes build.ninja; ninja
+# prints a progress line), so no compile is needed.
+fb="$work/fakebuild"
+mkdir -p "$fb"
+cat >"$fb/meson" <<'FAKE'
+#!/bin/sh
+[ "$1" = setup ] && mkdir -p "$2" && : >"$2/build.ninja"
+echo "fake meson $*"
+FAKE
+printf '#!/bin/sh\necho "[1/1] Linking target fake-cordon"\n' >"$fb/ninja"
+chmod +x "$fb/meson" "$fb/ninja"
+out=$(PATH="$fb:$PATH" "$tree/scripts/build" "$work/abs build" 2>"$work/abs.err"); rc=$?
+check "build with an absolute dir prints that dir (rc=$rc, out '$out')" test "$rc" -eq 0 -a "$out" = "$work/abs build"
+out=$(PATH="$fb:$PATH" "$tree/scripts/build" rel 2>>"$work/abs.err"); rc=$?
+check "build with a relative dir prints it under the root (rc=$rc, out '$out')" test "$rc" -eq 0 -a "$out" = "$tree/rel"
+check "build is quiet on stderr when it is not a terminal" test ! -s "$work/abs.err"
+# script(1) gives a pty: stdout and stderr both go to the typescript.
+PATH="$fb:$PATH" script -qec "$tree/scripts/build '$work/abs build' 2>'$work/tty.err'" /dev/null >"$work/tty.out" </dev/null
+PATH="$fb:$PATH" script -qec "$tree/scripts/build '$work/abs build'" /dev/null >"$work/tty.all" </dev/null
+check "with stderr at a terminal, build shows ninja's progress" grep -q '^\[1/1\] Linking target fake-cordon' "$work/tty.all"
+check "(and not when only stdout is one: the check can fail)" test ! -s "$work/tty.err"
+check "and still prints the dir" grep -q "^$work/abs build" "$work/tty.all"
+
+# --- status on stderr only: quickstart's stdout is the run's JSON alone ---
+out=$(bash -c '. "$0/scripts/lib.sh"; say "a status line"' "$src" 2>"$work/say.err")
+check "scripts/lib.sh's say writes nothing on stdout" test -z "$out"
+check "but its line on stderr" grep -qx 'cordon-setup: a status line' "$work/say.err"
+for f in quickstart setup egress-runtime runsc-build test fuzz-smoke; do
+	# An echo or say of a "cordon-...:" status line with no >&2.
+	left=$(grep -nE '^[[:space:]]*(echo|printf) .*(cordon-[a-z]+|runsc-build):' "$src/scripts/$f" | grep -v '>&2' || true)
+	check "scripts/$f prints no status line on stdout${left:+: $left}" test -z "$left"
+done
+
 # --- scripts/lib.sh: daemon.json edits -------------------------------------
 bin="$work/bin"
 mkdir -p "$bin"

@@ -70,7 +70,7 @@ test_req_ok(void **state)
 	assert_string_equal(r.policy, "");
 	serve_req_cleanup(&r);
 
-	b = "{\"code\":\"\"}";
+	b = "{\"code\":\"1\"}";
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
 	    sizeof(err)), 0);
 	assert_false(r.has_net);
@@ -108,6 +108,8 @@ test_req_bad(void **state)
 		{ "\"code\"", -EINVAL, "the body must be a JSON object" },
 		{ "{}", -EINVAL, "missing field 'code'" },
 		{ "{\"code\":1}", -EINVAL, "'code' must be a string" },
+		{ "{\"code\":\"\"}", -EINVAL, "'code' is empty: the program is "
+		  "empty, nothing to run" },
 		{ "{\"code\":\"x\",\"Code\":\"y\"}", -EINVAL, "unknown field 'Code' "
 		  "(allowed: code, language, profile, net, policy, timeout_s, "
 		  "max_output, keep, files)" },
@@ -335,10 +337,10 @@ test_refusals(void **state)
 static void
 test_stage(void **state)
 {
-	const char *b = "{\"code\":\"\",\"files\":[{\"path\":\"d/x\","
+	const char *b = "{\"code\":\"1\",\"files\":[{\"path\":\"d/x\","
 	    "\"content_b64\":\"AAEC\"},{\"path\":\"d/y\",\"content_b64\":\"\"},"
 	    "{\"path\":\"z\",\"content_b64\":\"eg==\"}]}";
-	const char *dup = "{\"code\":\"\",\"files\":[{\"path\":\"d\","
+	const char *dup = "{\"code\":\"1\",\"files\":[{\"path\":\"d\","
 	    "\"content_b64\":\"\"},{\"path\":\"d/y\",\"content_b64\":\"\"}]}";
 	struct serve_req r;
 	struct stage_dir st;
