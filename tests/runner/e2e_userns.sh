@@ -12,13 +12,7 @@
 # and checks that nothing is left: no process, mount, cgroup or file.
 # Needs root. Fails (never skips) without dockerd, runsc or the pinned
 # image, unless CORDON_E2E=skip.
-set -u
-fail() { echo "FAIL: $*" >&2; exit 1; }
-missing() {
-	if [ "${CORDON_E2E:-}" = skip ]; then echo "SKIP (CORDON_E2E=skip): $*"; exit 77; fi
-	fail "$* (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)"
-}
-cordon="$CORDON_BUILD_ROOT/cordon"
+. "$(dirname "$0")/../lib/e2e.sh" || exit 1
 [ "$(id -u)" = 0 ] || missing "not root (it starts a dockerd)"
 for t in dockerd unshare nsenter runsc docker; do
 	command -v "$t" >/dev/null || missing "no $t"
