@@ -153,7 +153,9 @@ info)
 	echo '{"runc":{"path":"runc"}}'; exit 0 ;;
 image)
 	echo "sha256:x"; exit 0 ;;
-ps)
+ps)	# FAKE_PS_MINE=NAME: also lists NAME as left by the caller (owner
+	# label: this script's parent, the cordon process that asks).
+	[ -z "${FAKE_PS_MINE:-}" ] || printf '%s\t%s\t0\n' "$FAKE_PS_MINE" "$PPID"
 	cat "$FAKE_PS"; exit 0 ;;
 esac
 exit 98

@@ -1,0 +1,27 @@
+#!/bin/sh
+# `cordon probe` removes what its own pid left running before it exits
+# (a pooled probe container has been seen Up after the probe passed), and
+# only that: against the fake docker CLI, whose `ps` lists one container
+# owned by the probe's own pid and one owned by another, the probe (which
+# fails here: the fake echoes the program back) names and removes the first
+# and never asks to remove the second.
+set -eu
+cordon=${1:?usage: probe_sweep.sh CORDON}
+src=${CORDON_SOURCE_ROOT:?}
+T=$(mktemp -d /tmp/cordon-probe-sweep.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "probe_sweep: FAIL: $*" >&2; exit 1; }
+mine=cordon-5eed5eed5eed5eed other=cordon-07e407e407e407e4
+printf '{"docker":"%s/tests/runner/fake-docker.sh","require_probe":false,"state_dir":"%s/state","audit_log":"%s/audit/audit.log","image":{"id":"sha256:%064d"}}\n' \
+	"$src" "$T" "$T" 7 > "$T/config.json"
+printf '%s\t1\t0\n' "$other" > "$T/ps"
+rc=0
+CORDON_CONFIG=$T/config.json FAKE_LOG=$T/calls.log FAKE_MODE=ok \
+	FAKE_PS=$T/ps FAKE_PS_MINE=$mine \
+	"$cordon" probe > "$T/out" 2> "$T/err" || rc=$?
+[ "$rc" -eq 1 ] || { cat "$T/err" >&2; fail "exit $rc, want 1 (the fake cannot pass a probe)"; }
+grep -q "^cordon probe: 1 leftover container(s) of this probe found and removed: $mine\$" "$T/err" ||
+	{ cat "$T/err" >&2; fail "no line naming $mine on stderr"; }
+grep -q "^rm .*$mine" "$T/calls.log" || { cat "$T/calls.log" >&2; fail "$mine was not removed"; }
+! grep "^rm .*$other" "$T/calls.log" >/dev/null || fail "$other (another owner's) was removed"
+echo "probe_sweep: ok" >&2
