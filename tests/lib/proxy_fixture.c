@@ -671,8 +671,10 @@ px_start(struct px *p, const char *allowlist_text,
 	}
 	close(pipefd[1]);
 	p->errfd = pipefd[0];
+	/* A slot is free once its proxy is stopped (px_stop), not when it
+	 * exits (px_wait_exit): its directory is still to be removed. */
 	for (size_t i = 0; i < sizeof(px_pids) / sizeof(px_pids[0]); i++)
-		if (px_pids[i] == 0) {
+		if (px_pids[i] == 0 && px_dirs[i][0] == '\0') {
 			px_pids[i] = p->pid;
 			snprintf(px_dirs[i], sizeof(px_dirs[i]), "%s", p->dir);
 			break;
@@ -718,7 +720,6 @@ int
 px_stop(struct px *p)
 {
 	int rc;
-	char path[400];
 
 	if (p->pid > 0) {
 		kill(p->pid, SIGTERM);
@@ -734,11 +735,13 @@ px_stop(struct px *p)
 	if (p->errfd >= 0)
 		close(p->errfd);
 	p->errfd = -1;
-	unlink(p->allowlist);
-	unlink(p->accesslog);
-	snprintf(path, sizeof(path), "%s/new.list", p->dir);
-	unlink(path);
-	rmdir(p->dir);
+	/* The whole directory: a test may have left rotated logs, a state
+	 * file or another list there. */
+	for (size_t i = 0; i < sizeof(px_dirs) / sizeof(px_dirs[0]); i++)
+		if (strcmp(px_dirs[i], p->dir) == 0)
+			px_dirs[i][0] = '\0';
+	if (p->dir[0] != '\0')
+		(void)util_rm_rf(p->dir);
 	return rc;
 }
 
@@ -889,12 +892,17 @@ px_connect(struct px *p, const char *authority, int *status, char *head,
 void
 px_kill_all(void)
 {
-	for (size_t i = 0; i < sizeof(px_pids) / sizeof(px_pids[0]); i++)
+	for (size_t i = 0; i < sizeof(px_pids) / sizeof(px_pids[0]); i++) {
 		if (px_pids[i] > 0) {
 			kill(px_pids[i], SIGKILL);
 			waitpid(px_pids[i], NULL, 0);
 			px_pids[i] = 0;
-			if (px_dirs[i][0] != '\0')
-				(void)util_rm_rf(px_dirs[i]);
 		}
+		/* Also a proxy that exited by itself (px_wait_exit) in a
+		 * test that failed before its px_stop. */
+		if (px_dirs[i][0] != '\0') {
+			(void)util_rm_rf(px_dirs[i]);
+			px_dirs[i][0] = '\0';
+		}
+	}
 }
