@@ -15,12 +15,12 @@
 
 #include "common/json.h"
 #include "common/util.h"
+#include "jobs/request.h"
 #include "mcp/internal.h"
 #include "runner/image.h"
 #include "runner/stage.h"
 #include "runner/stream.h"
 
-#define TIMEOUT_MAX_ARG 9007199254740991LL	/* any integer JSON keeps */
 
 /*
  * The outputSchema of run_code (MCP 2025-06-18 and later): the runner's
@@ -84,18 +84,22 @@ static const char output_schema[] =
     "\"stdout_truncated\",\"stderr_truncated\",\"duration_ms\",\"container\","
     "\"code_sha256\",\"net\"]}";
 
+/* A call's arguments: the one request schema (jobs/request.h, `files` as
+ * text; MCP advertises `network` for `net`), and MCP's own `session`. */
 struct call {
-	const char *code;
-	size_t code_len;
-	enum runner_net net;
-	const char *policy;		/* NULL: the operator's default */
-	int64_t timeout_s;		/* 0: the operator's default */
-	const char *keep;		/* NULL: both */
-	const char *lang;		/* static name */
-	const char *profile;		/* NULL: the language's */
-	struct stage_file *files;	/* owned (stage_files_free) */
-	size_t nfiles;
+	struct jobs_req j;
 	const char *session;		/* NULL, or the agent's session name */
+};
+
+static const char *const mcp_extra_keys[] = { "session", NULL };
+
+static const struct jobs_req_rules mcp_rules = {
+	.whole = "the arguments",
+	.noun = "argument",
+	.advertised = "code, language, profile, network, policy, timeout_s, "
+	    "keep, files, session",
+	.extra = mcp_extra_keys,
+	.files = STAGE_CONTENT_TEXT,
 };
 
 /* The `session` property of the input schema. */
@@ -371,146 +375,50 @@ mcp_run_code_tool(const struct mcp_server *s)
 	return tool;
 }
 
-/* `network` and `policy`: a policy goes with network proxy only. Whether
- * the proxy has it is the runner's to say. */
-static int
-parse_network(const cJSON *args, struct call *k, char *err, size_t errlen)
-{
-	const char *net;
-	int rc;
-
-	rc = json_get_string(args, "network", &net);
-	if (rc == 0 && strcmp(net, "proxy") == 0)
-		k->net = RUNNER_NET_PROXY;
-	else if (rc != -ENOENT && (rc < 0 || strcmp(net, "none") != 0)) {
-		snprintf(err, errlen, "'network' must be \"none\" or \"proxy\"");
-		return -EINVAL;
-	}
-	rc = json_get_string(args, "policy", &k->policy);
-	if (rc == -ENOENT) {
-		k->policy = NULL;
-		return 0;
-	}
-	if (rc < 0 || !config_policy_name_valid(k->policy)) {
-		snprintf(err, errlen, "'policy' must be a policy name (1-%d of "
-		    "[A-Za-z0-9_-])", CONFIG_POLICY_MAX);
-		return -EINVAL;
-	}
-	if (k->net != RUNNER_NET_PROXY) {
-		snprintf(err, errlen, "'policy' needs network \"proxy\" (this "
-		    "call's network is \"none\")");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* `language` and `profile`: the profile must exist and offer the
- * language (config_profile_pick); the reason says which it lacks. */
-static int
-parse_lang(const struct config *c, const cJSON *args, struct call *k,
-    char *err, size_t errlen)
-{
-	const struct config_profile *p;
-	const char *s = NULL;
-	int rc = json_get_string(args, "language", &s);
-
-	if (rc == -EINVAL || (rc == 0 && config_lang_bit(s) == 0)) {
-		snprintf(err, errlen, "'language' must be \"python\", \"bash\" "
-		    "or \"node\"");
-		return -EINVAL;
-	}
-	k->lang = config_lang_name(config_lang_bit(rc == 0 ? s : NULL));
-	rc = json_get_string(args, "profile", &k->profile);
-	if (rc == -ENOENT)
-		k->profile = NULL;
-	else if (rc < 0 || !config_profile_name_valid(k->profile)) {
-		snprintf(err, errlen, "'profile' must be a profile name (1-%d "
-		    "of [a-z0-9_-])", CONFIG_PROFILE_MAX);
-		return -EINVAL;
-	}
-	return config_profile_pick(c, k->profile, k->lang, &p, err,
-	    errlen) < 0 ? -EINVAL : 0;
-}
-
-/* Fills k from the arguments, strictly per the input schema; on success
- * the caller frees k->files. -EINVAL with the reason in err, or -ENOMEM. */
+/* Fills k from the arguments by the one request schema, then what only
+ * MCP has: no tenant default, so a policy needs network proxy named in the
+ * call; and `session`. On success the caller frees k->j (jobs_req_cleanup).
+ * -EINVAL or -EFBIG with the reason in err, or -ENOMEM. */
 static int
 parse_call(const struct config *c, const cJSON *args, struct call *k,
     char *err, size_t errlen)
 {
-	const cJSON *m;
 	int rc;
 
 	memset(k, 0, sizeof(*k));
 	if (args == NULL) {
-		snprintf(err, errlen, "missing required argument 'code'");
+		snprintf(err, errlen, "missing argument 'code'");
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(m, args) {
-		if (strcmp(m->string, "code") != 0 &&
-		    strcmp(m->string, "network") != 0 &&
-		    strcmp(m->string, "policy") != 0 &&
-		    strcmp(m->string, "timeout_s") != 0 &&
-		    strcmp(m->string, "keep") != 0 &&
-		    strcmp(m->string, "language") != 0 &&
-		    strcmp(m->string, "profile") != 0 &&
-		    strcmp(m->string, "session") != 0 &&
-		    strcmp(m->string, "files") != 0) {
-			snprintf(err, errlen, "unknown argument (allowed: code, "
-			    "language, profile, network, policy, timeout_s, "
-			    "keep, files, session)");
-			return -EINVAL;
-		}
-	}
-	if ((rc = json_get_string(args, "code", &k->code)) < 0) {
-		snprintf(err, errlen, rc == -ENOENT ? "missing required "
-		    "argument 'code'" : "'code' must be a string");
-		return -EINVAL;
-	}
-	k->code_len = strlen(k->code);
-	/* As `cordon run` refuses an empty program (exit 2). */
-	if (k->code_len == 0) {
-		snprintf(err, errlen, "'code' is empty: the program is empty, "
-		    "nothing to run");
-		return -EINVAL;
-	}
-	if ((rc = parse_network(args, k, err, errlen)) < 0)
+	if ((rc = jobs_req_parse(c, args, &mcp_rules, &k->j, err,
+	    errlen)) < 0)
 		return rc;
-	rc = json_get_int(args, "timeout_s", 1, TIMEOUT_MAX_ARG, &k->timeout_s);
-	if (rc == -EINVAL) {
-		snprintf(err, errlen, "'timeout_s' must be a whole number of "
-		    "seconds, at least 1");
-		return -EINVAL;
+	rc = -EINVAL;
+	if (k->j.policy[0] != '\0' && k->j.net != RUNNER_NET_PROXY) {
+		snprintf(err, errlen, "'policy' needs %s \"proxy\" (this "
+		    "call's %s is \"none\")", k->j.net_key != NULL ?
+		    k->j.net_key : "network", k->j.net_key != NULL ?
+		    k->j.net_key : "network");
+		goto fail;
 	}
-	if (k->timeout_s > c->limits.max_timeout_s) {
-		snprintf(err, errlen, "'timeout_s' %lld is above the maximum "
-		    "of %lld s (config limits.max_timeout_s)",
-		    (long long)k->timeout_s,
-		    (long long)c->limits.max_timeout_s);
-		return -EINVAL;
-	}
-	if ((rc = json_get_keep(args, "keep", &k->keep)) < 0) {
-		snprintf(err, errlen, "'keep' must be \"head\", \"tail\" or "
-		    "\"both\"");
-		return -EINVAL;
-	}
-	if ((rc = parse_lang(c, args, k, err, errlen)) < 0)
-		return rc;
 	rc = json_get_string(args, "session", &k->session);
 	if (rc == -EINVAL || (rc == 0 && !mcp_session_name_valid(k->session))) {
 		snprintf(err, errlen, "'session' must be a name of 1-%d of "
 		    "[A-Za-z0-9._-]", MCP_SESSION_NAME_MAX);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto fail;
 	}
-	if (k->session != NULL && strcmp(k->lang, "python") != 0) {
+	if (k->session != NULL && strcmp(k->j.lang, "python") != 0) {
 		snprintf(err, errlen, "a session runs Python ('language' "
 		    "python)");
-		return -EINVAL;
+		rc = -EINVAL;
+		goto fail;
 	}
-	if ((m = cJSON_GetObjectItemCaseSensitive(args, "files")) != NULL)
-		return stage_files_parse(c, m, STAGE_CONTENT_TEXT, &k->files,
-		    &k->nfiles, err, errlen);
 	return 0;
+fail:
+	jobs_req_cleanup(&k->j);
+	k->session = NULL;
+	return rc;
 }
 
 /* {content: [text blocks], isError}; data may be NULL. */
@@ -626,19 +534,24 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 
 	if ((rc = parse_call(s->config, arguments, &k, err, sizeof(err))) < 0)
 		return rc == -ENOMEM ? NULL : invalid_arguments(err);
-	rc = stage_write(s->tmp_dir, "cordon-mcp", k.files, k.nfiles, &st, err,
-	    sizeof(err));
-	stage_files_free(k.files, k.nfiles);
-	if (rc < 0)
+	rc = stage_write(s->tmp_dir, "cordon-mcp", k.j.files, k.j.nfiles, &st,
+	    err, sizeof(err));
+	stage_files_free(k.j.files, k.j.nfiles);
+	k.j.files = NULL;
+	k.j.nfiles = 0;
+	if (rc < 0) {
+		jobs_req_cleanup(&k.j);
 		return rc == -EINVAL ? invalid_arguments(err) : run_failed(err);
-	req.code = k.code;
-	req.code_len = k.code_len;
-	req.net = k.net;
-	req.policy = k.policy;
-	req.timeout_s = k.timeout_s;
-	req.keep = k.keep;
-	req.lang = k.lang;
-	req.profile = k.profile;
+	}
+	req.code = k.j.code;
+	req.code_len = k.j.code_len;
+	req.net = k.j.net;
+	req.policy = k.j.policy[0] != '\0' ? k.j.policy : NULL;
+	req.timeout_s = k.j.timeout_s;
+	req.max_output = k.j.max_output;
+	req.keep = k.j.keep;
+	req.lang = k.j.lang;
+	req.profile = k.j.profile[0] != '\0' ? k.j.profile : NULL;
 	for (size_t i = 0; i < st.nin; i++)
 		req.in[i] = st.in[i];
 	req.nin = st.nin;
@@ -674,5 +587,6 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 	else
 		r = run_result(&res, dropped, &si);
 	runner_result_cleanup(&res);
+	jobs_req_cleanup(&k.j);
 	return r;
 }

@@ -144,7 +144,7 @@ void serve_queue_release(struct serve_queue *q, size_t tenant);
  * -ENOMEM (the caller answers 500). t0_ms: the request's arrival, for the
  * latency histogram. */
 int serve_queue_submit(struct serve_queue *q, struct serve_conn *c,
-    size_t tenant, int64_t t0_ms, struct serve_req *r);
+    size_t tenant, int64_t t0_ms, struct jobs_req *r);
 
 /* Answers everything queued (runs and sessions' work) 503 with why. */
 void serve_queue_flush(struct serve_queue *q, const char *why);

@@ -38,7 +38,7 @@ struct serve_job {
 	bool running;
 	atomic_int cancel;
 	int64_t t0_ms;
-	struct serve_req parsed;
+	struct jobs_req parsed;
 	struct serve_live *live;	/* NULL, or the NDJSON reply (live.c) */
 	int rc;				/* runner_run's, or staging's */
 	char err[512];
@@ -144,7 +144,7 @@ job_free(struct serve_job *j)
 		return;
 	if (j->done_ev != NULL)
 		event_free(j->done_ev);
-	serve_req_cleanup(&j->parsed);
+	jobs_req_cleanup(&j->parsed);
 	runner_result_cleanup(&j->res);
 	serve_live_free(j->live);
 	free(j->line);
@@ -335,7 +335,7 @@ job_done(evutil_socket_t fd, short what, void *arg)
 
 int
 serve_queue_submit(struct serve_queue *q, struct serve_conn *c,
-    size_t tenant, int64_t t0_ms, struct serve_req *r)
+    size_t tenant, int64_t t0_ms, struct jobs_req *r)
 {
 	struct serve_job *j;
 	int rc;

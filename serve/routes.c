@@ -68,7 +68,7 @@ struct run_parse {
 	int64_t t0_ms;
 	int rc;
 	char err[512];
-	struct serve_req r;
+	struct jobs_req r;
 };
 
 static void
@@ -132,7 +132,7 @@ run_parsed(struct serve_task *t)
 	else if (rc < 0)
 		serve_reply_error(c, 500, "out of memory");
 out:
-	serve_req_cleanup(&p->r);
+	jobs_req_cleanup(&p->r);
 	free(p);
 	s->queue.on_idle(s->queue.arg);	/* a stop may wait for it */
 }

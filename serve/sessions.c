@@ -35,7 +35,7 @@ struct session_work {
 	struct serve_wait wait;		/* admission of a start or a call */
 	bool admitted;			/* holds a slot of its tenant */
 	struct event *done_ev;
-	struct serve_req call;		/* WORK_CALL */
+	struct jobs_req call;		/* WORK_CALL */
 	int rc;
 	char err[512];
 	struct runner_result res;
@@ -188,7 +188,7 @@ work_free(struct session_work *w)
 {
 	if (w->done_ev != NULL)
 		event_free(w->done_ev);
-	serve_req_cleanup(&w->call);
+	jobs_req_cleanup(&w->call);
 	runner_result_cleanup(&w->res);
 	stage_files_free(w->files, w->nfiles);
 	free(w->line);
@@ -590,12 +590,12 @@ serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
 
 void
 serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
-    struct serve_session *se, struct serve_req *call)
+    struct serve_session *se, struct jobs_req *call)
 {
 	struct session_work *w = work_new(ss, se, WORK_CALL, c);
 
 	if (w == NULL) {
-		serve_req_cleanup(call);
+		jobs_req_cleanup(call);
 		serve_reply_error(c, 500, "out of memory");
 		return;
 	}

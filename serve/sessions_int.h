@@ -55,7 +55,7 @@ void serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
 /* A checked call in se (idle) for c: admitted like a run; *call is taken
  * (zeroed). c is answered in the end. */
 void serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
-    struct serve_session *se, struct serve_req *call);
+    struct serve_session *se, struct jobs_req *call);
 /* se, busy with something other than a call (a policy change), is idle
  * again: it ends now if that was asked meanwhile (why). */
 void serve_sessions_release(struct serve_sessions *ss,

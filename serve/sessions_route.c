@@ -37,13 +37,13 @@ struct parse {
 	size_t nfiles;
 	int files_rc;
 	char files_err[512];
-	struct serve_req call;		/* call */
+	struct jobs_req call;		/* call */
 };
 
 /* What a call takes besides code, timeout_s, max_output and keep: a 400
  * naming it (issue 39: language and profile were silently ignored). */
 static int
-call_check(const struct serve_req *r, char *err, size_t errlen)
+call_check(const struct jobs_req *r, char *err, size_t errlen)
 {
 	if (r->has_net || r->policy[0] != '\0' || r->nfiles > 0) {
 		snprintf(err, errlen, "a session's call takes code, timeout_s, "
@@ -172,7 +172,7 @@ parse_free(struct parse *p)
 {
 	serve_session_opts_cleanup(&p->o);
 	stage_files_free(p->files, p->nfiles);
-	serve_req_cleanup(&p->call);
+	jobs_req_cleanup(&p->call);
 	free(p);
 }
 

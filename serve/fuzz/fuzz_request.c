@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The tenant rules must answer any parsed request with 0 or a reason. */
 static void
-check_tenant(const struct config *c, const struct serve_req *r)
+check_tenant(const struct config *c, const struct jobs_req *r)
 {
 	enum runner_net net = r->has_net ? r->net : RUNNER_NET_PROXY;
 	char err[512] = "";
@@ -43,7 +43,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct config c;
 	static int ready;
-	struct serve_req r;
+	struct jobs_req r;
 	unsigned char *out;
 	size_t outlen, total = 0;
 	char err[512] = "";
@@ -75,7 +75,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (total > 4096)
 			abort();
 		check_tenant(&c, &r);
-		serve_req_cleanup(&r);
+		jobs_req_cleanup(&r);
 	} else if ((rc != -EINVAL && rc != -EFBIG && rc != -ENOMEM) ||
 	    err[0] == '\0' || r.code != NULL) {
 		abort();

@@ -933,7 +933,7 @@ test_timeout_above_max(void **state)
 	fx->c.limits.max_timeout_s = 60;
 	res = call("{\"code\":\"1\",\"timeout_s\":61}", &root);
 	assert_true(is_error(res));
-	assert_non_null(strstr(block_text(res, 0), "'timeout_s' 61 is above "
+	assert_non_null(strstr(block_text(res, 0), "timeout 61 s is above "
 	    "the maximum of 60 s (config limits.max_timeout_s)"));
 	assert_int_equal(fx->f.calls, calls);
 	cJSON_Delete(root);

@@ -323,12 +323,12 @@ test_arguments(void **state)
 		  NULL, "'policy' must be a policy name (1-64 of "
 		  "[A-Za-z0-9_-])" },
 		{ "{\"code\":\"1\",\"policies\":[\"a\"]}", NULL, "unknown "
-		  "argument (allowed: code, language, profile, network, "
-		  "policy, timeout_s, keep, files, session)" },
+		  "argument 'policies' (allowed: code, language, profile, "
+		  "network, policy, timeout_s, keep, files, session)" },
 		/* Debug runs are the root CLI's only (runner/debug.h). */
 		{ "{\"code\":\"1\",\"debug\":true}", NULL, "unknown "
-		  "argument (allowed: code, language, profile, network, "
-		  "policy, timeout_s, keep, files, session)" },
+		  "argument 'debug' (allowed: code, language, profile, "
+		  "network, policy, timeout_s, keep, files, session)" },
 	};
 	char text[640], want[640];
 	int runs;

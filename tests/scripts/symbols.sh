@@ -13,6 +13,7 @@ declare -A allowed=(
 	[cordon_probe]='probe_'
 	[cordon_netsetup]='netsetup_ nssuper_ fw_ fwa_ dnet_ sdunit_'
 	[cordon_runner]='runner_ apirun_ container_ docker_ dockerapi_ dargv_ doctor_ files_ image_ outwrap_ stage_'
+	[cordon_jobs]='jobs_'
 	[cordon_mcp]='mcp_'
 	[cordon_serve]='serve_'
 )
@@ -30,7 +31,7 @@ while IFS= read -r lib; do
 		{ echo "FAIL: nm $lib"; exit 1; }
 done < <(find "$build" -name 'libcordon_*.a' -not -path '*/build-fuzz/*' | sort)
 bad=0
-[ "$nlibs" -ge 9 ] || { echo "FAIL: found $nlibs libcordon_*.a under $build, expected 9"; exit 1; }
+[ "$nlibs" -ge 10 ] || { echo "FAIL: found $nlibs libcordon_*.a under $build, expected 10"; exit 1; }
 dups=$(awk '{ print $2 }' "$syms" | sort | uniq -d)
 if [ -n "$dups" ]; then
 	for d in $dups; do

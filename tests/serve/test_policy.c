@@ -57,7 +57,7 @@ test_req_policy(void **state)
 		"{\"code\":\"1\",\"policy\":[\"pypi\"]}",
 		"{\"code\":\"1\",\"policy\":true}",
 	};
-	struct serve_req r;
+	struct jobs_req r;
 	char err[256];
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -66,7 +66,7 @@ test_req_policy(void **state)
 		    err, sizeof(err)) != 0)
 			fail_msg("ok %zu: %s", i, err);
 		assert_string_equal(r.policy, ok[i].policy);
-		serve_req_cleanup(&r);
+		jobs_req_cleanup(&r);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';

@@ -50,7 +50,7 @@ test_req_ok(void **state)
 	    "\"files\":[{\"path\":"
 	    "\"d/x.bin\",\"content_b64\":\"AAEC\"},{\"path\":\"y\","
 	    "\"content_b64\":\"\"}]}";
-	struct serve_req r;
+	struct jobs_req r;
 	char err[256] = "";
 	(void)state;
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
@@ -68,7 +68,7 @@ test_req_ok(void **state)
 	assert_memory_equal(r.files[0].data, "\0\1\2", 3);
 	assert_int_equal(r.files[1].len, 0);
 	assert_string_equal(r.policy, "");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 
 	b = "{\"code\":\"1\"}";
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
@@ -81,21 +81,21 @@ test_req_ok(void **state)
 	/* Default language python; no profile: the language's. */
 	assert_string_equal(r.lang, "python");
 	assert_string_equal(r.profile, "");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 	b = "{\"code\":\"echo 1\",\"language\":\"bash\",\"profile\":"
 	    "\"data\"}";
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
 	    sizeof(err)), 0);
 	assert_string_equal(r.lang, "bash");
 	assert_string_equal(r.profile, "data");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 	/* "lang", the older name, still works; node picks its profile. */
 	b = "{\"code\":\"1\",\"lang\":\"node\"}";
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
 	    sizeof(err)), 0);
 	assert_string_equal(r.lang, "node");
 	assert_string_equal(r.profile, "");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 }
 
 static void
@@ -190,7 +190,7 @@ test_req_bad(void **state)
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct serve_req r;
+		struct jobs_req r;
 		char err[256] = "";
 		int rc = serve_req_parse(&cfg, rows[i].body,
 		    strlen(rows[i].body), &r, err, sizeof(err));
@@ -206,7 +206,7 @@ test_req_oversize(void **state)
 {
 	size_t n = cfg.serve.body_max_bytes + 1;
 	char *big = malloc(n), err[256] = "";
-	struct serve_req r;
+	struct jobs_req r;
 	(void)state;
 	assert_non_null(big);
 	memset(big, ' ', n);
@@ -237,7 +237,7 @@ test_req_scan(void **state)
 		{ "{\"code\":\"a\0b\"}", 13, "'code' holds" },
 		{ "[\"\\u0000\"]", 0, "the body holds U+0000" },
 	};
-	struct serve_req r;
+	struct jobs_req r;
 	char err[256], *big;
 	size_t n;
 	(void)state;
@@ -253,7 +253,7 @@ test_req_scan(void **state)
 	assert_int_equal(serve_req_parse(&cfg, "{\"code\":\"\\\\u0000\"}",
 	    18, &r, err, sizeof(err)), 0);
 	assert_string_equal(r.code, "\\u0000");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 	/* Values: 64 and 8 per file (in_max_files 3 here: 88). */
 	big = malloc(cfg.serve.body_max_bytes);
 	assert_non_null(big);
@@ -279,11 +279,11 @@ test_req_scan(void **state)
 	assert_int_equal(serve_req_parse(&cfg, "{\"code\":\"1\"}", 12, &r,
 	    err, sizeof(err)), 0);
 	assert_null(r.lang_key);
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 	assert_int_equal(serve_req_parse(&cfg, "{\"code\":\"1\",\"lang\":"
 	    "\"python\"}", 28, &r, err, sizeof(err)), 0);
 	assert_string_equal(r.lang_key, "lang");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 }
 
 /* Issue 39: a tenant's refused requests count against a budget of
@@ -342,7 +342,7 @@ test_stage(void **state)
 	    "{\"path\":\"z\",\"content_b64\":\"eg==\"}]}";
 	const char *dup = "{\"code\":\"1\",\"files\":[{\"path\":\"d\","
 	    "\"content_b64\":\"\"},{\"path\":\"d/y\",\"content_b64\":\"\"}]}";
-	struct serve_req r;
+	struct jobs_req r;
 	struct stage_dir st;
 	char err[256] = "", path[PATH_MAX + 8], *data, dir[PATH_MAX];
 	size_t len;
@@ -360,7 +360,7 @@ test_stage(void **state)
 	util_strlcpy(dir, st.dir, sizeof(dir));
 	stage_dir_cleanup(&st);
 	assert_int_equal(stat(dir, &sb), -1);
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 
 	assert_int_equal(serve_req_parse(&cfg, dup, strlen(dup), &r, err,
 	    sizeof(err)), 0);
@@ -369,7 +369,7 @@ test_stage(void **state)
 	assert_string_equal(err, "'files': path given twice or both as a file "
 	    "and a directory");
 	assert_string_equal(st.dir, "");
-	serve_req_cleanup(&r);
+	jobs_req_cleanup(&r);
 }
 
 static void
