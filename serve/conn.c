@@ -1,12 +1,14 @@
 /*
  * One client connection of the service (conn.h): the head under its
  * deadline and handed over before the body, the body into one buffer of
- * its declared size under its own deadline, the reply with its unsent
- * bytes counted and a stall deadline, keep-alive, and a lingering close
- * (the write side shut, what still comes in read and dropped for a moment,
- * so that the client reads its answer rather than a reset).
+ * its declared size under its own deadline, the reply's unsent bytes
+ * counted and its stall deadline, keep-alive, and a lingering close (the
+ * write side shut, what still comes in read and dropped for a moment, so
+ * that the client reads its answer rather than a reset). How a reply is
+ * put into the output, whole or chunked, is conn_reply.c's.
  */
 #include "serve/conn.h"
+#include "serve/conn_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -22,57 +24,6 @@
 #include "common/json.h"
 #include "common/util.h"
 
-#define CONN_BODY_READ (256 * 1024)	/* input buffered while reading */
-#define CONN_HELD_READ 4096		/* pipelined bytes while held */
-#define CONN_LINGER_MS 2000
-#define CONN_LINGER_MAX (4u << 20)	/* bytes dropped before closing */
-#define CONN_HEADERS 8
-#define CONN_HEADER_BYTES 1024
-
-enum conn_state {
-	C_HEAD,		/* reading a head */
-	C_BODY,		/* reading the body */
-	C_HELD,		/* the owner works on it; nothing written yet */
-	C_WRITE,	/* a reply is being written */
-	C_LINGER,	/* write side shut; dropping input until EOF */
-};
-
-struct serve_conn {
-	const struct serve_conn_cfg *cfg;
-	void *tag;
-	struct bufferevent *bev;	/* NULL once the socket is closed */
-	struct event *timer;
-	enum conn_state st;
-	bool held;			/* between on_head/on_request and reply */
-	bool idle;			/* no byte of the next head yet */
-	bool keep_alive;
-	bool body_unread;		/* answered before its body was read */
-	bool streaming, started, ended;
-	char *headbuf;
-	struct serve_http_head head;
-	char *body;
-	size_t body_len, body_got;
-	void *note;
-	size_t note_n;
-	/* The reply's own headers. */
-	struct serve_http_field out_f[CONN_HEADERS + 2];
-	size_t nout;
-	char out_store[CONN_HEADER_BYTES];
-	size_t out_used;
-	/* Unsent reply bytes: counted in *unsent; the first uncounted bytes
-	 * of the output were there before the account was set. */
-	int64_t *unsent;
-	size_t counted, uncounted;
-	struct evbuffer_cb_entry *out_cb;
-	size_t lingered;
-	void (*gone_cb)(void *);
-	void *gone_arg;
-	void (*done_cb)(void *, bool);
-	void *done_arg;
-	void (*drain_cb)(void *);
-	void *drain_arg;
-};
-
 static void conn_read(struct serve_conn *c);
 static void conn_linger(struct serve_conn *c);
 
@@ -85,8 +36,8 @@ timer_set(struct serve_conn *c, int64_t ms)
 	evtimer_add(c->timer, &tv);
 }
 
-static void
-conn_free(struct serve_conn *c)
+void
+serve_conn_free(struct serve_conn *c)
 {
 	if (c->timer != NULL)
 		event_free(c->timer);
@@ -95,9 +46,8 @@ conn_free(struct serve_conn *c)
 	free(c);
 }
 
-/* Reports the reply dropped or written, once. */
-static void
-conn_done(struct serve_conn *c, bool written)
+void
+serve_conn_report(struct serve_conn *c, bool written)
 {
 	void (*cb)(void *, bool) = c->done_cb;
 
@@ -131,8 +81,8 @@ serve_conn_close(struct serve_conn *c)
 			gone(c->gone_arg);
 		return;
 	}
-	conn_done(c, false);
-	conn_free(c);
+	serve_conn_report(c, false);
+	serve_conn_free(c);
 }
 
 /* Output accounting: bytes queued and taken by the socket, in order. */
@@ -349,7 +299,7 @@ write_cb(struct bufferevent *bev, void *arg)
 			c->drain_cb(c->drain_arg);
 		return;
 	}
-	conn_done(c, true);
+	serve_conn_report(c, true);
 	if (c->bev == NULL)
 		return;
 	if (c->keep_alive && !c->body_unread)
@@ -529,203 +479,4 @@ serve_conn_on_done(struct serve_conn *c, void (*cb)(void *, bool),
 {
 	c->done_cb = cb;
 	c->done_arg = arg;
-}
-
-void
-serve_conn_add_header(struct serve_conn *c, const char *name,
-    const char *value)
-{
-	size_t nl = strlen(name) + 1, vl = strlen(value) + 1;
-	char *p = c->out_store + c->out_used;
-
-	if (c->nout == CONN_HEADERS || nl + vl > sizeof(c->out_store) -
-	    c->out_used)
-		return;
-	memcpy(p, name, nl);
-	memcpy(p + nl, value, vl);
-	c->out_f[c->nout].name = p;
-	c->out_f[c->nout].value = p + nl;
-	c->nout++;
-	c->out_used += nl + vl;
-}
-
-/* Common to every reply: the connection is the loop's again. NULL when
- * the client is gone (the connection is then freed, the reply reported
- * dropped), else the output to write into. */
-static struct evbuffer *
-reply_begin(struct serve_conn *c)
-{
-	c->held = false;
-	c->gone_cb = NULL;
-	if (c->bev == NULL) {
-		conn_done(c, false);
-		conn_free(c);
-		return NULL;
-	}
-	/* Its body was never read: the connection cannot be reused. */
-	if (c->st == C_HEAD && c->head.length > 0)
-		c->body_unread = true;
-	evtimer_del(c->timer);
-	c->st = C_WRITE;
-	return bufferevent_get_output(c->bev);
-}
-
-/* The head of a reply into out; false on ENOMEM. */
-static bool
-put_head(struct serve_conn *c, struct evbuffer *out, int code,
-    const char *type, uint64_t len, bool chunked)
-{
-	char head[CONN_HEADER_BYTES + 512];
-	size_t n = c->nout;
-	int hl;
-
-	c->out_f[n].name = "Content-Type";
-	c->out_f[n].value = type;
-	c->out_f[n + 1].name = "Cache-Control";
-	c->out_f[n + 1].value = "no-store";
-	hl = serve_http_response_head(head, sizeof(head), code,
-	    serve_http_reason(code), c->out_f, n + 2, len, chunked,
-	    c->keep_alive && !c->body_unread);
-	return hl > 0 && evbuffer_add(out, head, (size_t)hl) == 0;
-}
-
-static void
-free_body(const void *data, size_t len, void *arg)
-{
-	(void)len;
-	(void)arg;
-	free((void *)data);
-}
-
-void
-serve_conn_reply_take(struct serve_conn *c, int code, const char *type,
-    char *body, size_t len)
-{
-	struct evbuffer *out = reply_begin(c);
-
-	if (out == NULL) {
-		free(body);
-		return;
-	}
-	if (!put_head(c, out, code, type, len, false) || (len > 0 &&
-	    evbuffer_add_reference(out, body, len, free_body, NULL) < 0)) {
-		free(body);
-		serve_conn_close(c);
-		return;
-	}
-	if (len == 0)
-		free(body);
-}
-
-void
-serve_conn_reply(struct serve_conn *c, int code, const char *type,
-    const char *body, size_t len)
-{
-	struct evbuffer *out = reply_begin(c);
-
-	if (out == NULL)
-		return;
-	if (!put_head(c, out, code, type, len, false) || (len > 0 &&
-	    evbuffer_add(out, body, len) < 0))
-		serve_conn_close(c);
-}
-
-void
-serve_conn_reply_error(struct serve_conn *c, int code, const char *why)
-{
-	cJSON *o = cJSON_CreateObject();
-	char *line = NULL;
-
-	if (o != NULL && json_add_bytes(o, "error", why, strlen(why)) == 0)
-		line = json_print_line(o);
-	cJSON_Delete(o);
-	if (line == NULL) {
-		serve_conn_reply(c, 500, "application/json",
-		    "{\"error\":\"out of memory\"}\n", 26);
-		return;
-	}
-	serve_conn_reply_take(c, code, "application/json", line,
-	    strlen(line));
-}
-
-void
-serve_conn_stream_start(struct serve_conn *c, int code, const char *type)
-{
-	struct evbuffer *out;
-
-	/* Still the owner's until stream_end. */
-	if (c->bev == NULL) {
-		c->started = true;
-		return;
-	}
-	evtimer_del(c->timer);
-	c->st = C_WRITE;
-	c->streaming = true;
-	c->started = true;
-	out = bufferevent_get_output(c->bev);
-	if (!put_head(c, out, code, type, 0, true))
-		serve_conn_close(c);
-}
-
-void
-serve_conn_stream_chunk(struct serve_conn *c, const char *data, size_t len)
-{
-	struct evbuffer *out;
-
-	if (c->bev == NULL || len == 0)
-		return;
-	out = bufferevent_get_output(c->bev);
-	if (evbuffer_add_printf(out, "%zx\r\n", len) < 0 ||
-	    evbuffer_add(out, data, len) < 0 || evbuffer_add(out, "\r\n",
-	    2) < 0)
-		serve_conn_close(c);
-}
-
-void
-serve_conn_stream_chunk_take(struct serve_conn *c, char *data, size_t len)
-{
-	struct evbuffer *out;
-
-	if (c->bev == NULL || len == 0) {
-		free(data);
-		return;
-	}
-	out = bufferevent_get_output(c->bev);
-	if (evbuffer_add_printf(out, "%zx\r\n", len) < 0 ||
-	    evbuffer_add_reference(out, data, len, free_body, NULL) < 0) {
-		free(data);
-		serve_conn_close(c);
-		return;
-	}
-	if (evbuffer_add(out, "\r\n", 2) < 0)
-		serve_conn_close(c);
-}
-
-void
-serve_conn_on_drain(struct serve_conn *c, void (*cb)(void *), void *arg)
-{
-	c->drain_cb = cb;
-	c->drain_arg = arg;
-}
-
-bool
-serve_conn_started(const struct serve_conn *c)
-{
-	return c->started;
-}
-
-void
-serve_conn_stream_end(struct serve_conn *c)
-{
-	c->held = false;
-	c->gone_cb = NULL;
-	c->drain_cb = NULL;
-	c->ended = true;
-	if (c->bev == NULL) {
-		conn_done(c, false);
-		conn_free(c);
-		return;
-	}
-	if (evbuffer_add(bufferevent_get_output(c->bev), "0\r\n\r\n", 5) < 0)
-		serve_conn_close(c);
 }
