@@ -1,7 +1,8 @@
 /*
- * Internal to runner/session*.c: the session's state, shared by the host
- * side of the driver protocol (session.c) and its proxy-mode egress
- * (session_egress.c). Nothing else includes this.
+ * Internal to runner/session*.c: the session's state, shared by its
+ * lifecycle (session.c), its calls (session_call.c), its process and pipes
+ * (session_io.c) and its proxy-mode egress (session_egress.c). Nothing
+ * else includes this.
  */
 #ifndef CORDON_RUNNER_SESSION_INTERNAL_H
 #define CORDON_RUNNER_SESSION_INTERNAL_H
@@ -9,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -88,5 +90,39 @@ void runner_session_egress_end(struct runner_session *s);
  * res->egress_error saying why there is none. No-op offline. */
 void runner_session_egress_report(struct runner_session *s,
     struct runner_result *res);
+
+#define SESSION_REAP_MS 5000	/* `docker run` after the container */
+
+/* What one exchange with the driver came to. */
+struct runner_session_io {
+	const unsigned char *out;	/* what is left to write */
+	size_t out_len;
+	size_t max_len;			/* per stream, for the parser */
+	int64_t deadline;
+	const atomic_int *cancel;
+	struct runner_session_frame f;
+};
+
+/* session_io.c: the `docker run -i` process and its pipes. */
+void runner_session_close_fd(int *fd);
+/* Starts argv with three close-on-exec pipes, in its own process group;
+ * s->pid and the pipe ends. 0 or a negative errno. */
+int runner_session_spawn(struct runner_session *s, char *const *argv);
+/* Waits for `docker run` until deadline_ms, then SIGKILLs its group and
+ * waits for good. */
+void runner_session_reap(struct runner_session *s, int64_t deadline_ms);
+int runner_session_exit_code(const struct runner_session *s);	/* -1 */
+void runner_session_drain_err(struct runner_session *s);	/* to diag */
+/* Reads what the result stream has into s->buf (bounded by s->cap).
+ * 1 read something, 0 nothing now, -EPIPE at EOF, -EPROTO past cap. */
+int runner_session_read_out(struct runner_session *s);
+/* Writes io's bytes and reads until one whole frame is in s->buf (then
+ * io->f), the deadline (-ETIMEDOUT), the cancel (-EINTR), EOF on the
+ * result stream (-EPIPE) or a stream that is not a frame (-EPROTO). */
+int runner_session_exchange(struct runner_session *s,
+    struct runner_session_io *io);
+void runner_session_consume(struct runner_session *s, size_t n);
+/* halt.h's drain: reads and drops both streams until both ended. */
+int runner_session_drain(void *arg, int64_t until_ms);
 
 #endif
