@@ -85,4 +85,13 @@ int mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
     struct runner_result *res, bool *is_new, bool *ended, char *err,
     size_t errlen);
 
+/* jsonrpc.c: one reply line, taking ownership of payload (the result or
+ * error object); id NULL is a null id. NULL on ENOMEM. */
+char *mcp_rpc_reply_line(const cJSON *id, const char *key, cJSON *payload);
+char *mcp_rpc_error_line(const cJSON *id, int code, const char *message);
+/* The whole message as one JSON value with nothing after it, or NULL;
+ * *nul: a string in it held U+0000 (*nul_in_id: the id's). */
+cJSON *mcp_rpc_parse_whole(const char *msg, size_t len, bool *nul,
+    bool *nul_in_id);
+
 #endif

@@ -2,12 +2,12 @@
  * The MCP protocol handler: JSON-RPC 2.0 framing and checks (parse error,
  * invalid request, method not found, invalid params), protocol version
  * negotiation at initialize, and dispatch of ping, tools/list and
- * tools/call. It holds no I/O; the run_code tool is in run_code.c.
+ * tools/call. It holds no I/O; the run_code tool is in run_code.c, the
+ * messages' ids, reply lines and classification in jsonrpc.c.
  */
 #include "mcp/mcp.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,18 +55,6 @@ rpc_fail(struct rpc_error *e, int code, const char *fmt, ...)
 	return NULL;
 }
 
-/* True for the bytes of valid UTF-8 without NUL. */
-static bool
-utf8_valid(const char *s, size_t len)
-{
-	size_t outlen;
-	char *clean = json_utf8_sanitize(s, len, &outlen);
-	bool ok = clean != NULL && outlen == len && memcmp(clean, s, len) == 0;
-
-	free(clean);
-	return ok;
-}
-
 /* Copies at most 64 bytes of an untrusted name, made valid UTF-8, for an
  * error message. */
 static void
@@ -77,92 +65,6 @@ quote_name(const char *name, char *out, size_t outlen)
 
 	util_strlcpy(out, clean != NULL ? clean : "?", outlen);
 	free(clean);
-}
-
-/* MCP ids are strings or integers (never null). */
-bool
-mcp_id_valid(const cJSON *id)
-{
-	if (cJSON_IsString(id))
-		return utf8_valid(id->valuestring, strlen(id->valuestring));
-	if (cJSON_IsNumber(id))
-		return isfinite(id->valuedouble) &&
-		    floor(id->valuedouble) == id->valuedouble &&
-		    fabs(id->valuedouble) <= 9007199254740991.0;
-	return false;
-}
-
-/* A valid id printed as JSON, exactly: cJSON prints a number of more than
- * 15 digits rounded (%1.15g, when that compares equal within DBL_EPSILON),
- * which would answer 9007199254740991 as 9.00719925474099e+15 and make
- * two ids one. Caller frees; NULL on ENOMEM. */
-char *
-mcp_id_print(const cJSON *id)
-{
-	char buf[32], *text, *copy;
-
-	if (cJSON_IsNumber(id)) {
-		snprintf(buf, sizeof(buf), "%.0f", id->valuedouble);
-		return strdup(buf);
-	}
-	if ((text = cJSON_PrintUnformatted(id)) == NULL)
-		return NULL;
-	copy = strdup(text);
-	cJSON_free(text);
-	return copy;
-}
-
-/* One reply line; takes ownership of payload (the result or error object).
- * id may be NULL (null id). NULL on ENOMEM. */
-static char *
-reply_line(const cJSON *id, const char *key, cJSON *payload)
-{
-	cJSON *o = cJSON_CreateObject(), *idc = NULL;
-	char *text = NULL, *line = NULL;
-	size_t n;
-
-	if (o == NULL || payload == NULL)
-		goto done;
-	if (id == NULL)
-		idc = cJSON_CreateNull();
-	else if ((text = mcp_id_print(id)) != NULL)
-		idc = cJSON_CreateRaw(text);
-	free(text);
-	text = NULL;
-	if (cJSON_AddStringToObject(o, "jsonrpc", "2.0") == NULL ||
-	    !cJSON_AddItemToObject(o, "id", idc)) {
-		cJSON_Delete(idc);
-		goto done;
-	}
-	if (!cJSON_AddItemToObject(o, key, payload))
-		goto done;
-	payload = NULL;
-	if ((text = cJSON_PrintUnformatted(o)) == NULL)
-		goto done;
-	n = strlen(text);
-	if ((line = malloc(n + 2)) != NULL) {
-		memcpy(line, text, n);
-		line[n] = '\n';
-		line[n + 1] = '\0';
-	}
-done:
-	cJSON_Delete(payload);
-	cJSON_Delete(o);
-	cJSON_free(text);
-	return line;
-}
-
-static char *
-error_line(const cJSON *id, int code, const char *message)
-{
-	cJSON *e = cJSON_CreateObject();
-
-	if (e != NULL && (cJSON_AddNumberToObject(e, "code", code) == NULL ||
-	    cJSON_AddStringToObject(e, "message", message) == NULL)) {
-		cJSON_Delete(e);
-		e = NULL;
-	}
-	return reply_line(id, "error", e);
 }
 
 static cJSON *
@@ -321,54 +223,20 @@ dispatch(struct mcp_server *s, const char *method, const cJSON *id,
 		if (strcmp(method, methods[i].name) != 0)
 			continue;
 		if (!s->initialized && !methods[i].before_init)
-			return error_line(id, MCP_INVALID_REQUEST, "Invalid "
+			return mcp_rpc_error_line(id, MCP_INVALID_REQUEST, "Invalid "
 			    "Request: not initialized (send initialize "
 			    "first)");
 		result = methods[i].fn(s, params, cancel, &e);
 		if (result != NULL)
-			return reply_line(id, "result", result);
+			return mcp_rpc_reply_line(id, "result", result);
 		if (e.code == 0)
-			return error_line(id, MCP_INTERNAL_ERROR,
+			return mcp_rpc_error_line(id, MCP_INTERNAL_ERROR,
 			    "Internal error: out of memory");
-		return error_line(id, e.code, e.message);
+		return mcp_rpc_error_line(id, e.code, e.message);
 	}
 	quote_name(method, quoted, sizeof(quoted));
 	snprintf(msg, sizeof(msg), "Method not found: %s", quoted);
-	return error_line(id, MCP_METHOD_NOT_FOUND, msg);
-}
-
-static const char *
-skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-		p++;
-	return p;
-}
-
-/* Parses exactly one JSON value spanning msg[0..len) (whitespace around it
- * allowed); NULL when that is not what the bytes are. A string escape that
- * decodes to U+0000 (cJSON would cut the string there: "a\u0000x" and
- * "a\u0000y" would both read "a") sets *nul, with *nul_in_id when it is in
- * the top-level id. */
-static cJSON *
-parse_whole(const char *msg, size_t len, bool *nul, bool *nul_in_id)
-{
-	const char *end = NULL;
-	struct json_scan sc;
-	cJSON *root;
-
-	if (len == 0 || memchr(msg, '\0', len) != NULL)
-		return NULL;
-	json_scan(msg, len, &sc);
-	*nul = sc.nul;
-	*nul_in_id = sc.nul && strcmp(sc.nul_member, "id") == 0;
-	root = cJSON_ParseWithLengthOpts(msg, len, &end, false);
-	if (root != NULL && (end == NULL || skip_ws(end, msg + len) !=
-	    msg + len)) {
-		cJSON_Delete(root);
-		root = NULL;
-	}
-	return root;
+	return mcp_rpc_error_line(id, MCP_METHOD_NOT_FOUND, msg);
 }
 
 int
@@ -387,19 +255,19 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 	bool answer = true, nul = false, nul_in_id = false;
 
 	*reply = NULL;
-	if ((root = parse_whole(msg, len, &nul, &nul_in_id)) == NULL) {
-		line = error_line(NULL, MCP_PARSE_ERROR,
+	if ((root = mcp_rpc_parse_whole(msg, len, &nul, &nul_in_id)) == NULL) {
+		line = mcp_rpc_error_line(NULL, MCP_PARSE_ERROR,
 		    "Parse error: not one JSON value");
 		goto done;
 	}
 	if (cJSON_IsArray(root)) {
 		/* JSON-RPC batching was removed in revision 2025-06-18. */
-		line = error_line(NULL, MCP_INVALID_REQUEST,
+		line = mcp_rpc_error_line(NULL, MCP_INVALID_REQUEST,
 		    "Invalid Request: batches are not supported");
 		goto done;
 	}
 	if (!cJSON_IsObject(root)) {
-		line = error_line(NULL, MCP_INVALID_REQUEST,
+		line = mcp_rpc_error_line(NULL, MCP_INVALID_REQUEST,
 		    "Invalid Request: not a JSON object");
 		goto done;
 	}
@@ -408,13 +276,13 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 	version = cJSON_GetObjectItemCaseSensitive(root, "jsonrpc");
 	params = cJSON_GetObjectItemCaseSensitive(root, "params");
 	if (id != NULL && !mcp_id_valid(id)) {
-		line = error_line(NULL, MCP_INVALID_REQUEST, "Invalid Request: "
+		line = mcp_rpc_error_line(NULL, MCP_INVALID_REQUEST, "Invalid Request: "
 		    "id must be a string or an integer");
 		goto done;
 	}
 	if (!cJSON_IsString(version) || strcmp(version->valuestring,
 	    "2.0") != 0) {
-		line = error_line(id, MCP_INVALID_REQUEST,
+		line = mcp_rpc_error_line(id, MCP_INVALID_REQUEST,
 		    "Invalid Request: jsonrpc must be \"2.0\"");
 		goto done;
 	}
@@ -425,7 +293,7 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 		goto done;
 	}
 	if (!cJSON_IsString(method)) {
-		line = error_line(id, MCP_INVALID_REQUEST,
+		line = mcp_rpc_error_line(id, MCP_INVALID_REQUEST,
 		    "Invalid Request: method must be a string");
 		goto done;
 	}
@@ -440,7 +308,7 @@ mcp_handle_cancellable(struct mcp_server *s, const char *msg, size_t len,
 		/* Whatever string held it was cut short by the parser: refuse
 		 * the whole request rather than act on a prefix. An id that
 		 * held it is unknown: null. */
-		line = error_line(nul_in_id ? NULL : id, MCP_INVALID_PARAMS,
+		line = mcp_rpc_error_line(nul_in_id ? NULL : id, MCP_INVALID_PARAMS,
 		    "Invalid params: a string contains U+0000 (\\u0000), "
 		    "which is not accepted");
 		goto done;
@@ -452,124 +320,6 @@ done:
 		return -ENOMEM;
 	*reply = line;
 	return 0;
-}
-
-/* Finds the top-level "id" among the first members of a cut-short object
- * (clients put it before the large params). NULL when it is not there. */
-static cJSON *
-peek_id(const char *p, size_t len)
-{
-	const char *end = p + len, *q = NULL;
-	cJSON *key, *val;
-	bool is_id;
-
-	p = skip_ws(p, end);
-	if (p == end || *p++ != '{')
-		return NULL;
-	for (;;) {
-		p = skip_ws(p, end);
-		if (p == end || *p != '"')
-			return NULL;
-		key = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &q, false);
-		if (key == NULL || q == NULL) {
-			cJSON_Delete(key);
-			return NULL;
-		}
-		is_id = cJSON_IsString(key) && strcmp(key->valuestring,
-		    "id") == 0;
-		cJSON_Delete(key);
-		p = skip_ws(q, end);
-		if (p == end || *p++ != ':')
-			return NULL;
-		p = skip_ws(p, end);
-		q = NULL;
-		val = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &q, false);
-		if (val == NULL || q == NULL) {
-			cJSON_Delete(val);
-			return NULL;
-		}
-		if (is_id) {
-			if (mcp_id_valid(val))
-				return val;
-			cJSON_Delete(val);
-			return NULL;
-		}
-		cJSON_Delete(val);
-		p = skip_ws(q, end);
-		if (p == end || *p++ != ',')
-			return NULL;
-	}
-}
-
-char *
-mcp_oversized_reply(const char *prefix, size_t len)
-{
-	cJSON *id = peek_id(prefix, len);
-	char msg[96], *line;
-
-	snprintf(msg, sizeof(msg), "Invalid Request: message larger than %u "
-	    "bytes", MCP_MAX_MESSAGE);
-	line = error_line(id, MCP_INVALID_REQUEST, msg);
-	cJSON_Delete(id);
-	return line;
-}
-
-/* The valid id v printed as JSON into *id (caller frees); -EINVAL when v is
- * absent or not a valid id, -ENOMEM. */
-static int
-print_id(const cJSON *v, char **id)
-{
-	if (v == NULL || !mcp_id_valid(v))
-		return -EINVAL;
-	*id = mcp_id_print(v);
-	return *id != NULL ? 0 : -ENOMEM;
-}
-
-int
-mcp_classify(const char *msg, size_t len, enum mcp_kind *kind, char **id)
-{
-	const cJSON *method, *params, *v;
-	bool nul = false, nul_in_id = false;
-	cJSON *root = parse_whole(msg, len, &nul, &nul_in_id);
-	int rc = -EINVAL;
-
-	*kind = MCP_KIND_OTHER;
-	*id = NULL;
-	/* A NUL: mcp_handle refuses it (a call) or drops it (a
-	 * cancellation, which would otherwise name a cut-short id). */
-	if (!cJSON_IsObject(root) || nul)
-		goto done;
-	method = cJSON_GetObjectItemCaseSensitive(root, "method");
-	params = cJSON_GetObjectItemCaseSensitive(root, "params");
-	v = cJSON_GetObjectItemCaseSensitive(root, "id");
-	if (!cJSON_IsString(method))
-		goto done;
-	if (strcmp(method->valuestring, "tools/call") == 0) {
-		if ((rc = print_id(v, id)) == 0)
-			*kind = MCP_KIND_CALL;
-	} else if (strcmp(method->valuestring, "notifications/cancelled") == 0 &&
-	    v == NULL && cJSON_IsObject(params)) {
-		rc = print_id(cJSON_GetObjectItemCaseSensitive(params,
-		    "requestId"), id);
-		if (rc == 0)
-			*kind = MCP_KIND_CANCEL;
-	}
-done:
-	cJSON_Delete(root);
-	return rc == -ENOMEM ? rc : 0;
-}
-
-char *
-mcp_error_reply(const char *id, int code, const char *message)
-{
-	cJSON *v = id != NULL ? cJSON_Parse(id) : NULL;
-	char *line;
-
-	if (id != NULL && v == NULL)
-		return NULL;
-	line = error_line(v, code, message);
-	cJSON_Delete(v);
-	return line;
 }
 
 int
