@@ -219,3 +219,28 @@ jobs_req_parse(const struct config *c, const cJSON *root,
 		jobs_req_cleanup(out);
 	return rc;
 }
+
+int
+jobs_req_stage(const struct jobs_req *r, const char *tmp_dir,
+    const char *prefix, struct stage_dir *st, struct runner_request *out,
+    char *err, size_t errlen)
+{
+	int rc = stage_write(tmp_dir, prefix, r->files, r->nfiles, st, err,
+	    errlen);
+
+	if (rc < 0)
+		return rc;
+	out->code = r->code;
+	out->code_len = r->code_len;
+	out->net = r->net;
+	out->policy = r->policy[0] != '\0' ? r->policy : NULL;
+	out->timeout_s = r->timeout_s;
+	out->max_output = r->max_output;
+	out->keep = r->keep;
+	out->lang = r->lang;
+	out->profile = r->profile[0] != '\0' ? r->profile : NULL;
+	for (size_t i = 0; i < st->nin; i++)
+		out->in[i] = st->in[i];
+	out->nin = st->nin;
+	return 0;
+}

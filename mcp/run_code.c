@@ -534,27 +534,12 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 
 	if ((rc = parse_call(s->config, arguments, &k, err, sizeof(err))) < 0)
 		return rc == -ENOMEM ? NULL : invalid_arguments(err);
-	rc = stage_write(s->tmp_dir, "cordon-mcp", k.j.files, k.j.nfiles, &st,
-	    err, sizeof(err));
-	stage_files_free(k.j.files, k.j.nfiles);
-	k.j.files = NULL;
-	k.j.nfiles = 0;
+	rc = jobs_req_stage(&k.j, s->tmp_dir, "cordon-mcp", &st, &req, err,
+	    sizeof(err));
 	if (rc < 0) {
 		jobs_req_cleanup(&k.j);
 		return rc == -EINVAL ? invalid_arguments(err) : run_failed(err);
 	}
-	req.code = k.j.code;
-	req.code_len = k.j.code_len;
-	req.net = k.j.net;
-	req.policy = k.j.policy[0] != '\0' ? k.j.policy : NULL;
-	req.timeout_s = k.j.timeout_s;
-	req.max_output = k.j.max_output;
-	req.keep = k.j.keep;
-	req.lang = k.j.lang;
-	req.profile = k.j.profile[0] != '\0' ? k.j.profile : NULL;
-	for (size_t i = 0; i < st.nin; i++)
-		req.in[i] = st.in[i];
-	req.nin = st.nin;
 	req.session = s->session[0] != '\0' ? s->session : NULL;
 	req.cancel = cancel;
 

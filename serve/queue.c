@@ -205,23 +205,9 @@ job_thread(void *arg)
 	struct runner_request rq = { 0 };
 	struct stage_dir st;
 
-	j->rc = serve_stage_files(q->tmp_dir, &j->parsed, &st, j->err,
-	    sizeof(j->err));
+	j->rc = jobs_req_stage(&j->parsed, q->tmp_dir, "cordon-serve", &st,
+	    &rq, j->err, sizeof(j->err));
 	if (j->rc == 0) {
-		rq.code = j->parsed.code;
-		rq.code_len = j->parsed.code_len;
-		rq.net = j->parsed.net;
-		rq.policy = j->parsed.policy[0] != '\0' ? j->parsed.policy :
-		    NULL;
-		rq.timeout_s = j->parsed.timeout_s;
-		rq.max_output = j->parsed.max_output;
-		rq.keep = j->parsed.keep;
-		rq.lang = j->parsed.lang;
-		rq.profile = j->parsed.profile[0] != '\0' ?
-		    j->parsed.profile : NULL;
-		for (size_t i = 0; i < st.nin; i++)
-			rq.in[i] = st.in[i];
-		rq.nin = st.nin;
 		rq.cancel = &j->cancel;
 		rq.pool = q->pool;
 		/* The tenant's name (checked by the config) tags the run's

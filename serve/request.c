@@ -79,11 +79,3 @@ serve_req_parse(const struct config *c, const char *body, size_t len,
 	cJSON_Delete(root);
 	return rc;
 }
-
-int
-serve_stage_files(const char *tmp_dir, const struct jobs_req *r,
-    struct stage_dir *st, char *err, size_t errlen)
-{
-	return stage_write(tmp_dir, "cordon-serve", r->files, r->nfiles, st,
-	    err, errlen);
-}

@@ -2,9 +2,8 @@
  * The body of `POST /v1/runs`: strict parsing of the JSON request by the
  * one request schema, jobs/request.h (unknown fields, wrong types, bad
  * base64 and unsafe paths are refused; `policy` must be a policy name,
- * whether the tenant may use it is serve_tenant_check's), and the
- * staging of its `files` into a private temporary directory as --in inputs.
- * Parsing is pure; staging is the only part that touches the filesystem.
+ * whether the tenant may use it is serve_tenant_check's). Staging its
+ * `files` as --in inputs is jobs_req_stage's.
  */
 #ifndef CORDON_SERVE_REQUEST_H
 #define CORDON_SERVE_REQUEST_H
@@ -35,12 +34,5 @@ int serve_body_scan(const struct config *c, const char *body, size_t len,
  * one-line reason in err; or -ENOMEM. On failure *out is zeroed. */
 int serve_req_parse(const struct config *c, const char *body, size_t len,
     struct jobs_req *out, char *err, size_t errlen);
-
-/* Writes r's files under a new directory in tmp_dir (runner/stage.h; the
- * caller removes it with stage_dir_cleanup). 0 (st->nin == 0 when there
- * were none), -EINVAL (duplicate paths, too many top-level names) or
- * another negative errno, reason in err; on failure nothing is left. */
-int serve_stage_files(const char *tmp_dir, const struct jobs_req *r,
-    struct stage_dir *st, char *err, size_t errlen);
 
 #endif

@@ -343,6 +343,7 @@ test_stage(void **state)
 	const char *dup = "{\"code\":\"1\",\"files\":[{\"path\":\"d\","
 	    "\"content_b64\":\"\"},{\"path\":\"d/y\",\"content_b64\":\"\"}]}";
 	struct jobs_req r;
+	struct runner_request rq = { .code = NULL };
 	struct stage_dir st;
 	char err[256] = "", path[PATH_MAX + 8], *data, dir[PATH_MAX];
 	size_t len;
@@ -350,8 +351,12 @@ test_stage(void **state)
 	(void)state;
 	assert_int_equal(serve_req_parse(&cfg, b, strlen(b), &r, err,
 	    sizeof(err)), 0);
-	assert_int_equal(serve_stage_files("/tmp", &r, &st, err, sizeof(err)), 0);
+	assert_int_equal(jobs_req_stage(&r, "/tmp", "cordon-serve", &st, &rq,
+	    err, sizeof(err)), 0);
 	assert_int_equal(st.nin, 2);
+	assert_int_equal(rq.nin, 2);
+	assert_ptr_equal(rq.in[1], st.in[1]);
+	assert_ptr_equal(rq.code, r.code);
 	snprintf(path, sizeof(path), "%s/d/x", st.dir);
 	assert_int_equal(util_read_file(path, 100, &data, &len), 0);
 	assert_int_equal(len, 3);
@@ -364,8 +369,8 @@ test_stage(void **state)
 
 	assert_int_equal(serve_req_parse(&cfg, dup, strlen(dup), &r, err,
 	    sizeof(err)), 0);
-	assert_int_equal(serve_stage_files("/tmp", &r, &st, err, sizeof(err)),
-	    -EINVAL);
+	assert_int_equal(jobs_req_stage(&r, "/tmp", "cordon-serve", &st, &rq,
+	    err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "'files': path given twice or both as a file "
 	    "and a directory");
 	assert_string_equal(st.dir, "");
