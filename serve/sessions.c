@@ -2,8 +2,9 @@
  * The service's sessions (sessions.h): the table of live sessions (loop
  * thread only), the idle/lifetime tick, the admission of starts and calls
  * (queue.c: each holds one of its tenant's slots, like a run: issue 39),
- * and the worker threads that start a session's container, run one call in
- * it (and build its reply there) or end it (runner/session.h). A session
+ * and what the loop does when a work item comes back from its thread
+ * (sessions_work.c: start a session's container, run one call in it and
+ * build its reply there, or end it). A session
  * leaves the table as soon as it starts ending (and is remembered, with
  * why, in ss->gone); what is still in flight is counted in ss->threads.
  * The routes are sessions_route.c's.
@@ -24,34 +25,6 @@
 #include "serve/internal.h"
 #include "serve/listen.h"
 
-enum work_kind { WORK_START, WORK_CALL, WORK_END };
-
-/* One thread's job; it owns everything here until it is back. */
-struct session_work {
-	enum work_kind kind;
-	struct serve_sessions *ss;
-	struct serve_session *se;
-	struct serve_conn *c;		/* NULL for WORK_END */
-	struct serve_wait wait;		/* admission of a start or a call */
-	bool admitted;			/* holds a slot of its tenant */
-	struct event *done_ev;
-	struct jobs_req call;		/* WORK_CALL */
-	int rc;
-	char err[512];
-	struct runner_result res;
-	char *line;			/* WORK_CALL: the reply, built on the
-					 * thread, its last '}' to be
-					 * replaced (room for session_ended) */
-	size_t line_len;
-	bool ended;			/* runner_session_ended after it */
-	struct runner_session *rs;	/* WORK_START's, WORK_END's */
-	char label[RUNNER_SESSION_MAX + 1];
-	int64_t t0_ms;
-	struct stage_file *files;	/* WORK_START: copied in at /in */
-	size_t nfiles;
-};
-
-#define LINE_ROOM 32	/* ,"session_ended":false}\n */
 
 static int64_t
 tenant_sessions(const struct serve_sessions *ss, size_t tenant)
@@ -114,118 +87,6 @@ hold_reply(struct serve_sessions *ss, struct serve_conn *c)
 	ss->sending++;
 }
 
-/* On the thread: a call's result with its session id, printed, its last
- * '}' kept for the loop to replace (session_ended is the loop's to say). */
-static void
-call_build(struct session_work *w)
-{
-	cJSON *o = runner_result_to_json(&w->res);
-	char *s, *grown;
-
-	if (o == NULL || cJSON_AddStringToObject(o, "session", w->se->id) ==
-	    NULL || (s = cJSON_PrintUnformatted(o)) == NULL) {
-		cJSON_Delete(o);
-		return;
-	}
-	cJSON_Delete(o);
-	w->line_len = strlen(s);
-	if ((grown = realloc(s, w->line_len + LINE_ROOM)) == NULL) {
-		free(s);
-		return;
-	}
-	w->line = grown;
-}
-
-static void *
-work_thread(void *arg)
-{
-	struct session_work *w = arg;
-	struct serve_session *se = w->se;
-	struct runner_session_opts o = { .net = se->net, .label = w->label,
-	    .policy = se->policy[0] != '\0' ? se->policy : NULL,
-	    .profile = se->profile[0] != '\0' ? se->profile : NULL,
-	    .max_lifetime_s = se->life_s, .cancel = &se->cancel };
-	struct runner_request rq = { 0 };
-	struct stage_dir st = { .nin = 0 };
-
-	switch (w->kind) {
-	case WORK_START:
-		/* Written to a private directory, then copied under the
-		 * state dir by the start (files_stage_in), as a run's. */
-		w->rc = stage_write(w->ss->tmp_dir, "cordon-session", w->files,
-		    w->nfiles, &st, w->err, sizeof(w->err));
-		o.in = (const char *const *)st.in;
-		o.nin = st.nin;
-		if (w->rc == 0)
-			w->rc = runner_session_start(w->ss->c, &o, &w->rs,
-			    w->err, sizeof(w->err));
-		stage_dir_cleanup(&st);
-		break;
-	case WORK_CALL:
-		rq.code = w->call.code;
-		rq.code_len = w->call.code_len;
-		rq.timeout_s = w->call.timeout_s;
-		rq.max_output = w->call.max_output;
-		rq.keep = w->call.keep;
-		rq.cancel = &se->cancel;
-		w->rc = runner_session_call(se->rs, &rq, &w->res, w->err,
-		    sizeof(w->err));
-		w->ended = runner_session_ended(se->rs);
-		if (w->rc == 0)
-			call_build(w);
-		break;
-	case WORK_END:
-		runner_session_free(w->rs);
-		w->rs = NULL;
-		break;
-	}
-	event_active(w->done_ev, 0, 0);
-	return NULL;
-}
-
-static void
-work_free(struct session_work *w)
-{
-	if (w->done_ev != NULL)
-		event_free(w->done_ev);
-	jobs_req_cleanup(&w->call);
-	runner_result_cleanup(&w->res);
-	stage_files_free(w->files, w->nfiles);
-	free(w->line);
-	free(w);
-}
-
-/* Starts w on a thread. */
-static int
-work_spawn(struct session_work *w)
-{
-	int rc;
-
-	if ((w->done_ev = event_new(w->ss->base, -1, 0, work_done, w)) ==
-	    NULL)
-		return -ENOMEM;
-	if ((rc = serve_listen_thread_spawn(work_thread, w)) < 0)
-		return rc;
-	w->ss->threads++;
-	return 0;
-}
-
-static struct session_work *
-work_new(struct serve_sessions *ss, struct serve_session *se,
-    enum work_kind kind, struct serve_conn *c)
-{
-	struct session_work *w = calloc(1, sizeof(*w));
-
-	if (w == NULL)
-		return NULL;
-	w->kind = kind;
-	w->ss = ss;
-	w->se = se;
-	w->c = c;
-	w->t0_ms = time_mono_ms();
-	return w;
-}
-
 /* Remembers that se ended and why, for its tenant (serve_sessions_gone). */
 static void
 gone_note(struct serve_sessions *ss, const struct serve_session *se,
@@ -267,14 +128,14 @@ session_end(struct serve_sessions *ss, struct serve_session *se,
 	ss->ended++;
 	if (ss->tmetrics != NULL)
 		ss->tmetrics[se->tenant].sessions_ended++;
-	w = work_new(ss, se, WORK_END, NULL);
+	w = serve_sessions_work_new(ss, se, WORK_END, NULL);
 	if (w != NULL) {
 		w->rs = se->rs;
 		se->rs = NULL;
-		if (work_spawn(w) == 0)
+		if (serve_sessions_work_spawn(w, work_done) == 0)
 			return;
 		se->rs = w->rs;
-		work_free(w);
+		serve_sessions_work_free(w);
 	}
 	runner_session_free(se->rs);
 	free(se);
@@ -296,7 +157,7 @@ work_drop(struct session_work *w, int code, const char *why)
 	} else {
 		se->busy = false;
 	}
-	work_free(w);
+	serve_sessions_work_free(w);
 }
 
 void
@@ -457,7 +318,7 @@ work_done(evutil_socket_t fd, short what, void *arg)
 		free(w->se);
 		break;
 	}
-	work_free(w);
+	serve_sessions_work_free(w);
 	if (admitted)
 		serve_queue_release(ss->queue, tenant);
 	ss->on_idle(ss->arg);
@@ -492,7 +353,7 @@ work_go(struct session_work *w)
 
 	w->admitted = true;
 	w->se->queued = NULL;
-	if (work_spawn(w) < 0) {
+	if (serve_sessions_work_spawn(w, work_done) < 0) {
 		work_drop(w, 500, "cannot start a worker thread");
 		serve_queue_release(ss->queue, tenant);
 		return;
@@ -565,7 +426,7 @@ serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
 
 	if ((se = calloc(1, sizeof(*se))) == NULL ||
 	    util_random_hex(hex, 8) < 0 ||
-	    (w = work_new(ss, se, WORK_START, c)) == NULL) {
+	    (w = serve_sessions_work_new(ss, se, WORK_START, c)) == NULL) {
 		free(se);
 		stage_files_free(files, nfiles);
 		serve_reply_error(c, 500, "out of memory");
@@ -592,7 +453,7 @@ void
 serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
     struct serve_session *se, struct jobs_req *call)
 {
-	struct session_work *w = work_new(ss, se, WORK_CALL, c);
+	struct session_work *w = serve_sessions_work_new(ss, se, WORK_CALL, c);
 
 	if (w == NULL) {
 		jobs_req_cleanup(call);

@@ -1,7 +1,8 @@
 /*
  * Private to serve/sessions*.c: a live session, and what sessions.c (the
- * table, the tick, the work on threads, admission) offers the routes
- * (sessions_route.c). Loop thread only.
+ * table, the tick, admission, the replies) offers the routes
+ * (sessions_route.c), loop thread only; and a session's work items, which
+ * sessions_work.c carries out on threads of their own.
  */
 #ifndef CORDON_SERVE_SESSIONS_INT_H
 #define CORDON_SERVE_SESSIONS_INT_H
@@ -10,12 +11,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
+#include "runner/runner.h"
 #include "runner/stage.h"
+#include "serve/internal.h"
 #include "serve/request.h"
 #include "serve/sessions.h"
 
 struct serve_conn;
-struct session_work;
 
 struct serve_session {
 	TAILQ_ENTRY(serve_session) link;
@@ -60,5 +64,44 @@ void serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
  * again: it ends now if that was asked meanwhile (why). */
 void serve_sessions_release(struct serve_sessions *ss,
     struct serve_session *se, const char *why);
+
+/* What a session's thread does (sessions_work.c). */
+enum work_kind { WORK_START, WORK_CALL, WORK_END };
+
+/* One thread's job; it owns everything here until it is back. */
+struct session_work {
+	enum work_kind kind;
+	struct serve_sessions *ss;
+	struct serve_session *se;
+	struct serve_conn *c;		/* NULL for WORK_END */
+	struct serve_wait wait;		/* admission of a start or a call */
+	bool admitted;			/* holds a slot of its tenant */
+	struct event *done_ev;
+	struct jobs_req call;		/* WORK_CALL */
+	int rc;
+	char err[512];
+	struct runner_result res;
+	char *line;			/* WORK_CALL: the reply, built on the
+					 * thread, its last '}' to be
+					 * replaced (room for session_ended) */
+	size_t line_len;
+	bool ended;			/* runner_session_ended after it */
+	struct runner_session *rs;	/* WORK_START's, WORK_END's */
+	char label[RUNNER_SESSION_MAX + 1];
+	int64_t t0_ms;
+	struct stage_file *files;	/* WORK_START: copied in at /in */
+	size_t nfiles;
+};
+
+#define LINE_ROOM 32	/* ,"session_ended":false}\n */
+
+/* sessions_work.c: a new item of kind for se (c: the client to answer,
+ * NULL for WORK_END); NULL on ENOMEM. */
+struct session_work *serve_sessions_work_new(struct serve_sessions *ss,
+    struct serve_session *se, enum work_kind kind, struct serve_conn *c);
+/* Starts w on a thread; done runs on the loop when it is back. */
+int serve_sessions_work_spawn(struct session_work *w,
+    void (*done)(evutil_socket_t, short, void *));
+void serve_sessions_work_free(struct session_work *w);
 
 #endif
