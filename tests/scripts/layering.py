@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Cordon's include layering, checked (ARCHITECTURE.md, "Layers").
 
+This script is the authority on the layers (LAYERS and LEVEL below; --help
+ends with them, lowest first); ARCHITECTURE.md shows the same table, and
+`meson test layering` (suite scripts, so scripts/test and CI) runs it.
+
 Reads every C source and header of the tree except tests/ and the fuzz
-harnesses (X/fuzz/), resolves each #include "..." (from the tree's root, as
-meson's include directory is, or from the including file's folder) and
-fails, naming FILE:LINE and the rule, on:
+harnesses (X/fuzz/), resolves each #include "..." as the compiler does
+(from the including file's folder, then from the tree's root, meson's
+include directory; an #include <...> only from the root, and only when it
+names a file of the tree) and fails, naming FILE:LINE and the rule, on:
   up      an include of a part in a higher layer;
   across  an include of another part in the same layer (parts of one layer
           are independent of each other);
@@ -14,8 +19,9 @@ fails, naming FILE:LINE and the rule, on:
           folder; a header with no .c beside it is passed through, so
           including it counts as including what it includes. The cycle is
           printed as a path of modules, each step with its FILE:LINE.
-Usage: layering.py [ROOT]   (default: $CORDON_SOURCE_ROOT, else the tree
-this file is in). Exit 0 when clean, 1 on findings, 2 on a usage error.
+Usage: layering.py [-h|--help] [ROOT]   (ROOT by default:
+$CORDON_SOURCE_ROOT, else the tree this file is in). Exit 0 when clean,
+1 on findings (one FILE:LINE line each), 2 on a usage error.
 """
 import os
 import re
@@ -55,7 +61,7 @@ LEVEL = {
     "bench": 8,
 }
 SKIP_DIRS = {"tests", ".git", "subprojects"}
-INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 
 
 def part_of(path):
@@ -94,15 +100,18 @@ def read_includes(root, path):
             m = INCLUDE.match(text)
             if not m:
                 continue
-            name = m.group(1)
-            cands = [os.path.normpath(name),
-                     os.path.normpath(os.path.join(os.path.dirname(path),
-                                                   name))]
+            name = m.group(1) or m.group(2)
+            cands = [os.path.normpath(name)]
+            if m.group(1) is not None:
+                cands.insert(0, os.path.normpath(
+                    os.path.join(os.path.dirname(path), name)))
             target = None
             for c in cands:
                 if os.path.isfile(os.path.join(root, c)):
                     target = c.replace(os.sep, "/")
                     break
+            if target is None and m.group(1) is None:
+                continue    # a system or library header
             out.append((n, name, target))
     return out
 
@@ -254,11 +263,27 @@ def shortest_cycle(edges, inside, start):
     return [start, start]
 
 
+USAGE = "usage: layering.py [-h|--help] [ROOT]"
+
+
 def main(argv):
-    if len(argv) > 2:
-        print("usage: layering.py [ROOT]", file=sys.stderr)
+    args = argv[1:]
+    if args in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        print("\nLayers, lowest first: a part includes its own files and "
+              "parts of lower layers,\nnever a part of its own layer or "
+              "above.")
+        for lvl in sorted(set(LEVEL.values())):
+            names = [n for n, _ in LAYERS if LEVEL[n] == lvl]
+            print(f"  {lvl}  " + ", ".join(
+                f"{n} ({' '.join(dict(LAYERS)[n])})" for n in names)
+                + ("  [planned: not in the tree yet]"
+                   if names == ["jobs"] else ""))
+        return 0
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print(USAGE, file=sys.stderr)
         return 2
-    root = (argv[1] if len(argv) == 2 else os.environ.get("CORDON_SOURCE_ROOT")
+    root = (args[0] if args else os.environ.get("CORDON_SOURCE_ROOT")
             or os.path.dirname(os.path.dirname(os.path.dirname(
                 os.path.abspath(__file__)))))
     if not os.path.isdir(root):
