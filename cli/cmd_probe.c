@@ -112,7 +112,7 @@ cmd_probe(int argc, char **argv)
 		fprintf(stderr, "cordon probe: running the probe program in a "
 		    "sandbox (--net %s%s%s)...\n", mode,
 		    warm ? ", warm" : "", debug ? ", debug runtime" : "");
-	if (runner_probe(&c, mode, warm, debug, &rep, &j, err,
+	if (runner_probe(&c, runner_run, mode, warm, debug, &rep, &j, err,
 	    sizeof(err)) < 0) {
 		fprintf(stderr, "cordon probe: %s\n", err);
 		probe_sweep(&c, false);

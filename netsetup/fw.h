@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "netsetup/netsetup.h"
+#include "netsetup/params.h"
 
 enum fw_family { FW_INET = 4, FW_INET6 = 6 };
 

@@ -32,7 +32,7 @@
 #include "proxy/egress.h"
 #include "proxy/metrics.h"
 #include "proxy/runs.h"
-#include "proxy/server.h"
+#include "proxy/sock.h"
 #include "proxy/synth.h"
 
 #define DNSD_UDP_BURST	64	/* datagrams read per wake-up */
@@ -725,10 +725,10 @@ proxy_dnsd_new(struct proxy_server *s, int udp_fd, int tcp_fd,
 
 	*out = NULL;
 	if (udp_fd < 0 && tcp_fd < 0) {
-		if ((udp_fd = proxy_server_udp_socket(&a)) < 0)
+		if ((udp_fd = proxy_sock_bind_udp(&a)) < 0)
 			return udp_fd;
 		/* The same port for TCP (port 0 picked one for UDP). */
-		if ((tcp_fd = proxy_server_listen_socket(&a)) < 0) {
+		if ((tcp_fd = proxy_sock_listen_tcp(&a)) < 0) {
 			close(udp_fd);
 			return tcp_fd;
 		}

@@ -41,7 +41,7 @@
 #include "proxy/parent.h"
 #include "proxy/psmsg.h"
 #include "proxy/runs.h"
-#include "proxy/server.h"
+#include "proxy/sock.h"
 
 #define BACKOFF_MIN_MS	100
 #define BACKOFF_MAX_MS	10000
@@ -461,7 +461,7 @@ open_all(void)
 
 	for (size_t i = 0; i < P.cfg.nlisten; i++) {
 		format_addr(&P.cfg.listen[i].ss, text, sizeof(text));
-		if ((P.lfd[i] = proxy_server_listen_socket(&P.cfg.listen[i])) < 0)
+		if ((P.lfd[i] = proxy_sock_listen_tcp(&P.cfg.listen[i])) < 0)
 			fatalx("listen on %s: %s", text, strerror(-P.lfd[i]));
 	}
 	P.metrics_fd = -1;
@@ -469,16 +469,16 @@ open_all(void)
 	    &P.cfg.metrics.ss, P.cfg.metrics.len)) < 0)
 		fatalx("--metrics: %s", strerror(-P.metrics_fd));
 	P.tfd = P.dns_udp = P.dns_tcp = -1;
-	if (P.cfg.has_transparent && (P.tfd = proxy_server_listen_socket(
+	if (P.cfg.has_transparent && (P.tfd = proxy_sock_listen_tcp(
 	    &P.cfg.transparent)) < 0)
 		fatalx("--transparent: %s", strerror(-P.tfd));
 	if (P.cfg.has_dns_listen) {
 		/* One port for both: the TCP listener picks it (port 0 in
 		 * tests), the UDP socket takes the same. */
-		if ((P.dns_tcp = proxy_server_listen_socket(
+		if ((P.dns_tcp = proxy_sock_listen_tcp(
 		    &P.cfg.dns_listen)) < 0)
 			fatalx("--dns-listen (tcp): %s", strerror(-P.dns_tcp));
-		if ((P.dns_udp = proxy_server_udp_socket(
+		if ((P.dns_udp = proxy_sock_bind_udp(
 		    &P.cfg.dns_listen)) < 0)
 			fatalx("--dns-listen (udp): %s", strerror(-P.dns_udp));
 	}

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include "proxy/pending.h"
 #include "proxy/runs.h"
 #include "proxy/selfaddr.h"
+#include "proxy/sock.h"
 #include "proxy/synth.h"
 
 #define SERVER_OVERFLOW_SLOTS	64	/* 503 answers beyond the limit */
@@ -170,35 +170,13 @@ server_self_tick_cb(evutil_socket_t fd, short what, void *arg)
 	(void)proxy_server_refresh_self(arg);
 }
 
-int
-proxy_server_listen_socket(struct proxy_config_addr *a)
-{
-	int one = 1, fd, rc;
-
-	fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
-	if (fd < 0)
-		return -errno;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* Accepted sockets inherit it: one setsockopt less per client. */
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a->ss, a->len) != 0 ||
-	    listen(fd, 1024) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
 static int
 server_bind_transparent(struct proxy_server *s)
 {
 	struct proxy_config_addr a = s->cfg->transparent;
 	int fd = s->cfg->transparent_fd;
 
-	if (fd < 0 && (fd = proxy_server_listen_socket(&a)) < 0) {
+	if (fd < 0 && (fd = proxy_sock_listen_tcp(&a)) < 0) {
 		errno = -fd;
 		log_warn("--transparent");
 		return fd;
@@ -244,31 +222,6 @@ server_dns(struct proxy_server *s)
 	    (const struct sockaddr *)&s->cfg->dns_listen.ss);
 }
 
-int
-proxy_server_udp_socket(struct proxy_config_addr *a)
-{
-	int fd, rc, rcvbuf = 4 << 20;
-
-	fd = socket(a->ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
-	if (fd < 0)
-		return -errno;
-	/* Room for a burst of every run's queries (a stub sends A and AAAA
-	 * at once): past rmem_max when root may (FORCE), else what the
-	 * system allows. */
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
-	    sizeof(rcvbuf)) != 0)
-		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
-		    sizeof(rcvbuf));
-	if (bind(fd, (struct sockaddr *)&a->ss, a->len) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
-}
-
 static int
 server_bind(struct proxy_server *s, size_t i)
 {
@@ -284,7 +237,7 @@ server_bind(struct proxy_server *s, size_t i)
 		a->len = sizeof(a->ss);
 		if (getsockname(fd, (struct sockaddr *)&a->ss, &a->len) != 0)
 			goto bad;
-	} else if ((fd = proxy_server_listen_socket(a)) < 0) {
+	} else if ((fd = proxy_sock_listen_tcp(a)) < 0) {
 		errno = -fd;
 		fd = -1;
 		goto bad;

@@ -30,15 +30,6 @@ int proxy_server_new(const struct proxy_config *cfg, struct event_base *base,
 void proxy_server_free(struct proxy_server *s);
 
 /* The bound address of listener i (port 0 resolved). */
-/* A listening TCP socket bound to a (a->ss gets the bound port, for port
- * 0): non-blocking, close-on-exec, SO_REUSEADDR, TCP_NODELAY inherited by
- * accepted sockets. The descriptor, or a negative errno. */
-struct proxy_config_addr;
-int proxy_server_listen_socket(struct proxy_config_addr *a);
-/* A bound UDP socket (the resolver's): non-blocking, close-on-exec; a->ss
- * gets the bound port. The descriptor, or a negative errno. */
-int proxy_server_udp_socket(struct proxy_config_addr *a);
-
 int proxy_server_listen_addr(const struct proxy_server *s, size_t i,
     struct sockaddr_storage *ss, socklen_t *len);
 /* Adds an address the proxy must never connect to, whatever

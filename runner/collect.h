@@ -9,7 +9,7 @@
 
 #include "common/cbuf.h"
 #include "common/config.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 /* Moves the kept bytes of out and errb (the container's streams, stdout
  * capped to hold the --out archive too) into res: out_truncated,

@@ -16,7 +16,7 @@
 #include "common/proc.h"
 #include "netsetup/netsetup.h"
 #include "runner/docker_argv.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 #define CONTAINER_GC_GRACE_S 30	/* label deadline = run deadline + this */
 #define CONTAINER_ABORT_MS 10000	/* container_abort: how long a

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "common/config.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 #define RUNNER_DEBUG_PAT_MAX 200	/* the --debug-log pattern */
 

@@ -19,7 +19,6 @@
 #include "runner/docker_argv.h"
 #include "runner/dockerapi.h"
 #include "runner/image.h"
-#include "runner/runner.h"
 
 /* Runs the argv built in a through proc_call with the small-call deadline
  * (stderr up to 4 KiB). proc_call's result and err, or a's build error. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "runner/result.h"
 
 #define DOCKER_CALL_MS 15000	/* deadline for one small docker call */
 #define DOCKER_PING_MS 3000	/* runner_daemon_check's /_ping */
@@ -101,5 +102,34 @@ enum docker_fault docker_fault_errno(int rc);
  * -EHOSTUNREACH, what every such failure returns. Pure. */
 int docker_fault_say(enum docker_fault f, const char *where,
     const char *detail, char *err, size_t errlen);
+
+/* What a run or a session that cannot reach the daemon says first in its
+ * error (and `cordon serve` in its 503's "code"): every such failure is
+ * -EHOSTUNREACH. */
+#define RUNNER_DOCKER_UNAVAILABLE "docker-unavailable"
+
+/* Whether the daemon answers now, fast (DOCKER_PING_MS): with the default
+ * CLI and daemon (dockerapi_default), a missing socket, a socket this
+ * process may not use (permission denied: the line says run as root or
+ * join the `docker` group), a refused connection or no answer to GET
+ * /_ping is -EHOSTUNREACH with "docker-unavailable: ..." in err
+ * (docker_fault_say); 0 otherwise (also when another daemon is
+ * configured: the docker calls then say what is wrong, and their errors
+ * are sorted the same way). runner_run, runner_session_start,
+ * runner_probe and runner_gc call it before anything else asks the
+ * daemon. */
+int runner_daemon_check(const struct config *c, char *err, size_t errlen);
+
+/* Only the permission part of runner_daemon_check, with no call to the
+ * daemon (`cordon serve` asks it at start: a user who may not use the
+ * socket could never run anything): -EHOSTUNREACH with the line in err,
+ * or 0 (also with another daemon configured, or no socket). */
+int runner_daemon_access(const struct config *c, char *err, size_t errlen);
+
+/* Checks, from the daemon, that the configured runtime is registered and
+ * the pinned image is present: 0, or -ENOENT/-EHOSTUNREACH with a reason.
+ * runner_run calls it only to explain a failed start. */
+int runner_preflight(const struct config *c, enum runner_net net, char *err,
+    size_t errlen);
 
 #endif

@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runner/runner.h"
-
 /* What the docker CLI says (Debian's 20.10, and later clients, which
  * dropped the "Got" and say "API" for "daemon socket"). */
 static const char *const denied_texts[] = {

@@ -1,5 +1,5 @@
 /*
- * Egress per run (egress.h, runner.h): the client of cordon-proxy's
+ * Egress per run (egress.h): the client of cordon-proxy's
  * control socket, the register/unregister calls of a proxy-mode run, and
  * the credential's way into the sandbox (prelude program, stdin layout).
  * Request lines are built by proxy/ctl.c, so they follow the daemon's
@@ -19,7 +19,6 @@
 #include "common/util.h"
 #include "proxy/cred.h"
 #include "proxy/ctl.h"
-#include "runner/runner.h"
 
 /* Kept short: it is on every proxy-mode argv. os.read(0, 1) because any
  * buffered read would swallow the start of the job's stdin. A python job

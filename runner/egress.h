@@ -93,4 +93,10 @@ int runner_egress_cred_line(char *buf, size_t len, const char *run,
 int runner_egress_stdin(const char *cred, const char *nonce,
     const void *code, size_t code_len, unsigned char **out, size_t *outlen);
 
+/* The egress policies the running proxy has (asked over its control
+ * socket): *out is a JSON array of names (caller cJSON_Deletes). 0, or
+ * -ENETDOWN/-ECONNREFUSED/... with a reason in err. */
+int runner_egress_policies(const struct config *c, cJSON **out, char *err,
+    size_t errlen);
+
 #endif

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 /* Creates STATE_DIR/in/<name>.XXXXXX and copies each path into it under
  * its base name: regular files and directories only (symlinks and special
@@ -31,5 +31,12 @@ int files_stage_in(const struct config *c, const char *name,
  * a negative errno when out_dir cannot be opened. */
 int files_unpack_out(const struct config *c, const void *tar, size_t len,
     const char *out_dir, struct runner_result *res);
+
+/* Whether out_dir can take a run's --out files: creates it (and its
+ * parents) when missing, as the run would, then needs a directory this
+ * process may write into. 0, or a negative errno (-ENOTDIR for a file)
+ * with a one-line reason in err. runner_run calls it before any
+ * container starts. */
+int runner_out_dir_check(const char *out_dir, char *err, size_t errlen);
 
 #endif

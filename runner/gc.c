@@ -1,9 +1,9 @@
 /*
- * `cordon gc` and `cordon kill-all` (runner_gc in runner.h): list every
+ * `cordon gc` and `cordon kill-all` (runner_gc in gc.h): list every
  * container labelled cordon=1 with its owner pid and deadline labels, pick
  * the expired or orphaned ones (or all), and remove them by name.
  */
-#include "runner/runner.h"
+#include "runner/gc.h"
 
 #include <dirent.h>
 #include <errno.h>

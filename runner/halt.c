@@ -14,7 +14,7 @@
 #include "common/util.h"
 #include "runner/docker.h"
 #include "runner/dockerapi.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 int
 container_kill(const struct config *c, const char *name, int64_t timeout_ms)

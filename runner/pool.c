@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "probe/probe.h"
 #include "runner/container.h"
+#include "runner/docker.h"
 
 static void
 note(struct runner_pool *p, enum runner_pool_event ev, int m,

@@ -31,7 +31,7 @@
 #include "common/proc.h"
 #include "netsetup/netsetup.h"
 #include "runner/image.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 #define POOL_MAX_SIZE 64	/* idle containers per mode */
 #define POOL_STARTS_MAX 16	/* starts in flight at once, at most */

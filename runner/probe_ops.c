@@ -21,10 +21,16 @@
 #include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/pool.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 #define PROBE_RUN_TIMEOUT_S 90	/* the program runs for seconds (forks) */
 #define PROBE_WARM_WAIT_MS 60000
+
+/* What a probe's runs need: the config and the run function. */
+struct probe_ctx {
+	const struct config *c;
+	runner_probe_run_fn *run;
+};
 
 struct inspector {
 	const struct config *c;
@@ -152,12 +158,14 @@ outcome_take(struct probe_outcome *out, struct runner_result *res,
 	util_strlcpy(out->debug_log, res->debug_log, sizeof(out->debug_log));
 }
 
-/* probe_ops.run: the program through runner_run, inspected meanwhile. */
+/* probe_ops.run: the program through runner_run (x->run), inspected
+ * meanwhile. */
 static int
 probe_job_run(void *data, const struct probe_job *job,
     struct probe_outcome *out, char *err, size_t errlen)
 {
-	const struct config *c = data;
+	const struct probe_ctx *x = data;
+	const struct config *c = x->c;
 	struct inspector in = { .c = c, .session = job->session };
 	struct runner_request req = { .code = job->code,
 	    .code_len = job->code_len, .timeout_s = PROBE_RUN_TIMEOUT_S,
@@ -183,7 +191,7 @@ probe_job_run(void *data, const struct probe_job *job,
 		snprintf(err, errlen, "cannot start the inspector");
 		return -EAGAIN;
 	}
-	rc = runner_run(c, &req, &res, err, errlen);
+	rc = x->run(c, &req, &res, err, errlen);
 	atomic_store(&in.stop, 1);
 	pthread_join(th, NULL);
 	runner_pool_free(pool);
@@ -200,9 +208,11 @@ probe_job_run(void *data, const struct probe_job *job,
 
 /* One probe, the probe lock already held. */
 static int
-probe_locked(const struct config *c, const char *mode, bool warm, bool debug,
-    struct probe_report *rep, cJSON **json, char *err, size_t errlen)
+probe_locked(const struct probe_ctx *x, const char *mode, bool warm,
+    bool debug, struct probe_report *rep, cJSON **json, char *err,
+    size_t errlen)
 {
+	const struct config *c = x->c;
 	static const struct probe_ops ops = { .run = probe_job_run };
 	struct probe_run_opts o = { .mode = mode, .warm = warm,
 	    .debug = debug };
@@ -232,13 +242,15 @@ probe_locked(const struct config *c, const char *mode, bool warm, bool debug,
 		runtime = o.proxy_url != NULL ? c->runtime_egress :
 		    c->runtime_offline;
 	o.runtime_is_runsc = runtime_is_runsc(c, runtime, &o.stack);
-	return probe_run(c, &o, &ops, (void *)c, rep, json, err, errlen);
+	return probe_run(c, &o, &ops, (void *)x, rep, json, err, errlen);
 }
 
 int
-runner_probe(const struct config *c, const char *mode, bool warm,
-    bool debug, struct probe_report *rep, cJSON **json, char *err, size_t errlen)
+runner_probe(const struct config *c, runner_probe_run_fn *run,
+    const char *mode, bool warm, bool debug, struct probe_report *rep,
+    cJSON **json, char *err, size_t errlen)
 {
+	struct probe_ctx x = { .c = c, .run = run };
 	int fd, rc;
 
 	*json = NULL;
@@ -257,13 +269,13 @@ runner_probe(const struct config *c, const char *mode, bool warm,
 	if ((fd = probe_lock(c, time_mono_ms() + probe_lock_wait_ms(c), NULL,
 	    err, errlen)) < 0)
 		return fd;
-	rc = probe_locked(c, mode, warm, debug, rep, json, err, errlen);
+	rc = probe_locked(&x, mode, warm, debug, rep, json, err, errlen);
 	probe_unlock(fd);
 	return rc;
 }
 
 struct auto_ctx {
-	const struct config *c;
+	struct probe_ctx x;
 	void (*note)(void *, const char *);
 	void *note_arg;
 };
@@ -277,7 +289,7 @@ auto_probe(void *data, const char *mode, char *err, size_t errlen)
 	cJSON *json = NULL;
 	int rc;
 
-	rc = probe_locked(x->c, mode, false, false, &rep, &json, err, errlen);
+	rc = probe_locked(&x->x, mode, false, false, &rep, &json, err, errlen);
 	cJSON_Delete(json);
 	/* A report that could not be recorded cannot let the run go on:
 	 * the caller reads the record again. */
@@ -294,11 +306,12 @@ auto_note(void *data, const char *msg)
 }
 
 int
-runner_probe_ensure(const struct config *c, const char *mode,
-    const char *image, void (*note)(void *, const char *), void *note_arg,
-    const atomic_int *cancel, char *err, size_t errlen)
+runner_probe_ensure(const struct config *c, runner_probe_run_fn *run,
+    const char *mode, const char *image, void (*note)(void *, const char *),
+    void *note_arg, const atomic_int *cancel, char *err, size_t errlen)
 {
-	struct auto_ctx x = { .c = c, .note = note, .note_arg = note_arg };
+	struct auto_ctx x = { .x = { .c = c, .run = run }, .note = note,
+	    .note_arg = note_arg };
 	struct probe_auto a = { .probe = auto_probe, .note = auto_note,
 	    .data = &x, .cancel = cancel };
 

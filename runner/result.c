@@ -1,9 +1,9 @@
 /*
- * The pure parts of the runner API (runner.h): request checks, clamping of
+ * The pure parts of the runner API (result.h): request checks, clamping of
  * caller limits to the config maxima, the result's JSON view, and the
  * audit line (which never carries code or output).
  */
-#include "runner/runner.h"
+#include "runner/result.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -17,7 +17,7 @@
 #include "runner/image.h"
 #include "runner/outwrap.h"
 #include "runner/relay.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 #include "runner/slot.h"
 
 struct apirun;

@@ -516,8 +516,8 @@ run_admit(struct run *r, struct runner_result *res, char *err,
 		return rc;
 	util_strlcpy(res->image, r->image, sizeof(res->image));
 	if (!req->skip_probe_check && (rc = runner_probe_ensure(r->c,
-	    runner_net_name(req->net), r->image, req->note, req->note_arg,
-	    req->cancel, err, errlen)) < 0)
+	    runner_run, runner_net_name(req->net), r->image, req->note,
+	    req->note_arg, req->cancel, err, errlen)) < 0)
 		return rc;
 	if (req->net == RUNNER_NET_PROXY) {
 		r->proxy = true;

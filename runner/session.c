@@ -231,8 +231,9 @@ sess_admit(struct runner_session *s, const struct runner_session_opts *o,
 		return rc;
 	util_strlcpy(s->label, label, sizeof(s->label));
 	if ((rc = image_pinned_require(s->c, s->image, err, errlen)) < 0 ||
-	    (rc = runner_probe_ensure(s->c, runner_net_name(o->net), s->image,
-	    NULL, NULL, o->cancel, err, errlen)) < 0)
+	    (rc = runner_probe_ensure(s->c, runner_run,
+	    runner_net_name(o->net), s->image, NULL, NULL, o->cancel, err,
+	    errlen)) < 0)
 		return rc;
 	return o->net == RUNNER_NET_PROXY ? runner_session_egress_admit(s, o,
 	    err, errlen) : 0;

@@ -15,7 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/config.h"
-#include "runner/runner.h"
+#include "runner/result.h"
 
 #define STAGE_PATH_MAX 255		/* bytes of one `files` path */
 #define STAGE_PATH_DEPTH 16		/* components of one `files` path */

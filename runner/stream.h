@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runner/runner.h"
+#include "runner/result.h"
 
 /* Default bound: bytes of queued event data (plus ~64 per event). */
 #define RUNNER_STREAM_MAX (4u << 20)
