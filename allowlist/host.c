@@ -165,8 +165,8 @@ al_ip_parse(const char *s, size_t len, int family, struct allowlist_host *h)
 	return true;
 }
 
-static int
-host_hexval(char c)
+int
+al_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -197,7 +197,7 @@ host_ipv4_part(const char *s, size_t len, size_t *pos, uint32_t *out)
 	}
 	start = i;
 	for (; i < len; i++) {
-		d = host_hexval(s[i]);
+		d = al_hexval(s[i]);
 		if (d < 0 || (base != 16 && d > 9))
 			break;
 		if ((unsigned)d >= base)

@@ -1,8 +1,10 @@
 /*
- * HTTP/1.x head parsing for the proxy (see http.h). Strict on requests,
- * since a lenient parser is how requests get smuggled past a proxy: CRLF
- * only, tokens only, one framing header. Responses share the line rules
- * but unclear framing only downgrades to "read until close".
+ * HTTP/1.x request heads for the proxy (see http.h), and the line and
+ * header rules that responses share (http_internal.h). Strict on
+ * requests, since a lenient parser is how requests get smuggled past a
+ * proxy: CRLF only, tokens only, one framing header. Also the origin-form
+ * rewrite of a proxied request. Responses and chunked bodies:
+ * http_response.c.
  */
 #include "proxy/http.h"
 
@@ -14,16 +16,13 @@
 
 #include "common/cbuf.h"
 #include "proxy/host.h"
+#include "proxy/http_internal.h"
 
 #define HTTP_MAX_EMPTY_LINES 8
 #define HTTP_MAX_LENGTH (1LL << 62)
-#define HTTP_CHUNK_MAX_DIGITS 16
-#define HTTP_CHUNK_MAX_SIZE (1ULL << 60)
-#define HTTP_CHUNK_MAX_EXT 4096
-#define HTTP_CHUNK_MAX_TRAILER 8192
 
-static bool
-http_is_tchar(unsigned char c)
+bool
+proxy_http_is_tchar(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	    (c >= '0' && c <= '9'))
@@ -32,15 +31,15 @@ http_is_tchar(unsigned char c)
 }
 
 /* A field-value byte: VCHAR, SP, HTAB or obs-text. */
-static bool
-http_is_value_char(unsigned char c)
+bool
+proxy_http_is_value_char(unsigned char c)
 {
 	return c == '\t' || (c >= 0x20 && c != 0x7f);
 }
 
 /* Case-insensitive equality of s[0..len) with the literal lit. */
-static bool
-http_ieq(const char *s, size_t len, const char *lit)
+bool
+proxy_http_ieq(const char *s, size_t len, const char *lit)
 {
 	return strlen(lit) == len && strncasecmp(s, lit, len) == 0;
 }
@@ -56,8 +55,9 @@ http_eq(const char *s, size_t len, const char *lit)
  * [pos, *eol) and the next one starts at *next. -EAGAIN when the line is
  * not complete yet, -EINVAL on a bare LF or a bare CR.
  */
-static int
-http_line(const char *buf, size_t len, size_t pos, size_t *eol, size_t *next)
+int
+proxy_http_line(const char *buf, size_t len, size_t pos, size_t *eol,
+    size_t *next)
 {
 	const char *lf = memchr(buf + pos, '\n', len - pos);
 	const char *cr;
@@ -85,7 +85,7 @@ http_header_line(const char *buf, size_t pos, size_t eol, struct http_header *h)
 {
 	size_t i = pos, vs, ve;
 
-	while (i < eol && http_is_tchar((unsigned char)buf[i]))
+	while (i < eol && proxy_http_is_tchar((unsigned char)buf[i]))
 		i++;
 	if (i == pos || i == eol || buf[i] != ':')
 		return -EINVAL;	/* obs-fold, empty name, space before ':' */
@@ -98,7 +98,7 @@ http_header_line(const char *buf, size_t pos, size_t eol, struct http_header *h)
 	while (ve > vs && (buf[ve - 1] == ' ' || buf[ve - 1] == '\t'))
 		ve--;
 	for (size_t j = vs; j < ve; j++)
-		if (!http_is_value_char((unsigned char)buf[j]))
+		if (!proxy_http_is_value_char((unsigned char)buf[j]))
 			return -EINVAL;
 	h->value = buf + vs;
 	h->value_len = ve - vs;
@@ -110,8 +110,8 @@ http_header_line(const char *buf, size_t pos, size_t eol, struct http_header *h)
  * buf[0..len) is already cut to max_head. Returns the head length,
  * -EAGAIN, -EINVAL or -EMSGSIZE (too many headers).
  */
-static long
-http_headers(const char *buf, size_t len, size_t pos,
+long
+proxy_http_headers(const char *buf, size_t len, size_t pos,
     struct http_header *hdrs, size_t *nhdrs)
 {
 	size_t eol, next;
@@ -119,7 +119,7 @@ http_headers(const char *buf, size_t len, size_t pos,
 
 	*nhdrs = 0;
 	for (;;) {
-		if ((r = http_line(buf, len, pos, &eol, &next)) < 0)
+		if ((r = proxy_http_line(buf, len, pos, &eol, &next)) < 0)
 			return r;
 		if (eol == pos)
 			return (long)next;
@@ -154,12 +154,12 @@ http_list_has(const char *v, size_t vlen, const char *tok, size_t toklen)
 	return false;
 }
 
-static bool
-http_headers_list(const struct http_header *hdrs, size_t n, const char *field,
-    const char *tok, size_t toklen)
+bool
+proxy_http_headers_list(const struct http_header *hdrs, size_t n,
+    const char *field, const char *tok, size_t toklen)
 {
 	for (size_t i = 0; i < n; i++)
-		if (http_ieq(hdrs[i].name, hdrs[i].name_len, field) &&
+		if (proxy_http_ieq(hdrs[i].name, hdrs[i].name_len, field) &&
 		    http_list_has(hdrs[i].value, hdrs[i].value_len, tok, toklen))
 			return true;
 	return false;
@@ -169,8 +169,8 @@ bool
 proxy_http_connection_lists(const struct http_request *req, const char *name,
     size_t len)
 {
-	return http_headers_list(req->headers, req->nheaders, "connection",
-	    name, len);
+	return proxy_http_headers_list(req->headers, req->nheaders,
+	    "connection", name, len);
 }
 
 bool
@@ -183,14 +183,14 @@ proxy_http_header_is_hop_by_hop(const char *name, size_t len)
 	if (len >= 6 && strncasecmp(name, "proxy-", 6) == 0)
 		return true;
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
-		if (http_ieq(name, len, hop[i]))
+		if (proxy_http_ieq(name, len, hop[i]))
 			return true;
 	return false;
 }
 
 /* Pure decimal Content-Length; -1 when invalid. */
-static int64_t
-http_parse_length(const char *v, size_t len)
+int64_t
+proxy_http_parse_length(const char *v, size_t len)
 {
 	int64_t n = 0;
 
@@ -209,9 +209,9 @@ http_parse_length(const char *v, size_t len)
 static uint16_t
 http_default_port(const char *scheme, size_t len)
 {
-	if (http_ieq(scheme, len, "http"))
+	if (proxy_http_ieq(scheme, len, "http"))
 		return 80;
-	if (http_ieq(scheme, len, "https"))
+	if (proxy_http_ieq(scheme, len, "https"))
 		return 443;
 	return 0;
 }
@@ -283,7 +283,7 @@ http_request_line(struct http_request *req, const char *buf, size_t pos,
 {
 	size_t i = pos, t;
 
-	while (i < eol && http_is_tchar((unsigned char)buf[i]))
+	while (i < eol && proxy_http_is_tchar((unsigned char)buf[i]))
 		i++;
 	if (i == pos || i == eol || buf[i] != ' ')
 		return -EINVAL;
@@ -333,21 +333,23 @@ http_request_framing(struct http_request *req)
 	req->content_length = -1;
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
-		if (http_ieq(h->name, h->name_len, "host")) {
+		if (proxy_http_ieq(h->name, h->name_len, "host")) {
 			req->host_header = h;
 			nhost++;
-		} else if (http_ieq(h->name, h->name_len, "content-length")) {
-			n = http_parse_length(h->value, h->value_len);
+		} else if (proxy_http_ieq(h->name, h->name_len,
+		    "content-length")) {
+			n = proxy_http_parse_length(h->value, h->value_len);
 			if (n < 0 || (req->content_length >= 0 &&
 			    n != req->content_length))
 				return -EINVAL;
 			req->content_length = n;
-		} else if (http_ieq(h->name, h->name_len, "transfer-encoding")) {
-			if (te != NULL || !http_ieq(h->value, h->value_len,
-			    "chunked"))
+		} else if (proxy_http_ieq(h->name, h->name_len,
+		    "transfer-encoding")) {
+			if (te != NULL || !proxy_http_ieq(h->value,
+			    h->value_len, "chunked"))
 				return -EINVAL;
 			te = h;
-		} else if (http_ieq(h->name, h->name_len, "connection") &&
+		} else if (proxy_http_ieq(h->name, h->name_len, "connection") &&
 		    req->connection == NULL) {
 			req->connection = h;
 		}
@@ -384,7 +386,7 @@ proxy_http_request_parse(const char *buf, size_t len, size_t max_head,
 		max_head = INT_MAX;	/* the head length is returned as int */
 	lim = len < max_head ? len : max_head;
 	for (;;) {
-		if ((r = http_line(buf, lim, pos, &eol, &next)) < 0)
+		if ((r = proxy_http_line(buf, lim, pos, &eol, &next)) < 0)
 			goto fail;
 		if (eol > pos)
 			break;
@@ -396,7 +398,7 @@ proxy_http_request_parse(const char *buf, size_t len, size_t max_head,
 	}
 	if ((r = http_request_line(req, buf, pos, eol)) < 0)
 		goto fail;
-	head = http_headers(buf, lim, next, req->headers, &req->nheaders);
+	head = proxy_http_headers(buf, lim, next, req->headers, &req->nheaders);
 	if (head < 0) {
 		r = (int)head;
 		goto fail;
@@ -496,10 +498,10 @@ proxy_http_request_rewrite_origin(const struct http_request *req,
 	    (inject_name != NULL && (inject_value == NULL || nl == 0)))
 		return -EINVAL;
 	for (size_t i = 0; i < nl; i++)
-		if (!http_is_tchar((unsigned char)inject_name[i]))
+		if (!proxy_http_is_tchar((unsigned char)inject_name[i]))
 			return -EINVAL;
 	for (const char *v = inject_value; v != NULL && *v != '\0'; v++)
-		if (!http_is_value_char((unsigned char)*v))
+		if (!proxy_http_is_value_char((unsigned char)*v))
 			return -EINVAL;
 	if ((r = http_put(out, req->method, req->method_len)) < 0 ||
 	    (r = http_put_str(out, " ")) < 0 ||
@@ -528,258 +530,4 @@ proxy_http_request_rewrite_origin(const struct http_request *req,
 	    (r = http_put_str(out, "\r\n")) < 0))
 		return r;
 	return http_put_str(out, "Connection: close\r\n\r\n");
-}
-
-/* HTTP-version SP 3DIGIT [SP reason-phrase], in buf[pos..eol). */
-static int
-http_status_line(struct http_response *resp, const char *buf, size_t pos,
-    size_t eol)
-{
-	const char *s = buf + pos;
-	size_t n = eol - pos;
-
-	if (n < 12 || memcmp(s, "HTTP/1.", 7) != 0 ||
-	    (s[7] != '0' && s[7] != '1') || s[8] != ' ')
-		return -EINVAL;
-	for (size_t i = 9; i < 12; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-	if (s[9] == '0' || (n > 12 && s[12] != ' '))
-		return -EINVAL;
-	resp->version_minor = s[7] - '0';
-	resp->status = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
-	if (n > 12) {
-		resp->reason = s + 13;
-		resp->reason_len = n - 13;
-		for (size_t i = 0; i < resp->reason_len; i++)
-			if (!http_is_value_char((unsigned char)resp->reason[i]))
-				return -EINVAL;
-	}
-	return 0;
-}
-
-/* Last coding of the Transfer-Encoding lines is "chunked". */
-static bool
-http_te_final_chunked(const struct http_header *te)
-{
-	const char *v = te->value;
-	size_t e = te->value_len, s;
-
-	while (e > 0 && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-		e--;
-	s = e;
-	while (s > 0 && v[s - 1] != ',')
-		s--;
-	while (s < e && (v[s] == ' ' || v[s] == '\t'))
-		s++;
-	return http_ieq(v + s, e - s, "chunked");
-}
-
-static void
-http_response_framing(struct http_response *resp, bool request_was_head)
-{
-	const struct http_header *te = NULL;
-	int64_t cl = -1, n;
-	bool bad = false;
-	size_t nte = 0;
-
-	for (size_t i = 0; i < resp->nheaders; i++) {
-		const struct http_header *h = &resp->headers[i];
-		if (http_ieq(h->name, h->name_len, "transfer-encoding")) {
-			te = h;
-			nte++;
-		} else if (http_ieq(h->name, h->name_len, "content-length")) {
-			n = http_parse_length(h->value, h->value_len);
-			if (n < 0 || (cl >= 0 && n != cl))
-				bad = true;
-			cl = n;
-		}
-	}
-	resp->content_length = -1;
-	if (resp->status == 101) {
-		resp->body = HTTP_BODY_CLOSE;	/* we never asked to upgrade */
-	} else if (request_was_head || resp->status < 200 ||
-	    resp->status == 204 || resp->status == 304) {
-		resp->body = HTTP_BODY_NONE;
-	} else if (te != NULL) {
-		resp->body = nte == 1 && cl < 0 && !bad &&
-		    resp->version_minor == 1 && http_te_final_chunked(te) ?
-		    HTTP_BODY_CHUNKED : HTTP_BODY_CLOSE;
-	} else if (cl >= 0 && !bad) {
-		resp->body = HTTP_BODY_LENGTH;
-		resp->content_length = cl;
-	} else {
-		resp->body = HTTP_BODY_CLOSE;
-	}
-	if (resp->version_minor == 1)
-		resp->keep_alive = !http_headers_list(resp->headers,
-		    resp->nheaders, "connection", "close", 5);
-	else
-		resp->keep_alive = http_headers_list(resp->headers,
-		    resp->nheaders, "connection", "keep-alive", 10) &&
-		    !http_headers_list(resp->headers, resp->nheaders,
-		    "connection", "close", 5);
-	if (resp->body == HTTP_BODY_CLOSE)
-		resp->keep_alive = false;
-}
-
-int
-proxy_http_response_parse(const char *buf, size_t len, size_t max_head,
-    bool request_was_head, struct http_response *resp)
-{
-	size_t lim;
-	size_t eol, next;
-	long head;
-	int r;
-
-	memset(resp, 0, sizeof(*resp));
-	if (max_head > INT_MAX)
-		max_head = INT_MAX;	/* the head length is returned as int */
-	lim = len < max_head ? len : max_head;
-	if ((r = http_line(buf, lim, 0, &eol, &next)) < 0)
-		goto fail;
-	if ((r = http_status_line(resp, buf, 0, eol)) < 0)
-		goto fail;
-	head = http_headers(buf, lim, next, resp->headers, &resp->nheaders);
-	if (head < 0) {
-		r = (int)head;
-		goto fail;
-	}
-	http_response_framing(resp, request_was_head);
-	resp->head_len = (size_t)head;
-	return (int)head;
-fail:
-	if (r == -EAGAIN && len >= max_head)
-		r = -EMSGSIZE;
-	memset(resp, 0, sizeof(*resp));
-	return r;
-}
-
-enum {
-	CH_SIZE = 0,	/* hex digits of the chunk size */
-	CH_SIZE_WS,	/* BWS between the size and ';' */
-	CH_EXT,		/* chunk extensions up to CR */
-	CH_SIZE_LF,
-	CH_DATA,
-	CH_DATA_CR,
-	CH_DATA_LF,
-	CH_TRAILER,	/* start of a trailer line, or the final CRLF */
-	CH_TRAILER_NAME,
-	CH_TRAILER_VALUE,
-	CH_TRAILER_LF,
-	CH_FINAL_LF,
-	CH_DONE,
-	CH_ERROR,
-};
-
-void
-proxy_http_chunked_init(struct http_chunk_state *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->state = CH_SIZE;
-}
-
-static int
-http_chunk_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-		return (c | 0x20) - 'a' + 10;
-	return -1;
-}
-
-/* One byte of everything but chunk data; returns the next state. */
-static int
-http_chunk_step(struct http_chunk_state *st, unsigned char c)
-{
-	int d;
-
-	if (st->state >= CH_TRAILER &&
-	    ++st->trailer_bytes > HTTP_CHUNK_MAX_TRAILER)
-		return CH_ERROR;
-	switch (st->state) {
-	case CH_SIZE:
-		if ((d = http_chunk_hex((char)c)) >= 0) {
-			if (++st->digits > HTTP_CHUNK_MAX_DIGITS)
-				return CH_ERROR;
-			st->remaining = st->remaining * 16 + (unsigned)d;
-			return st->remaining >= HTTP_CHUNK_MAX_SIZE ?
-			    CH_ERROR : CH_SIZE;
-		}
-		if (st->digits == 0)
-			return CH_ERROR;
-		if (c == ';')
-			return CH_EXT;
-		if (c == ' ' || c == '\t')
-			return CH_SIZE_WS;
-		return c == '\r' ? CH_SIZE_LF : CH_ERROR;
-	case CH_SIZE_WS:
-		if (c == ' ' || c == '\t')
-			return CH_SIZE_WS;
-		return c == ';' ? CH_EXT : CH_ERROR;
-	case CH_EXT:
-		if (c == '\r')
-			return CH_SIZE_LF;
-		if (!http_is_value_char(c) || ++st->linelen > HTTP_CHUNK_MAX_EXT)
-			return CH_ERROR;
-		return CH_EXT;
-	case CH_SIZE_LF:
-		if (c != '\n')
-			return CH_ERROR;
-		return st->remaining == 0 ? CH_TRAILER : CH_DATA;
-	case CH_DATA_CR:
-		return c == '\r' ? CH_DATA_LF : CH_ERROR;
-	case CH_DATA_LF:
-		if (c != '\n')
-			return CH_ERROR;
-		st->digits = 0;
-		st->linelen = 0;
-		return CH_SIZE;
-	case CH_TRAILER:
-		if (c == '\r')
-			return CH_FINAL_LF;
-		return http_is_tchar(c) ? CH_TRAILER_NAME : CH_ERROR;
-	case CH_TRAILER_NAME:
-		if (c == ':')
-			return CH_TRAILER_VALUE;
-		return http_is_tchar(c) ? CH_TRAILER_NAME : CH_ERROR;
-	case CH_TRAILER_VALUE:
-		if (c == '\r')
-			return CH_TRAILER_LF;
-		return http_is_value_char(c) ? CH_TRAILER_VALUE : CH_ERROR;
-	case CH_TRAILER_LF:
-		return c == '\n' ? CH_TRAILER : CH_ERROR;
-	case CH_FINAL_LF:
-		return c == '\n' ? CH_DONE : CH_ERROR;
-	default:
-		return CH_ERROR;
-	}
-}
-
-ssize_t
-proxy_http_chunked_scan(struct http_chunk_state *st, const char *buf,
-    size_t len, bool *done)
-{
-	size_t i = 0, take;
-
-	*done = false;
-	while (i < len && st->state != CH_DONE && st->state != CH_ERROR) {
-		if (st->state == CH_DATA) {
-			take = len - i;
-			if (take > st->remaining)
-				take = (size_t)st->remaining;
-			st->remaining -= take;
-			i += take;
-			if (st->remaining == 0)
-				st->state = CH_DATA_CR;
-			continue;
-		}
-		st->state = http_chunk_step(st, (unsigned char)buf[i]);
-		i++;
-	}
-	if (st->state == CH_ERROR)
-		return -EINVAL;
-	*done = st->state == CH_DONE;
-	return (ssize_t)i;
 }

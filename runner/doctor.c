@@ -1,26 +1,23 @@
 /*
- * The doctor's checks (doctor.h): Docker reachable, Cordon's runtimes
- * registered with runsc and how (the debug ones too), the pinned image
+ * The doctor's checks (doctor.h): Docker reachable, the pinned image
  * present and free of setuid/setgid files, egress (via the netsetup
- * callback), and the age and outcome of the latest probes.
+ * callback), and the age and outcome of the latest probes; Cordon's
+ * runtimes (the debug ones too) are checked in doctor_runtime.c.
  */
 #include "runner/doctor.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
+#include "common/cbuf.h"
 #include "common/proc.h"
 #include "common/util.h"
 #include "probe/probe.h"
-#include "runner/debug.h"
 #include "runner/docker.h"
+#include "runner/doctor_internal.h"
 #include "runner/image.h"
 #include "runner/tar.h"
 
@@ -31,12 +28,8 @@ doctor_verdict_name(enum doctor_verdict v)
 	    v == DOCTOR_WARN ? "WARN" : "INFO";
 }
 
-static void
-line_set(struct doctor_line *l, enum doctor_verdict v, const char *what,
-    const char *hint, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void
-line_set(struct doctor_line *l, enum doctor_verdict v, const char *what,
+void
+doctor_set(struct doctor_line *l, enum doctor_verdict v, const char *what,
     const char *hint, const char *fmt, ...)
 {
 	va_list ap;
@@ -52,8 +45,9 @@ line_set(struct doctor_line *l, enum doctor_verdict v, const char *what,
 
 /* Runs argv with a deadline: 0 when it exited 0, else proc_call's
  * negative errno. On 0, *out (may be NULL) gets its stdout (caller frees). */
-static int
-run(const char *const *argv, int64_t ms, size_t outmax, struct cbuf **out)
+int
+doctor_call(const char *const *argv, int64_t ms, size_t outmax,
+    struct cbuf **out)
 {
 	struct proc_opts o = { .argv = argv, .stdout_max = outmax,
 	    .stderr_max = 4096 };
@@ -67,200 +61,6 @@ run(const char *const *argv, int64_t ms, size_t outmax, struct cbuf **out)
 	else
 		cbuf_free(got);
 	return rc;
-}
-
-/* What the stack words mean, for the runtime lines. */
-static const char *
-stack_text(const char *stack)
-{
-	return strcmp(stack, "none") == 0 ? "none, loopback only" :
-	    strcmp(stack, "host") == 0 ? "the host kernel's stack in Docker's netns" :
-	    "gVisor's netstack";
-}
-
-/* The "why" of scripts/egress-runtime's record for runtime name
- * (STATE_DIR/egress-runtime.json for cordon-egress, else
- * egress-runtime-NAME.json), in why[]: "" when there is none, it is about
- * another runsc path, or it does not fit. */
-static void
-egress_why(const struct config *c, const char *name, const char *path,
-    char *why, size_t len)
-{
-	char file[PATH_MAX];
-	cJSON *j = NULL;
-	const cJSON *w, *p;
-	char *text = NULL;
-	size_t n = 0;
-	int k;
-
-	why[0] = '\0';
-	if (strcmp(name, "cordon-egress") == 0)
-		k = snprintf(file, sizeof(file), "%s/egress-runtime.json",
-		    c->state_dir);
-	else
-		k = snprintf(file, sizeof(file), "%s/egress-runtime-%s.json",
-		    c->state_dir, name);
-	if (k < 0 || (size_t)k >= sizeof(file) ||
-	    util_read_file(file, 1 << 16, &text, &n) < 0)
-		return;
-	j = cJSON_ParseWithLength(text, n);
-	free(text);
-	w = cJSON_GetObjectItemCaseSensitive(j, "why");
-	p = cJSON_GetObjectItemCaseSensitive(j, "path");
-	if (cJSON_IsString(w) && (!cJSON_IsString(p) ||
-	    strcmp(p->valuestring, path) == 0) &&
-	    !util_strlcpy(why, w->valuestring, len))
-		why[0] = '\0';	/* too long: the caller points to the file */
-	cJSON_Delete(j);
-}
-
-/* One runtime's line, from the text of `docker info`'s runtimes: its
- * runsc (and that runsc's own version: the egress one may be the build of
- * scripts/runsc-build, not the runsc on PATH) and its network stack; for
- * the egress runtime, why scripts/egress-runtime chose that stack. */
-static void
-check_runtime(const struct config *c, const struct cbuf *info,
-    const char *name, const char *runsc_version, bool egress,
-    struct doctor_line *l)
-{
-	struct docker_runtime rt;
-	struct cbuf *vout = NULL;
-	char what[96], version[64], why[256] = "";
-	const char *stack;
-
-	snprintf(what, sizeof(what), "runtime %s", name);
-	if (docker_runtime_parse(cbuf_data(info), cbuf_len(info), name,
-	    &rt) < 0) {
-		line_set(l, DOCTOR_FAIL, what, "run scripts/setup (and "
-		    "scripts/egress-runtime) to register it", "not registered");
-		return;
-	}
-	if (strstr(rt.path, "runsc") == NULL) {
-		line_set(l, DOCTOR_FAIL, what, "its path must be runsc; rerun "
-		    "scripts/setup", "path %s is not runsc",
-		    rt.path[0] != '\0' ? rt.path : "(none)");
-		return;
-	}
-	util_strlcpy(version, runsc_version, sizeof(version));
-	if (rt.path[0] == '/') {
-		const char *ver[] = { rt.path, "--version", NULL };
-
-		if (run(ver, 10000, 4096, &vout) == 0) {
-			sscanf(cbuf_data(vout), "runsc version %63s", version);
-			cbuf_free(vout);
-		}
-	}
-	stack = docker_runtime_stack(rt.args);
-	if (egress)
-		egress_why(c, name, rt.path, why, sizeof(why));
-	if (egress) {
-		char d[sizeof(l->detail)];
-		int n = snprintf(d, sizeof(d), "%s %s (runsc %s); egress jobs "
-		    "use %s: %s", rt.path, rt.args, version,
-		    stack_text(stack), why);
-
-		/* The reason when it fits, else where it is written. */
-		if (why[0] == '\0' || n < 0 || (size_t)n >= sizeof(d))
-			line_set(l, DOCTOR_OK, what, NULL, "%s %s (runsc %s); "
-			    "egress jobs use %s (why: scripts/egress-"
-			    "runtime's record in %s)", rt.path, rt.args,
-			    version, stack_text(stack), c->state_dir);
-		else
-			line_set(l, DOCTOR_OK, what, NULL, "%s", d);
-	} else
-		line_set(l, DOCTOR_OK, what, NULL, "%s %s (runsc %s; network: "
-		    "%s)", rt.path, rt.args, version, stack_text(stack));
-}
-
-void
-doctor_debug_line(const char *name, int rc, const struct docker_runtime *rt,
-    const struct stat *dir, struct doctor_line *l)
-{
-	char what[96], pat[RUNNER_DEBUG_PAT_MAX];
-	const char *why = NULL;
-	char *cut;
-
-	snprintf(what, sizeof(what), "debug runtime %s", name);
-	if (rc < 0) {
-		line_set(l, DOCTOR_INFO, what, NULL, "not registered (only "
-		    "`cordon run --debug` needs it: scripts/setup registers "
-		    "it)");
-		return;
-	}
-	if (runner_debug_pattern(rt->args, pat, sizeof(pat), &why) < 0) {
-		line_set(l, DOCTOR_WARN, what, "rerun scripts/setup (and "
-		    "scripts/egress-runtime)", "%s %s: %s", rt->path, rt->args,
-		    why != NULL ? why : "bad arguments");
-		return;
-	}
-	if ((cut = strstr(pat, "%ID%")) != NULL)
-		*cut = '\0';
-	if (dir == NULL || dir->st_uid != 0 || (dir->st_mode & 077) != 0)
-		line_set(l, DOCTOR_WARN, what, "its logs hold an strace of "
-		    "each job: rerun scripts/setup (it makes the directory "
-		    "root's, mode 0700)", "log directory %s is %s", pat, dir == NULL ?
-		    "missing" : "readable by others than root");
-	else
-		line_set(l, DOCTOR_OK, what, NULL, "%s %s (logs in %s, root "
-		    "only)", rt->path, rt->args, pat);
-}
-
-/* The debug runtime's line: registered or not, and its log directory. */
-static void
-check_debug_runtime(const struct cbuf *info, const char *name,
-    struct doctor_line *l)
-{
-	struct docker_runtime rt;
-	char pat[RUNNER_DEBUG_PAT_MAX], *cut;
-	struct stat st;
-	bool have_dir = false;
-	int rc = docker_runtime_parse(cbuf_data(info), cbuf_len(info), name,
-	    &rt);
-
-	if (rc == 0 && runner_debug_pattern(rt.args, pat, sizeof(pat),
-	    NULL) == 0) {
-		if ((cut = strstr(pat, "%ID%")) != NULL)
-			*cut = '\0';
-		have_dir = stat(pat, &st) == 0 && S_ISDIR(st.st_mode);
-	}
-	doctor_debug_line(name, rc, &rt, have_dir ? &st : NULL, l);
-}
-
-static void
-check_runtimes(const struct config *c, struct doctor_line *l, size_t *n,
-    size_t max)
-{
-	const char *info[] = { c->docker, "info", "--format",
-	    "{{json .Runtimes}}", NULL };
-	const char *ver[] = { "runsc", "--version", NULL };
-	struct cbuf *out = NULL, *vout = NULL;
-	struct docker_runtime rt;
-	char version[64] = "unknown";
-
-	if (run(ver, 10000, 4096, &vout) == 0) {
-		sscanf(cbuf_data(vout), "runsc version %63s", version);
-		cbuf_free(vout);
-	}
-	if (run(info, 20000, 1 << 16, &out) < 0 ||
-	    docker_runtime_parse(cbuf_data(out), cbuf_len(out),
-	    c->runtime_offline, &rt) == -EBADMSG) {
-		cbuf_free(out);
-		if (*n < max)
-			line_set(&l[(*n)++], DOCTOR_FAIL, "docker runtimes",
-			    "start dockerd (scripts/setup)", "cannot list them");
-		return;
-	}
-	if (*n < max)
-		check_runtime(c, out, c->runtime_offline, version, false,
-		    &l[(*n)++]);
-	if (*n < max)
-		check_runtime(c, out, c->runtime_egress, version, true,
-		    &l[(*n)++]);
-	if (*n < max)
-		check_debug_runtime(out, c->runtime_debug, &l[(*n)++]);
-	if (*n < max)
-		check_debug_runtime(out, c->runtime_debug_egress, &l[(*n)++]);
-	cbuf_free(out);
 }
 
 /* The image's files: an export of a never-started container (removed
@@ -278,9 +78,9 @@ export_image(const struct config *c, const char *id)
 	if (util_random_hex(hex, 8) < 0)
 		return NULL;
 	snprintf(name, sizeof(name), "cordon-doctor-%s", hex);
-	if (run(create, 30000, 4096, NULL) == 0)
-		(void)run(export, 120000, 2ULL << 30, &tar);
-	(void)run(rm, 30000, 4096, NULL);
+	if (doctor_call(create, 30000, 4096, NULL) == 0)
+		(void)doctor_call(export, 120000, 2ULL << 30, &tar);
+	(void)doctor_call(rm, 30000, 4096, NULL);
 	return tar;
 }
 
@@ -295,19 +95,20 @@ check_image(const struct config *c, struct doctor_line *l)
 	int rc = image_pinned_id(c, id);
 
 	if (rc < 0) {
-		line_set(l, DOCTOR_FAIL, "sandbox image", "run 'cordon image "
+		doctor_set(l, DOCTOR_FAIL, "sandbox image", "run 'cordon image "
 		    "build'", "no pinned image ID (%s)", strerror(-rc));
 		return;
 	}
-	if (run(inspect, 20000, 4096, NULL) < 0) {
-		line_set(l, DOCTOR_FAIL, "sandbox image", "run 'cordon image "
+	if (doctor_call(inspect, 20000, 4096, NULL) < 0) {
+		doctor_set(l, DOCTOR_FAIL, "sandbox image", "run 'cordon image "
 		    "build' (it re-imports when the ID is gone)",
 		    "%.20s... is not present in dockerd", id);
 		return;
 	}
 	tar = export_image(c, id);
 	if (tar == NULL) {
-		line_set(l, DOCTOR_FAIL, "sandbox image", "check dockerd's log",
+		doctor_set(l, DOCTOR_FAIL, "sandbox image",
+		    "check dockerd's log",
 		    "could not export the image to scan it");
 		return;
 	}
@@ -315,13 +116,13 @@ check_image(const struct config *c, struct doctor_line *l)
 	    cbuf_len(tar), first, sizeof(first));
 	cbuf_free(tar);
 	if (n != 0)
-		line_set(l, DOCTOR_FAIL, "sandbox image", "rebuild with 'cordon "
+		doctor_set(l, DOCTOR_FAIL, "sandbox image", "rebuild with 'cordon "
 		    "image build --force' (it strips setuid/setgid bits)",
 		    n < 0 ? "%.20s...: unreadable export" :
 		    "%.20s...: %ld setuid/setgid files, e.g. %s", id, n, first);
 	else
-		line_set(l, DOCTOR_OK, "sandbox image", NULL, "%s present, no "
-		    "setuid/setgid files", id);
+		doctor_set(l, DOCTOR_OK, "sandbox image", NULL,
+		    "%s present, no setuid/setgid files", id);
 }
 
 void
@@ -339,27 +140,27 @@ doctor_probe_line(const struct config *c, const char *mode, int rc,
 
 	snprintf(what, sizeof(what), "probe --net %s", mode);
 	if (rc < 0) {
-		line_set(l, c->require_probe && strcmp(mode, "none") == 0 ?
+		doctor_set(l, c->require_probe && strcmp(mode, "none") == 0 ?
 		    DOCTOR_FAIL : DOCTOR_INFO, what, "run 'cordon probe --net none'",
 		    "never run%s", c->require_probe ? " (jobs refused until it "
 		    "passes)" : "");
 		return;
 	}
 	if (!pass)
-		line_set(l, DOCTOR_FAIL, what, "fix the failing controls, then "
-		    "rerun 'cordon probe'", "failed %llds ago: %s",
+		doctor_set(l, DOCTOR_FAIL, what, "fix the failing controls, "
+		    "then rerun 'cordon probe'", "failed %llds ago: %s",
 		    (long long)age, failed);
 	else if (pinned[0] != '\0' && strcmp(pinned, rec_image) != 0)
-		line_set(l, stale, what, "run 'cordon probe' (the record is not "
+		doctor_set(l, stale, what, "run 'cordon probe' (the record is not "
 		    "for the pinned image)", "passed %llds ago in image %.19s, not the "
 		    "pinned %.19s%s", (long long)age, rec_image[0] != '\0' ?
 		    rec_image : "(none recorded)", pinned, then);
 	else if (age > c->probe_max_age_s)
-		line_set(l, stale, what, "rerun 'cordon probe'", "passed %llds "
-		    "ago: older than %llds%s", (long long)age,
+		doctor_set(l, stale, what, "rerun 'cordon probe'",
+		    "passed %llds ago: older than %llds%s", (long long)age,
 		    (long long)c->probe_max_age_s, then);
 	else
-		line_set(l, DOCTOR_OK, what, NULL, "passed %llds ago",
+		doctor_set(l, DOCTOR_OK, what, NULL, "passed %llds ago",
 		    (long long)age);
 }
 
@@ -386,24 +187,24 @@ doctor_image_age(const struct config *c, int64_t made_ms, int64_t now_ms,
 	int64_t days;
 
 	if (c->image.max_age_days == 0) {
-		line_set(l, DOCTOR_INFO, "image age", NULL, "not checked "
+		doctor_set(l, DOCTOR_INFO, "image age", NULL, "not checked "
 		    "(image.max_age_days is 0)");
 		return;
 	}
 	if (made_ms < 0) {
-		line_set(l, DOCTOR_INFO, "image age", NULL, "unknown (no build "
-		    "time recorded or reported for the pinned image)");
+		doctor_set(l, DOCTOR_INFO, "image age", NULL, "unknown (no "
+		    "build time recorded or reported for the pinned image)");
 		return;
 	}
 	if (image_too_old(c, made_ms, now_ms, &days))
-		line_set(l, DOCTOR_WARN, "image age", "run 'cordon image build "
-		    "--refresh' (security updates come through the mirror); "
-		    "the next run then probes the new image first",
+		doctor_set(l, DOCTOR_WARN, "image age",
+		    "run 'cordon image build --refresh' (security updates "
+		    "come through the mirror); the next run then probes the new image first",
 		    "packages fetched %lld days ago: older than "
 		    "image.max_age_days (%lld)", (long long)days,
 		    (long long)c->image.max_age_days);
 	else
-		line_set(l, DOCTOR_OK, "image age", NULL, "packages fetched %lld "
+		doctor_set(l, DOCTOR_OK, "image age", NULL, "packages fetched %lld "
 		    "days ago (image.max_age_days %lld)", (long long)days,
 		    (long long)c->image.max_age_days);
 }
@@ -425,7 +226,7 @@ image_made_ms(const struct config *c)
 	if (image_record_read(c, &rec) == 0 && strcmp(rec.id, id) == 0 &&
 	    image_record_made_ms(&rec, &ms) == 0)
 		return ms;
-	if (run(inspect, 20000, 4096, &out) == 0) {
+	if (doctor_call(inspect, 20000, 4096, &out) == 0) {
 		char created[64];
 		util_strlcpy(created, cbuf_data(out), sizeof(created));
 		created[strcspn(created, "\r\n")] = '\0';
@@ -450,13 +251,13 @@ doctor_profile_line(const struct config *c, const struct doctor_profile *p,
 	snprintf(what, sizeof(what), "profile %s", p->name);
 	config_langs_format(p->langs, langs, sizeof(langs));
 	if (!p->built) {
-		line_set(l, DOCTOR_INFO, what, NULL, "not built (offers %s; "
+		doctor_set(l, DOCTOR_INFO, what, NULL, "not built (offers %s; "
 		    "'cordon image build --profile %s' when you need it)", langs,
 		    p->name);
 		return;
 	}
 	if (!p->present) {
-		line_set(l, DOCTOR_FAIL, what, "run 'cordon image build "
+		doctor_set(l, DOCTOR_FAIL, what, "run 'cordon image build "
 		    "--profile NAME' (it re-imports when the ID is gone)",
 		    "missing: %.19s... is not present in dockerd", p->id);
 		return;
@@ -501,7 +302,7 @@ doctor_profile_line(const struct config *c, const struct doctor_profile *p,
 		    "%s --refresh' (security updates come through the mirror)",
 		    p->name);
 	}
-	line_set(l, v, what, hint, "%.19s..., %s%s, offers %s; %s", p->id,
+	doctor_set(l, v, what, hint, "%.19s..., %s%s, offers %s; %s", p->id,
 	    size, age, langs, probe);
 }
 
@@ -521,14 +322,14 @@ check_profile(const struct config *base, const struct config_profile *cp,
 	struct cbuf *out = NULL;
 
 	if (c == NULL) {
-		line_set(l, DOCTOR_FAIL, "profile", NULL, "out of memory");
+		doctor_set(l, DOCTOR_FAIL, "profile", NULL, "out of memory");
 		return;
 	}
 	*c = *base;
 	if (config_profile_use(c, cp->name, NULL, err, sizeof(err)) == 0 &&
 	    image_pinned_id(c, id) == 0)
 		p.built = true;
-	if (p.built && run(inspect, 20000, 4096, &out) == 0 &&
+	if (p.built && doctor_call(inspect, 20000, 4096, &out) == 0 &&
 	    strncmp(cbuf_data(out), id, strlen(id)) == 0) {
 		long long sz = 0;
 		p.present = true;
@@ -559,10 +360,10 @@ check_daemon(const struct config *c, struct doctor_line *l)
 	char *subuid = NULL;
 	long count = -1;
 
-	if (run(info, 20000, 1 << 20, &out) < 0 ||
+	if (doctor_call(info, 20000, 1 << 20, &out) < 0 ||
 	    doctor_daemon_parse(cbuf_data(out), cbuf_len(out), &d) < 0) {
 		cbuf_free(out);
-		line_set(l, DOCTOR_WARN, "daemon", "check `docker info`",
+		doctor_set(l, DOCTOR_WARN, "daemon", "check `docker info`",
 		    "cannot tell its mode");
 		return;
 	}
@@ -593,18 +394,19 @@ doctor_docker_reach(const struct config *c, const char *const *ping,
 	*out = NULL;
 	switch (rc == -EIO ? docker_fault_text(why) : DOCKER_FAULT_OTHER) {
 	case DOCKER_FAULT_DENIED:
-		line_set(l, DOCTOR_FAIL, "docker", "run cordon as root, or as "
-		    "a member of the `docker` group (root-equivalent; README "
-		    "\"Who may run Cordon\" has the audit rule)", "permission "
-		    "denied on the Docker socket (dockerd may be running; "
+		doctor_set(l, DOCTOR_FAIL, "docker",
+		    "run cordon as root, or as a member of the `docker` "
+		    "group (root-equivalent; README \"Who may run Cordon\" "
+		    "has the audit rule)", "permission denied on the Docker "
+		    "socket (dockerd may be running; "
 		    "this user may not use it): %s", why);
 		break;
 	case DOCKER_FAULT_DOWN:
-		line_set(l, DOCTOR_FAIL, "docker", "start dockerd: "
+		doctor_set(l, DOCTOR_FAIL, "docker", "start dockerd: "
 		    "scripts/setup", "dockerd is not running: %s", why);
 		break;
 	default:
-		line_set(l, DOCTOR_FAIL, "docker", "check dockerd (`docker "
+		doctor_set(l, DOCTOR_FAIL, "docker", "check dockerd (`docker "
 		    "info`, its log); start it: scripts/setup", "dockerd does "
 		    "not answer via %s: %s", c->docker, why);
 		break;
@@ -625,19 +427,19 @@ doctor_run(const struct config *c, doctor_egress_fn egress,
 		return 0;
 	if (doctor_docker_reach(c, ping, &lines[n], &out) < 0)
 		return n + 1;
-	line_set(&lines[n++], DOCTOR_OK, "docker", NULL, "dockerd %.*s",
+	doctor_set(&lines[n++], DOCTOR_OK, "docker", NULL, "dockerd %.*s",
 	    (int)strcspn(cbuf_data(out), "\n"), cbuf_data(out));
 	cbuf_free(out);
 	if (n < max)
 		check_daemon(c, &lines[n++]);
-	check_runtimes(c, lines, &n, max);
+	doctor_check_runtimes(c, lines, &n, max);
 	if (n < max)
 		check_image(c, &lines[n++]);
 	if (n < max)
 		doctor_image_age(c, image_made_ms(c), time_wall_ms(),
 		    &lines[n++]);
 	if (n < max && egress != NULL && !egress(c, &lines[n]))
-		line_set(&lines[n], DOCTOR_INFO, "egress", NULL, "not set up "
+		doctor_set(&lines[n], DOCTOR_INFO, "egress", NULL, "not set up "
 		    "(only --net proxy needs it: 'cordon net up')");
 	if (n < max && egress != NULL)
 		n++;
