@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/pool.h"
+#include "runner/pool_conf.h"
 #include "runner/runner.h"
 #include "serve/conn.h"
 #include "serve/internal.h"
@@ -240,14 +241,12 @@ static int
 server_pool_start(struct serve_server *s,
     const struct serve_server_opts *opts, char *err, size_t errlen)
 {
-	struct runner_pool_opts po = {
-		.size = opts->pool >= 0 ? opts->pool : s->c->serve.pool,
-		.max_age_s = s->c->serve.pool_max_age_s,
-		.max_starts = s->c->serve.pool_starts,
-		.modes = { true, true },
-		.on_note = serve_note_pool, .note_arg = s,
-	};
+	struct runner_pool_opts po;
 
+	runner_pool_conf_opts(s->c, opts->pool >= 0 ? opts->pool :
+	    s->c->serve.pool, &po);
+	po.on_note = serve_note_pool;
+	po.note_arg = s;
 	if (po.size == 0)
 		return 0;
 	return runner_pool_new(s->c, &po, &s->pool, err, errlen);
