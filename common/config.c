@@ -130,6 +130,10 @@ static const struct field serve_fields[] = {
 	SSTR("stats_tcp", stats_tcp),
 };
 
+static const struct field mcp_fields[] = {
+	{ "pool", F_INT, offsetof(struct config_mcp, pool), 0, 0, 64 },
+};
+
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
 	sizeof(((struct config_tenant *)0)->m), 0, 0 }
 
@@ -921,6 +925,12 @@ config_parse(struct config *c, const char *text, size_t len,
 			rc = cJSON_IsObject(v) ? apply_serve(&c->serve, v, name,
 			    err, errlen) : fail(err, errlen, name,
 			    "serve: expected an object");
+		} else if (strcmp(v->string, "mcp") == 0) {
+			rc = cJSON_IsObject(v) ? apply_section(&c->mcp,
+			    mcp_fields, sizeof(mcp_fields) /
+			    sizeof(mcp_fields[0]), v, name, "mcp.", err,
+			    errlen) : fail(err, errlen, name,
+			    "mcp: expected an object");
 		} else if (strcmp(v->string, "limits") == 0 ||
 		    strcmp(v->string, "image") == 0) {
 			if (!cJSON_IsObject(v)) {

@@ -124,6 +124,12 @@ struct config_serve {
 	size_t ntenants;
 };
 
+/* `cordon mcp`. Its pool's max age and starts in flight are serve's
+ * (serve.pool_max_age_s, serve.pool_starts): one host, one budget. */
+struct config_mcp {
+	int64_t pool;			/* warm containers per net mode */
+};
+
 struct config {
 	char path[512];			/* file it came from, "" for defaults */
 	char docker[256];		/* docker CLI */
@@ -177,6 +183,7 @@ struct config {
 	struct config_limits limits;
 	struct config_image image;
 	struct config_serve serve;
+	struct config_mcp mcp;
 };
 
 /* True for a valid policy name: 1-CONFIG_POLICY_MAX of [A-Za-z0-9_-]

@@ -136,6 +136,37 @@ test_parse_errors(void **state)
 	}
 }
 
+/* cordon mcp's section: its pool size, bounded as serve.pool. */
+static void
+test_parse_mcp(void **state)
+{
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"mcp\":{\"pool\":65}}",
+		  "t.json: mcp.pool: expected a whole number in [0, 64]" },
+		{ "{\"mcp\":{\"pool\":-1}}",
+		  "t.json: mcp.pool: expected a whole number in [0, 64]" },
+		{ "{\"mcp\":{\"pol\":1}}", "t.json: unknown key 'mcp.pol'" },
+		{ "{\"mcp\":[]}", "t.json: mcp: expected an object" },
+	};
+	const char *j = "{\"mcp\":{\"pool\":2},\"serve\":{\"pool\":1}}";
+	struct config c;
+	char err[512] = "";
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(c.mcp.pool, 0);	/* cold, as before */
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.mcp.pool, 2);
+	assert_int_equal(c.serve.pool, 1);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(config_parse(&c, rows[i].json,
+		    strlen(rows[i].json), "t.json", err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, rows[i].msg);
+		assert_int_equal(c.mcp.pool, 0);
+	}
+}
+
 static void
 test_parse_serve(void **state)
 {
@@ -523,6 +554,7 @@ main(void)
 		cmocka_unit_test(test_defaults_are_closed),
 		cmocka_unit_test(test_parse_overrides),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_mcp),
 		cmocka_unit_test(test_parse_serve),
 		cmocka_unit_test(test_parse_egress),
 		cmocka_unit_test(test_load_paths),
