@@ -101,8 +101,10 @@ run_with_runner(const struct config *c, const struct runner_request *req,
 	struct runner_request r = *req;
 
 	r.note = run_note;
-	/* The pool, set before the worker thread starts (NULL: cold). */
-	r.pool = *(struct runner_pool *const *)arg;
+	/* The pools, set before the worker thread starts (NULL: cold):
+	 * the run's language's. */
+	r.pool = runner_pools_get(*(struct runner_pools *const *)arg,
+	    req->lang);
 	return runner_run(c, &r, res, err, errlen);
 }
 
@@ -419,11 +421,12 @@ pool_note(void *arg, const struct runner_pool_note *n)
 	log_at(level, "%s", line);
 }
 
-/* The warm pool of size containers per net mode (0: none, *out NULL).
- * Its threads (and theirs) start with our signals blocked, so that they
- * reach the reading thread, as the worker's do. */
+/* The warm pools, size[lang] containers per net mode (all 0: none, *out
+ * NULL). Their threads (and theirs) start with our signals blocked, so
+ * that they reach the reading thread, as the worker's do. */
 static int
-pool_start(const struct config *c, int64_t size, struct runner_pool **out)
+pool_start(const struct config *c, const int64_t size[RUNNER_POOLS_LANGS],
+    struct runner_pools **out)
 {
 	struct runner_pool_opts po;
 	sigset_t set, old;
@@ -431,15 +434,13 @@ pool_start(const struct config *c, int64_t size, struct runner_pool **out)
 	int rc;
 
 	*out = NULL;
-	runner_pool_conf_opts(c, size, &po);
+	runner_pool_conf_opts(c, 0, &po);
 	po.on_note = pool_note;
-	if (size == 0)
-		return 0;
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)
 		sigaddset(&set, handled_signals[i]);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	rc = runner_pool_new(c, &po, out, err, sizeof(err));
+	rc = runner_pools_new(c, size, &po, out, err, sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0)
 		log_warnx("cannot start the warm pool: %s", err);
@@ -450,14 +451,14 @@ pool_start(const struct config *c, int64_t size, struct runner_pool **out)
  * containers removed), then whatever still carries our pid was left
  * behind: removed, and said. */
 static void
-pool_end(const struct config *c, struct runner_pool *pool)
+pool_end(const struct config *c, struct runner_pools *pools)
 {
 	char names[256], err[256];
 	int left = 0;
 
-	runner_pool_free(pool);
-	if (pool == NULL)
+	if (pools == NULL)
 		return;
+	runner_pools_free(pools);
 	if (runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),
 	    err, sizeof(err)) < 0)
 		log_warnx("cannot look for leftover containers: %s", err);
@@ -474,10 +475,12 @@ usage(FILE *f, int status)
 	    "with one tool, run_code.\n"
 	    "  --session ID  label of this server's containers (default "
 	    "mcp-PID)\n"
-	    "  --pool N      warm containers per net mode, 0-64 (default: "
-	    "mcp.pool, 0: none):\n"
-	    "                python runs in the default profile take one "
-	    "when idle, else start cold\n", MCP_PROTOCOL_LATEST);
+	    "  --pool N      warm python containers per net mode, 0-64 "
+	    "(default: mcp.pool, 0: none):\n"
+	    "                a call takes one when idle, else starts cold; "
+	    "bash and node:\n"
+	    "                mcp.pool_bash, mcp.pool_node\n",
+	    MCP_PROTOCOL_LATEST);
 	return status;
 }
 
@@ -491,12 +494,12 @@ cmd_mcp(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct transport t;
-	struct runner_pool *pool = NULL;
+	struct runner_pools *pool = NULL;
 	struct mcp_server_opts o = { .run = run_with_runner, .run_arg = &pool,
 	    .policies = policies_with_runner, .notify = notify_line,
 	    .notify_arg = &t };
 	struct mcp_server *s = NULL;
-	int64_t pool_size = -1;
+	int64_t pool_size = -1, size[RUNNER_POOLS_LANGS];
 	pthread_t th;
 	struct config c;
 	char err[512], session[RUNNER_SESSION_MAX + 1];
@@ -534,8 +537,10 @@ cmd_mcp(int argc, char **argv)
 		return rc == -EINVAL ? 2 : 1;
 	}
 	install_handlers();
-	if (pool_start(&c, pool_size >= 0 ? pool_size : c.mcp.pool,
-	    &pool) < 0) {
+	size[0] = pool_size >= 0 ? pool_size : c.mcp.pool;
+	size[1] = c.mcp.pool_bash;
+	size[2] = c.mcp.pool_node;
+	if (pool_start(&c, size, &pool) < 0) {
 		mcp_server_free(s);
 		return 1;
 	}

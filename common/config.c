@@ -115,6 +115,8 @@ static const struct field serve_fields[] = {
 	    1024, 1LL << 30 },
 	SINT("probe_interval_s", probe_interval_s, 60, 30 * 86400),
 	SINT("pool", pool, 0, 64),
+	SINT("pool_bash", pool_bash, 0, 64),
+	SINT("pool_node", pool_node, 0, 64),
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
 	SINT("pool_starts", pool_starts, 0, 16),	/* POOL_STARTS_MAX */
 	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
@@ -132,6 +134,10 @@ static const struct field serve_fields[] = {
 
 static const struct field mcp_fields[] = {
 	{ "pool", F_INT, offsetof(struct config_mcp, pool), 0, 0, 64 },
+	{ "pool_bash", F_INT, offsetof(struct config_mcp, pool_bash), 0, 0,
+	    64 },
+	{ "pool_node", F_INT, offsetof(struct config_mcp, pool_node), 0, 0,
+	    64 },
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \

@@ -106,6 +106,8 @@ struct config_serve {
 	uint64_t body_max_bytes;	/* request body cap */
 	int64_t probe_interval_s;	/* scheduled probe, per net mode */
 	int64_t pool;			/* warm containers per net mode */
+	int64_t pool_bash, pool_node;	/* ... of bash and node (pool:
+					 * python's) */
 	int64_t pool_max_age_s;		/* an idle one is replaced after */
 	int64_t pool_starts;		/* pool starts at once; 0: online CPUs */
 	int64_t sessions_per_tenant;	/* live sessions per tenant; 0: none */
@@ -128,6 +130,8 @@ struct config_serve {
  * (serve.pool_max_age_s, serve.pool_starts): one host, one budget. */
 struct config_mcp {
 	int64_t pool;			/* warm containers per net mode */
+	int64_t pool_bash, pool_node;	/* ... of bash and node (pool:
+					 * python's) */
 };
 
 struct config {

@@ -79,8 +79,9 @@ serve_note_shutdown(struct serve_server *s)
 
 	/* Joins the pool's thread: its starts in flight are removed by name
 	 * (container_abort), then every idle one. */
+	if (s->pools != NULL)
+		runner_pools_stop(s->pools);
 	if (s->pool != NULL) {
-		runner_pool_stop(s->pool);
 		runner_pool_stats(s->pool, &st);
 		idle = st.retired - a->retired;
 		starts = st.aborted - a->aborted;

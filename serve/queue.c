@@ -223,7 +223,7 @@ job_thread(void *arg)
 			rq.in[i] = st.in[i];
 		rq.nin = st.nin;
 		rq.cancel = &j->cancel;
-		rq.pool = q->pool;
+		rq.pool = runner_pools_get(q->pools, rq.lang);
 		/* The tenant's name (checked by the config) tags the run's
 		 * container and its audit line. */
 		rq.session = q->tenants->t[j->wait.tenant].name;

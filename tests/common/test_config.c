@@ -145,10 +145,15 @@ test_parse_mcp(void **state)
 		  "t.json: mcp.pool: expected a whole number in [0, 64]" },
 		{ "{\"mcp\":{\"pool\":-1}}",
 		  "t.json: mcp.pool: expected a whole number in [0, 64]" },
+		{ "{\"mcp\":{\"pool_node\":65}}",
+		  "t.json: mcp.pool_node: expected a whole number in [0, 64]" },
+		{ "{\"serve\":{\"pool_bash\":65}}",
+		  "t.json: serve.pool_bash: expected a whole number in [0, 64]" },
 		{ "{\"mcp\":{\"pol\":1}}", "t.json: unknown key 'mcp.pol'" },
 		{ "{\"mcp\":[]}", "t.json: mcp: expected an object" },
 	};
-	const char *j = "{\"mcp\":{\"pool\":2},\"serve\":{\"pool\":1}}";
+	const char *j = "{\"mcp\":{\"pool\":2,\"pool_node\":3},"
+	    "\"serve\":{\"pool\":1,\"pool_bash\":4,\"pool_node\":5}}";
 	struct config c;
 	char err[512] = "";
 
@@ -158,7 +163,11 @@ test_parse_mcp(void **state)
 	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.mcp.pool, 2);
+	assert_int_equal(c.mcp.pool_bash, 0);
+	assert_int_equal(c.mcp.pool_node, 3);
 	assert_int_equal(c.serve.pool, 1);
+	assert_int_equal(c.serve.pool_bash, 4);
+	assert_int_equal(c.serve.pool_node, 5);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(config_parse(&c, rows[i].json,
 		    strlen(rows[i].json), "t.json", err, sizeof(err)), -EINVAL);

@@ -77,12 +77,59 @@ test_notes(void **state)
 	}
 }
 
+/* A language's pool says its language; python's keeps its old words. */
+static void
+test_note_lang(void **state)
+{
+	struct runner_pool_note n = { .ev = RUNNER_POOL_FULL,
+	    .net = RUNNER_NET_NONE, .name = "cordon-ab", .why = "", .ms = 9,
+	    .idle = 1, .size = 1, .lang = CONFIG_LANG_NODE };
+	char buf[256];
+
+	(void)state;
+	(void)runner_pool_conf_note(&n, buf, sizeof(buf));
+	assert_string_equal(buf, "pool node --net none: filled, 1 of 1 idle "
+	    "(last start 9 ms)");
+	n.lang = CONFIG_LANG_BASH;
+	(void)runner_pool_conf_note(&n, buf, sizeof(buf));
+	assert_string_equal(buf, "pool bash --net none: filled, 1 of 1 idle "
+	    "(last start 9 ms)");
+	n.lang = CONFIG_LANG_PYTHON;
+	(void)runner_pool_conf_note(&n, buf, sizeof(buf));
+	assert_string_equal(buf, "pool --net none: filled, 1 of 1 idle "
+	    "(last start 9 ms)");
+}
+
+/* No size, no pools (and nothing started); no pools, no pool to take. */
+static void
+test_pools_none(void **state)
+{
+	static const int64_t zero[RUNNER_POOLS_LANGS] = { 0, 0, 0 };
+	struct runner_pools *ps = (struct runner_pools *)1;
+	struct runner_pool_opts o;
+	struct config c;
+	char err[256] = "";
+
+	(void)state;
+	config_defaults(&c);
+	runner_pool_conf_opts(&c, 0, &o);
+	assert_int_equal(runner_pools_new(&c, zero, &o, &ps, err,
+	    sizeof(err)), 0);
+	assert_null(ps);
+	assert_null(runner_pools_get(NULL, "node"));
+	assert_null(runner_pools_get(NULL, NULL));
+	runner_pools_pause(NULL, true);
+	runner_pools_free(NULL);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_opts),
 		cmocka_unit_test(test_notes),
+		cmocka_unit_test(test_note_lang),
+		cmocka_unit_test(test_pools_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
