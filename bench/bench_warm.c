@@ -1,11 +1,15 @@
 /*
- * MCP's warm path beside serve's, in one run: `cordon mcp --pool P` (the
- * stdio JSON-RPC server, spoken to over its pipes) and `cordon serve --pool
- * P` on a temporary socket, each given the same print(1) alternately, each
- * call only once its pool is full again (so no refill runs beside it).
- * Prints both warm medians and MCP's ratio to serve's (targets: MCP warm
- * median <= 60 ms and <= 1.5x serve's). Usage: bench_mcp [CORDON [N [P]]]
- * (N calls per figure, default 10; P default 1).
+ * The warm paths side by side, in one run: `cordon mcp --pool P` (the
+ * stdio JSON-RPC server, spoken to over its pipes) and `cordon serve` on a
+ * temporary socket with P warm python, bash and node containers per mode
+ * (serve.pool, serve.pool_bash, serve.pool_node), in a state_dir of its own
+ * (minimal and node pinned by the operator's image IDs, probed first, not
+ * measured). In turn: serve python print(1), MCP run_code print(1), serve
+ * bash `echo 1`, serve node console.log(1), each only once every pool is
+ * full again (no refill beside it). Prints the four warm medians, MCP's
+ * ratio to serve's python (targets: MCP <= 60 ms and <= 1.5x serve's) and
+ * bash's and node's against 60 ms. Usage: bench_warm [CORDON [N [P]]] (N
+ * runs per figure, default 10; P default 1).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,7 +30,14 @@
 #define MAX_N 200
 #define LINE_MAX_BYTES (1 << 20)
 
-static const char run_body[] = "{\"code\":\"print(1)\\n\",\"timeout_s\":60}";
+/* What serve runs, per language; each prints 1. */
+static const char *const bodies[3] = {
+	"{\"code\":\"print(1)\\n\",\"timeout_s\":60}",
+	"{\"code\":\"echo 1\\n\",\"language\":\"bash\",\"timeout_s\":60}",
+	"{\"code\":\"console.log(1)\\n\",\"language\":\"node\","
+	"\"timeout_s\":60}",
+};
+static const char *const lang_names[3] = { "python", "bash", "node" };
 
 /* The MCP server: a child on two pipes. */
 struct mcp {
@@ -136,7 +148,7 @@ mcp_run(struct mcp *m, int id)
 	if (strstr(m->buf, "\"isError\":false") == NULL ||
 	    strstr(m->buf, "\"warm\":true") == NULL ||
 	    strstr(m->buf, "\"stdout\":\"1\\n\"") == NULL) {
-		fprintf(stderr, "bench_mcp: the MCP call was not a warm ok "
+		fprintf(stderr, "bench_warm: the MCP call was not a warm ok "
 		    "run: %.400s\n", m->buf);
 		ms = -1;
 	}
@@ -214,52 +226,107 @@ pool_ready(pid_t pid)
 	return n;
 }
 
-static int
-serve_pool_idle(const struct bench_svc *sv)
-{
-	char resp[4096];
-	const char *q;
-	int n;
-
-	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
-	    sizeof(resp)) != 200 || (q = strstr(resp, "\"pool\":{")) == NULL ||
-	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1)
-		return -1;
-	return n;
-}
-
-/* Until both pools hold want ready containers (120 s); then a margin for
- * the pool's own list, which is set once the exec is spawned. */
+/* Until the pools hold their ready containers (120 s): mcp's P python,
+ * serve's P each of python, bash and node (offline, from Docker); then a
+ * margin for a pool's own list, which is set once the exec is spawned. */
 static int
 wait_pools(const struct mcp *m, const struct bench_svc *sv, int want)
 {
 	for (int i = 0; i < 1200; i++) {
-		if (pool_ready(m->pid) >= want && serve_pool_idle(sv) >= want) {
+		if (pool_ready(m->pid) >= want &&
+		    pool_ready(proc_pid(sv->p)) >= 3 * want) {
 			usleep(300 * 1000);
 			return 0;
 		}
 		usleep(100 * 1000);
 	}
-	fprintf(stderr, "bench_mcp: the pools did not fill in 120 s\n");
+	fprintf(stderr, "bench_warm: the pools did not fill in 120 s\n");
 	return -1;
 }
 
+/* Wall ms of one warm serve run of language k, or -1. */
 static int64_t
-serve_run(const struct bench_svc *sv)
+serve_run(const struct bench_svc *sv, int k)
 {
 	char resp[8192];
 	int64_t t0 = time_mono_ms();
-	int code = bench_svc_http(sv, "POST", "/v1/runs", run_body, resp,
+	int code = bench_svc_http(sv, "POST", "/v1/runs", bodies[k], resp,
 	    sizeof(resp));
 	int64_t ms = time_mono_ms() - t0;
 
 	if (code != 200 || strstr(resp, "\"warm\":true") == NULL ||
 	    strstr(resp, "\"stdout\":\"1\\n\"") == NULL) {
-		fprintf(stderr, "bench_mcp: the serve run was not a warm ok "
-		    "run (HTTP %d): %.300s\n", code, resp);
+		fprintf(stderr, "bench_warm: the serve %s run was not a warm ok "
+		    "run (HTTP %d): %.300s\n", lang_names[k], code, resp);
 		return -1;
 	}
 	return ms;
+}
+
+/* The pinned image ID of profile, from `cordon image show`; 0 or -1. */
+static int
+image_id(const char *cordon, const char *profile, char *out, size_t len)
+{
+	const char *av[] = { cordon, "image", "show", "--profile", profile,
+	    NULL };
+	char json[8192];
+	const char *q;
+	size_t n;
+
+	if (docker_out(av, json, sizeof(json)) < 0 ||
+	    (q = strstr(json, "\"id\":\"")) == NULL)
+		return -1;
+	q += 6;
+	n = strcspn(q, "\"");
+	if (n == 0 || n >= len)
+		return -1;
+	memcpy(out, q, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/* A config of our own (CORDON_CONFIG, for us and our children), its
+ * state_dir probed for minimal and node; 0 or -1. */
+static int
+setup(const char *cordon, const char *dir, int pool, char *cfg,
+    size_t cfglen)
+{
+	char min[96], node[96], text[1024], state[160], out[16384];
+	const char *pr[] = { cordon, "probe", "--net", "none", "--profile",
+	    NULL, NULL };
+
+	if (image_id(cordon, "minimal", min, sizeof(min)) < 0 ||
+	    image_id(cordon, "node", node, sizeof(node)) < 0) {
+		fprintf(stderr, "bench_warm: no pinned image of minimal or "
+		    "node (cordon image build --profile P)\n");
+		return -1;
+	}
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(cfg, cfglen, "%s/cordon.json", dir);
+	snprintf(text, sizeof(text), "{\"state_dir\":\"%s\",\"audit_log\":"
+	    "\"%s/audit.log\",\"image\":{\"id\":\"%s\",\"profiles\":{\"node\":"
+	    "{\"id\":\"%s\"}}},\"serve\":{\"pool\":%d,\"pool_bash\":%d,"
+	    "\"pool_node\":%d}}", state, dir, min, node, pool, pool, pool);
+	if (mkdir(state, 0700) < 0 || util_write_file_atomic(cfg, text,
+	    strlen(text), 0644) < 0 || setenv("CORDON_CONFIG", cfg, 1) < 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		pr[5] = i == 0 ? "minimal" : "node";
+		if (docker_out(pr, out, sizeof(out)) < 0) {
+			fprintf(stderr, "bench_warm: cordon probe --profile "
+			    "%s failed: %.300s\n", pr[5], out);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+print_row(const char *what, int64_t *ms, int n)
+{
+	printf("%-24s median %4lld ms, p90 %4lld ms (n=%d)\n", what,
+	    (long long)bench_pct(ms, n, 50), (long long)bench_pct(ms, n, 90),
+	    n);
 }
 
 int
@@ -268,52 +335,58 @@ main(int argc, char **argv)
 	const char *cordon = argc > 1 ? argv[1] : "./cordon";
 	int n = argc > 2 ? atoi(argv[2]) : 10;
 	int pool = argc > 3 ? atoi(argv[3]) : 1, rc = 1;
-	char dir[] = "/tmp/cordon-bench-mcp.XXXXXX", cfg[160], text[512];
-	char pool_arg[16];
-	int64_t mw[MAX_N], sw[MAX_N];
+	char dir[] = "/tmp/cordon-bench-warm.XXXXXX", cfg[160], pool_arg[16];
+	int64_t mw[MAX_N], sw[3][MAX_N], med[4];
 	struct bench_svc sv = { .name = "serve" };
 	struct mcp m = { .pid = 0 };
 	double ratio;
 
 	if (n < 2 || n > MAX_N || pool < 1 || pool > 64) {
-		fprintf(stderr, "usage: bench_mcp [CORDON [N (2..%d) [POOL "
+		fprintf(stderr, "usage: bench_warm [CORDON [N (2..%d) [POOL "
 		    "(1..64)]]]\n", MAX_N);
 		return 2;
 	}
 	if (mkdtemp(dir) == NULL)
 		return 1;
-	snprintf(cfg, sizeof(cfg), "%s/cordon.json", dir);
-	snprintf(text, sizeof(text), "{\"audit_log\":\"%s/audit.log\"}", dir);
 	snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
-	if (util_write_file_atomic(cfg, text, strlen(text), 0644) < 0 ||
+	if (setup(cordon, dir, pool, cfg, sizeof(cfg)) < 0 ||
 	    bench_svc_start(&sv, cordon, dir, cfg, pool_arg) < 0 ||
 	    mcp_start(&m, cordon, cfg, pool_arg) < 0 || mcp_init(&m) < 0) {
-		fprintf(stderr, "bench_mcp: cannot start the services\n");
+		fprintf(stderr, "bench_warm: cannot start the services\n");
 		goto out;
 	}
 	/* One of each first, not measured: the page cache. */
-	if (wait_pools(&m, &sv, pool) < 0 || serve_run(&sv) < 0 ||
-	    wait_pools(&m, &sv, pool) < 0 || mcp_run(&m, 1) < 0)
+	for (int k = 0; k < 3; k++)
+		if (wait_pools(&m, &sv, pool) < 0 || serve_run(&sv, k) < 0)
+			goto out;
+	if (wait_pools(&m, &sv, pool) < 0 || mcp_run(&m, 1) < 0)
 		goto out;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
+		for (int k = 0; k < 3; k++)
+			if (wait_pools(&m, &sv, pool) < 0 ||
+			    (sw[k][i] = serve_run(&sv, k)) < 0)
+				goto out;
 		if (wait_pools(&m, &sv, pool) < 0 ||
-		    (sw[i] = serve_run(&sv)) < 0 ||
-		    wait_pools(&m, &sv, pool) < 0 ||
 		    (mw[i] = mcp_run(&m, 2 + i)) < 0)
 			goto out;
-	(void)bench_pct(sw, n, 50);
-	(void)bench_pct(mw, n, 50);
-	ratio = (double)mw[n / 2] / (double)sw[n / 2];
-	printf("serve warm print(1)    median %4lld ms, p90 %4lld ms (n=%d, "
-	    "pool %d)\n", (long long)sw[n / 2], (long long)bench_pct(sw, n, 90),
-	    n, pool);
-	printf("mcp warm run_code      median %4lld ms, p90 %4lld ms (n=%d, "
-	    "pool %d)\n", (long long)mw[n / 2], (long long)bench_pct(mw, n, 90),
-	    n, pool);
-	printf("mcp warm/serve warm median ratio: %.2fx (target <= 1.5x); mcp "
-	    "warm median %lld ms (target <= 60 ms): %s\n", ratio,
-	    (long long)mw[n / 2], ratio <= 1.5 && mw[n / 2] <= 60 ? "met" :
+	}
+	print_row("serve warm python", sw[0], n);
+	print_row("mcp warm run_code python", mw, n);
+	print_row("serve warm bash", sw[1], n);
+	print_row("serve warm node", sw[2], n);
+	med[0] = bench_pct(sw[0], n, 50);
+	med[1] = bench_pct(mw, n, 50);
+	med[2] = bench_pct(sw[1], n, 50);
+	med[3] = bench_pct(sw[2], n, 50);
+	ratio = (double)med[1] / (double)med[0];
+	printf("mcp warm/serve warm python median ratio: %.2fx (target <= "
+	    "1.5x); mcp warm median %lld ms (target <= 60 ms): %s\n", ratio,
+	    (long long)med[1], ratio <= 1.5 && med[1] <= 60 ? "met" :
 	    "not met");
+	printf("warm bash median %lld ms, warm node median %lld ms (target "
+	    "<= 60 ms each): %s (pool %d per language and mode)\n",
+	    (long long)med[2], (long long)med[3], med[2] <= 60 &&
+	    med[3] <= 60 ? "met" : "not met", pool);
 	rc = 0;
 out:
 	mcp_stop(&m);
