@@ -8,6 +8,9 @@
  * as notifications/progress while it runs (mcp/progress.c). At EOF the
  * queued calls finish, then it exits 0; SIGINT/SIGTERM/SIGHUP cancel the
  * running call (its container is removed), drop the rest and end.
+ * With --pool N (or mcp.pool) run_code calls take pre-started containers
+ * from a warm pool, as `cordon serve --pool` runs do; at the end the pool
+ * is stopped and whatever still carries this process's pid is removed.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,8 +24,11 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "mcp/mcp.h"
 #include "cli/cmd.h"
+#include "runner/pool.h"
+#include "runner/pool_conf.h"
 #include "runner/runner.h"
 
 #define MAX_PENDING 8		/* run_code calls waiting behind the running one */
@@ -94,8 +100,11 @@ run_with_runner(const struct config *c, const struct runner_request *req,
 {
 	struct runner_request r = *req;
 
-	(void)arg;
 	r.note = run_note;
+	/* The pools, set before the worker thread starts (NULL: cold):
+	 * the run's language's. */
+	r.pool = runner_pools_get(*(struct runner_pools *const *)arg,
+	    req->lang);
 	return runner_run(c, &r, res, err, errlen);
 }
 
@@ -401,12 +410,77 @@ stop_worker(struct transport *t, pthread_t th)
 	pthread_join(th, NULL);
 }
 
+/* The pool's notes, as `cordon serve` words them, on stderr. */
+static void
+pool_note(void *arg, const struct runner_pool_note *n)
+{
+	char line[512];
+	enum log_level level = runner_pool_conf_note(n, line, sizeof(line));
+
+	(void)arg;
+	log_at(level, "%s", line);
+}
+
+/* The warm pools, size[lang] containers per net mode (all 0: none, *out
+ * NULL). Their threads (and theirs) start with our signals blocked, so
+ * that they reach the reading thread, as the worker's do. */
+static int
+pool_start(const struct config *c, const int64_t size[RUNNER_POOLS_LANGS],
+    struct runner_pools **out)
+{
+	struct runner_pool_opts po;
+	sigset_t set, old;
+	char err[256];
+	int rc;
+
+	*out = NULL;
+	runner_pool_conf_opts(c, 0, &po);
+	po.on_note = pool_note;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)
+		sigaddset(&set, handled_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	rc = runner_pools_new(c, size, &po, out, err, sizeof(err));
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0)
+		log_warnx("cannot start the warm pool: %s", err);
+	return rc;
+}
+
+/* At the end: the pool stopped (its starts in flight given up, its idle
+ * containers removed), then whatever still carries our pid was left
+ * behind: removed, and said. */
+static void
+pool_end(const struct config *c, struct runner_pools *pools)
+{
+	char names[256], err[256];
+	int left = 0;
+
+	if (pools == NULL)
+		return;
+	runner_pools_free(pools);
+	if (runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),
+	    err, sizeof(err)) < 0)
+		log_warnx("cannot look for leftover containers: %s", err);
+	else if (left > 0)
+		log_warnx("%d leftover container(s) found and removed: %s",
+		    left, names);
+}
+
 static int
 usage(FILE *f, int status)
 {
-	fprintf(f, "usage: cordon mcp [--session ID]\n"
+	fprintf(f, "usage: cordon mcp [--session ID] [--pool N]\n"
 	    "Serves the Model Context Protocol (revision %s) on stdin/stdout "
-	    "with one tool, run_code.\n", MCP_PROTOCOL_LATEST);
+	    "with one tool, run_code.\n"
+	    "  --session ID  label of this server's containers (default "
+	    "mcp-PID)\n"
+	    "  --pool N      warm python containers per net mode, 0-64 "
+	    "(default: mcp.pool, 0: none):\n"
+	    "                a call takes one when idle, else starts cold; "
+	    "bash and node:\n"
+	    "                mcp.pool_bash, mcp.pool_node\n",
+	    MCP_PROTOCOL_LATEST);
 	return status;
 }
 
@@ -415,14 +489,17 @@ cmd_mcp(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "session", required_argument, NULL, 's' },
+		{ "pool", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct transport t;
-	struct mcp_server_opts o = { .run = run_with_runner,
+	struct runner_pools *pool = NULL;
+	struct mcp_server_opts o = { .run = run_with_runner, .run_arg = &pool,
 	    .policies = policies_with_runner, .notify = notify_line,
 	    .notify_arg = &t };
 	struct mcp_server *s = NULL;
+	int64_t pool_size = -1, size[RUNNER_POOLS_LANGS];
 	pthread_t th;
 	struct config c;
 	char err[512], session[RUNNER_SESSION_MAX + 1];
@@ -435,6 +512,14 @@ cmd_mcp(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
 		if (opt == 'h')
 			return usage(stdout, 0);
+		if (opt == 'p') {
+			if (util_parse_i64(optarg, 0, 64, &pool_size) < 0) {
+				fprintf(stderr, "cordon mcp: bad --pool '%s' "
+				    "(a whole number, at most 64)\n", optarg);
+				return 2;
+			}
+			continue;
+		}
 		if (opt != 's')
 			return usage(stderr, 2);
 		o.session = optarg;
@@ -452,6 +537,13 @@ cmd_mcp(int argc, char **argv)
 		return rc == -EINVAL ? 2 : 1;
 	}
 	install_handlers();
+	size[0] = pool_size >= 0 ? pool_size : c.mcp.pool;
+	size[1] = c.mcp.pool_bash;
+	size[2] = c.mcp.pool_node;
+	if (pool_start(&c, size, &pool) < 0) {
+		mcp_server_free(s);
+		return 1;
+	}
 	memset(&t, 0, sizeof(t));
 	t.s = s;
 	pthread_mutex_init(&t.lock, NULL);
@@ -467,6 +559,7 @@ cmd_mcp(int argc, char **argv)
 	pthread_mutex_destroy(&t.out);
 	pthread_mutex_destroy(&t.lock);
 	mcp_server_free(s);
+	pool_end(&c, pool);
 	if (mcp_signal != 0)
 		return 128 + mcp_signal;
 	if (rc == -EPIPE)

@@ -115,6 +115,8 @@ static const struct field serve_fields[] = {
 	    1024, 1LL << 30 },
 	SINT("probe_interval_s", probe_interval_s, 60, 30 * 86400),
 	SINT("pool", pool, 0, 64),
+	SINT("pool_bash", pool_bash, 0, 64),
+	SINT("pool_node", pool_node, 0, 64),
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
 	SINT("pool_starts", pool_starts, 0, 16),	/* POOL_STARTS_MAX */
 	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
@@ -128,6 +130,14 @@ static const struct field serve_fields[] = {
 	    0, 1 << 20, 1LL << 40 },
 	SINT("refusals_per_min", refusals_per_min, 0, 1000000),
 	SSTR("stats_tcp", stats_tcp),
+};
+
+static const struct field mcp_fields[] = {
+	{ "pool", F_INT, offsetof(struct config_mcp, pool), 0, 0, 64 },
+	{ "pool_bash", F_INT, offsetof(struct config_mcp, pool_bash), 0, 0,
+	    64 },
+	{ "pool_node", F_INT, offsetof(struct config_mcp, pool_node), 0, 0,
+	    64 },
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \
@@ -921,6 +931,12 @@ config_parse(struct config *c, const char *text, size_t len,
 			rc = cJSON_IsObject(v) ? apply_serve(&c->serve, v, name,
 			    err, errlen) : fail(err, errlen, name,
 			    "serve: expected an object");
+		} else if (strcmp(v->string, "mcp") == 0) {
+			rc = cJSON_IsObject(v) ? apply_section(&c->mcp,
+			    mcp_fields, sizeof(mcp_fields) /
+			    sizeof(mcp_fields[0]), v, name, "mcp.", err,
+			    errlen) : fail(err, errlen, name,
+			    "mcp: expected an object");
 		} else if (strcmp(v->string, "limits") == 0 ||
 		    strcmp(v->string, "image") == 0) {
 			if (!cJSON_IsObject(v)) {

@@ -106,6 +106,8 @@ struct config_serve {
 	uint64_t body_max_bytes;	/* request body cap */
 	int64_t probe_interval_s;	/* scheduled probe, per net mode */
 	int64_t pool;			/* warm containers per net mode */
+	int64_t pool_bash, pool_node;	/* ... of bash and node (pool:
+					 * python's) */
 	int64_t pool_max_age_s;		/* an idle one is replaced after */
 	int64_t pool_starts;		/* pool starts at once; 0: online CPUs */
 	int64_t sessions_per_tenant;	/* live sessions per tenant; 0: none */
@@ -122,6 +124,14 @@ struct config_serve {
 					 * (the tenant's) or "local" (403) */
 	struct config_tenant tenants[CONFIG_MAX_TENANTS];
 	size_t ntenants;
+};
+
+/* `cordon mcp`. Its pool's max age and starts in flight are serve's
+ * (serve.pool_max_age_s, serve.pool_starts): one host, one budget. */
+struct config_mcp {
+	int64_t pool;			/* warm containers per net mode */
+	int64_t pool_bash, pool_node;	/* ... of bash and node (pool:
+					 * python's) */
 };
 
 struct config {
@@ -177,6 +187,7 @@ struct config {
 	struct config_limits limits;
 	struct config_image image;
 	struct config_serve serve;
+	struct config_mcp mcp;
 };
 
 /* True for a valid policy name: 1-CONFIG_POLICY_MAX of [A-Za-z0-9_-]

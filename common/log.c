@@ -105,6 +105,12 @@ log_warnx(const char *fmt, ...)
 }
 
 void
+log_at(enum log_level level, const char *fmt, ...)
+{
+	LOG_BODY(level, 0);
+}
+
+void
 log_info(const char *fmt, ...)
 {
 	LOG_BODY(LOG_LEVEL_INFO, 0);

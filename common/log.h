@@ -29,6 +29,8 @@ int log_level_parse(const char *s, enum log_level *out);
 void log_warn(const char *fmt, ...) LOG_PRINTF(1, 2);
 void log_warnx(const char *fmt, ...) LOG_PRINTF(1, 2);
 void log_info(const char *fmt, ...) LOG_PRINTF(1, 2);
+/* At a level chosen at run time (as log_warnx for LOG_LEVEL_WARN). */
+void log_at(enum log_level level, const char *fmt, ...) LOG_PRINTF(2, 3);
 void log_debug(const char *fmt, ...) LOG_PRINTF(1, 2);
 noreturn void fatal(const char *fmt, ...) LOG_PRINTF(1, 2);
 noreturn void fatalx(const char *fmt, ...) LOG_PRINTF(1, 2);

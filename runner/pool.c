@@ -29,7 +29,7 @@ note(struct runner_pool *p, enum runner_pool_event ev, int m,
 {
 	struct runner_pool_note n = { .ev = ev, .net = (enum runner_net)m,
 	    .name = name, .why = why != NULL ? why : "", .ms = ms,
-	    .size = p->o.size };
+	    .size = p->o.size, .lang = runner_pool_lang(p) };
 
 	if (p->o.on_note == NULL)
 		return;
@@ -137,7 +137,8 @@ start_one(struct runner_pool *p, int m, const char *image,
 		.label_deadline_s = time_wall_ms() / 1000 +
 		    POOL_START_MS / 1000 + p->o.max_age_s +
 		    c->limits.max_timeout_s + CONTAINER_GC_GRACE_S,
-		.hold = true, .holder = true, .stdout_max = 4096,
+		.lang = p->o.lang, .hold = true, .holder = true,
+		.stdout_max = 4096,
 		.stderr_max = 4096,
 	};
 

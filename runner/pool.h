@@ -59,6 +59,7 @@ struct runner_pool_note {
 	const char *why;	/* "" or a reason (docker's words) */
 	int64_t ms;		/* READY, FULL, FAILED: the start's duration */
 	int64_t idle, size;	/* idle containers of net now, and the goal */
+	unsigned lang;		/* the pool's language, CONFIG_LANG_* */
 };
 
 struct runner_pool_opts {
@@ -69,6 +70,12 @@ struct runner_pool_opts {
 	 * capped at POOL_STARTS_MAX); never more than the free places. */
 	int64_t max_starts;
 	const char *session;	/* container label; NULL: "pool" */
+	/* The language its exec waits in (CONFIG_LANG_*; 0: python): the
+	 * job's command line for it, as a cold run's (docker_exec_argv).
+	 * The config given to runner_pool_new must be at a profile that
+	 * offers it (config_profile_use): its image and probe records are
+	 * the pool's. */
+	unsigned lang;
 	bool skip_probe_check;	/* only `cordon probe --warm`: keep the
 				 * pool even while no probe passes */
 	/* NULL, or called on one of the pool's threads (its own, or a
@@ -120,6 +127,9 @@ struct pool_entry {
  * reason. c must outlive the pool. */
 int runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
     struct runner_pool **out, char *err, size_t errlen);
+
+/* The language of p's containers (CONFIG_LANG_*, never 0). */
+unsigned runner_pool_lang(const struct runner_pool *p);
 
 /* Paused: every idle container is removed and none is started (kill-all,
  * shutdown) until unpaused. Returns at once; the thread does the work. */

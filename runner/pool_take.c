@@ -63,6 +63,13 @@ runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms)
 	return rc;
 }
 
+unsigned
+runner_pool_lang(const struct runner_pool *p)
+{
+	/* Set at creation, never changed: no lock. */
+	return p->o.lang != 0 ? p->o.lang : CONFIG_LANG_PYTHON;
+}
+
 void
 runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
 {

@@ -218,9 +218,9 @@ run_take_warm(struct run *r, struct runner_result *res, char *err,
 	 * runtime; pooled ones run in the mode's. */
 	if (q->pool == NULL || q->debug)
 		return 0;
-	/* Pooled containers wait in python3 -I - (the pool's image, its
-	 * profile: the image ID below must match too). */
-	if (r->lang != CONFIG_LANG_PYTHON)
+	/* Pooled containers wait in their language's command line (the
+	 * pool's image, its profile: the image ID below must match too). */
+	if (r->lang != runner_pool_lang(q->pool))
 		return run_miss(r);
 	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
 	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0)

@@ -23,6 +23,7 @@
 
 #include "common/config.h"
 #include "runner/pool.h"
+#include "runner/pool_conf.h"
 #include "serve/metrics.h"
 #include "serve/request.h"
 #include "serve/sessions.h"
@@ -116,7 +117,8 @@ struct serve_queue {
 	struct serve_tenants *tenants;	/* owner; accounting of every job */
 	struct serve_metrics *metrics;	/* owner */
 	struct serve_metrics *tmetrics;	/* owner: per tenant */
-	struct runner_pool *pool;	/* owner; NULL: runs start cold */
+	struct runner_pools *pools;	/* owner; NULL: runs start cold;
+					 * a run takes its language's */
 	const char *tmp_dir;		/* owner; for staged files */
 	void (*on_idle)(void *);	/* owner: after a run or a kill-all */
 	void *arg;			/* ended, or a reply was written */
@@ -159,7 +161,10 @@ bool serve_queue_busy(const struct serve_queue *q);
 struct serve_server {
 	const struct config *c;
 	struct serve_prober *prober;	/* NULL: no scheduled probe */
-	struct runner_pool *pool;	/* NULL: every run starts cold */
+	struct runner_pools *pools;	/* per language; NULL: none */
+	struct runner_pool *pool;	/* python's in pools (health,
+					 * metrics, the warm probe); NULL:
+					 * none */
 	char tmp_dir[PATH_MAX];
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char listen[64];		/* "" or the TCP address, for the log */

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "runner/image.h"
 #include "runner/pool.h"
+#include "runner/pool_conf.h"
 #include "runner/runner.h"
 
 void
@@ -45,46 +46,11 @@ serve_note_startup(const struct serve_server *s, int64_t pool)
 void
 serve_note_pool(void *arg, const struct runner_pool_note *n)
 {
-	const char *net = runner_net_name(n->net);
+	char line[512];
+	enum log_level level = runner_pool_conf_note(n, line, sizeof(line));
 
 	(void)arg;
-	switch (n->ev) {
-	case RUNNER_POOL_READY:
-		log_debug("pool --net %s: %s ready in %lld ms, %lld of %lld "
-		    "idle", net, n->name, (long long)n->ms, (long long)n->idle,
-		    (long long)n->size);
-		break;
-	case RUNNER_POOL_FULL:
-		log_info("pool --net %s: filled, %lld of %lld idle (last "
-		    "start %lld ms)", net, (long long)n->idle,
-		    (long long)n->size, (long long)n->ms);
-		break;
-	case RUNNER_POOL_FAILED:
-		log_warnx("pool --net %s: start of %s failed after %lld ms: %s "
-		    "(retried with back-off)", net, n->name, (long long)n->ms,
-		    n->why);
-		break;
-	case RUNNER_POOL_ABORTED:
-		log_info("pool --net %s: start of %s given up (paused or "
-		    "stopping): %s", net, n->name, n->why);
-		break;
-	case RUNNER_POOL_RETIRED:
-		log_debug("pool --net %s: idle %s removed (%s)", net, n->name,
-		    n->why);
-		break;
-	case RUNNER_POOL_RM_FAILED:
-		log_warnx("pool --net %s: cannot remove %s: %s", net, n->name,
-		    n->why);
-		break;
-	case RUNNER_POOL_DAEMON_DOWN:
-		log_warnx("pool --net %s: no starts while dockerd does not "
-		    "answer: %s", net, n->why);
-		break;
-	case RUNNER_POOL_DAEMON_UP:
-		log_info("pool --net %s: dockerd answers again: refilling",
-		    net);
-		break;
-	}
+	log_at(level, "%s", line);
 }
 
 void
@@ -113,8 +79,9 @@ serve_note_shutdown(struct serve_server *s)
 
 	/* Joins the pool's thread: its starts in flight are removed by name
 	 * (container_abort), then every idle one. */
+	if (s->pools != NULL)
+		runner_pools_stop(s->pools);
 	if (s->pool != NULL) {
-		runner_pool_stop(s->pool);
 		runner_pool_stats(s->pool, &st);
 		idle = st.retired - a->retired;
 		starts = st.aborted - a->aborted;

@@ -292,8 +292,7 @@ route_kill_all(struct serve_server *s, struct serve_conn *c, size_t tenant)
 	s->paused = true;
 	serve_sessions_end_all(&s->sessions, "kill-all");
 	/* Before the sweep, so that no new warm container appears. */
-	if (s->pool != NULL)
-		runner_pool_pause(s->pool, true);
+	runner_pools_pause(s->pools, true);
 	serve_queue_kill_all(&s->queue, c);
 }
 
@@ -301,11 +300,10 @@ static void
 route_resume(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
 	(void)tenant;
-	log_info("resume: accepting runs again%s", s->pool != NULL ?
+	log_info("resume: accepting runs again%s", s->pools != NULL ?
 	    ", pool refilling" : "");
 	s->paused = false;
-	if (s->pool != NULL)
-		runner_pool_pause(s->pool, false);
+	runner_pools_pause(s->pools, false);
 	/* kill-all may have removed a probe's container: a probe that
 	 * failed so is redone now, not in minutes. */
 	if (strncmp(serve_prober_note(s->prober, RUNNER_NET_NONE), "fail",

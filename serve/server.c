@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/pool.h"
+#include "runner/pool_conf.h"
 #include "runner/runner.h"
 #include "serve/conn.h"
 #include "serve/internal.h"
@@ -113,8 +114,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	serve_prober_stop(s->prober);
 	/* Idle warm containers go now; serve_server_free waits for the
 	 * last. */
-	if (s->pool != NULL)
-		runner_pool_pause(s->pool, true);
+	runner_pools_pause(s->pools, true);
 	serve_accept_stop(s->acc);
 	if (s->socket_path[0] != '\0')
 		(void)unlink(s->socket_path);
@@ -240,17 +240,20 @@ static int
 server_pool_start(struct serve_server *s,
     const struct serve_server_opts *opts, char *err, size_t errlen)
 {
-	struct runner_pool_opts po = {
-		.size = opts->pool >= 0 ? opts->pool : s->c->serve.pool,
-		.max_age_s = s->c->serve.pool_max_age_s,
-		.max_starts = s->c->serve.pool_starts,
-		.modes = { true, true },
-		.on_note = serve_note_pool, .note_arg = s,
-	};
+	const struct config_serve *cs = &s->c->serve;
+	int64_t size[RUNNER_POOLS_LANGS] = { opts->pool >= 0 ? opts->pool :
+	    cs->pool, cs->pool_bash, cs->pool_node };
+	struct runner_pool_opts po;
+	int rc;
 
-	if (po.size == 0)
-		return 0;
-	return runner_pool_new(s->c, &po, &s->pool, err, errlen);
+	runner_pool_conf_opts(s->c, 0, &po);
+	po.on_note = serve_note_pool;
+	po.note_arg = s;
+	if ((rc = runner_pools_new(s->c, size, &po, &s->pools, err,
+	    errlen)) < 0)
+		return rc;
+	s->pool = runner_pools_get(s->pools, "python");
+	return 0;
 }
 
 /* What a predecessor that did not stop cleanly (SIGKILL, a crash, the
@@ -355,7 +358,8 @@ serve_server_new(const struct serve_server_opts *opts,
 		rc = -ENOMEM;
 		goto bad;
 	}
-	server_caps(s, opts->pool >= 0 ? opts->pool : c->serve.pool);
+	server_caps(s, (opts->pool >= 0 ? opts->pool : c->serve.pool) +
+	    c->serve.pool_bash + c->serve.pool_node);
 	if ((rc = server_listen(s, sock, tcp, err, errlen)) < 0)
 		goto bad;
 	if ((s->sig_ev[0] = evsignal_new(s->base, SIGTERM, on_signal, s)) ==
@@ -375,7 +379,7 @@ serve_server_new(const struct serve_server_opts *opts,
 	server_cleanup_left(s);
 	if ((rc = server_pool_start(s, opts, err, errlen)) < 0)
 		goto bad;
-	s->queue.pool = s->pool;
+	s->queue.pools = s->pools;
 	/* Probe the path pooled runs take. */
 	serve_prober_set_warm(s->prober, s->pool != NULL);
 	serve_note_startup(s, s->pool != NULL ? (opts->pool >= 0 ? opts->pool :
@@ -414,7 +418,7 @@ serve_server_free(struct serve_server *s)
 	serve_work_free(s->work);
 	serve_prober_free(s->prober);
 	serve_sessions_cleanup(&s->sessions);
-	runner_pool_free(s->pool);
+	runner_pools_free(s->pools);
 	if (s->socket_path[0] != '\0')
 		(void)unlink(s->socket_path);
 	if (s->base != NULL)

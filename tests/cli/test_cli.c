@@ -161,6 +161,14 @@ test_other_refusals(void **state)
 	} r[] = {
 		{ { "serve", "--pool", "65" }, 2, "cordon serve: bad --pool "
 		  "'65' (a whole number, at most 64)\n" },
+		{ { "mcp", "--pool", "65" }, 2, "cordon mcp: bad --pool '65' "
+		  "(a whole number, at most 64)\n" },
+		{ { "mcp", "--pool", "-1" }, 2, "cordon mcp: bad --pool '-1' "
+		  "(a whole number, at most 64)\n" },
+		{ { "mcp", "--pool", "2x" }, 2, "cordon mcp: bad --pool '2x' "
+		  "(a whole number, at most 64)\n" },
+		{ { "mcp", "--pool" }, 2, "usage: cordon mcp [--session ID] "
+		  "[--pool N]\n" },
 		{ { "probe", "--net", "host" }, 2, "cordon probe: --net must be "
 		  "none or proxy, not 'host'\nusage: cordon probe" },
 		{ { "probe", "--profile", "dat" }, 1, "cordon probe: unknown "
@@ -285,7 +293,8 @@ test_help_everywhere(void **state)
 		{ { "run", "-h" }, USAGE_RUN },
 		{ { "run", "--timeout", "5", "--help" }, USAGE_RUN },
 		{ { "serve", "--help" }, "usage: cordon serve" },
-		{ { "mcp", "--help" }, "usage: cordon mcp" },
+		{ { "mcp", "--help" },
+		  "usage: cordon mcp [--session ID] [--pool N]\n" },
 		{ { "probe", "--help" }, "usage: cordon probe" },
 		{ { "probe", "--net", "proxy", "-h" }, "usage: cordon probe" },
 		{ { "doctor", "--help" }, "usage: cordon doctor" },

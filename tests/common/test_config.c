@@ -136,6 +136,46 @@ test_parse_errors(void **state)
 	}
 }
 
+/* cordon mcp's section: its pool size, bounded as serve.pool. */
+static void
+test_parse_mcp(void **state)
+{
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"mcp\":{\"pool\":65}}",
+		  "t.json: mcp.pool: expected a whole number in [0, 64]" },
+		{ "{\"mcp\":{\"pool\":-1}}",
+		  "t.json: mcp.pool: expected a whole number in [0, 64]" },
+		{ "{\"mcp\":{\"pool_node\":65}}",
+		  "t.json: mcp.pool_node: expected a whole number in [0, 64]" },
+		{ "{\"serve\":{\"pool_bash\":65}}",
+		  "t.json: serve.pool_bash: expected a whole number in [0, 64]" },
+		{ "{\"mcp\":{\"pol\":1}}", "t.json: unknown key 'mcp.pol'" },
+		{ "{\"mcp\":[]}", "t.json: mcp: expected an object" },
+	};
+	const char *j = "{\"mcp\":{\"pool\":2,\"pool_node\":3},"
+	    "\"serve\":{\"pool\":1,\"pool_bash\":4,\"pool_node\":5}}";
+	struct config c;
+	char err[512] = "";
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(c.mcp.pool, 0);	/* cold, as before */
+	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
+	    sizeof(err)), 0);
+	assert_int_equal(c.mcp.pool, 2);
+	assert_int_equal(c.mcp.pool_bash, 0);
+	assert_int_equal(c.mcp.pool_node, 3);
+	assert_int_equal(c.serve.pool, 1);
+	assert_int_equal(c.serve.pool_bash, 4);
+	assert_int_equal(c.serve.pool_node, 5);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(config_parse(&c, rows[i].json,
+		    strlen(rows[i].json), "t.json", err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, rows[i].msg);
+		assert_int_equal(c.mcp.pool, 0);
+	}
+}
+
 static void
 test_parse_serve(void **state)
 {
@@ -523,6 +563,7 @@ main(void)
 		cmocka_unit_test(test_defaults_are_closed),
 		cmocka_unit_test(test_parse_overrides),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_mcp),
 		cmocka_unit_test(test_parse_serve),
 		cmocka_unit_test(test_parse_egress),
 		cmocka_unit_test(test_load_paths),

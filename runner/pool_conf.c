@@ -1,0 +1,184 @@
+/*
+ * The warm pool's options and the words for its notes, shared by the
+ * front ends that keep one (pool_conf.h): `cordon serve` and `cordon mcp`
+ * say the same things about their pools.
+ */
+#include "runner/pool_conf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/runner.h"
+
+void
+runner_pool_conf_opts(const struct config *c, int64_t size,
+    struct runner_pool_opts *o)
+{
+	*o = (struct runner_pool_opts){
+		.size = size,
+		.max_age_s = c->serve.pool_max_age_s,
+		.max_starts = c->serve.pool_starts,
+		.modes = { true, true },
+	};
+}
+
+enum log_level
+runner_pool_conf_note(const struct runner_pool_note *n, char *buf,
+    size_t len)
+{
+	const char *net = runner_net_name(n->net);
+	char who[32];
+	long long ms = (long long)n->ms, idle = (long long)n->idle,
+	    size = (long long)n->size;
+
+	/* python's pool is "pool" (as before languages had pools). */
+	if (n->lang == 0 || n->lang == CONFIG_LANG_PYTHON)
+		snprintf(who, sizeof(who), "pool --net %s", net);
+	else
+		snprintf(who, sizeof(who), "pool %s --net %s",
+		    config_lang_name(n->lang), net);
+
+	switch (n->ev) {
+	case RUNNER_POOL_READY:
+		snprintf(buf, len, "%s: %s ready in %lld ms, %lld "
+		    "of %lld idle", who, n->name, ms, idle, size);
+		return LOG_LEVEL_DEBUG;
+	case RUNNER_POOL_FULL:
+		snprintf(buf, len, "%s: filled, %lld of %lld idle "
+		    "(last start %lld ms)", who, idle, size, ms);
+		return LOG_LEVEL_INFO;
+	case RUNNER_POOL_FAILED:
+		snprintf(buf, len, "%s: start of %s failed after "
+		    "%lld ms: %s (retried with back-off)", who, n->name, ms,
+		    n->why);
+		return LOG_LEVEL_WARN;
+	case RUNNER_POOL_ABORTED:
+		snprintf(buf, len, "%s: start of %s given up "
+		    "(paused or stopping): %s", who, n->name, n->why);
+		return LOG_LEVEL_INFO;
+	case RUNNER_POOL_RETIRED:
+		snprintf(buf, len, "%s: idle %s removed (%s)", who,
+		    n->name, n->why);
+		return LOG_LEVEL_DEBUG;
+	case RUNNER_POOL_RM_FAILED:
+		snprintf(buf, len, "%s: cannot remove %s: %s", who,
+		    n->name, n->why);
+		return LOG_LEVEL_WARN;
+	case RUNNER_POOL_DAEMON_DOWN:
+		snprintf(buf, len, "%s: no starts while dockerd "
+		    "does not answer: %s", who, n->why);
+		return LOG_LEVEL_WARN;
+	case RUNNER_POOL_DAEMON_UP:
+		snprintf(buf, len, "%s: dockerd answers again: "
+		    "refilling", who);
+		return LOG_LEVEL_INFO;
+	}
+	snprintf(buf, len, "%s: event %d", who, (int)n->ev);
+	return LOG_LEVEL_DEBUG;
+}
+
+struct runner_pools {
+	struct runner_pool *p[RUNNER_POOLS_LANGS];
+	struct config *c[RUNNER_POOLS_LANGS];	/* each pool's, at the
+						 * profile of its language */
+};
+
+static const char *const pools_lang[RUNNER_POOLS_LANGS] = {
+	"python", "bash", "node",
+};
+
+int
+runner_pools_new(const struct config *c,
+    const int64_t size[RUNNER_POOLS_LANGS],
+    const struct runner_pool_opts *base, struct runner_pools **out,
+    char *err, size_t errlen)
+{
+	struct runner_pools *ps;
+	struct runner_pool_opts o;
+	char why[256];
+	bool any = false;
+	int rc = 0;
+
+	*out = NULL;
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
+		any = any || size[i] > 0;
+	if (!any)
+		return 0;
+	if ((ps = calloc(1, sizeof(*ps))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < RUNNER_POOLS_LANGS && rc == 0; i++) {
+		if (size[i] == 0)
+			continue;
+		if ((ps->c[i] = malloc(sizeof(*ps->c[i]))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(ps->c[i], c, sizeof(*c));
+		if ((rc = config_profile_use(ps->c[i], NULL, pools_lang[i],
+		    why, sizeof(why))) < 0) {
+			snprintf(err, errlen, "no %s pool: %s", pools_lang[i],
+			    why);
+			break;
+		}
+		o = *base;
+		o.size = size[i];
+		o.lang = config_lang_bit(pools_lang[i]);
+		if ((rc = runner_pool_new(ps->c[i], &o, &ps->p[i], why,
+		    sizeof(why))) < 0)
+			snprintf(err, errlen, "%s pool: %s", pools_lang[i],
+			    why);
+	}
+	if (rc < 0) {
+		runner_pools_free(ps);
+		return rc;
+	}
+	*out = ps;
+	return 0;
+}
+
+struct runner_pool *
+runner_pools_get(const struct runner_pools *ps, const char *lang)
+{
+	if (ps == NULL)
+		return NULL;
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
+		if (strcmp(lang != NULL ? lang : "python", pools_lang[i]) == 0)
+			return ps->p[i];
+	return NULL;
+}
+
+void
+runner_pools_pause(struct runner_pools *ps, bool paused)
+{
+	for (int i = 0; ps != NULL && i < RUNNER_POOLS_LANGS; i++)
+		if (ps->p[i] != NULL)
+			runner_pool_pause(ps->p[i], paused);
+}
+
+void
+runner_pools_stop(struct runner_pools *ps)
+{
+	/* Paused first, all of them: their removals overlap. */
+	runner_pools_pause(ps, true);
+	for (int i = 0; ps != NULL && i < RUNNER_POOLS_LANGS; i++)
+		if (ps->p[i] != NULL)
+			runner_pool_stop(ps->p[i]);
+}
+
+void
+runner_pools_free(struct runner_pools *ps)
+{
+	if (ps == NULL)
+		return;
+	runner_pools_stop(ps);
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+		runner_pool_free(ps->p[i]);
+		free(ps->c[i]);
+	}
+	free(ps);
+}

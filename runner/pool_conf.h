@@ -1,0 +1,61 @@
+/*
+ * What the front ends that keep a warm pool (`cordon serve`, `cordon mcp`)
+ * share about it: its options from the config and a size, and the one
+ * line each of its notes is logged as. Pure: the pool never prints; the
+ * front end logs the line at the level given.
+ */
+#ifndef CORDON_RUNNER_POOL_CONF_H
+#define CORDON_RUNNER_POOL_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "runner/pool.h"
+
+/* *o for a pool of size containers per net mode (both modes kept; proxy
+ * only while the egress network is up and its probe passes), with the
+ * config's max age and starts in flight (serve.pool_max_age_s,
+ * serve.pool_starts), no notes. */
+void runner_pool_conf_opts(const struct config *c, int64_t size,
+    struct runner_pool_opts *o);
+
+/* The line for n (no newline, truncated to len) and the level to log it
+ * at: warn for a failed start or removal and dockerd down, info for the
+ * fills, give-ups and dockerd's return, debug for each ready or retired
+ * container. */
+enum log_level runner_pool_conf_note(const struct runner_pool_note *n,
+    char *buf, size_t len);
+
+/* One warm pool per language, each at the profile its language needs
+ * (config_profile_use from the caller's config: python and bash in
+ * minimal, node in the first profile that has it), each its own
+ * runner_pool with its own thread. */
+#define RUNNER_POOLS_LANGS 3	/* index: 0 python, 1 bash, 2 node */
+struct runner_pools;
+
+/* The pools of size[i] containers per net mode (0: none for that
+ * language), with base's options otherwise (its size and lang ignored).
+ * c must outlive them. 0 and *out (NULL when every size is 0), or a
+ * negative errno with a reason in err (no profile offers a language
+ * given a size; a pool that cannot start) and nothing left running. */
+int runner_pools_new(const struct config *c,
+    const int64_t size[RUNNER_POOLS_LANGS],
+    const struct runner_pool_opts *base, struct runner_pools **out,
+    char *err, size_t errlen);
+
+/* The pool of lang ("python", "bash", "node"; NULL: python), or NULL
+ * (none kept, ps NULL, unknown language). */
+struct runner_pool *runner_pools_get(const struct runner_pools *ps,
+    const char *lang);
+
+/* runner_pool_pause, runner_pool_stop on each; NULL accepted. */
+void runner_pools_pause(struct runner_pools *ps, bool paused);
+void runner_pools_stop(struct runner_pools *ps);
+
+/* Stops and frees each pool, then ps. Accepts NULL. */
+void runner_pools_free(struct runner_pools *ps);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# End-to-end test of the warm pools of bash and node in `cordon serve`
+# (serve.pool_bash, serve.pool_node) with real dockerd + runsc, in a
+# state_dir of its own (minimal and node pinned by the operator's image
+# IDs, each probed here): each pooled container's one exec is its
+# language's command line (/bin/bash -s, /usr/bin/node -) in its profile's
+# image; a bash run and a node run each take one ("warm": true, that
+# container), a python run starts cold (its pool is 0); SIGTERM leaves no
+# container. Fails (never skips) when Docker, the runtime or an image is
+# missing, unless CORDON_E2E=skip.
+. "$(dirname "$0")/lib.sh"
+
+image_id() {
+	"$cordon" image show --profile "$1" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin).get("id") or "")' 2>/dev/null
+}
+min=$(image_id minimal); node=$(image_id node)
+[ -n "$min" ] || missing "no image of profile minimal"
+[ -n "$node" ] || missing "no image of profile node"
+state="$tmp/state"
+mkdir -p "$state"
+cfgfile="$tmp/cordon.json"
+export CORDON_CONFIG="$cfgfile"
+printf '{"state_dir":"%s","audit_log":"%s/audit.log","image":{"id":"%s","profiles":{"node":{"id":"%s"}}},"serve":{"pool":0,"pool_bash":1,"pool_node":1}}\n' \
+	"$state" "$tmp" "$min" "$node" >"$cfgfile"
+for p in minimal node; do
+	"$cordon" probe --net none --profile "$p" >"$tmp/probe-$p.json" 2>"$tmp/probe-$p.err" ||
+		fail "probe of profile $p: $(cat "$tmp/probe-$p.err") $(cat "$tmp/probe-$p.json")"
+done
+echo "ok - minimal and node probed in a state_dir of our own"
+
+start
+# ready: the service's running pool containers whose one exec the daemon
+# knows, as "NAME IMAGE EXEC-ID" lines.
+ready() {
+	local c
+	for c in $("$docker" ps -q --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid" \
+		--filter label=cordon.session=pool --filter network=none --filter status=running); do
+		"$docker" inspect -f '{{.Name}} {{.Config.Image}} {{range .ExecIDs}}{{.}} {{end}}' "$c" 2>/dev/null
+	done | awk 'NF == 3 { sub(/^\//, "", $1); print }'
+}
+for _ in $(seq 1200); do
+	[ "$(ready | wc -l)" -ge 2 ] && break
+	sleep 0.1
+done
+ready >"$tmp/ready"
+[ "$(wc -l <"$tmp/ready")" = 2 ] || fail "not one bash and one node container ready in 120 s: $(cat "$tmp/ready"); $(cat "$tmp/serve.log")"
+# The pool lists an entry once its exec is spawned, before the daemon
+# knows the exec: a little margin.
+sleep 0.5
+# Each one's exec: its language's command line, in its profile's image.
+while read -r name image exec; do
+	cmd=$(curl -sf --unix-socket /var/run/docker.sock "http://docker/exec/$exec/json" |
+		python3 -c 'import json,sys; p=json.load(sys.stdin)["ProcessConfig"]; print(" ".join([p["entrypoint"]] + p["arguments"]))')
+	case "$image $cmd" in
+	"$min /bin/bash -s") echo "$name" >"$tmp/bash.name" ;;
+	"$node /usr/bin/node -") echo "$name" >"$tmp/node.name" ;;
+	*) fail "pooled container $name: image $image, exec '$cmd'" ;;
+	esac
+done <"$tmp/ready"
+[ -s "$tmp/bash.name" ] && [ -s "$tmp/node.name" ] || fail "not one of each: $(cat "$tmp/ready")"
+echo "ok - pooled: bash -s in minimal's image, node - in node's, one of each"
+
+code=$(run "$tmp/b" '{"code":"echo $((6*7)) $(uname -r)","language":"bash"}')
+[ "$code" = 200 ] || fail "bash run: HTTP $code $(cat "$tmp/b")"
+[ "$(jget "$tmp/b" stdout)" = "42 4.4.0" ] && [ "$(jget "$tmp/b" lang)" = bash ] ||
+	fail "bash run: $(cat "$tmp/b")"
+[ "$(jget "$tmp/b" warm)" = True ] && [ "$(jget "$tmp/b" container)" = "$(cat "$tmp/bash.name")" ] ||
+	fail "the bash run was not warm in $(cat "$tmp/bash.name"): $(cat "$tmp/b")"
+echo "ok - a bash run takes the pooled bash container (warm, under gVisor)"
+
+code=$(run "$tmp/n" '{"code":"console.log(6*7)","language":"node"}')
+[ "$code" = 200 ] || fail "node run: HTTP $code $(cat "$tmp/n")"
+[ "$(jget "$tmp/n" stdout)" = "42" ] && [ "$(jget "$tmp/n" profile)" = node ] ||
+	fail "node run: $(cat "$tmp/n")"
+[ "$(jget "$tmp/n" warm)" = True ] && [ "$(jget "$tmp/n" container)" = "$(cat "$tmp/node.name")" ] ||
+	fail "the node run was not warm in $(cat "$tmp/node.name"): $(cat "$tmp/n")"
+echo "ok - a node run takes the pooled node container (warm, profile node)"
+
+code=$(run "$tmp/p" '{"code":"print(1)"}')
+[ "$code" = 200 ] && [ "$(jget "$tmp/p" stdout)" = 1 ] && [ "$(jget "$tmp/p" warm)" = False ] ||
+	fail "python with no python pool: HTTP $code $(cat "$tmp/p")"
+echo "ok - python starts cold (serve.pool 0)"
+
+stop
+left=$("$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid")
+[ -z "$left" ] || fail "containers left after SIGTERM: $left"
+pid=
+echo "ok - SIGTERM leaves no container"
+echo "PASS"
