@@ -41,7 +41,7 @@ LAYERS = [
     ("probe", ["probe/"]),
     ("netsetup", ["netsetup/"]),
     ("runner", ["runner/"]),
-    ("jobs", ["jobs/"]),  # planned: admission, pools, sessions, one schema
+    ("jobs", ["jobs/"]),  # the one request schema; admission, pools, sessions to come
     ("serve", ["serve/"]),
     ("mcp", ["mcp/"]),
     ("cli", ["cli/"]),
@@ -277,8 +277,7 @@ def main(argv):
             names = [n for n, _ in LAYERS if LEVEL[n] == lvl]
             print(f"  {lvl}  " + ", ".join(
                 f"{n} ({' '.join(dict(LAYERS)[n])})" for n in names)
-                + ("  [planned: not in the tree yet]"
-                   if names == ["jobs"] else ""))
+)
         return 0
     if len(args) > 1 or (args and args[0].startswith("-")):
         print(USAGE, file=sys.stderr)
