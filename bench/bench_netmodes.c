@@ -6,7 +6,9 @@
  * refill in the background). Prints medians and p90s, the proxy/offline
  * ratios against issue 36's targets, and each path's median per phase
  * (timing_ms; other: the wall time no phase accounts for). Needs `cordon
- * net up`: without it, it says so and measures nothing.
+ * net up`: without it, it says so and measures nothing. A mode whose
+ * probe record is stale (or would be before the end) is probed first, as
+ * the pool keeps no containers of such a mode.
  * Usage: bench_netmodes [CORDON [N [P]]] (N default 10, P default 2).
  */
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include "common/proc.h"
 #include "common/util.h"
 #include "netsetup/netsetup.h"
+#include "probe/probe.h"
 
 #define MAX_N 100
 #define NPATH 4
@@ -189,16 +192,70 @@ pool_idle(const struct bench_svc *sv)
 	return n < m ? n : m;
 }
 
+/* Waits until the pool holds want idle containers of each mode; else
+ * says why it may not have: the service's own view (its probe notes and
+ * the pool's last error, from /v1/health). */
 static int
 wait_pool(const struct bench_svc *sv, int want)
 {
+	char resp[4096];
+	const char *b;
+
 	for (int i = 0; i < 1800; i++) {
 		if (pool_idle(sv) >= want)
 			return 0;
 		usleep(100 * 1000);
 	}
-	fprintf(stderr, "bench_netmodes: the pool did not refill in 180 s\n");
+	resp[0] = '\0';
+	(void)bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
+	    sizeof(resp));
+	b = strstr(resp, "\r\n\r\n");
+	fprintf(stderr, "bench_netmodes: the pool did not refill to %d idle "
+	    "per mode in 180 s; the service's health (a mode whose probe is "
+	    "failed or older than probe_max_age_s gets no pooled "
+	    "containers): %.3000s\n", want, b != NULL ? b + 4 : resp);
 	return -1;
+}
+
+/* Each mode's probe record passes and will for the whole benchmark
+ * (margin_s more): else `cordon probe --net MODE` first, as the pool
+ * keeps no containers of a mode whose record is stale. 0 or -1. */
+static int
+probes_refresh(const char *cordon, const struct config *c, int64_t margin_s)
+{
+	static const char *const modes[] = { "none", "proxy" };
+	char err[512];
+
+	for (size_t m = 0; m < 2; m++) {
+		int64_t later = time_wall_ms() + margin_s * 1000;
+		const char *av[] = { cordon, "probe", "--net", modes[m], NULL };
+		struct proc_opts o = { .argv = av,
+		    .envp = (const char *const *)envv, .stdout_max = 1 << 20,
+		    .stderr_max = 1 << 20 };
+		struct proc_result r;
+		int rc;
+
+		if (probe_state_check(c, modes[m], NULL, later, err,
+		    sizeof(err)) == 0)
+			continue;
+		fprintf(stderr, "bench_netmodes: running 'cordon probe --net "
+		    "%s' first (in %llds: %s)\n", modes[m],
+		    (long long)margin_s, err);
+		if (proc_run(&o, 600000, &r) < 0) {
+			fprintf(stderr, "bench_netmodes: cannot run %s\n",
+			    cordon);
+			return -1;
+		}
+		rc = r.exit_code;
+		if (rc != 0)
+			fprintf(stderr, "bench_netmodes: 'cordon probe --net %s' "
+			    "failed (exit %d): %s%s\n", modes[m], rc,
+			    cbuf_data(r.out), cbuf_data(r.err));
+		proc_result_cleanup(&r);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int64_t
@@ -293,7 +350,9 @@ main(int argc, char **argv)
 	snprintf(cfg, sizeof(cfg), "%s/cordon.json", dir);
 	snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
 	env_init(cfg);
+	/* About 4 s per round of four runs at worst, plus the start. */
 	if (config_copy(dir, cfg) < 0 ||
+	    probes_refresh(cordon, &c, 60 + 4 * (int64_t)n) < 0 ||
 	    bench_svc_start(&sv, cordon, dir, cfg, pool_arg) < 0)
 		goto out;
 	/* One of each first, not counted (page cache, the proxy's first

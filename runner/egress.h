@@ -18,17 +18,18 @@
 
 #define RUNNER_EGRESS_CALL_MS 2000		/* one call, connect to answer */
 #define RUNNER_EGRESS_ANSWER_MAX (1u << 20)	/* bytes of one answer line */
-#define RUNNER_EGRESS_CRED_MAX 512		/* the prelude reads at most
-						 * this much of its stdin */
+#define RUNNER_EGRESS_CRED_LEN 256		/* the credential line, '\n'
+						 * included: always this long */
 
 /*
- * The prelude, run as `python3 -I -c PRELUDE ARGS...`: reads fd 0 one
- * byte at a time up to '\n' (at most RUNNER_EGRESS_CRED_MAX bytes, no
- * buffering, so the rest of stdin stays for the job), sets HTTP_PROXY,
- * HTTPS_PROXY, http_proxy and https_proxy to that line, and execs
+ * The prelude, run as `python3 -I -c PRELUDE ARGS...`: reads exactly
+ * RUNNER_EGRESS_CRED_LEN bytes of fd 0 (no buffering, so the rest of
+ * stdin stays for the job), sets HTTP_PROXY, HTTPS_PROXY, http_proxy and
+ * https_proxy to that line without its padding, and execs
  * `python3 -I ARGS...`, or ARGS itself when ARGS[0] is an absolute path
- * (a bash or node job: docker_argv.h). Without a whole line it exits 1
- * with a message.
+ * (a bash or node job: docker_argv.h). When those bytes are not one
+ * credential line (EOF first, a '\n' before the last byte or none there,
+ * a space inside the URL) it exits 1 with a message.
  */
 extern const char runner_egress_prelude[];
 
@@ -79,8 +80,11 @@ int runner_egress_unregister(const char *path, const char *run,
 int runner_egress_report(const char *path, const char *run,
     cJSON **report, char *err, size_t errlen);
 
-/* The credential line, "http://RUN:TOKEN@GATEWAY:PORT\n", into buf. Pure.
- * 0, -EINVAL (run or token breaks proxy/cred.h's rules) or -ENOSPC. */
+/* The credential line, "http://RUN:TOKEN@GATEWAY:PORT", spaces up to
+ * RUNNER_EGRESS_CRED_LEN - 1 bytes, then '\n', into buf (len must exceed
+ * RUNNER_EGRESS_CRED_LEN). Pure. 0, -EINVAL (run or token breaks
+ * proxy/cred.h's rules) or -ENOSPC (buf too small, or a URL that does
+ * not fit: cannot happen within proxy/cred.h's and netsetup.h's limits). */
 int runner_egress_cred_line(char *buf, size_t len, const char *run,
     const char *token, const struct netsetup_endpoint *ep);
 

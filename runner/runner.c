@@ -76,7 +76,7 @@ run_prepare(struct run *r, struct runner_result *res, char *err,
 static int
 run_input(struct run *r, const char *name)
 {
-	char cred[RUNNER_EGRESS_CRED_MAX + 1];
+	char cred[RUNNER_EGRESS_CRED_LEN + 1];
 	char wline[OUTWRAP_NONCE_LEN + 24];
 	int rc;
 

@@ -94,7 +94,7 @@ int
 runner_session_first_lines(struct runner_session *s, unsigned char **out,
     size_t *outlen)
 {
-	char cred[RUNNER_EGRESS_CRED_MAX + 1];
+	char cred[RUNNER_EGRESS_CRED_LEN + 1];
 	int rc;
 
 	if (s->net == RUNNER_NET_PROXY && runner_egress_cred_line(cred,

@@ -22,7 +22,9 @@
 #     refuses with FILE:LINE, and a SIGHUP straight to the proxy too);
 #  7. a removed policy denies a live run with policy-removed, and a new run
 #     naming it is refused before it starts;
-#  8. a bash job gets the proxy through the prelude;
+#  8. a bash job gets the proxy through the prelude; 8b. the prelude, in
+#     the sandbox, runs the code after the runner's fixed-length credential
+#     line and refuses a line of any other length;
 #  9. a proxy-mode session (cordon serve, POST /v1/sessions net proxy)
 #     keeps one proxy identity across calls (state kept too), each call's
 #     result has the session's egress so far, PATCH changes its policy
@@ -392,6 +394,27 @@ SH
 	"bash ['proxy-set', 'a.example.com', '200', 'cordon-upstream-ok']" ] ||
 	fail "bash in proxy mode: $(cat "$T/sh.json")"
 echo "ok: bash got the run's proxy credential and reached a.example.com through it"
+
+step "8b. the prelude in a real sandbox: the writer's fixed-length line passes, a line of any other length is refused before the code runs"
+# The job reruns its own prelude (from /proc/self/cmdline) with its own
+# credential line, padded to 256 bytes as the runner writes it (egress.h:
+# RUNNER_EGRESS_CRED_LEN), unpadded, one byte short and one byte long.
+cat >"$T/pre.py" <<'PY'
+import os,subprocess,sys
+a=open('/proc/self/cmdline','rb').read().split(b'\0')
+pre=a[a.index(b'-c')+1].decode()
+u=os.environ['HTTP_PROXY'].encode()
+code=b"print('ran')\n"+b'#'*300+b'\n'
+def go(line):
+    r=subprocess.run([sys.executable,'-I','-c',pre,'-'],input=line+code,capture_output=True)
+    return '%d:%s:%s'%(r.returncode,r.stdout.strip().decode(),b'no proxy settings' in r.stderr)
+print(go(u.ljust(255)+b'\n'),go(u+b'\n'),go(u.ljust(254)+b'\n'),go(u.ljust(256)+b'\n'))
+PY
+"$cordon" run --net proxy --policy pol-a <"$T/pre.py" >"$T/pre.json" 2>"$T/pre.err" ||
+	fail "prelude run: $(cat "$T/pre.err")"
+[ "$(jget "$T/pre.json" 'd["stdout"].strip()')" = "0:ran:False 1::True 1::True 1::True" ] ||
+	fail "the prelude in the sandbox: $(cat "$T/pre.json")"
+echo "ok: 256-byte line ran the code; unpadded, 255 and 257 bytes refused, the code not run"
 
 step "9. a proxy-mode session (cordon serve): one proxy identity across calls, each result has the session's egress so far, the credential ends with the session"
 "$cordon" serve --socket "$T/serve.sock" --pool 1 >"$T/serve.log" 2>&1 &

@@ -1,9 +1,8 @@
 /* Unit tests of the runner's egress pieces (runner/egress.h): the control
  * client against a fake proxy control socket served by a thread of this
  * test (answers, refusals, a server that closes, a huge answer, a silent
- * one), the request lines it sends (parsed back with proxy_ctl_parse), the
- * credential line, the container's stdin layout, and the prelude itself,
- * run by the host's python3. */
+ * one) and the request lines it sends (parsed back with proxy_ctl_parse).
+ * The credential's way into the sandbox: test_egress_cred.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +18,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common/proc.h"
 #include "common/util.h"
 #include "proxy/ctl.h"
 #include "runner/egress.h"
@@ -393,215 +391,11 @@ test_register_unregister(void **state)
 	assert_null(rep);
 }
 
-static void
-test_cred_line(void **state)
-{
-	static const char token[] = "00112233445566778899aabbccddeeff";
-	struct netsetup_endpoint ep = { "10.213.0.1", 3128, "" };
-	char buf[RUNNER_EGRESS_CRED_MAX + 1];
-
-	(void)state;
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf),
-	    "cordon-0011223344556677", token, &ep), 0);
-	assert_string_equal(buf, "http://cordon-0011223344556677:"
-	    "00112233445566778899aabbccddeeff@10.213.0.1:3128\n");
-	/* The rules of proxy/cred.h: no ':' '@' or '/' can get in. */
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf), "a:b",
-	    token, &ep), -EINVAL);
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf), "a@b",
-	    token, &ep), -EINVAL);
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf), "run",
-	    "00112233445566778899AABBCCDDEEFF", &ep), -EINVAL);
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf), "run",
-	    "0011", &ep), -EINVAL);
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf), "run",
-	    token, NULL), -EINVAL);
-	ep.port = 0;
-	assert_int_equal(runner_egress_cred_line(buf, sizeof(buf), "run",
-	    token, &ep), -EINVAL);
-	ep.port = 3128;
-	assert_int_equal(runner_egress_cred_line(buf, 40, "run", token, &ep),
-	    -ENOSPC);
-	assert_string_equal(buf, "");
-}
-
-static void
-test_stdin_layout(void **state)
-{
-	static const struct {
-		const char *cred, *nonce, *code, *want;
-	} rows[] = {
-		{ NULL, NULL, "print(1)\n", "print(1)\n" },
-		{ NULL, "n0nce", "print(1)\n", "n0nce\nprint(1)\n" },
-		{ "http://r:t@gw:1\n", NULL, "print(1)\n",
-		  "http://r:t@gw:1\nprint(1)\n" },
-		{ "http://r:t@gw:1\n", "n0nce", "print(1)\n",
-		  "http://r:t@gw:1\nn0nce\nprint(1)\n" },
-		{ "http://r:t@gw:1\n", "n0nce", "", "http://r:t@gw:1\nn0nce\n" },
-		{ NULL, NULL, "", "" },
-	};
-	unsigned char *b;
-	size_t n;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		assert_int_equal(runner_egress_stdin(rows[i].cred,
-		    rows[i].nonce, rows[i].code, strlen(rows[i].code), &b,
-		    &n), 0);
-		assert_int_equal(n, strlen(rows[i].want));
-		assert_memory_equal(b, rows[i].want, n);
-		free(b);
-	}
-}
-
-/* Runs the prelude with python3 -I and args after it, stdin in. */
-static int
-run_prelude(const char *const *args, const char *in, struct proc_result *r)
-{
-	const char *argv[12] = { "python3", "-I", "-c",
-	    runner_egress_prelude };
-	size_t n = 4;
-
-	for (size_t i = 0; args[i] != NULL && n < 11; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	struct proc_opts o = { .argv = argv, .stdin_data = in,
-	    .stdin_len = strlen(in), .stdout_max = 65536,
-	    .stderr_max = 65536 };
-	return proc_run(&o, 20000, r);
-}
-
-static void
-test_prelude(void **state)
-{
-	/* What the job sees: its stdin untouched after the line, the four
-	 * variables, python's -I flags, argv as without the prelude. */
-	static const char job[] = "import os,sys\n"
-	    "print(sorted(set(os.environ[k] for k in ('HTTP_PROXY',"
-	    "'HTTPS_PROXY','http_proxy','https_proxy'))))\n"
-	    "print(sys.flags.isolated, sys.argv)\n"
-	    "print(repr(sys.stdin.read()))\n";
-	const char *c_args[] = { "-c", job, "7", NULL };
-	const char *dash[] = { "-", NULL };
-	struct proc_result r;
-
-	(void)state;
-	assert_int_equal(run_prelude(c_args, "http://r:t@10.0.0.1:3128\n"
-	    "n0nce\nrest of stdin", &r), 0);
-	assert_int_equal(r.exit_code, 0);
-	assert_string_equal(cbuf_data(r.out),
-	    "['http://r:t@10.0.0.1:3128']\n"
-	    "1 ['-c', '7']\n"
-	    "'n0nce\\nrest of stdin'\n");
-	proc_result_cleanup(&r);
-	/* "-": the code itself follows the line. */
-	assert_int_equal(run_prelude(dash, "http://r:t@gw:1\nimport os,sys\n"
-	    "print(os.environ['https_proxy'], sys.argv)\n", &r), 0);
-	assert_int_equal(r.exit_code, 0);
-	assert_string_equal(cbuf_data(r.out), "http://r:t@gw:1 ['-']\n");
-	proc_result_cleanup(&r);
-	/* No whole line (EOF first, or 512 bytes without '\n'): no job. */
-	assert_int_equal(run_prelude(dash, "http://r:t@gw:1", &r), 0);
-	assert_int_equal(r.exit_code, 1);
-	assert_string_equal(cbuf_data(r.out), "");
-	assert_non_null(strstr(cbuf_data(r.err), "no proxy settings"));
-	proc_result_cleanup(&r);
-	{
-		char longin[700];
-		memset(longin, 'a', 600);
-		strcpy(longin + 600, "\nprint(1)\n");
-		assert_int_equal(run_prelude(dash, longin, &r), 0);
-		assert_int_equal(r.exit_code, 1);
-		assert_string_equal(cbuf_data(r.out), "");
-		proc_result_cleanup(&r);
-	}
-}
-
-/* A python job through the prelude runs as under python3 -I - itself:
- * the same output, errors (tracebacks without the prelude's frame, a
- * syntax error, chained exceptions) and exit status. */
-static void
-test_prelude_as_python(void **state)
-{
-	static const char *const jobs[] = {
-		"print(sorted(dir()))\n"
-		"import sys,__main__\n"
-		"print(sys.argv, sys.orig_argv[1:], __name__, __file__, "
-		"__cached__, __doc__, __spec__, __loader__, __package__, "
-		"__annotations__, type(__builtins__), sorted(vars(__main__)))\n",
-		"def f(): 1/0\nf()\n",
-		"x=\n",
-		"import sys; sys.exit(3)\n",
-		"raise SystemExit('bye')\n",
-		"import pickle\nclass A: pass\n"
-		"print(len(pickle.dumps(A())) > 0)\n"
-		"import __main__; print(__main__.A is A)\n",
-		"try:\n    1/0\nexcept Exception as e:\n"
-		"    raise ValueError('v') from e\n",
-		"import sys; print(repr(sys.stdin.read()))\n",
-		"import sys\n"
-		"sys.excepthook=lambda t,v,tb: print('hook', t.__name__)\n"
-		"raise KeyError(1)\n",
-		"print(os)\n",
-		"import threading,time\n"
-		"def w(): time.sleep(0.2); print('thread done')\n"
-		"threading.Thread(target=w).start()\nprint('main done')\n",
-		"import atexit; atexit.register(lambda: print('atexit'))\n",
-		"import warnings; warnings.warn('w')\n",
-		"import traceback\ntry:\n  1/0\nexcept Exception:\n"
-		"  traceback.print_exc()\n",
-		"import sys; print(sys.flags.isolated, sys.flags.safe_path)\n",
-	};
-	const char *plain[] = { "python3", "-I", "-", NULL };
-	const char *dash[] = { "-", NULL };
-	char in[2048];
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(jobs) / sizeof(jobs[0]); i++) {
-		struct proc_opts o = { .argv = plain, .stdin_data = jobs[i],
-		    .stdin_len = strlen(jobs[i]), .stdout_max = 65536,
-		    .stderr_max = 65536 };
-		struct proc_result want, got;
-
-		snprintf(in, sizeof(in), "http://r:t@gw:1\n%s", jobs[i]);
-		assert_int_equal(proc_run(&o, 20000, &want), 0);
-		assert_int_equal(run_prelude(dash, in, &got), 0);
-		if (want.exit_code != got.exit_code ||
-		    strcmp(cbuf_data(want.out), cbuf_data(got.out)) != 0 ||
-		    strcmp(cbuf_data(want.err), cbuf_data(got.err)) != 0)
-			fail_msg("job %zu: python3 -I - exit %d, out [%s], err "
-			    "[%s]; the prelude exit %d, out [%s], err [%s]", i,
-			    want.exit_code, cbuf_data(want.out),
-			    cbuf_data(want.err), got.exit_code,
-			    cbuf_data(got.out), cbuf_data(got.err));
-		proc_result_cleanup(&want);
-		proc_result_cleanup(&got);
-	}
-}
-
-/* ... in the prelude's own interpreter: no second python start. */
-static void
-test_prelude_in_process(void **state)
-{
-	const char *dash[] = { "-", NULL };
-	struct proc_result r;
-
-	(void)state;
-	assert_int_equal(run_prelude(dash, "http://r:t@gw:1\n"
-	    "print('no proxy settings' in open('/proc/self/cmdline').read())\n",
-	    &r), 0);
-	assert_int_equal(r.exit_code, 0);
-	assert_string_equal(cbuf_data(r.out), "True\n");
-	proc_result_cleanup(&r);
-}
-
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_prelude_as_python),
-		cmocka_unit_test(test_prelude_in_process),
 		cmocka_unit_test(test_policy_check),
 		cmocka_unit_test(test_error_answers),
 		cmocka_unit_test(test_server_closes),
@@ -609,9 +403,6 @@ main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_no_socket),
 		cmocka_unit_test(test_register_unregister),
-		cmocka_unit_test(test_cred_line),
-		cmocka_unit_test(test_stdin_layout),
-		cmocka_unit_test(test_prelude),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
