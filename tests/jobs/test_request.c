@@ -63,8 +63,8 @@ test_same_for_both(void **state)
 		"{\"code\":\"print(1)\"}",
 		"{\"code\":\"x\",\"net\":\"proxy\",\"policy\":\"pypi\"}",
 		"{\"code\":\"x\",\"network\":\"proxy\",\"policy\":\"npm\"}",
-		"{\"code\":\"x\",\"network\":\"none\",\"timeout_s\":7,"
-		    "\"max_output\":99,\"keep\":\"tail\"}",
+		("{\"code\":\"x\",\"network\":\"none\",\"timeout_s\":7,"
+		    "\"max_output\":99,\"keep\":\"tail\"}"),
 		"{\"code\":\"echo\",\"lang\":\"bash\"}",
 		"{\"code\":\"1\",\"language\":\"node\",\"profile\":\"node\"}",
 	};
