@@ -34,8 +34,8 @@
 static const char *const bodies[3] = {
 	"{\"code\":\"print(1)\\n\",\"timeout_s\":60}",
 	"{\"code\":\"echo 1\\n\",\"language\":\"bash\",\"timeout_s\":60}",
-	"{\"code\":\"console.log(1)\\n\",\"language\":\"node\","
-	"\"timeout_s\":60}",
+	("{\"code\":\"console.log(1)\\n\",\"language\":\"node\","
+	    "\"timeout_s\":60}"),
 };
 static const char *const lang_names[3] = { "python", "bash", "node" };
 
