@@ -6,57 +6,11 @@
 // client closes (stdin EOF, as the SDK does) nothing with the server's pid
 // is left. Fails (never skips) when node_modules, Docker, the runtime or
 // the image is missing, unless CORDON_E2E=skip (then exit 77).
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-let serverPid = 0;
-function fail(msg) {
-  console.error(`FAIL: ${msg}`);
-  if (serverPid > 0) {
-    try { process.kill(serverPid, 'SIGTERM'); } catch { /* gone */ }
-  }
-  process.exit(1);
-}
-function missing(msg) {
-  if (process.env.CORDON_E2E === 'skip') {
-    console.log(`SKIP (CORDON_E2E=skip): ${msg}`);
-    process.exit(77);
-  }
-  fail(`${msg} (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)`);
-}
-if (!existsSync(join(here, 'node_modules', '@modelcontextprotocol', 'sdk')))
-  fail('the MCP SDK is not installed in tests/mcp/client/node_modules: run scripts/npm-deps');
-const cordon = process.env.CORDON_BIN;
-if (!cordon || !existsSync(cordon))
-  fail(`CORDON_BIN is not set to the built cordon binary (got '${cordon ?? ''}')`);
-function sh(cmd, args) {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch {
-    return null;
-  }
-}
-const docker = existsSync('/usr/bin/docker') ? '/usr/bin/docker' : 'docker';
-if (sh(docker, ['info', '--format', '{{.ServerVersion}}']) === null)
-  missing('dockerd is not answering');
-if (!(sh(docker, ['info', '--format', '{{json .Runtimes}}']) ?? '').includes('"cordon-offline"'))
-  missing('runtime cordon-offline is not registered with dockerd');
-if (!/"id":"sha256:[0-9a-f]+"/.test(sh(cordon, ['image', 'show']) ?? ''))
-  missing('no pinned sandbox image');
+import { check, checkCount, cordon, docker, serverPids, sh } from './lib.mjs';
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-let checks = 0;
-function check(cond, msg, detail) {
-  if (!cond)
-    fail(`${msg}${detail === undefined ? '' : `: ${JSON.stringify(detail)}`}`);
-  console.log(`ok ${++checks} - ${msg}`);
-}
-
 const transport = new StdioClientTransport({
   command: cordon, args: ['mcp', '--pool', '1'], env: { ...process.env }, stderr: 'pipe',
 });
@@ -64,7 +18,8 @@ let stderr = '';
 transport.stderr.on('data', (b) => { stderr += b.toString(); });
 const client = new Client({ name: 'cordon-e2e-pool', version: '1.0.0' });
 await client.connect(transport);
-serverPid = transport.pid;
+const serverPid = transport.pid;
+serverPids.push(serverPid);
 const ours = (extra) => (sh(docker, ['ps', '-a', '--filter', 'label=cordon=1', '--filter',
   `label=cordon.owner_pid=${serverPid}`, ...extra, '--format', '{{.Names}}']) ?? '')
   .split('\n').filter(Boolean);
@@ -128,4 +83,4 @@ check(ours([]).length === 0, `no container with the server's pid is left (close 
 check(!/leftover/.test(stderr), 'the server found no leftover of its own', stderr);
 check(!/AddressSanitizer|runtime error|LeakSanitizer/.test(stderr),
   'the server logged no sanitizer report', stderr);
-console.log(`PASS: ${checks} checks`);
+console.log(`PASS: ${checkCount()} checks`);

@@ -3,79 +3,12 @@
 // server over stdio, lists its tools and calls run_code in a real gVisor
 // sandbox. Fails (never skips) when node_modules, Docker, the runtime or the
 // image is missing, unless CORDON_E2E=skip (then exit 77).
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-
-const serverPids = [];
-function fail(msg) {
-  console.error(`FAIL: ${msg}`);
-  // SIGTERM makes the server cancel a running call (removing its container).
-  for (const pid of serverPids) {
-    try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ }
-  }
-  process.exit(1);
-}
-
-function missing(msg) {
-  if (process.env.CORDON_E2E === 'skip') {
-    console.log(`SKIP (CORDON_E2E=skip): ${msg}`);
-    process.exit(77);
-  }
-  fail(`${msg} (run scripts/setup and 'cordon image build'; set CORDON_E2E=skip only on a laptop)`);
-}
-
-// node_modules must be there and match the pinned versions.
-const pkg = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8'));
-for (const [name, want] of Object.entries(pkg.dependencies)) {
-  const p = join(here, 'node_modules', name, 'package.json');
-  if (!existsSync(p))
-    fail(`${name} is not installed in tests/mcp/client/node_modules: run scripts/npm-deps (npm ci --prefix tests/mcp/client)`);
-  const got = JSON.parse(readFileSync(p, 'utf8')).version;
-  if (got !== want)
-    fail(`${name} ${got} is installed but package.json pins ${want}: run scripts/npm-deps`);
-}
-
-const cordon = process.env.CORDON_BIN;
-if (!cordon || !existsSync(cordon))
-  fail(`CORDON_BIN is not set to the built cordon binary (got '${cordon ?? ''}')`);
-
-// The sandbox must really be there: the same checks as tests/e2e/smoke.sh.
-function sh(cmd, args) {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch {
-    return null;
-  }
-}
-// Debian's docker CLI (matching its daemon) when present, as the runner does.
-const docker = existsSync('/usr/bin/docker') ? '/usr/bin/docker' : 'docker';
-if (sh(docker, ['version', '--format', '{{.Client.Version}}']) === null)
-  missing('no docker CLI');
-if (sh(docker, ['info', '--format', '{{.ServerVersion}}']) === null)
-  missing('dockerd is not answering');
-const runtimes = sh(docker, ['info', '--format', '{{json .Runtimes}}']) ?? '';
-if (!runtimes.includes('"cordon-offline"'))
-  missing('runtime cordon-offline is not registered with dockerd');
-if (!/"id":"sha256:[0-9a-f]+"/.test(sh(cordon, ['image', 'show']) ?? ''))
-  missing('no pinned sandbox image');
+import { check, checkCount, cordon, docker, fail, serverPids, sh } from './lib.mjs';
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
 const { McpError, ErrorCode } = await import('@modelcontextprotocol/sdk/types.js');
 const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv');
-
-let checks = 0;
-const started = Date.now();
-function check(cond, msg, detail) {
-  if (!cond)
-    fail(`${msg}${detail === undefined ? '' : `: ${JSON.stringify(detail)}`}`);
-  checks++;
-  console.log(`ok ${checks} - ${msg} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
-}
 
 // Splits a run_code result into the label and the runner's JSON, which is
 // also the structuredContent (the client validated it against the tool's
@@ -474,4 +407,4 @@ check(goneRaw, 'no container is left by the raw session', rawContainers());
 await raw.close();
 check(!/AddressSanitizer|runtime error|LeakSanitizer/.test(rawStderr),
   'the raw session logged no sanitizer report', rawStderr);
-console.log(`PASS: ${checks} checks`);
+console.log(`PASS: ${checkCount()} checks`);
