@@ -61,20 +61,20 @@ done <"$tmp/ready"
 [ -s "$tmp/bash.name" ] && [ -s "$tmp/node.name" ] || fail "not one of each: $(cat "$tmp/ready")"
 echo "ok - pooled: bash -s in minimal's image, node - in node's, one of each"
 
-code=$(run "$tmp/b" '{"code":"echo $((6*7)) $(uname -r)","language":"bash"}')
-[ "$code" = 200 ] || fail "bash run: HTTP $code $(cat "$tmp/b")"
-[ "$(jget "$tmp/b" stdout)" = "42 4.4.0" ] && [ "$(jget "$tmp/b" lang)" = bash ] ||
-	fail "bash run: $(cat "$tmp/b")"
-[ "$(jget "$tmp/b" warm)" = True ] && [ "$(jget "$tmp/b" container)" = "$(cat "$tmp/bash.name")" ] ||
-	fail "the bash run was not warm in $(cat "$tmp/bash.name"): $(cat "$tmp/b")"
+# warm LANG BODY STDOUT MEMBER VALUE: a run of LANG answers 200 with
+# STDOUT and MEMBER = VALUE, warm, in the container its pool held.
+warm() {
+	local lang=$1 out="$tmp/$1" code
+	code=$(run "$out" "$2")
+	[ "$code" = 200 ] || fail "$lang run: HTTP $code $(cat "$out")"
+	[ "$(jget "$out" stdout)" = "$3" ] && [ "$(jget "$out" "$4")" = "$5" ] ||
+		fail "$lang run: $(cat "$out")"
+	[ "$(jget "$out" warm)" = True ] && [ "$(jget "$out" container)" = "$(cat "$tmp/$lang.name")" ] ||
+		fail "the $lang run was not warm in $(cat "$tmp/$lang.name"): $(cat "$out")"
+}
+warm bash '{"code":"echo $((6*7)) $(uname -r)","language":"bash"}' "42 4.4.0" lang bash
 echo "ok - a bash run takes the pooled bash container (warm, under gVisor)"
-
-code=$(run "$tmp/n" '{"code":"console.log(6*7)","language":"node"}')
-[ "$code" = 200 ] || fail "node run: HTTP $code $(cat "$tmp/n")"
-[ "$(jget "$tmp/n" stdout)" = "42" ] && [ "$(jget "$tmp/n" profile)" = node ] ||
-	fail "node run: $(cat "$tmp/n")"
-[ "$(jget "$tmp/n" warm)" = True ] && [ "$(jget "$tmp/n" container)" = "$(cat "$tmp/node.name")" ] ||
-	fail "the node run was not warm in $(cat "$tmp/node.name"): $(cat "$tmp/n")"
+warm node '{"code":"console.log(6*7)","language":"node"}' 42 profile node
 echo "ok - a node run takes the pooled node container (warm, profile node)"
 
 code=$(run "$tmp/p" '{"code":"print(1)"}')
