@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #define DNSCACHE_NAME_MAX	255
 
@@ -23,7 +24,7 @@ union dnscache_addr {
 
 struct dnscache_entry {
 	struct dnscache_entry *hnext;	/* bucket chain */
-	struct dnscache_entry *prev, *next;	/* LRU: head is the newest */
+	TAILQ_ENTRY(dnscache_entry) lru;	/* first: the newest */
 	uint32_t hash;
 	int64_t expires_ms;
 	size_t n;
@@ -35,7 +36,7 @@ struct dnscache {
 	struct dnscache_entry **buckets;
 	size_t nbuckets;	/* a power of two */
 	size_t max, count;
-	struct dnscache_entry *head, *tail;
+	TAILQ_HEAD(dnscache_lru, dnscache_entry) lru;
 };
 
 /* FNV-1a over the lowercased name. */
@@ -72,6 +73,7 @@ proxy_dnscache_new(size_t max, struct dnscache **out)
 	}
 	dc->nbuckets = nb;
 	dc->max = max;
+	TAILQ_INIT(&dc->lru);
 	*out = dc;
 	return 0;
 }
@@ -79,12 +81,12 @@ proxy_dnscache_new(size_t max, struct dnscache **out)
 void
 proxy_dnscache_free(struct dnscache *dc)
 {
-	struct dnscache_entry *e, *next;
+	struct dnscache_entry *e;
 
 	if (dc == NULL)
 		return;
-	for (e = dc->head; e != NULL; e = next) {
-		next = e->next;
+	while ((e = TAILQ_FIRST(&dc->lru)) != NULL) {
+		TAILQ_REMOVE(&dc->lru, e, lru);
 		free(e);
 	}
 	free(dc->buckets);
@@ -95,32 +97,6 @@ size_t
 proxy_dnscache_count(const struct dnscache *dc)
 {
 	return dc->count;
-}
-
-static void
-dnscache_lru_unlink(struct dnscache *dc, struct dnscache_entry *e)
-{
-	if (e->prev != NULL)
-		e->prev->next = e->next;
-	else
-		dc->head = e->next;
-	if (e->next != NULL)
-		e->next->prev = e->prev;
-	else
-		dc->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void
-dnscache_lru_push(struct dnscache *dc, struct dnscache_entry *e)
-{
-	e->prev = NULL;
-	e->next = dc->head;
-	if (dc->head != NULL)
-		dc->head->prev = e;
-	dc->head = e;
-	if (dc->tail == NULL)
-		dc->tail = e;
 }
 
 /* The bucket slot that points at name's entry (or the chain's end). */
@@ -145,7 +121,7 @@ dnscache_drop(struct dnscache *dc, struct dnscache_entry *e)
 		pp = &(*pp)->hnext;
 	if (*pp != NULL)
 		*pp = e->hnext;
-	dnscache_lru_unlink(dc, e);
+	TAILQ_REMOVE(&dc->lru, e, lru);
 	dc->count--;
 	free(e);
 }
@@ -170,8 +146,8 @@ proxy_dnscache_get(struct dnscache *dc, const char *name, int64_t now_ms,
 		memcpy(&addrs[i], &e->addrs[i], e->addrs[i].sa.sa_family ==
 		    AF_INET ? sizeof(e->addrs[i].v4) : sizeof(e->addrs[i].v6));
 	}
-	dnscache_lru_unlink(dc, e);
-	dnscache_lru_push(dc, e);
+	TAILQ_REMOVE(&dc->lru, e, lru);
+	TAILQ_INSERT_HEAD(&dc->lru, e, lru);
 	return n;
 }
 
@@ -179,8 +155,10 @@ proxy_dnscache_get(struct dnscache *dc, const char *name, int64_t now_ms,
 static void
 dnscache_evict(struct dnscache *dc)
 {
-	if (dc->tail != NULL)
-		dnscache_drop(dc, dc->tail);
+	struct dnscache_entry *e = TAILQ_LAST(&dc->lru, dnscache_lru);
+
+	if (e != NULL)
+		dnscache_drop(dc, e);
 }
 
 int
@@ -229,9 +207,9 @@ proxy_dnscache_put(struct dnscache *dc, const char *name,
 		*slot = e;
 		dc->count++;
 	} else {
-		dnscache_lru_unlink(dc, e);
+		TAILQ_REMOVE(&dc->lru, e, lru);
 	}
-	dnscache_lru_push(dc, e);
+	TAILQ_INSERT_HEAD(&dc->lru, e, lru);
 	memcpy(e->addrs, a, k * sizeof(a[0]));
 	e->n = k;
 	e->expires_ms = now_ms + (int64_t)ttl_s * 1000;

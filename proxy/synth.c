@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 
 #define SYNTH_SIZE	(1u << PROXY_SYNTH_BITS)
 #define SYNTH_FIRST	1u			/* skip 198.18.0.0 */
@@ -19,7 +20,7 @@
 
 struct synth_entry {
 	struct synth_entry *next_name, *next_addr;	/* bucket chains */
-	struct synth_entry *prev, *next;	/* LRU: head is the newest */
+	TAILQ_ENTRY(synth_entry) lru;	/* first: the newest */
 	uint32_t hash;
 	uint32_t off;		/* offset in the block */
 	char name[];
@@ -30,7 +31,7 @@ struct proxy_synth {
 	size_t nbuckets;	/* of each table; a power of two */
 	size_t max, count;
 	uint32_t cursor;	/* the next offset to try */
-	struct synth_entry *head, *tail;
+	TAILQ_HEAD(synth_lru, synth_entry) lru;
 };
 
 /* FNV-1a over the lowercased name. */
@@ -56,6 +57,7 @@ proxy_synth_new(size_t max, struct proxy_synth **out)
 		return -EINVAL;
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return -ENOMEM;
+	TAILQ_INIT(&s->lru);
 	s->by_name = calloc(SYNTH_BUCKETS_MIN, sizeof(*s->by_name));
 	s->by_addr = calloc(SYNTH_BUCKETS_MIN, sizeof(*s->by_addr));
 	if (s->by_name == NULL || s->by_addr == NULL) {
@@ -72,12 +74,12 @@ proxy_synth_new(size_t max, struct proxy_synth **out)
 void
 proxy_synth_free(struct proxy_synth *s)
 {
-	struct synth_entry *e, *next;
+	struct synth_entry *e;
 
 	if (s == NULL)
 		return;
-	for (e = s->head; e != NULL; e = next) {
-		next = e->next;
+	while ((e = TAILQ_FIRST(&s->lru)) != NULL) {
+		TAILQ_REMOVE(&s->lru, e, lru);
 		free(e);
 	}
 	free(s->by_name);
@@ -120,32 +122,6 @@ synth_addr_slot(const struct proxy_synth *s, uint32_t off)
 	return pp;
 }
 
-static void
-synth_lru_unlink(struct proxy_synth *s, struct synth_entry *e)
-{
-	if (e->prev != NULL)
-		e->prev->next = e->next;
-	else
-		s->head = e->next;
-	if (e->next != NULL)
-		e->next->prev = e->prev;
-	else
-		s->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void
-synth_lru_push(struct proxy_synth *s, struct synth_entry *e)
-{
-	e->prev = NULL;
-	e->next = s->head;
-	if (s->head != NULL)
-		s->head->prev = e;
-	s->head = e;
-	if (s->tail == NULL)
-		s->tail = e;
-}
-
 /* Links e into both tables. */
 static void
 synth_link(struct proxy_synth *s, struct synth_entry *e)
@@ -165,7 +141,7 @@ static void
 synth_grow(struct proxy_synth *s)
 {
 	size_t nb = s->nbuckets * 2;
-	struct synth_entry **bn, **ba;
+	struct synth_entry **bn, **ba, *e;
 
 	if (s->count < s->nbuckets || s->nbuckets >= s->max)
 		return;
@@ -181,7 +157,7 @@ synth_grow(struct proxy_synth *s)
 	s->by_name = bn;
 	s->by_addr = ba;
 	s->nbuckets = nb;
-	for (struct synth_entry *e = s->head; e != NULL; e = e->next)
+	TAILQ_FOREACH(e, &s->lru, lru)
 		synth_link(s, e);
 }
 
@@ -189,13 +165,13 @@ synth_grow(struct proxy_synth *s)
 static void
 synth_evict(struct proxy_synth *s)
 {
-	struct synth_entry *e = s->tail, **pp;
+	struct synth_entry *e = TAILQ_LAST(&s->lru, synth_lru), **pp;
 
 	pp = synth_name_slot(s, e->name, e->hash);
 	*pp = e->next_name;
 	pp = synth_addr_slot(s, e->off);
 	*pp = e->next_addr;
-	synth_lru_unlink(s, e);
+	TAILQ_REMOVE(&s->lru, e, lru);
 	s->count--;
 	free(e);
 }
@@ -227,8 +203,8 @@ proxy_synth_assign(struct proxy_synth *s, const char *name,
 		return -EINVAL;
 	slot = synth_name_slot(s, name, hash);
 	if ((e = *slot) != NULL) {
-		synth_lru_unlink(s, e);
-		synth_lru_push(s, e);
+		TAILQ_REMOVE(&s->lru, e, lru);
+		TAILQ_INSERT_HEAD(&s->lru, e, lru);
 	} else {
 		if ((e = malloc(sizeof(*e) + len + 1)) == NULL)
 			return -ENOMEM;
@@ -238,7 +214,7 @@ proxy_synth_assign(struct proxy_synth *s, const char *name,
 		e->hash = hash;
 		e->off = synth_next_free(s);
 		synth_link(s, e);
-		synth_lru_push(s, e);
+		TAILQ_INSERT_HEAD(&s->lru, e, lru);
 		s->count++;
 		synth_grow(s);
 	}
