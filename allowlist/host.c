@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "allowlist/internal.h"
+#include "common/util.h"
 
 /* Byte classes for the name check: one table load per byte. */
 enum { HOST_BAD = 0, HOST_LDH, HOST_DOT };
@@ -165,18 +166,6 @@ al_ip_parse(const char *s, size_t len, int family, struct allowlist_host *h)
 	return true;
 }
 
-int
-al_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One inet_aton part at s[*pos]: 0x-hex, 0-octal or decimal, at most
  * 0xffffffff. Advances *pos past it. */
 static int
@@ -197,7 +186,7 @@ host_ipv4_part(const char *s, size_t len, size_t *pos, uint32_t *out)
 	}
 	start = i;
 	for (; i < len; i++) {
-		d = al_hexval(s[i]);
+		d = util_hexval(s[i]);
 		if (d < 0 || (base != 16 && d > 9))
 			break;
 		if ((unsigned)d >= base)

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "allowlist/internal.h"
+#include "common/util.h"
 
 /* Segment s[0..len) between two '/' (or after the last one when last);
  * why it is not canonical, or NULL. (';' never gets here.) */
@@ -59,8 +60,8 @@ path_utf8_ok(const char *s, size_t len, size_t i, unsigned v, size_t *end)
 		i += 3;
 		if (i + 2 >= len || s[i] != '%')
 			return false;
-		h = al_hexval(s[i + 1]);
-		l = al_hexval(s[i + 2]);
+		h = util_hexval(s[i + 1]);
+		l = util_hexval(s[i + 2]);
 		if (h < 0 || l < 0)
 			return false;
 		v = (unsigned)(h * 16 + l);
@@ -99,8 +100,8 @@ al_path_problem(const char *s, size_t len, bool stem)
 			size_t end;
 			if (i + 2 >= len)
 				return "it holds a malformed '%' escape";
-			hi = al_hexval(s[i + 1]);
-			lo = al_hexval(s[i + 2]);
+			hi = util_hexval(s[i + 1]);
+			lo = util_hexval(s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return "it holds a malformed '%' escape";
 			v = hi * 16 + lo;

@@ -217,8 +217,6 @@ const char *al_entry_opts(const struct allowlist *al, const struct al_entry *e);
 /* Builds al->inspect from insps (after the last string was added);
  * 0 or -ENOMEM. */
 int al_opts_finish(struct allowlist *al);
-/* The value of hex digit c, or -1 (host.c). */
-int al_hexval(char c);
 /* Why path s[0..len) (no query) is not canonical, or NULL when it is.
  * stem: s is a prefix pattern without its '*', whose last segment may be
  * incomplete (so it is not checked for being a dot segment). */

@@ -234,19 +234,6 @@ json_add_bytes(cJSON *obj, const char *key, const void *data, size_t len)
 	return item != NULL ? 0 : -ENOMEM;
 }
 
-/* The value of the hex digit c, or -1. */
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* True when the escape at p[0..avail) ("\u0000", any case of digits)
  * decodes to U+0000. */
 static bool
@@ -255,7 +242,7 @@ escape_is_nul(const char *p, size_t avail)
 	if (avail < 6 || p[1] != 'u')
 		return false;
 	for (size_t i = 2; i < 6; i++)
-		if (hexval(p[i]) != 0)
+		if (util_hexval(p[i]) != 0)
 			return false;
 	return true;
 }

@@ -327,3 +327,38 @@ util_utf8_partial_end(const void *p, size_t len)
 	}
 	return 0;
 }
+
+uint32_t
+util_fnv1a(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 16777619u;
+	return h;
+}
+
+uint32_t
+util_fnv1a_lower(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char ch = *p >= 'A' && *p <= 'Z' ? *p + 32 : *p;
+		h = (h ^ ch) * 16777619u;
+	}
+	return h;
+}
+
+int
+util_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

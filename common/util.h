@@ -58,4 +58,13 @@ size_t util_utf8_partial_end(const void *p, size_t len);
 /* Copies at most dstlen-1 bytes and NUL-terminates; true if it all fit. */
 bool util_strlcpy(char *dst, const char *src, size_t dstlen);
 
+/* 32-bit FNV-1a of p[0..len), for hash tables (not for anything an
+ * attacker must not be able to collide). util_fnv1a_lower: of the string
+ * s with ASCII letters lowercased (names, which compare without case). */
+uint32_t util_fnv1a(const void *p, size_t len);
+uint32_t util_fnv1a_lower(const char *s);
+
+/* The value of the hex digit c (either case), or -1. */
+int util_hexval(char c);
+
 #endif

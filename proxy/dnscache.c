@@ -13,6 +13,8 @@
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/util.h"
+
 #define DNSCACHE_NAME_MAX	255
 
 /* An address as DNS gives it: no port, no scope. */
@@ -38,19 +40,6 @@ struct dnscache {
 	size_t max, count;
 	TAILQ_HEAD(dnscache_lru, dnscache_entry) lru;
 };
-
-/* FNV-1a over the lowercased name. */
-static uint32_t
-dnscache_hash(const char *name)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		unsigned char ch = *p >= 'A' && *p <= 'Z' ? *p + 32 : *p;
-		h = (h ^ ch) * 16777619u;
-	}
-	return h;
-}
 
 int
 proxy_dnscache_new(size_t max, struct dnscache **out)
@@ -130,7 +119,7 @@ size_t
 proxy_dnscache_get(struct dnscache *dc, const char *name, int64_t now_ms,
     struct sockaddr_storage *addrs, size_t cap)
 {
-	uint32_t hash = dnscache_hash(name);
+	uint32_t hash = util_fnv1a_lower(name);
 	struct dnscache_entry **slot = dnscache_slot(dc, name, hash), *e;
 	size_t n;
 
@@ -167,7 +156,7 @@ proxy_dnscache_put(struct dnscache *dc, const char *name,
     int64_t now_ms)
 {
 	size_t len = strlen(name), k = 0;
-	uint32_t hash = dnscache_hash(name);
+	uint32_t hash = util_fnv1a_lower(name);
 	struct dnscache_entry **slot, *e;
 	union dnscache_addr a[DNSCACHE_MAX_ADDRS];
 

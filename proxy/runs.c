@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "proxy/egress.h"
 
 struct proxy_runs {
@@ -22,29 +23,16 @@ struct proxy_runs {
 	struct proxy_run **by_ip;
 };
 
-static uint32_t
-runs_hash(const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	uint32_t h = 2166136261u;	/* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 16777619u;
-	}
-	return h;
-}
-
 static size_t
 runs_id_slot(const struct proxy_runs *rs, const char *id)
 {
-	return runs_hash(id, strlen(id)) & (rs->nbuckets - 1);
+	return util_fnv1a(id, strlen(id)) & (rs->nbuckets - 1);
 }
 
 static size_t
 runs_ip_slot(const struct proxy_runs *rs, const struct in6_addr *ip)
 {
-	return runs_hash(ip, sizeof(*ip)) & (rs->nbuckets - 1);
+	return util_fnv1a(ip, sizeof(*ip)) & (rs->nbuckets - 1);
 }
 
 /* sa's address as IPv6, IPv4 mapped; false for another family. */

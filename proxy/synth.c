@@ -13,6 +13,8 @@
 #include <strings.h>
 #include <sys/queue.h>
 
+#include "common/util.h"
+
 #define SYNTH_SIZE	(1u << PROXY_SYNTH_BITS)
 #define SYNTH_FIRST	1u			/* skip 198.18.0.0 */
 #define SYNTH_LAST	(SYNTH_SIZE - 2)	/* and 198.19.255.255 */
@@ -33,19 +35,6 @@ struct proxy_synth {
 	uint32_t cursor;	/* the next offset to try */
 	TAILQ_HEAD(synth_lru, synth_entry) lru;
 };
-
-/* FNV-1a over the lowercased name. */
-static uint32_t
-synth_hash(const char *name)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		unsigned char ch = *p >= 'A' && *p <= 'Z' ? *p + 32 : *p;
-		h = (h ^ ch) * 16777619u;
-	}
-	return h;
-}
 
 int
 proxy_synth_new(size_t max, struct proxy_synth **out)
@@ -195,7 +184,7 @@ proxy_synth_assign(struct proxy_synth *s, const char *name,
     struct in_addr *addr)
 {
 	size_t len = strlen(name);
-	uint32_t hash = synth_hash(name);
+	uint32_t hash = util_fnv1a_lower(name);
 	struct synth_entry **slot, *e;
 
 	addr->s_addr = 0;

@@ -91,11 +91,7 @@ ratelog_due(struct ratelog *r, int64_t every_ms, uint64_t *count)
 static size_t
 peer_hash(const unsigned char *a, size_t len)
 {
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ a[i]) * 16777619u;
-	return h % PEER_BUCKETS;
+	return util_fnv1a(a, len) % PEER_BUCKETS;
 }
 
 /* The peer record of sa (made on first use); NULL on ENOMEM or for an

@@ -152,6 +152,36 @@ test_strlcpy_and_time(void **state)
 	assert_true(time_mono_ms() > 0);
 }
 
+/* The published FNV-1a (32-bit) vectors, and the lowercasing variant
+ * agreeing with them on the lowercased text; every hex digit and its
+ * neighbours. */
+static void
+test_fnv1a_and_hexval(void **state)
+{
+	static const char hex[] = "0123456789abcdef";
+	(void)state;
+	assert_int_equal(util_fnv1a("", 0), 0x811c9dc5u);
+	assert_int_equal(util_fnv1a("a", 1), 0xe40c292cu);
+	assert_int_equal(util_fnv1a("foobar", 6), 0xbf9cf968u);
+	assert_int_equal(util_fnv1a_lower(""), 0x811c9dc5u);
+	assert_int_equal(util_fnv1a_lower("FooBar"), 0xbf9cf968u);
+	assert_int_equal(util_fnv1a_lower("a.EXAMPLE"),
+	    util_fnv1a("a.example", 9));
+	assert_int_not_equal(util_fnv1a_lower("[@"), util_fnv1a_lower("{`"));
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(util_hexval(hex[i]), i);
+		assert_int_equal(util_hexval((char)(hex[i] >= 'a' ?
+		    hex[i] - 32 : hex[i])), i);
+	}
+	assert_int_equal(util_hexval('/'), -1);
+	assert_int_equal(util_hexval(':'), -1);
+	assert_int_equal(util_hexval('@'), -1);
+	assert_int_equal(util_hexval('G'), -1);
+	assert_int_equal(util_hexval('`'), -1);
+	assert_int_equal(util_hexval('g'), -1);
+	assert_int_equal(util_hexval('\0'), -1);
+}
+
 int
 main(void)
 {
@@ -162,6 +192,7 @@ main(void)
 		cmocka_unit_test(test_random_hex),
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_strlcpy_and_time),
+		cmocka_unit_test(test_fnv1a_and_hexval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
