@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -24,7 +25,7 @@
 #define CA_RENEW_SECS	3600	/* re-mint a leaf with less left */
 
 struct ca_leaf {
-	struct ca_leaf *prev, *next;	/* most recently used first */
+	TAILQ_ENTRY(ca_leaf) lru;	/* most recently used first */
 	char *host;
 	X509 *cert;
 	int64_t not_after;
@@ -34,7 +35,7 @@ struct proxy_ca {
 	X509 *cert;
 	EVP_PKEY *key;
 	EVP_PKEY *leaf_key;
-	struct ca_leaf *head, *tail;
+	TAILQ_HEAD(ca_lru, ca_leaf) lru;
 	size_t n, max;
 	uint64_t minted, hits;
 };
@@ -171,6 +172,7 @@ proxy_ca_load(const char *cert, const char *key, size_t cache_max,
 		return -ENOMEM;
 	}
 	ca->max = cache_max;
+	TAILQ_INIT(&ca->lru);
 	if ((ca->cert = proxy_ca_read_cert(cert)) == NULL) {
 		proxy_ca_free(ca);
 		return proxy_ca_fail(err, errlen, -EINVAL, cert);
@@ -199,34 +201,6 @@ proxy_ca_load(const char *cert, const char *key, size_t cache_max,
 }
 
 static void
-ca_leaf_unlink(struct proxy_ca *ca, struct ca_leaf *l)
-{
-	if (l->prev != NULL)
-		l->prev->next = l->next;
-	else
-		ca->head = l->next;
-	if (l->next != NULL)
-		l->next->prev = l->prev;
-	else
-		ca->tail = l->prev;
-	l->prev = l->next = NULL;
-	ca->n--;
-}
-
-static void
-ca_leaf_push(struct proxy_ca *ca, struct ca_leaf *l)
-{
-	l->prev = NULL;
-	l->next = ca->head;
-	if (ca->head != NULL)
-		ca->head->prev = l;
-	ca->head = l;
-	if (ca->tail == NULL)
-		ca->tail = l;
-	ca->n++;
-}
-
-static void
 ca_leaf_free(struct ca_leaf *l)
 {
 	if (l == NULL)
@@ -236,15 +210,65 @@ ca_leaf_free(struct ca_leaf *l)
 	free(l);
 }
 
+/* host's leaf in the cache, or NULL. */
+static struct ca_leaf *
+ca_leaf_find(struct proxy_ca *ca, const char *host)
+{
+	struct ca_leaf *l;
+
+	TAILQ_FOREACH(l, &ca->lru, lru)
+		if (strcmp(l->host, host) == 0)
+			return l;
+	return NULL;
+}
+
+/* A cache hit: l becomes the most recently used. Its cert. */
+static X509 *
+ca_leaf_hit(struct proxy_ca *ca, struct ca_leaf *l)
+{
+	TAILQ_REMOVE(&ca->lru, l, lru);
+	TAILQ_INSERT_HEAD(&ca->lru, l, lru);
+	ca->hits++;
+	return l->cert;
+}
+
+/* Keeps x as host's leaf, most recently used: in place of l's (host's
+ * entry, or NULL), or new, evicting the least recently used when the
+ * cache is full. x, or NULL (x freed) when out of memory. */
+static X509 *
+ca_leaf_put(struct proxy_ca *ca, struct ca_leaf *l, const char *host,
+    X509 *x, int64_t now_s)
+{
+	if (l != NULL) {	/* renewed in place */
+		X509_free(l->cert);
+		TAILQ_REMOVE(&ca->lru, l, lru);
+	} else if ((l = calloc(1, sizeof(*l))) == NULL ||
+	    (l->host = strdup(host)) == NULL) {
+		free(l);
+		X509_free(x);
+		return NULL;
+	} else if (ca->n >= ca->max) {
+		struct ca_leaf *old = TAILQ_LAST(&ca->lru, ca_lru);
+		TAILQ_REMOVE(&ca->lru, old, lru);
+		ca_leaf_free(old);
+	} else {
+		ca->n++;
+	}
+	l->cert = x;
+	l->not_after = now_s + PROXY_CA_LEAF_SECS;
+	TAILQ_INSERT_HEAD(&ca->lru, l, lru);
+	return x;
+}
+
 void
 proxy_ca_free(struct proxy_ca *ca)
 {
-	struct ca_leaf *l, *next;
+	struct ca_leaf *l;
 
 	if (ca == NULL)
 		return;
-	for (l = ca->head; l != NULL; l = next) {
-		next = l->next;
+	while ((l = TAILQ_FIRST(&ca->lru)) != NULL) {
+		TAILQ_REMOVE(&ca->lru, l, lru);
 		ca_leaf_free(l);
 	}
 	X509_free(ca->cert);
@@ -287,44 +311,15 @@ X509 *
 proxy_ca_leaf(struct proxy_ca *ca, const char *host, bool is_ip,
     int64_t now_s)
 {
-	struct ca_leaf *l;
+	struct ca_leaf *l = ca_leaf_find(ca, host);
 	X509 *x;
 
-	for (l = ca->head; l != NULL; l = l->next)
-		if (strcmp(l->host, host) == 0)
-			break;
-	if (l != NULL && l->not_after - now_s > CA_RENEW_SECS) {
-		ca_leaf_unlink(ca, l);
-		ca_leaf_push(ca, l);
-		ca->hits++;
-		return l->cert;
-	}
+	if (l != NULL && l->not_after - now_s > CA_RENEW_SECS)
+		return ca_leaf_hit(ca, l);
 	if ((x = ca_mint(ca, host, is_ip, now_s)) == NULL)
 		return NULL;
 	ca->minted++;
-	if (l != NULL) {	/* renewed in place */
-		X509_free(l->cert);
-		l->cert = x;
-		l->not_after = now_s + PROXY_CA_LEAF_SECS;
-		ca_leaf_unlink(ca, l);
-		ca_leaf_push(ca, l);
-		return x;
-	}
-	l = calloc(1, sizeof(*l));
-	if (l == NULL || (l->host = strdup(host)) == NULL) {
-		free(l);
-		X509_free(x);
-		return NULL;
-	}
-	l->cert = x;
-	l->not_after = now_s + PROXY_CA_LEAF_SECS;
-	if (ca->n >= ca->max) {
-		struct ca_leaf *old = ca->tail;
-		ca_leaf_unlink(ca, old);
-		ca_leaf_free(old);
-	}
-	ca_leaf_push(ca, l);
-	return x;
+	return ca_leaf_put(ca, l, host, x, now_s);
 }
 
 EVP_PKEY *proxy_ca_leaf_key(const struct proxy_ca *ca) { return ca->leaf_key; }
@@ -348,6 +343,7 @@ proxy_ca_load_public(const char *pem, size_t len, size_t cache_max,
 		return -ENOMEM;
 	}
 	ca->max = cache_max;
+	TAILQ_INIT(&ca->lru);
 	b = BIO_new_mem_buf(pem, (int)len);
 	ca->cert = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
 	BIO_free(b);
@@ -448,17 +444,11 @@ proxy_ca_sign(struct proxy_ca *ca, const char *host, bool is_ip,
 X509 *
 proxy_ca_leaf_cached(struct proxy_ca *ca, const char *host, int64_t now_s)
 {
-	struct ca_leaf *l;
+	struct ca_leaf *l = ca_leaf_find(ca, host);
 
-	for (l = ca->head; l != NULL; l = l->next)
-		if (strcmp(l->host, host) == 0)
-			break;
 	if (l == NULL || l->not_after - now_s <= CA_RENEW_SECS)
 		return NULL;
-	ca_leaf_unlink(ca, l);
-	ca_leaf_push(ca, l);
-	ca->hits++;
-	return l->cert;
+	return ca_leaf_hit(ca, l);
 }
 
 X509 *
@@ -468,7 +458,6 @@ proxy_ca_leaf_store(struct proxy_ca *ca, const char *host,
 	const unsigned char *p = der;
 	X509 *x = len <= INT_MAX ? d2i_X509(NULL, &p, (long)len) : NULL;
 	EVP_PKEY *pk = x != NULL ? X509_get0_pubkey(x) : NULL;
-	struct ca_leaf *l;
 
 	/* What the parent sent must be a leaf for our key, issued by the
 	 * CA: anything else would fail the handshake anyway. */
@@ -479,32 +468,7 @@ proxy_ca_leaf_store(struct proxy_ca *ca, const char *host,
 		ERR_clear_error();
 		return NULL;
 	}
-	for (l = ca->head; l != NULL; l = l->next)
-		if (strcmp(l->host, host) == 0)
-			break;
-	if (l != NULL) {
-		X509_free(l->cert);
-		l->cert = x;
-		l->not_after = now_s + PROXY_CA_LEAF_SECS;
-		ca_leaf_unlink(ca, l);
-		ca_leaf_push(ca, l);
-		return x;
-	}
-	l = calloc(1, sizeof(*l));
-	if (l == NULL || (l->host = strdup(host)) == NULL) {
-		free(l);
-		X509_free(x);
-		return NULL;
-	}
-	l->cert = x;
-	l->not_after = now_s + PROXY_CA_LEAF_SECS;
-	if (ca->n >= ca->max) {
-		struct ca_leaf *old = ca->tail;
-		ca_leaf_unlink(ca, old);
-		ca_leaf_free(old);
-	}
-	ca_leaf_push(ca, l);
-	return x;
+	return ca_leaf_put(ca, ca_leaf_find(ca, host), host, x, now_s);
 }
 
 bool
