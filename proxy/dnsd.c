@@ -1,9 +1,11 @@
 /*
  * The closed resolver's daemon side (dnsd.h): sockets, the run of each
  * query, the upstream lookup and the answer. The rules themselves are
- * dnsresolve.c's; the message codec is dnsmsg.c's.
+ * dnsresolve.c's; the message codec is dnsmsg.c's; TCP clients are
+ * dnsd_tcp.c's.
  */
 #include "proxy/dnsd.h"
+#include "proxy/dnsd_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,58 +39,6 @@
 
 #define DNSD_UDP_BURST	64	/* datagrams read per wake-up */
 
-struct dnsd_tcp;
-
-/* One query waiting for the upstream lookup of its name. */
-struct dnsd_pending {
-	struct proxy_dnsd *d;
-	struct dnsd_pending *prev, *next;
-	struct dnsd_tcp *tcp;		/* NULL: UDP, or its TCP connection
-					   is gone (the answer is dropped) */
-	struct sockaddr_storage peer;
-	socklen_t peerlen;
-	char run[PROXY_CRED_RUN_MAX + 1];	/* "" in standalone mode */
-	int64_t start_mono, start_wall;
-	struct dns_query *dq;
-	struct proxy_dnsmsg_query q;
-};
-
-struct dnsd_tcp {
-	struct proxy_dnsd *d;
-	struct dnsd_tcp *prev, *next;
-	struct bufferevent *bev;
-	struct sockaddr_storage peer;
-	socklen_t peerlen;
-	unsigned inflight;
-	bool closing;			/* the client is done: close once
-					   the answers in flight are out */
-	struct proxy_dnsmsg_tcp st;
-};
-
-struct proxy_dnsd {
-	struct proxy_server *s;
-	int ufd;
-	struct event *uev;
-	struct evconnlistener *tlev;
-	struct dnsd_pending *pending;
-	size_t npending;
-	struct dnsd_tcp *tcps;
-	size_t ntcp;
-	/* Standalone mode: one bucket for every client, and whether it is
-	 * refusing (its refusals are logged once per stretch). */
-	struct proxy_dnsrate rate;
-	bool refusing;
-	/* Run mode: one bucket for every source with no live run. */
-	struct proxy_dnsrate norun;
-};
-
-/* Where one query came from, and how to answer it. */
-struct dnsd_src {
-	const struct sockaddr *peer;
-	socklen_t peerlen;
-	struct dnsd_tcp *tcp;		/* NULL: UDP */
-};
-
 /* The callback's view: the server and the policy: its name as said
  * (NULL: no live run), and as looked up in the set (standalone mode: the
  * --policy given, or NULL for the default one). */
@@ -113,9 +63,6 @@ dnsd_ctx_init(struct dnsd_ctx *x, struct proxy_server *s,
 		x->policy = x->lookup = run->policy;
 	}
 }
-
-static void tcp_free(struct dnsd_tcp *t);
-static void tcp_resume(struct dnsd_tcp *t);
 
 /* --- the decision ------------------------------------------------------- */
 
@@ -377,7 +324,7 @@ dnsd_lookup_cb(const struct dns_result *res, void *arg)
 		    p->start_mono, res->elapsed_ms, false);
 	if (p->tcp != NULL) {
 		p->tcp->inflight--;
-		tcp_resume(p->tcp);
+		proxy_dnsd_tcp_resume(p->tcp);
 	}
 	free(p);
 }
@@ -431,8 +378,8 @@ dnsd_lookup(struct proxy_dnsd *d, const struct dnsd_src *src,
 }
 
 /* One message from src: rate, parse, decide, answer or look up. */
-static void
-dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
+void
+proxy_dnsd_query(struct proxy_dnsd *d, const struct dnsd_src *src,
     const uint8_t *msg, size_t len)
 {
 	static struct proxy_dnsmsg_query q;	/* 1.5 KiB: one loop, no
@@ -536,181 +483,8 @@ udp_read_cb(evutil_socket_t fd, short what, void *arg)
 		src.peer = (struct sockaddr *)&ss;
 		src.peerlen = sl;
 		src.tcp = NULL;
-		dnsd_query(d, &src, msg, (size_t)n);
+		proxy_dnsd_query(d, &src, msg, (size_t)n);
 	}
-}
-
-/* --- TCP ----------------------------------------------------------------- */
-
-static void
-tcp_free(struct dnsd_tcp *t)
-{
-	struct proxy_dnsd *d = t->d;
-
-	/* Lookups in flight answer nowhere. */
-	for (struct dnsd_pending *p = d->pending; p != NULL; p = p->next)
-		if (p->tcp == t) {
-			p->tcp = NULL;
-			p->peerlen = 0;
-		}
-	if (t->prev != NULL)
-		t->prev->next = t->next;
-	else
-		d->tcps = t->next;
-	if (t->next != NULL)
-		t->next->prev = t->prev;
-	d->ntcp--;
-	bufferevent_free(t->bev);
-	free(t);
-}
-
-static void tcp_read_cb(struct bufferevent *bev, void *arg);
-
-/* Reads again once under the in-flight cap; closes a connection that is
- * done once its last answer is out. */
-static void
-tcp_resume(struct dnsd_tcp *t)
-{
-	if (t->closing) {
-		if (t->inflight == 0 && evbuffer_get_length(
-		    bufferevent_get_output(t->bev)) == 0)
-			tcp_free(t);
-		return;
-	}
-	if (t->inflight < PROXY_DNSD_TCP_INFLIGHT && evbuffer_get_length(
-	    bufferevent_get_output(t->bev)) <= PROXY_DNSD_TCP_OUT_MAX) {
-		bufferevent_enable(t->bev, EV_READ);
-		/* What was read before the pause is still there. */
-		if (evbuffer_get_length(bufferevent_get_input(t->bev)) > 0)
-			tcp_read_cb(t->bev, t);
-	}
-}
-
-static void
-tcp_read_cb(struct bufferevent *bev, void *arg)
-{
-	struct dnsd_tcp *t = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	struct dnsd_src src = { (struct sockaddr *)&t->peer, t->peerlen, t };
-
-	while (!t->closing && t->inflight < PROXY_DNSD_TCP_INFLIGHT &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) <=
-	    PROXY_DNSD_TCP_OUT_MAX) {
-		size_t n = evbuffer_get_contiguous_space(in), taken = 0,
-		    msglen = 0;
-		const uint8_t *msg = NULL;
-		unsigned char *p;
-		int rc;
-
-		if (n == 0)
-			return;
-		if ((p = evbuffer_pullup(in, (ssize_t)n)) == NULL)
-			return;
-		rc = proxy_dnsmsg_tcp_feed(&t->st, p, n, &taken, &msg,
-		    &msglen);
-		evbuffer_drain(in, taken);
-		if (rc < 0) {
-			/* The stream cannot be resynchronised. */
-			log_debug("dns: a TCP client sent an oversized message");
-			tcp_free(t);
-			return;
-		}
-		if (rc == 1)
-			/* msg lives in t->st until the next feed. */
-			dnsd_query(t->d, &src, msg, msglen);
-	}
-	if (!t->closing)
-		bufferevent_disable(bev, EV_READ);	/* at a cap */
-}
-
-static void
-tcp_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct dnsd_tcp *t = arg;
-
-	(void)bev;
-	/* The answers drained (below the low watermark): read again, or
-	 * close a connection that is done. */
-	tcp_resume(t);
-}
-
-static void
-tcp_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct dnsd_tcp *t = arg;
-
-	(void)bev;
-	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
-	    t->inflight > 0) {
-		/* Half-closed: answer what it asked, then close. */
-		t->closing = true;
-		bufferevent_disable(t->bev, EV_READ);
-		return;
-	}
-	tcp_free(t);
-}
-
-/* TCP connections open from sa's address. */
-static size_t
-tcp_from(const struct proxy_dnsd *d, const struct sockaddr *sa)
-{
-	size_t n = 0;
-
-	for (const struct dnsd_tcp *t = d->tcps; t != NULL; t = t->next) {
-		const struct sockaddr *p = (const struct sockaddr *)&t->peer;
-		if (p->sa_family != sa->sa_family)
-			continue;
-		if (sa->sa_family == AF_INET ? ((const struct sockaddr_in *)
-		    (const void *)p)->sin_addr.s_addr ==
-		    ((const struct sockaddr_in *)(const void *)sa)->
-		    sin_addr.s_addr : memcmp(&((const struct sockaddr_in6 *)
-		    (const void *)p)->sin6_addr, &((const struct sockaddr_in6 *)
-		    (const void *)sa)->sin6_addr, sizeof(struct in6_addr)) ==
-		    0)
-			n++;
-	}
-	return n;
-}
-
-static void
-tcp_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
-    struct sockaddr *sa, int salen, void *arg)
-{
-	struct proxy_dnsd *d = arg;
-	struct timeval tv = { PROXY_DNSD_TCP_IDLE_MS / 1000,
-	    (PROXY_DNSD_TCP_IDLE_MS % 1000) * 1000 };
-	struct dnsd_tcp *t;
-
-	(void)l;
-	if (d->ntcp >= PROXY_DNSD_TCP_MAX || salen <= 0 ||
-	    (size_t)salen > sizeof(t->peer) ||
-	    tcp_from(d, sa) >= PROXY_DNSD_TCP_PER_SOURCE ||
-	    (d->s->runs != NULL && proxy_runs_at(d->s->runs, sa,
-	    time_wall_ms()) == NULL) ||
-	    (t = calloc(1, sizeof(*t))) == NULL) {
-		close(fd);
-		return;
-	}
-	t->bev = bufferevent_socket_new(d->s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (t->bev == NULL) {
-		close(fd);
-		free(t);
-		return;
-	}
-	t->d = d;
-	memcpy(&t->peer, sa, (size_t)salen);
-	t->peerlen = (socklen_t)salen;
-	proxy_dnsmsg_tcp_init(&t->st);
-	t->next = d->tcps;
-	if (d->tcps != NULL)
-		d->tcps->prev = t;
-	d->tcps = t;
-	d->ntcp++;
-	bufferevent_setcb(t->bev, tcp_read_cb, tcp_write_cb, tcp_event_cb, t);
-	bufferevent_setwatermark(t->bev, EV_WRITE, PROXY_DNSD_TCP_OUT_MAX / 4,
-	    0);
-	bufferevent_set_timeouts(t->bev, &tv, &tv);
-	bufferevent_enable(t->bev, EV_READ | EV_WRITE);
 }
 
 /* --- life cycle ---------------------------------------------------------- */
@@ -743,7 +517,7 @@ proxy_dnsd_new(struct proxy_server *s, int udp_fd, int tcp_fd,
 	d->s = s;
 	d->ufd = udp_fd;	/* both d's from here: freed with it */
 	if (tcp_fd >= 0 && (d->tlev = evconnlistener_new(s->base,
-	    tcp_accept_cb, d, LEV_OPT_CLOSE_ON_FREE, -1, tcp_fd)) == NULL) {
+	    proxy_dnsd_tcp_accept, d, LEV_OPT_CLOSE_ON_FREE, -1, tcp_fd)) == NULL) {
 		close(tcp_fd);
 		rc = -ENOMEM;
 		goto fail;
@@ -778,7 +552,7 @@ proxy_dnsd_free(struct proxy_dnsd *d)
 	if (d == NULL)
 		return;
 	while (d->tcps != NULL)
-		tcp_free(d->tcps);
+		proxy_dnsd_tcp_free(d->tcps);
 	while (d->pending != NULL) {
 		struct dnsd_pending *p = d->pending;
 		pending_unlink(p);
