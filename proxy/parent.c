@@ -7,7 +7,8 @@
  * crash of the process that parses sandboxes' bytes costs the runs their
  * open connections, not their registration. SIGHUP reloads (the parent
  * parses; the child gets the checked texts), SIGUSR1 reopens the access
- * log, SIGTERM drains the child, then exits.
+ * log, SIGTERM drains the child, then exits (the signals' handlers:
+ * parent_signal.c).
  */
 #include "proxy/parent.h"
 
@@ -271,97 +272,6 @@ proxy_parent_child_lost_channel(void)
 		(void)kill(P.pid, SIGKILL);
 }
 
-/* --- signals -------------------------------------------------------------- */
-
-static void
-sighup_cb(evutil_socket_t sig, short what, void *arg)
-{
-	(void)sig;
-	(void)what;
-	(void)arg;
-	log_info("SIGHUP: reloading %s", P.cfg.allowlist);
-	proxy_parent_reload(&P, NULL);
-}
-
-static void
-sigusr1_cb(evutil_socket_t sig, short what, void *arg)
-{
-	int rc;
-
-	(void)sig;
-	(void)what;
-	(void)arg;
-	log_info("SIGUSR1: reopening the access log");
-	if (P.alog != NULL && (rc = proxy_accesslog_reopen(P.alog)) != 0) {
-		errno = -rc;
-		log_warn("reopen access log");
-		return;
-	}
-	proxy_parent_alog_to_child(&P);
-}
-
-static void
-grace_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	log_info("grace period over: stopping the network child");
-	if (P.pid > 0)
-		(void)kill(P.pid, SIGKILL);
-	event_base_loopexit(P.base, NULL);
-}
-
-static void
-sigterm_cb(evutil_socket_t sig, short what, void *arg)
-{
-	struct timeval tv = { .tv_sec = P.cfg.grace_ms / 1000,
-	    .tv_usec = (P.cfg.grace_ms % 1000) * 1000 };
-
-	(void)what;
-	(void)arg;
-	if (P.draining) {
-		log_info("signal %d again: exiting now", (int)sig);
-		if (P.pid > 0)
-			(void)kill(P.pid, SIGKILL);
-		event_base_loopexit(P.base, NULL);
-		return;
-	}
-	P.draining = true;
-	log_info("signal %d: draining", (int)sig);
-	evtimer_del(P.respawn);
-	/* The child's copies are the only listeners left: once it closes
-	 * them (it says "no longer accepting"), connects are refused. */
-	for (size_t i = 0; i < P.cfg.nlisten; i++)
-		if (P.lfd[i] >= 0) {
-			close(P.lfd[i]);
-			P.lfd[i] = -1;
-		}
-	if (P.tfd >= 0) {
-		close(P.tfd);
-		P.tfd = -1;
-	}
-	if (P.pid == 0 || P.chan == NULL ||
-	    proxy_chan_send(P.chan, PSMSG_DRAIN, 0, "{}", 2, -1) != 0) {
-		if (P.pid > 0)
-			(void)kill(P.pid, SIGTERM);
-		else
-			event_base_loopexit(P.base, NULL);
-	}
-	evtimer_add(P.grace, &tv);
-}
-
-static void
-tick_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	if (P.runs != NULL && proxy_runs_tick(P.runs, time_wall_ms(), NULL,
-	    NULL, NULL) > 0)
-		proxy_parent_state_save(&P);
-}
-
 /* --- start ----------------------------------------------------------------- */
 
 static int
@@ -561,8 +471,8 @@ int
 proxy_parent_main(int argc, char **argv)
 {
 	static const int sigs[] = { SIGHUP, SIGTERM, SIGINT, SIGUSR1, SIGCHLD };
-	static event_callback_fn const cbs[] = { sighup_cb, sigterm_cb,
-	    sigterm_cb, sigusr1_cb, sigchld_cb };
+	static event_callback_fn const cbs[] = { proxy_parent_on_sighup, proxy_parent_on_sigterm,
+	    proxy_parent_on_sigterm, proxy_parent_on_sigusr1, sigchld_cb };
 	struct event *ev[5];
 	int rc;
 
@@ -581,8 +491,8 @@ proxy_parent_main(int argc, char **argv)
 	if ((P.base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	P.respawn = evtimer_new(P.base, respawn_cb, NULL);
-	P.grace = evtimer_new(P.base, grace_cb, NULL);
-	P.tick = event_new(P.base, -1, EV_PERSIST, tick_cb, NULL);
+	P.grace = evtimer_new(P.base, proxy_parent_on_grace, &P);
+	P.tick = event_new(P.base, -1, EV_PERSIST, proxy_parent_on_tick, &P);
 	{
 		struct timeval tv = { TICK_MS / 1000, (TICK_MS % 1000) * 1000 };
 		if (P.respawn == NULL || P.grace == NULL || P.tick == NULL ||
@@ -590,7 +500,7 @@ proxy_parent_main(int argc, char **argv)
 			fatalx("out of memory");
 	}
 	for (int i = 0; i < 5; i++)
-		if ((ev[i] = evsignal_new(P.base, sigs[i], cbs[i], NULL)) ==
+		if ((ev[i] = evsignal_new(P.base, sigs[i], cbs[i], &P)) ==
 		    NULL || event_add(ev[i], NULL) != 0)
 			fatalx("signal setup failed");
 	open_all();

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <event2/util.h>
+
 #include "proxy/config.h"
 
 struct accesslog;
@@ -131,5 +133,15 @@ void proxy_parent_state_save(struct parent *p);
  * wipes and frees it), or NULL (no memory). Greeting a new child and the
  * state file both hand runs on this way. */
 char *proxy_parent_run_line(const struct proxy_run *r);
+
+/* parent_signal.c: libevent callbacks, each with the parent as arg. */
+void proxy_parent_on_sighup(evutil_socket_t sig, short what, void *arg);
+void proxy_parent_on_sigusr1(evutil_socket_t sig, short what, void *arg);
+void proxy_parent_on_sigterm(evutil_socket_t sig, short what, void *arg);
+/* The drain's grace period is over: the child is killed, the loop ends. */
+void proxy_parent_on_grace(evutil_socket_t fd, short what, void *arg);
+/* Every second: the run registry's expiry (the state file saved when a
+ * run expired). */
+void proxy_parent_on_tick(evutil_socket_t fd, short what, void *arg);
 
 #endif
