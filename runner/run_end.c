@@ -8,21 +8,16 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/proc.h"
 #include "common/util.h"
-#include "runner/apirun.h"
 #include "runner/container.h"
 #include "runner/docker.h"
-#include "runner/halt.h"
 #include "runner/oomlog.h"
 #include "runner/run_internal.h"
 
-/* A warm run: how long its exec may outlive its sandbox's holder. */
-#define RUN_HOLDER_GRACE_MS 500
 /* A stopped run: how long the kill and the drain may take before the
  * streams are closed anyway (the removal then kills). */
 #define RUN_HALT_MS 1200
@@ -30,29 +25,8 @@
 void
 runner_run_stop(struct run *r, const char *name)
 {
-	struct docker_state st;
-
-	if (r->use_api) {
-		(void)container_api_abort(r->c, name, r->api);
-		return;
-	}
-	/* Its logs are named by its ID: learn it while it still exists. */
-	if (r->req->debug && docker_inspect_state(r->c, name, &st) == 0)
-		util_strlcpy(r->id, st.id, sizeof(r->id));
-	(void)container_abort(r->c, name, r->p, time_mono_ms() +
-	    CONTAINER_ABORT_MS);
-}
-
-static int
-drain_proc(void *arg, int64_t until_ms)
-{
-	return proc_communicate_streams(arg, until_ms, NULL);
-}
-
-static int
-drain_api(void *arg, int64_t until_ms)
-{
-	return apirun_communicate(arg, until_ms, NULL);
+	if (r->sb.ops != NULL)
+		r->sb.ops->stop(r, name);
 }
 
 /* The times of a stopped run (runner_timing): the step under way at the
@@ -86,43 +60,12 @@ runner_run_halt(struct run *r, const char *name)
 	int64_t t0;
 
 	r->halt_at = time_mono_ms();
-	if (r->api != NULL) {
-		apirun_get_times(r->api, &t);
-		apirun_set_output(r->api, NULL, NULL);
-		apirun_discard(r->api);
-		(void)container_halt(r->c, name, drain_api, r->api,
-		    r->halt_at + RUN_HALT_MS);
-		apirun_close(r->api);
-	} else if (r->p != NULL) {
-		proc_get_times(r->p, &t);
-		proc_set_output(r->p, NULL, NULL);
-		proc_discard(r->p);
-		(void)container_halt(r->c, name, drain_proc, r->p,
-		    r->halt_at + RUN_HALT_MS);
-		proc_close_outputs(r->p);
-	}
+	r->sb.ops->halt(r, name, r->halt_at + RUN_HALT_MS, &t);
 	halt_times(r, &t);
 	t0 = time_mono_ms();
 	r->tm->stop_ms = t0 - r->halt_at;
 	runner_run_stop(r, name);
 	r->tm->remove_ms = time_mono_ms() - t0;
-}
-
-/* A warm run whose exec ended with 125 or more: whether its sandbox died
- * (the holder's `docker run` ends with it) rather than the job exiting.
- * The exec may see the sandbox go a moment before the holder's CLI does:
- * that moment is waited for, here only. */
-static bool
-run_holder_died(struct run *r)
-{
-	int64_t end = time_mono_ms() + RUN_HOLDER_GRACE_MS;
-
-	while (!proc_gone(r->holder)) {
-		if (time_mono_ms() >= end)
-			return docker_wait_running(r->c, r->name) != 0;
-		(void)poll(NULL, 0, 20);
-	}
-	return true;
 }
 
 /* The steps' times of a run that ended by itself (runner_timing): the
@@ -136,12 +79,9 @@ finish_times(struct run *r)
 	struct proc_times t;
 	int64_t ran, exit_at = 0;
 
-	if (r->api != NULL) {
-		apirun_get_times(r->api, &t);
+	r->sb.ops->get_times(&r->sb, &t);
+	if (r->sb.ops->exit_at_wait)
 		exit_at = t.exited;
-	} else {
-		proc_get_times(r->p, &t);
-	}
 	if (t.fed > 0)
 		r->t_begin = t.fed;
 	if (exit_at <= 0)
@@ -167,8 +107,7 @@ runner_run_finish(struct run *r, const char *name)
 
 	finish_times(r);
 	t0 = time_mono_ms();
-	r->cli_exit = r->api != NULL ? apirun_exit_code(r->api) :
-	    proc_exit_code(r->p);
+	r->cli_exit = r->sb.ops->exit_code(&r->sb);
 	if (r->cli_exit == 137 || r->cli_exit >= 125 || r->cli_exit < 0 ||
 	    r->req->debug)
 		rc = docker_inspect_state(r->c, name, &st);
@@ -177,8 +116,7 @@ runner_run_finish(struct run *r, const char *name)
 	 * WaitPID failed: EOF"), e.g. killed for memory. A sandbox still
 	 * running after the exec ended did not; one that stopped did, and
 	 * then its own end state says why, and the exit code is its. */
-	if (r->warm && (r->cli_exit >= 125 || r->exec_lost) &&
-	    run_holder_died(r)) {
+	if (r->sb.ops->died(r)) {
 		died = true;
 		rc = docker_inspect_state(r->c, name, &st);
 		if (rc == 0)
@@ -211,18 +149,7 @@ runner_run_finish(struct run *r, const char *name)
 	if (rc == -ENOENT && r->cli_exit >= 125)
 		r->sandbox_error = true;
 	r->tm->inspect_ms = time_mono_ms() - t0;
-	/* A warm run's container is removed after the answer (run_cleanup):
-	 * everything the result says is known by now. */
-	if (r->warm) {
-		r->remove_later = true;
-		return;
-	}
-	t0 = time_mono_ms();
-	/* Still no one else's to remove: a kill-all or an operator that
-	 * killed it (137) while the inspections above still found it shows
-	 * here, as a removal already done or in progress. */
-	if (container_remove(r->c, name) == -ENOENT && r->cli_exit >= 125 &&
-	    !r->oom)
-		r->sandbox_error = true;
-	r->tm->remove_ms = time_mono_ms() - t0;
+	/* Removed now, or (warm) after the answer: everything the result
+	 * says is known by now. */
+	r->sb.ops->ended(r, name);
 }

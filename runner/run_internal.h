@@ -1,6 +1,7 @@
 /*
- * One run's state, shared by runner.c (the run) and run_egress.c (its
- * proxy-mode steps). Internal to the runner.
+ * One run's state, shared by runner.c (the run), run_egress.c (its
+ * proxy-mode steps), run_end.c and its sandbox (sandbox*.c). Internal to
+ * the runner.
  */
 #ifndef CORDON_RUNNER_RUN_INTERNAL_H
 #define CORDON_RUNNER_RUN_INTERNAL_H
@@ -18,9 +19,8 @@
 #include "runner/outwrap.h"
 #include "runner/relay.h"
 #include "runner/result.h"
+#include "runner/sandbox.h"
 #include "runner/slot.h"
-
-struct apirun;
 
 /* A warm run: how long its exec may outlive its sandbox's holder. */
 #define RUN_HOLDER_GRACE_MS 500
@@ -37,19 +37,13 @@ struct run {
 	char in_dir[PATH_MAX];
 	unsigned char *input;		/* what goes to the container's stdin */
 	size_t input_len;
-	struct proc *p;			/* the job's CLI: run, or (warm) exec */
-	struct proc *holder;		/* warm: the container's `docker run` */
-	struct apirun *api;		/* cold over the Engine API, not r->p */
-	bool use_api;
+	struct runner_sandbox sb;	/* the container it runs in */
 	int64_t start, deadline;
 	bool finished, timed_out, cancelled, oom, sandbox_error;
 	bool cut;			/* --keep head: a stream passed its cap,
 					 * so the run was stopped there */
 	int64_t halt_at;		/* when it was stopped; 0: it was not */
 	bool not_started;		/* docker's own failure, no job ran */
-	bool warm;			/* its container came from req->pool */
-	bool cold;			/* it missed req->pool (counted there
-					 * until it ends) */
 	int cli_exit;
 	bool proxy;			/* --net proxy: egress settings below */
 	bool ep_pooled;			/* ep is the pool's recent check's, not
@@ -68,11 +62,6 @@ struct run {
 	char id[72];			/* debug: the container's full ID */
 	struct runner_relay relay;	/* live output (req->output) */
 	struct runner_timing *tm;	/* res->timing */
-	bool exec_lost;			/* warm: its sandbox died, the exec's
-					 * CLI was killed (run_communicate_warm) */
-	bool remove_later;		/* warm, ended by itself: its container
-					 * is still there, for run_cleanup */
-	char name[RUNNER_NAME_MAX];	/* ... by this name */
 	int64_t t_begin;		/* code handed over (fed or spawned) */
 };
 

@@ -1,42 +1,35 @@
 /*
- * runner_run (runner.h): one job in one fresh container, started by a
- * `docker run -i` process or (cold, offline, default daemon: apirun.h)
- * over the Engine API socket. The deadline covers everything from the
- * start on; at the deadline, on cancel, and on every other exit path the
- * container is removed by name (`docker rm -f`) and any CLI's process
- * group killed and reaped. No --rm: the end state (OOMKilled, whether it
- * started) is inspected before removal.
+ * runner_run (runner.h): one job in one container: admitted, then a
+ * sandbox acquired (sandbox.h: warm from the pool, else cold over the
+ * Engine API or by a `docker run -i` CLI; in proxy mode sealed and
+ * registered), the code handed over, waited for, its output collected,
+ * the sandbox released. The deadline covers everything from the start
+ * on; at the deadline, on cancel, and on every other exit path the
+ * container is removed by name and any CLI's process group killed and
+ * reaped. No --rm: the end state (OOMKilled, whether it started) is
+ * inspected before removal.
  */
 #include "runner/runner.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/cbuf.h"
-#include "common/proc.h"
 #include "common/sha256.h"
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "proxy/cred.h"
-#include "runner/apirun.h"
 #include "runner/collect.h"
-#include "runner/container.h"
 #include "runner/debug.h"
 #include "runner/docker.h"
 #include "runner/docker_argv.h"
-#include "runner/dockerapi.h"
-#include "runner/egress.h"
 #include "runner/files.h"
 #include "runner/image.h"
-#include "runner/oomlog.h"
 #include "runner/outwrap.h"
-#include "runner/pool.h"
 #include "runner/probe_ops.h"
 #include "runner/relay.h"
 #include "runner/run_internal.h"
@@ -69,218 +62,17 @@ run_prepare(struct run *r, struct runner_result *res, char *err,
 	return 0;
 }
 
-/* The container's stdin, once its name (the run id) is known: the proxy
- * credential line (proxy mode), the --out wrapper's line (its nonce, and
- * how many leading bytes of each stream it passes on before it holds back
- * the end: the same cut as the host's, see run_rekeep), the code. */
-static int
-run_input(struct run *r, const char *name)
-{
-	char cred[RUNNER_EGRESS_CRED_LEN + 1];
-	char wline[OUTWRAP_NONCE_LEN + 24];
-	int rc;
-
-	if (r->proxy && runner_egress_cred_line(cred, sizeof(cred), name,
-	    r->token, &r->ep) < 0)
-		return -EINVAL;
-	snprintf(wline, sizeof(wline), "%s %zu", r->nonce,
-	    cbuf_keep_head((size_t)r->lim.max_output, r->keep));
-	rc = runner_egress_stdin(r->proxy ? cred : NULL,
-	    r->req->out_dir != NULL ? wline : NULL, r->req->code,
-	    r->req->code_len, &r->input, &r->input_len);
-	explicit_bzero(cred, sizeof(cred));
-	return rc;
-}
-
-/* Bytes of stdout to keep: the job's cap, plus the --out archive. */
-static size_t
-stdout_cap(const struct run *r)
-{
-	const struct config_limits *l = &r->c->limits;
-
-	if (r->req->out_dir == NULL)
-		return (size_t)r->lim.max_output;
-	return (size_t)(r->lim.max_output + 256 + l->out_max_bytes +
-	    (uint64_t)l->out_max_files * 1024 + 20480);
-}
-
-/* The container's streams, from whichever path ran it. */
+/* The container's streams, from whichever sandbox ran it. */
 static struct cbuf *
 run_out(struct run *r)
 {
-	return r->api != NULL ? apirun_stdout(r->api) : proc_stdout(r->p);
+	return r->sb.ops->out(&r->sb);
 }
 
 static struct cbuf *
 run_err(struct run *r)
 {
-	return r->api != NULL ? apirun_stderr(r->api) : proc_stderr(r->p);
-}
-
-/* The API path: a start cut short by the deadline or a cancel is a
- * result (run_wait stops it), as for the CLI; a refusal by the daemon is
- * explained as the CLI path's (run_explain_failure), with the daemon's
- * own answer when the preflight finds nothing wrong. */
-static int
-run_spawn_api(struct run *r, const struct container_start *cs,
-    const char *name, char *err, size_t errlen)
-{
-	char why[512];
-	int rc, prc;
-
-	rc = container_api_start(r->c, cs, r->deadline, r->req->cancel,
-	    &r->api, why, sizeof(why));
-	if (rc == -ETIMEDOUT || rc == -EINTR) {
-		r->timed_out = rc == -ETIMEDOUT;
-		r->cancelled = rc == -EINTR;
-		return 0;
-	}
-	if (rc < 0) {
-		runner_run_stop(r, name);
-		/* A daemon gone meanwhile says so (docker-unavailable); a
-		 * refusal is explained as the CLI path's. */
-		if (rc != -EIO && (prc = runner_daemon_check(r->c, err,
-		    errlen)) < 0)
-			return prc;
-		if (rc == -EIO && (prc = runner_preflight(r->c, r->req->net,
-		    err, errlen)) < 0)
-			return prc;
-		snprintf(err, errlen, "%s", why);
-	}
-	return rc;
-}
-
-static int
-run_spawn(struct run *r, const char *name, char *err, size_t errlen)
-{
-	struct container_start cs = {
-		.name = name, .image = r->image, .session = r->req->session,
-		.lim = &r->lim, .na = r->proxy ? &r->na : NULL,
-		.runtime = r->req->debug ? runner_debug_runtime(r->c,
-		    r->req->net) : NULL,
-		.label_deadline_s = time_wall_ms() / 1000 + r->lim.timeout_s +
-		    CONTAINER_GC_GRACE_S,
-		.in_dir = r->in_dir[0] != '\0' ? r->in_dir : NULL,
-		.out_wrapper = r->req->out_dir != NULL,
-		.lang = r->lang,
-		.input = r->input, .input_len = r->input_len,
-		.stdout_max = stdout_cap(r),
-		.stderr_max = (size_t)r->lim.max_output,
-		/* --out: the archive follows the job's (already capped)
-		 * stdout, and must come through whole. */
-		.stdout_keep = r->req->out_dir != NULL ? CBUF_KEEP_HEAD :
-		    r->keep,
-		.stderr_keep = r->keep,
-		.stop_at_cap = r->keep == CBUF_KEEP_HEAD,
-	};
-
-	int rc;
-
-	/* Cold runs only (a warm one's container came from the pool).
-	 * Proxy mode keeps the CLI: its egress options are CLI flags, and
-	 * its seal waits for a running container (container_seal). Debug
-	 * runs keep it too (runner/debug.h reads the CLI's container). */
-	r->use_api = !r->proxy && !r->req->debug &&
-	    dockerapi_cold_usable(r->c);
-	if (r->use_api)
-		return run_spawn_api(r, &cs, name, err, errlen);
-	if ((rc = container_spawn(r->c, &cs, &r->p)) < 0)
-		snprintf(err, errlen, "cannot run %s: %s", r->c->docker,
-		    strerror(-rc));
-	return rc;
-}
-
-/* The run misses the pool and starts its own container: counted there
- * (against the refill's starts) until it ends. 0: start cold. */
-static int
-run_miss(struct run *r)
-{
-	runner_pool_count_miss(r->req->pool);
-	r->cold = true;
-	return 0;
-}
-
-/* Takes a warm container from the pool when the run can use one: it was
- * started by the same argv as a cold one (container_spawn), with python
- * (proxy mode: the prelude) already waiting on stdin, and (egress mode)
- * sealed. 1 when taken (and, proxy mode, registered), 0 to start cold, or
- * a negative errno (the container is r->p, to stop). */
-static int
-run_take_warm(struct run *r, struct runner_result *res, char *err,
-    size_t errlen)
-{
-	const struct runner_request *q = r->req;
-	struct pool_entry e;
-	int64_t t0 = time_mono_ms();
-	int rc;
-
-	/* A debug run always starts its own container, in the debug
-	 * runtime; pooled ones run in the mode's. */
-	if (q->pool == NULL || q->debug)
-		return 0;
-	/* Pooled containers wait in their language's command line (the
-	 * pool's image, its profile: the image ID below must match too). */
-	if (r->lang != runner_pool_lang(q->pool))
-		return run_miss(r);
-	if (q->nin > 0 || q->out_dir != NULL || runner_pool_take(q->pool,
-	    q->net, r->image, &r->lim, r->proxy ? &r->ep : NULL, &e) < 0)
-		return run_miss(r);
-	r->tm->start_ms = time_mono_ms() - t0;
-	if (run_input(r, e.name) < 0 || proc_feed(e.x, r->input,
-	    r->input_len, stdout_cap(r), (size_t)r->lim.max_output,
-	    r->keep) < 0) {
-		/* Cannot happen for a fresh entry; never use it half-way. */
-		(void)container_remove(r->c, e.name);
-		proc_free(e.x);
-		proc_free(e.p);
-		free(r->input);
-		r->input = NULL;
-		runner_pool_run_done(q->pool);
-		return run_miss(r);
-	}
-	proc_stop_at_cap(e.x, r->keep == CBUF_KEEP_HEAD);
-	r->p = e.x;
-	r->holder = e.p;
-	util_strlcpy(r->name, e.name, sizeof(r->name));
-	util_strlcpy(res->container, e.name, sizeof(res->container));
-	res->warm = true;
-	r->warm = true;
-	/* proc_feed only queued the input: nothing is written before
-	 * run_wait, so the proxy knows the run before the code runs. */
-	if (r->proxy && (rc = runner_run_register(r, e.name, e.addr,
-	    res->policy, err, errlen)) < 0)
-		return rc;
-	return 1;
-}
-
-/* Proxy mode: a run that missed the pool after relying on the pool's
- * check of the egress network checks it itself (timing_ms: admit). */
-static int
-run_miss_egress(struct run *r, struct runner_result *res, char *err,
-    size_t errlen)
-{
-	int64_t t0 = time_mono_ms();
-	int rc = runner_run_egress_admit(r, res, err, errlen);
-
-	r->tm->admit_ms += time_mono_ms() - t0;
-	return rc;
-}
-
-/* Proxy mode, cold: waits until the container runs, then seals it (the
- * start's and the seal's times). */
-static int
-run_seal(struct run *r, const char *name, char *err, size_t errlen)
-{
-	int64_t running = 0;
-	int rc;
-
-	rc = container_seal(r->c, &r->ep, name, r->deadline, r->addr,
-	    &running, err, errlen);
-	if (running > 0) {
-		r->tm->start_ms = running - r->t_begin;
-		r->tm->seal_ms = time_mono_ms() - running;
-	}
-	return rc;
+	return r->sb.ops->err(&r->sb);
 }
 
 /* Live output, if asked for: the relay between the read loop and the
@@ -297,41 +89,7 @@ run_relay_start(struct run *r)
 		outwrap_marker(r->nonce, marker);
 	runner_relay_init(&r->relay, r->req->output, r->req->output_arg,
 	    r->lim.max_output, out ? marker : NULL, out ? sizeof(marker) : 0);
-	if (r->api != NULL)
-		apirun_set_output(r->api, runner_relay_chunk, &r->relay);
-	else
-		proc_set_output(r->p, runner_relay_chunk, &r->relay);
-}
-
-/* A warm run's exec, watched with its sandbox: when the sandbox dies
- * (memory), runsc's exec may never end. Once the holder's `docker run`
- * has ended, the exec gets RUN_HOLDER_GRACE_MS to end too, then its CLI
- * is killed, and the run is judged by the container's end state
- * (runner_run_finish). proc_communicate's result. */
-static int
-run_communicate_warm(struct run *r)
-{
-	int64_t slice;
-	int rc;
-
-	for (;;) {
-		slice = time_mono_ms() + 100;
-		rc = proc_communicate(r->p, slice < r->deadline ? slice :
-		    r->deadline, r->req->cancel);
-		if (rc != -ETIMEDOUT || time_mono_ms() >= r->deadline)
-			return rc;
-		if (proc_gone(r->holder))
-			break;
-	}
-	slice = time_mono_ms() + RUN_HOLDER_GRACE_MS;
-	rc = proc_communicate(r->p, slice < r->deadline ? slice : r->deadline,
-	    r->req->cancel);
-	if (rc != -ETIMEDOUT || time_mono_ms() >= r->deadline)
-		return rc;
-	r->exec_lost = true;
-	proc_kill(r->p, SIGKILL);
-	(void)proc_reap(r->p, time_mono_ms() + 5000);
-	return 0;
+	r->sb.ops->set_output(&r->sb, runner_relay_chunk, &r->relay);
 }
 
 static int
@@ -339,20 +97,15 @@ run_wait(struct run *r, const char *name)
 {
 	int rc;
 
-	/* An API start cut short: nothing to wait for. */
+	/* A start cut short (over the API): nothing to wait for. */
 	if (r->timed_out || r->cancelled) {
 		runner_run_stop(r, name);
 		return 0;
 	}
 	run_relay_start(r);
-	rc = r->api != NULL ? apirun_communicate(r->api, r->deadline,
-	    r->req->cancel) : r->warm ? run_communicate_warm(r) :
-	    proc_communicate(r->p, r->deadline, r->req->cancel);
+	rc = r->sb.ops->communicate(r);
 	if (r->req->output != NULL) {
-		if (r->api != NULL)
-			apirun_set_output(r->api, NULL, NULL);
-		else
-			proc_set_output(r->p, NULL, NULL);
+		r->sb.ops->set_output(&r->sb, NULL, NULL);
 		runner_relay_flush(&r->relay);
 	}
 
@@ -420,27 +173,9 @@ run_explain_failure(struct run *r, struct runner_result *res, char *err,
 static void
 run_cleanup(struct run *r)
 {
-	/* Off the answer's path: the removal, the CLIs, the slot, the
-	 * pool's count, all on a thread of the pool's (a thread that cannot
-	 * start: here and now). */
-	if (r->remove_later && runner_pool_remove_later(r->req->pool, r->name,
-	    r->p, r->holder, &r->slot) == 0) {
-		r->p = NULL;
-		r->holder = NULL;
-		r->warm = false;
-	} else if (r->remove_later) {
-		(void)container_remove(r->c, r->name);
-	}
-	r->remove_later = false;
 	runner_run_unregister(r);
 	cJSON_Delete(r->egress);
 	r->egress = NULL;
-	proc_free(r->p);
-	r->p = NULL;
-	apirun_free(r->api);
-	r->api = NULL;
-	proc_free(r->holder);		/* its container is gone */
-	r->holder = NULL;
 	if (r->in_dir[0] != '\0')
 		(void)util_rm_rf(r->in_dir);
 	if (r->input != NULL)
@@ -448,11 +183,9 @@ run_cleanup(struct run *r)
 	free(r->input);
 	r->input = NULL;
 	explicit_bzero(r->token, sizeof(r->token));
-	if (r->warm)
-		runner_pool_run_done(r->req->pool);
-	if (r->cold)
-		runner_pool_cold_done(r->req->pool);
-	r->warm = r->cold = false;
+	/* Its container removed, or (warm) handed to the pool's thread
+	 * with the slot. */
+	runner_sandbox_release(r);
 	/* Last: its container is gone by now, whichever way it ended. */
 	runner_slot_release(&r->slot);
 	free(r->own);
@@ -556,34 +289,8 @@ runner_run(const struct config *c, const struct runner_request *req,
 	r.deadline = r.start + r.lim.timeout_s * 1000;
 	if ((rc = run_prepare(&r, res, err, errlen)) < 0)
 		goto bad;
-	if ((rc = run_take_warm(&r, res, err, errlen)) < 0) {
-		runner_run_stop(&r, res->container);
+	if ((rc = runner_sandbox_acquire(&r, res, err, errlen)) < 0)
 		goto bad;
-	} else if (rc == 1) {
-		/* Started, sealed, registered, waiting for its stdin. */
-	} else if (r.ep_pooled && (rc = run_miss_egress(&r, res, err,
-	    errlen)) < 0) {
-		goto bad;
-	} else if ((rc = run_input(&r, res->container)) < 0) {
-		snprintf(err, errlen, "cannot assemble the job's stdin: %s",
-		    strerror(-rc));
-		goto bad;
-	} else if ((r.t_begin = time_mono_ms(),
-	    rc = run_spawn(&r, res->container, err, errlen)) < 0) {
-		goto bad;
-	} else if (r.proxy && ((rc = run_seal(&r, res->container, err,
-	    errlen)) < 0 ||
-	    (rc = runner_run_register(&r, res->container, r.addr, res->policy,
-	    err, errlen)) < 0)) {
-		/* The code is never written to a container not sealed, nor
-		 * to one the proxy does not know. */
-		runner_run_stop(&r, res->container);
-		goto bad;
-	} else if (r.proxy) {
-		/* Sealed and registered: the code is handed over from here
-		 * (timing_ms: start and seal are before). */
-		r.t_begin = time_mono_ms();
-	}
 	(void)run_wait(&r, res->container);
 	runner_run_unregister(&r);
 	/* Exit 125 with no container that ever started: a refusal by
