@@ -34,6 +34,33 @@ struct event;
 struct evconnlistener;
 struct helloread;
 struct inspect;
+struct conn;
+
+/* How a request head, once parsed, is judged and carried out: the
+ * forward path's (request.c) or an inspected tunnel's (inspect.c). Both
+ * run request.c's one pipeline (proxy_request_wait_path): the head
+ * awaited against the header deadline, parsed, a malformed or oversized
+ * one answered, then decide; on yes the client is held (what it sends
+ * meanwhile is only kept) and go carries the request on. */
+struct proxy_request_next {
+	struct host_parsed hp;	/* forward: the host to decide on */
+	const char *secret;	/* inspected: a secret to ask the parent
+				   for first (borrowed: use it in go) */
+};
+struct proxy_request_path {
+	/* NULL, or called once a head is parsed, before it is judged (the
+	 * log's fields); false when it answered. */
+	bool (*prepare)(struct conn *c);
+	/* Judges hr: false when it answered (a refusal). */
+	bool (*decide)(struct conn *c, const struct http_request *hr,
+	    struct proxy_request_next *next);
+	/* The head is still the input's first head_len bytes. */
+	void (*go)(struct conn *c, size_t head_len,
+	    struct proxy_request_next *next);
+	/* NULL, or told that the client's stream failed (BEV_EVENT_ERROR)
+	 * while a head was awaited, before c is freed. */
+	void (*failed)(struct conn *c);
+};
 struct proxy_metrics;
 struct proxy_pending;
 struct proxy_run;
@@ -152,6 +179,8 @@ struct conn {
 	 * request is awaited (NULL: srv->request_wait) and what to release
 	 * when c is freed (NULL: nothing). */
 	struct inspect *insp;
+	/* The pipeline of the head now awaited (request.c's or inspect.c's). */
+	const struct proxy_request_path *path;
 	void (*wait_next)(struct conn *c);
 	void (*on_free)(struct conn *c);
 	/* CONN_CONNECTING: what the timer calls (upstream.c sets it). */
@@ -338,8 +367,13 @@ const char *proxy_sni_verdict(struct conn *c, const struct proxy_tlshello *h,
 
 /* request.c: whether hr carries a method or URL override header. */
 bool proxy_request_has_override(const struct http_request *hr);
-/* request.c: waits for a request head on c, checks it and hands it on. */
+/* request.c: waits for a request head on c, checks it and hands it on
+ * (the forward path). */
 void proxy_request_wait(struct conn *c);
+/* request.c: the same pipeline with path's steps (inspect.c's inside a
+ * tunnel); serves what is already buffered. */
+void proxy_request_wait_path(struct conn *c,
+    const struct proxy_request_path *path);
 /* upstream.c: NULL when the proxy may connect to sa:port, else the reason
  * ("address-self", "address-CLASS") written into buf. Port 0: on some
  * port (the closed resolver's question). */

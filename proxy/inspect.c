@@ -7,6 +7,8 @@
  * the address the CONNECT checked over a fresh verified TLS connection
  * (one request each, as forward.c does for plain HTTP, whose relay it
  * reuses for bodies and responses). Refusals answer inside the TLS session.
+ * The client side (the leaf, the client's TLS) is inspect_tls.c's; here,
+ * the requests inside, on request.c's pipeline.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -33,6 +35,7 @@
 #include "proxy/conn.h"
 #include "proxy/host.h"
 #include "proxy/http.h"
+#include "proxy/inspect_internal.h"
 #include "proxy/ca.h"
 #include "proxy/metrics.h"
 #include "proxy/psep.h"
@@ -40,259 +43,6 @@
 #include "proxy/tls.h"
 
 /* The tunnel's fixed facts, for every request on it. */
-struct inspect {
-	struct sockaddr_storage addr;	/* the address the CONNECT checked */
-	socklen_t addrlen;
-	int spare_fd;		/* the CONNECT's socket, for the first request */
-	char host[HOST_NAME_MAXLEN + 1];
-	enum host_kind kind;
-	uint16_t port;
-	char authority[HOST_NAME_MAXLEN + 16];	/* for the Host header */
-	/* Waiting for the parent (privilege separation): its question's id
-	 * (cancelled when c goes), and meanwhile the client's socket and the
-	 * ClientHello already read (for the leaf), or a copy of the request
-	 * head (for the secret). */
-	uint64_t ask;
-	int cli_fd;
-	unsigned char *pre;
-	size_t pre_len;
-	char *head;
-	size_t head_len;
-	char inject_header[ALLOWLIST_HEADER_MAX + 1];
-};
-
-static void inspect_wait(struct conn *c);
-
-/* --- the client side ----------------------------------------------------- */
-
-static void
-inspect_on_free(struct conn *c)
-{
-	struct inspect *in = c->insp;
-
-	/* A close_notify once everything went: a client reading to EOF
-	 * then sees a clean end. Best effort, never blocks. */
-	if (c->cli != NULL && evbuffer_get_length(bufferevent_get_output(
-	    c->cli)) == 0) {
-		SSL *ssl = bufferevent_openssl_get_ssl(c->cli);
-		if (ssl != NULL && SSL_is_init_finished(ssl))
-			(void)SSL_shutdown(ssl);
-		ERR_clear_error();
-	}
-	if (in != NULL && in->spare_fd >= 0)
-		close(in->spare_fd);
-	if (in != NULL) {
-		proxy_psep_cancel(c->srv->psep, in->ask);
-		if (in->cli_fd >= 0)
-			close(in->cli_fd);
-		free(in->pre);
-		free(in->head);
-	}
-	free(in);
-	c->insp = NULL;
-}
-
-/* Takes the socket out of a plain bufferevent and frees it. */
-static int
-inspect_detach(struct bufferevent **bev)
-{
-	int fd = (int)bufferevent_getfd(*bev);
-
-	bufferevent_setfd(*bev, -1);
-	bufferevent_free(*bev);
-	*bev = NULL;
-	return fd;
-}
-
-static void
-inspect_authority(struct inspect *in)
-{
-	size_t n;
-
-	if (in->kind == HOST_IPV6)
-		n = (size_t)snprintf(in->authority, sizeof(in->authority),
-		    "[%s]", in->host);
-	else
-		n = (size_t)snprintf(in->authority, sizeof(in->authority),
-		    "%s", in->host);
-	if (in->port != 443 && n < sizeof(in->authority))
-		snprintf(in->authority + n, sizeof(in->authority) - n, ":%u",
-		    (unsigned)in->port);
-}
-
-/* The leaf is in hand: TLS with the client, the ClientHello the SNI check
- * read replayed first. */
-static void
-inspect_tls_start(struct conn *c, X509 *leaf)
-{
-	struct inspect *in = c->insp;
-	struct conn_req *r = c->req;
-	struct bufferevent *bev;
-	int fd = in->cli_fd;
-	SSL *ssl;
-
-	in->cli_fd = -1;
-	ssl = leaf != NULL ? proxy_tls_server_leaf(c->srv->tls, leaf, fd,
-	    in->pre, in->pre_len) : NULL;
-	free(in->pre);
-	in->pre = NULL;
-	bev = ssl == NULL ? NULL : bufferevent_openssl_socket_new(
-	    proxy_conn_base(c), fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
-	    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-	if (bev == NULL) {
-		if (ssl != NULL)
-			SSL_free(ssl);
-		close(fd);
-		snprintf(r->reason, sizeof(r->reason), "%s", leaf == NULL ?
-		    "inspect-no-leaf" : "inspect-failed");
-		proxy_conn_free(c);
-		return;
-	}
-	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	c->cli = bev;
-	/* The CONNECT itself: logged now, each request inside on its own. */
-	r->inspected = true;
-	proxy_conn_request_done(c);
-	inspect_wait(c);
-}
-
-/* The parent's answer to the leaf question (m NULL: no parent). */
-static void
-inspect_leaf_cb(void *arg, const struct proxy_imsg *m)
-{
-	struct conn *c = arg;
-	struct inspect *in = c->insp;
-	X509 *leaf = NULL;
-
-	in->ask = 0;
-	if (m != NULL && m->type == PSMSG_LEAF && m->len > 0)
-		leaf = proxy_ca_leaf_store(proxy_tls_ca(c->srv->tls), in->host,
-		    m->data, m->len, (int64_t)time(NULL));
-	if (leaf == NULL)
-		log_warnx("%s: no leaf for %s from the parent", c->client,
-		    in->host);
-	inspect_tls_start(c, leaf);
-}
-
-/* The leaf for the tunnel's host: cached, minted here (no parent: the CA
- * key is ours), or asked of the parent (inspect_tls_start follows). */
-static void
-inspect_leaf(struct conn *c)
-{
-	struct inspect *in = c->insp;
-	struct proxy_ca *ca = proxy_tls_ca(c->srv->tls);
-	struct proxy_psmsg_leaf_req q;
-	int64_t now = (int64_t)time(NULL);
-	X509 *leaf;
-	char *text;
-	int rc;
-
-	if (ca == NULL) {
-		inspect_tls_start(c, NULL);
-		return;
-	}
-	if (c->srv->psep == NULL) {
-		inspect_tls_start(c, proxy_ca_leaf(ca, in->host,
-		    in->kind != HOST_NAME, now));
-		return;
-	}
-	if ((leaf = proxy_ca_leaf_cached(ca, in->host, now)) != NULL) {
-		inspect_tls_start(c, leaf);
-		return;
-	}
-	memset(&q, 0, sizeof(q));
-	snprintf(q.host, sizeof(q.host), "%s", in->host);
-	q.is_ip = in->kind != HOST_NAME;
-	q.port = in->port;
-	if (proxy_ca_leaf_pubkey(ca, q.key, sizeof(q.key), &q.keylen) != 0 ||
-	    (text = proxy_psmsg_leaf_req_encode(&q)) == NULL) {
-		inspect_tls_start(c, NULL);
-		return;
-	}
-	rc = proxy_psep_ask(c->srv->psep, PSMSG_LEAF_REQ, text, strlen(text),
-	    inspect_leaf_cb, c, &in->ask);
-	free(text);
-	if (rc != 0) {
-		inspect_tls_start(c, NULL);
-		return;
-	}
-	/* Nothing to time meanwhile: the parent answers or the child
-	 * dies with it. */
-	c->state = CONN_RESOLVING;
-}
-
-/* The SNI check passed on a tunnel to an inspected entry: c->cli holds the
- * ClientHello (unread), c->up the socket connected to the checked
- * address. */
-void
-proxy_inspect_begin(struct conn *c)
-{
-	struct conn_req *r = c->req;
-	struct evbuffer *cin = bufferevent_get_input(c->cli);
-	size_t n = evbuffer_get_length(cin);
-	struct inspect *in;
-	unsigned char *pre = NULL;
-
-	in = calloc(1, sizeof(*in));
-	if (in == NULL || (n > 0 && (pre = malloc(n)) == NULL) ||
-	    evbuffer_get_length(bufferevent_get_output(c->cli)) > 0 ||
-	    r->next_addr == 0) {
-		/* No memory, or the 200 still queued (the client cannot have
-		 * read it and sent a ClientHello): give up. */
-		free(in);
-		free(pre);
-		snprintf(r->reason, sizeof(r->reason), "inspect-failed");
-		proxy_conn_free(c);
-		return;
-	}
-	in->spare_fd = -1;
-	in->cli_fd = -1;
-	memcpy(&in->addr, &r->addrs[r->next_addr - 1], sizeof(in->addr));
-	in->addrlen = in->addr.ss_family == AF_INET ?
-	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	snprintf(in->host, sizeof(in->host), "%s", r->host);
-	in->kind = r->host_kind;
-	in->port = r->port;
-	inspect_authority(in);
-	if (n > 0)
-		evbuffer_remove(cin, pre, n);
-	in->pre = pre;
-	in->pre_len = n;
-	c->insp = in;
-	c->on_free = inspect_on_free;
-	c->wait_next = inspect_wait;
-	if (c->state == CONN_TUNNEL)
-		proxy_metrics_tunnels_add(proxy_conn_metrics(c), -1);
-	c->state = CONN_HEAD;
-	in->spare_fd = inspect_detach(&c->up);
-	in->cli_fd = inspect_detach(&c->cli);
-	inspect_leaf(c);
-}
-
-/* --- a request inside ---------------------------------------------------- */
-
-static void
-inspect_hold_read_cb(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	(void)arg;
-}
-
-static void
-inspect_hold_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct conn *c = arg;
-
-	(void)bev;
-	if (what & BEV_EVENT_CONNECTED)
-		return;
-	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
-		c->cli_eof = true;
-		return;
-	}
-	proxy_conn_free(c);
-}
-
 static void
 inspect_up_timeout(struct conn *c)
 {
@@ -442,7 +192,7 @@ inspect_setup(struct conn *c, const struct http_request *hr,
 	snprintf(r->method, sizeof(r->method), "%.*s",
 	    (int)(hr->method_len < sizeof(r->method) - 1 ? hr->method_len :
 	    sizeof(r->method) - 1), hr->method);
-	/* r->host: set by inspect_head_process, the one caller. */
+	/* r->host: set by inspect_prepare, just before. */
 	r->host_kind = in->kind;
 	r->port = in->port;
 	r->run = c->run;
@@ -588,84 +338,57 @@ inspect_secret_ask(struct conn *c, const char *name, size_t rc)
 	return true;
 }
 
-static void
-inspect_head_process(struct conn *c)
+/* Before the head is judged: the log's fields of a request inside. */
+static bool
+inspect_prepare(struct conn *c)
 {
-	struct evbuffer *ib = bufferevent_get_input(c->cli);
-	struct http_request *hr;
-	const char *secret = NULL;
-	int rc;
-
-	if (proxy_conn_head_parse(c, &hr, &rc) <= 0)
-		return;
 	if (proxy_conn_req_str(&c->req->host, c->insp->host,
 	    strlen(c->insp->host)) != 0) {
-		free(hr);
 		proxy_conn_fail(c, 503, "error", "no-memory");
-		return;
+		return false;
 	}
 	c->req->port = c->insp->port;
 	c->req->run = c->run;
 	c->req->inspected = true;
-	if (rc == -EAGAIN || rc == -EMSGSIZE)
-		proxy_conn_fail(c, 431, "error", "headers-too-large");
-	else if (rc == -ENOMEM)
-		proxy_conn_fail(c, 503, "error", "no-memory");
-	else if (rc < 0)
-		proxy_conn_fail(c, 400, "error", "malformed-request");
-	else if (inspect_setup(c, hr, &secret)) {
-		free(hr);
-		bufferevent_setwatermark(c->cli, EV_READ, 0, CONN_OUT_MAX);
-		bufferevent_setcb(c->cli, inspect_hold_read_cb, NULL,
-		    inspect_hold_event_cb, c);
-		if (secret != NULL) {
-			(void)inspect_secret_ask(c, secret, (size_t)rc);
-			return;
-		}
-		evbuffer_drain(ib, (size_t)rc);
-		inspect_connect(c);
-		return;
-	}
-	free(hr);
+	return true;
+}
+
+static bool
+inspect_decide(struct conn *c, const struct http_request *hr,
+    struct proxy_request_next *next)
+{
+	return inspect_setup(c, hr, &next->secret);
 }
 
 static void
-inspect_head_read_cb(struct bufferevent *bev, void *arg)
+inspect_go(struct conn *c, size_t head_len, struct proxy_request_next *next)
 {
-	(void)bev;
-	inspect_head_process(arg);
+	if (next->secret != NULL) {
+		(void)inspect_secret_ask(c, next->secret, head_len);
+		return;
+	}
+	evbuffer_drain(bufferevent_get_input(c->cli), head_len);
+	inspect_connect(c);
 }
 
 static void
-inspect_head_event_cb(struct bufferevent *bev, short what, void *arg)
+inspect_failed(struct conn *c)
 {
-	struct conn *c = arg;
-
-	(void)bev;
-	if (what & BEV_EVENT_CONNECTED)
-		return;	/* the handshake is done */
-	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
-	    evbuffer_get_length(bufferevent_get_input(c->cli)) > 0) {
-		proxy_conn_fail(c, 400, "error", "malformed-request");
-		return;
-	}
-	if ((what & BEV_EVENT_ERROR) && c->nrequests == 1)
+	if (c->nrequests == 1)
 		log_debug("%s: client TLS with %s failed", c->client,
 		    c->insp->host);
-	proxy_conn_free(c);
 }
 
-/* Waits for (the next) request head inside the tunnel. */
-static void
-inspect_wait(struct conn *c)
+/* A request inside the tunnel: request.c's pipeline with these steps. */
+static const struct proxy_request_path inspect_path = {
+	.prepare = inspect_prepare,
+	.decide = inspect_decide,
+	.go = inspect_go,
+	.failed = inspect_failed,
+};
+
+void
+proxy_inspect_wait(struct conn *c)
 {
-	c->state = CONN_HEAD;
-	c->head_scanned = 0;
-	bufferevent_setwatermark(c->cli, EV_READ, 0, c->srv->cfg->max_header);
-	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
-	bufferevent_setcb(c->cli, inspect_head_read_cb, NULL,
-	    inspect_head_event_cb, c);
-	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
-	proxy_conn_timer_arm(c, c->srv->cfg->header_timeout_ms);
-	inspect_head_process(c);
+	proxy_request_wait_path(c, &inspect_path);
 }

@@ -198,6 +198,29 @@ request_setup(struct conn *c, const struct http_request *hr,
 	return true;
 }
 
+/* The forward path's decision: c->req filled, the run's admission. */
+static bool
+request_decide(struct conn *c, const struct http_request *hr,
+    struct proxy_request_next *next)
+{
+	if (!request_setup(c, hr, &next->hp) || !proxy_run_admit(c, hr))
+		return false;
+	proxy_conn_admitted(c);
+	return true;
+}
+
+static void
+request_go(struct conn *c, size_t head_len, struct proxy_request_next *next)
+{
+	evbuffer_drain(bufferevent_get_input(c->cli), head_len);
+	proxy_upstream_decide(c, &next->hp);
+}
+
+static const struct proxy_request_path request_forward = {
+	.decide = request_decide,
+	.go = request_go,
+};
+
 /* While resolving and connecting, the client stays readable (a hang-up
  * aborts the request; no epoll change on the hand-over) but what it sends
  * is only kept, up to a small bound, for the relay. */
@@ -214,6 +237,8 @@ request_hold_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 
 	(void)bev;
+	if (what & BEV_EVENT_CONNECTED)
+		return;		/* an inspected tunnel's handshake */
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR)) {
 		/* Maybe only a half-close after the request: the relay
 		 * decides once it runs. */
@@ -234,13 +259,17 @@ request_hold(struct conn *c)
 static void
 request_head_process(struct conn *c)
 {
-	struct evbuffer *in = bufferevent_get_input(c->cli);
+	const struct proxy_request_path *path = c->path;
+	struct proxy_request_next next = { .secret = NULL };
 	struct http_request *hr;
-	struct host_parsed hp;
 	int rc;
 
 	if (proxy_conn_head_parse(c, &hr, &rc) <= 0)
 		return;
+	if (path->prepare != NULL && !path->prepare(c)) {
+		free(hr);
+		return;
+	}
 	if (rc == -EAGAIN || rc == -EMSGSIZE) {
 		proxy_conn_fail(c, 431, "error", "headers-too-large");
 	} else if (rc == -ENOMEM) {
@@ -249,12 +278,10 @@ request_head_process(struct conn *c)
 		proxy_conn_fail(c, 400, "error", "bad-port");
 	} else if (rc < 0) {
 		proxy_conn_fail(c, 400, "error", "malformed-request");
-	} else if (request_setup(c, hr, &hp) && proxy_run_admit(c, hr)) {
-		proxy_conn_admitted(c);
-		evbuffer_drain(in, (size_t)rc);
-		request_hold(c);
+	} else if (path->decide(c, hr, &next)) {
 		free(hr);
-		proxy_upstream_decide(c, &hp);
+		request_hold(c);
+		path->go(c, (size_t)rc, &next);
 		return;
 	}
 	free(hr);
@@ -273,22 +300,28 @@ request_head_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct conn *c = arg;
 
 	(void)bev;
-	if ((what & BEV_EVENT_EOF) &&
+	if (what & BEV_EVENT_CONNECTED)
+		return;		/* an inspected tunnel's handshake is done */
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) &&
 	    evbuffer_get_length(bufferevent_get_input(c->cli)) > 0) {
 		/* A partial head then EOF: nothing can complete it. */
 		proxy_conn_fail(c, 400, "error", "malformed-request");
 		return;
 	}
+	if ((what & BEV_EVENT_ERROR) && c->path->failed != NULL)
+		c->path->failed(c);
 	proxy_conn_free(c);
 }
 
-static void
-request_wait_head(struct conn *c)
+void
+proxy_request_wait_path(struct conn *c, const struct proxy_request_path *path)
 {
+	c->path = path;
 	c->state = CONN_HEAD;
 	c->head_scanned = 0;
 	bufferevent_setwatermark(c->cli, EV_READ, 0,
 	    c->srv->cfg->max_header);
+	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
 	bufferevent_setcb(c->cli, request_head_read_cb, NULL,
 	    request_head_event_cb, c);
 	/* A new socket bufferevent has writing enabled without its event
@@ -299,11 +332,11 @@ request_wait_head(struct conn *c)
 	else
 		bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 	proxy_conn_timer_arm(c, c->srv->cfg->header_timeout_ms);
+	request_head_process(c);
 }
 
 void
 proxy_request_wait(struct conn *c)
 {
-	request_wait_head(c);
-	request_head_process(c);
+	proxy_request_wait_path(c, &request_forward);
 }
