@@ -3,8 +3,8 @@
  * steps (docker calls, seals, removals) outside the lock and hands each
  * start to a worker thread of its own, up to max_starts at once, so that
  * a refill after a burst of takes is not one start after another. Both
- * tell the owner what they did (on_note). pool_take.c holds the side runs
- * call; runner_pool_take only moves an entry out of a list, so a run
+ * tell the owner what they did (on_note). pool_start.c holds one start;
+ * pool_take.c holds the side runs call; runner_pool_take only moves an entry out of a list, so a run
  * never waits on the pool.
  */
 #include "runner/pool_internal.h"
@@ -22,174 +22,6 @@
 #include "probe/probe.h"
 #include "runner/container.h"
 #include "runner/docker.h"
-
-static void
-note(struct runner_pool *p, enum runner_pool_event ev, int m,
-    const char *name, const char *why, int64_t ms)
-{
-	struct runner_pool_note n = { .ev = ev, .net = (enum runner_net)m,
-	    .name = name, .why = why != NULL ? why : "", .ms = ms,
-	    .size = p->o.size, .lang = runner_pool_lang(p) };
-
-	if (p->o.on_note == NULL)
-		return;
-	pthread_mutex_lock(&p->mu);
-	n.idle = (int64_t)p->nidle[m];
-	pthread_mutex_unlock(&p->mu);
-	p->o.on_note(p->o.note_arg, &n);
-}
-
-/* Removes e's container by name, even while its `docker run` may still be
- * creating it (container_abort), and frees its CLI. Notes a removal that
- * failed. The removal's result. */
-static int
-entry_destroy(struct runner_pool *p, int m, struct pool_entry *e)
-{
-	char why[160];
-	int rc;
-
-	if (e->p == NULL)		/* nothing was spawned */
-		return -ENOENT;
-	rc = container_abort_patient(p->c, e->name, e->p);
-	proc_free(e->p);
-	e->p = NULL;
-	proc_free(e->x);
-	e->x = NULL;
-	if (rc < 0 && rc != -ENOENT) {
-		snprintf(why, sizeof(why), "docker rm -f: %s", strerror(-rc));
-		pthread_mutex_lock(&p->mu);
-		p->rm_failed++;
-		pthread_mutex_unlock(&p->mu);
-		note(p, RUNNER_POOL_RM_FAILED, m, e->name, why, 0);
-	}
-	return rc;
-}
-
-/* After a failed start: the first line docker printed, if it exited. */
-static void
-start_failure(struct pool_entry *e, const char *what, char *err,
-    size_t errlen)
-{
-	const char *msg;
-
-	if (proc_gone(e->p)) {
-		proc_kill(e->p, SIGKILL);
-		(void)proc_communicate(e->p, time_mono_ms() + 2000, NULL);
-		msg = cbuf_data(proc_stderr(e->p));
-		snprintf(err, errlen, "%s: %.*s", what,
-		    (int)strcspn(msg, "\n"), msg);
-	} else if (err[0] == '\0') {
-		snprintf(err, errlen, "%s", what);
-	}
-}
-
-/* Whether a start in progress should give up: the pool is stopping, or
- * paused (its container would be removed as soon as it is ready). */
-static bool
-pool_halted(struct runner_pool *p)
-{
-	bool h;
-
-	pthread_mutex_lock(&p->mu);
-	h = p->stop || p->paused;
-	pthread_mutex_unlock(&p->mu);
-	return h;
-}
-
-struct start_watch {
-	struct runner_pool *p;
-	struct proc *cli;
-};
-
-/* container_wait_running's stop: the pool halted, or the start failed. */
-static int
-start_stop(void *arg)
-{
-	struct start_watch *w = arg;
-
-	if (pool_halted(w->p))
-		return -ECANCELED;
-	return proc_gone(w->cli) ? -ECHILD : 0;
-}
-
-/* Starts one container for mode m (egress: sealed to ep) and waits until
- * it runs (and, egress, is sealed). Runs on a start's worker thread,
- * without the lock. -ECANCELED when the pool was stopped or paused
- * meanwhile. On failure e->p (NULL when nothing was spawned) is left to
- * the caller to destroy. */
-static int
-start_one(struct runner_pool *p, int m, const char *image,
-    const struct netsetup_endpoint *ep, struct pool_entry *e, char *err,
-    size_t errlen)
-{
-	const struct config *c = p->c;
-	struct netsetup_run_args na;
-	int64_t deadline = time_mono_ms() + POOL_START_MS;
-	struct start_watch w = { .p = p };
-	char hex[17];
-	int rc;
-	struct container_start cs = {
-		.name = e->name, .image = image, .session = p->session,
-		.lim = &p->lim,
-		/* It may take up to POOL_START_MS to start (its age counts
-		 * from then), idle for max_age, then run for the longest
-		 * timeout; `cordon gc` must not take it before. */
-		.label_deadline_s = time_wall_ms() / 1000 +
-		    POOL_START_MS / 1000 + p->o.max_age_s +
-		    c->limits.max_timeout_s + CONTAINER_GC_GRACE_S,
-		.lang = p->o.lang, .hold = true, .holder = true,
-		.stdout_max = 4096,
-		.stderr_max = 4096,
-	};
-
-	memset(e, 0, sizeof(*e));
-	err[0] = '\0';
-	if (util_random_hex(hex, 8) < 0) {
-		snprintf(err, errlen, "cannot make a container name");
-		return -EIO;
-	}
-	snprintf(e->name, sizeof(e->name), "cordon-%s", hex);
-	if (m == RUNNER_NET_PROXY) {
-		if ((rc = netsetup_run_args(c, ep, &na)) < 0) {
-			snprintf(err, errlen, "cannot build the egress options");
-			return rc;
-		}
-		cs.na = &na;
-		e->ep = *ep;
-	}
-	if ((rc = container_spawn(c, &cs, &e->p)) < 0) {
-		snprintf(err, errlen, "cannot run %.100s: %s", c->docker,
-		    strerror(-rc));
-		e->p = NULL;
-		return rc;
-	}
-	/* Not container_seal's wait: a stop or a pause cuts a slow start
-	 * short, and so does its docker CLI exiting. */
-	w.cli = e->p;
-	rc = container_wait_running(c, e->name, deadline, start_stop, &w);
-	if (rc == 0 && m == RUNNER_NET_PROXY)
-		rc = netsetup_sandbox_seal(c, &e->ep, e->name, e->addr, err,
-		    errlen);
-	/* The job's python, in the running (sealed) sandbox: it waits for
-	 * its program, which only a run writes. */
-	if (rc == 0 && (rc = container_exec_spawn(c, &cs, &e->x)) < 0) {
-		snprintf(err, errlen, "cannot run %.100s exec: %s", c->docker,
-		    strerror(-rc));
-		e->x = NULL;
-	}
-	if (rc == 0 && (proc_gone(e->p) || proc_gone(e->x)))
-		rc = -ECHILD;
-	if (rc < 0) {
-		start_failure(e, "a pool container did not start", err,
-		    errlen);
-		return rc;
-	}
-	util_strlcpy(e->image, image, sizeof(e->image));
-	e->born_ms = time_mono_ms();
-	e->memory = p->lim.memory;
-	e->cpus = p->lim.cpus;
-	return 0;
-}
 
 /* Which modes may hold containers now. Thread only, no lock (file reads,
  * and for egress a status check at most every POOL_NET_CHECK_MS). */
@@ -240,7 +72,7 @@ daemon_watch(struct runner_pool *p)
 	}
 	for (int m = 0; m < 2; m++)
 		if (p->o.modes[m])
-			note(p, down ? RUNNER_POOL_DAEMON_DOWN :
+			runner_pool_note(p, down ? RUNNER_POOL_DAEMON_DOWN :
 			    RUNNER_POOL_DAEMON_UP, m, "", down ? err : "", 0);
 }
 
@@ -297,75 +129,6 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 	return best;
 }
 
-/* Under the lock: counts a start's outcome, keeps its container or (the
- * pool paused, stopped or full meanwhile) gives it back to destroy
- * (*give_up). The event to note. */
-static enum runner_pool_event
-record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
-    const char *err, bool *give_up)
-{
-	*give_up = rc < 0;
-	p->starting--;
-	p->starting_m[m]--;
-	if (rc < 0 && (rc == -ECANCELED || p->stop || p->paused)) {
-		p->aborted++;		/* not a failure */
-		p->filled[m] = false;
-		return RUNNER_POOL_ABORTED;
-	}
-	if (rc < 0) {
-		p->failed++;
-		p->filled[m] = false;
-		util_strlcpy(p->last_error, err, sizeof(p->last_error));
-		p->backoff_ms[m] = p->backoff_ms[m] == 0 ? POOL_BACKOFF_MIN_MS :
-		    p->backoff_ms[m] * 2 > POOL_BACKOFF_MAX_MS ?
-		    POOL_BACKOFF_MAX_MS : p->backoff_ms[m] * 2;
-		p->next_try_ms[m] = time_mono_ms() + p->backoff_ms[m];
-		return RUNNER_POOL_FAILED;
-	}
-	p->started++;
-	p->backoff_ms[m] = 0;
-	pthread_cond_broadcast(&p->cv);
-	if (p->paused || p->stop || (int64_t)p->nidle[m] >= p->o.size) {
-		*give_up = true;
-		p->aborted++;
-		return RUNNER_POOL_ABORTED;
-	}
-	p->idle[m][p->nidle[m]++] = *e;
-	if ((int64_t)p->nidle[m] < p->o.size || p->filled[m])
-		return RUNNER_POOL_READY;
-	p->filled[m] = true;
-	return RUNNER_POOL_FULL;
-}
-
-/* One start for mode m, without the lock: start, count, note; a start
- * given up is removed by name before this returns. */
-static void
-pool_start(struct runner_pool *p, int m, const char *image,
-    const struct netsetup_endpoint *ep)
-{
-	struct pool_entry e;
-	enum runner_pool_event ev;
-	char err[256], why[64];
-	int64_t t0 = time_mono_ms();
-	bool give_up;
-	int rc;
-
-	rc = start_one(p, m, image, ep, &e, err, sizeof(err));
-	pthread_mutex_lock(&p->mu);
-	ev = record_start(p, m, rc, &e, err, &give_up);
-	pthread_mutex_unlock(&p->mu);
-	if (give_up) {
-		rc = entry_destroy(p, m, &e);
-		if (ev == RUNNER_POOL_ABORTED) {
-			snprintf(why, sizeof(why), "%s", rc == 0 ?
-			    "removed by name" : rc == -ENOENT ?
-			    "never created" : "removal failed");
-			util_strlcpy(err, why, sizeof(err));
-		}
-	}
-	note(p, ev, m, e.name, err, time_mono_ms() - t0);
-}
-
 /* Under the lock: moves the idle entries that must go (all, when
  * stopping) to p->victims; their number. */
 static size_t
@@ -404,8 +167,8 @@ destroy_victims(struct runner_pool *p, size_t nv)
 	for (size_t i = 0; i < nv; i++) {
 		struct pool_victim *v = &p->victims[i];
 
-		(void)entry_destroy(p, v->m, &v->e);
-		note(p, RUNNER_POOL_RETIRED, v->m, v->e.name, v->why, 0);
+		(void)runner_pool_entry_destroy(p, v->m, &v->e);
+		runner_pool_note(p, RUNNER_POOL_RETIRED, v->m, v->e.name, v->why, 0);
 	}
 }
 
@@ -415,7 +178,7 @@ worker_main(void *arg)
 	struct pool_worker *w = arg;
 	struct runner_pool *p = w->p;
 
-	pool_start(p, w->m, w->image, &w->ep);
+	runner_pool_start_one(p, w->m, w->image, &w->ep);
 	pthread_mutex_lock(&p->mu);
 	w->done = true;
 	pthread_cond_broadcast(&p->cv);
@@ -450,7 +213,7 @@ launch_starts(struct runner_pool *p, const bool ok[2], const char *image)
 			continue;
 		w->busy = false;
 		pthread_mutex_unlock(&p->mu);
-		pool_start(p, m, image, &p->net_ep);
+		runner_pool_start_one(p, m, image, &p->net_ep);
 		pthread_mutex_lock(&p->mu);
 	}
 	return n;

@@ -96,4 +96,19 @@ void runner_pool_cond_wait(struct runner_pool *p, int64_t ms);
 bool runner_pool_ep_equal(const struct netsetup_endpoint *a,
     const struct netsetup_endpoint *b);
 
+/* pool_start.c: tells the owner (on_note) what happened to a container
+ * of mode m (not under mu). */
+void runner_pool_note(struct runner_pool *p, enum runner_pool_event ev,
+    int m, const char *name, const char *why, int64_t ms);
+/* Removes e's container by name, even while its `docker run` may still be
+ * creating it, and frees its CLIs (not under mu); a failed removal is
+ * counted and noted. The removal's result (-ENOENT: nothing spawned or
+ * nothing there). */
+int runner_pool_entry_destroy(struct runner_pool *p, int m,
+    struct pool_entry *e);
+/* One start for mode m (egress: sealed to ep), on a worker thread, not
+ * under mu: started, counted, noted; kept, or removed by name. */
+void runner_pool_start_one(struct runner_pool *p, int m, const char *image,
+    const struct netsetup_endpoint *ep);
+
 #endif
