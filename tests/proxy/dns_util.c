@@ -7,19 +7,8 @@
 
 #include <string.h>
 
+#include "common/util.h"
 #include "dns_util.h"
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 size_t
 dns_hex(const char *hex, uint8_t *out, size_t cap)
@@ -42,11 +31,11 @@ dns_hex(const char *hex, uint8_t *out, size_t cap)
 			p++;
 			continue;
 		}
-		if (hexval(p[0]) < 0 || hexval(p[1]) < 0)
+		if (util_hexval(p[0]) < 0 || util_hexval(p[1]) < 0)
 			fail_msg("dns_hex: bad hex at \"%.8s\"", p);
 		if (n >= cap)
 			fail_msg("dns_hex: over %zu bytes", cap);
-		out[n++] = (uint8_t)(hexval(p[0]) << 4 | hexval(p[1]));
+		out[n++] = (uint8_t)(util_hexval(p[0]) << 4 | util_hexval(p[1]));
 		p += 2;
 	}
 	return n;
