@@ -31,7 +31,7 @@ struct apirun {
 	void *on_output_arg;
 	int attach_fd, wait_fd;
 	bool created, in_shut, attach_done, wait_done, broken;
-	bool stop_at_cap, cut, discard;
+	bool stop_at_cap, cut, discard, hold_input;
 	int http_status, exit_code;
 	struct dockerapi_frames frames;
 	char *pending;			/* attach bytes read with its head */
@@ -69,6 +69,7 @@ apirun_new(const struct apirun_opts *o, struct apirun **out)
 		memcpy(a->in, o->input, o->input_len);
 	a->in_len = o->input_len;
 	a->stop_at_cap = o->stop_at_cap;
+	a->hold_input = o->hold_input;
 	*out = a;
 	return 0;
 }
@@ -260,8 +261,10 @@ apirun_start(struct apirun *a, int64_t deadline_ms, const atomic_int *cancel,
 	if (cancelled(cancel))
 		return -EINTR;
 	/* As `docker run -i`: stdin flows from the attach on; what the
-	 * socket takes now waits in the container's stdin for the start. */
-	attach_write(a);
+	 * socket takes now waits in the container's stdin for the start.
+	 * Held (proxy mode): not a byte before apirun_communicate. */
+	if (!a->hold_input)
+		attach_write(a);
 	snprintf(path, sizeof(path), "/containers/%s/start", a->name);
 	if ((rc = dockerapi_call(a->sock, "POST", path, NULL, deadline_ms,
 	    &r)) < 0) {

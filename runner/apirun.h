@@ -22,8 +22,9 @@
 #include "runner/docker_argv.h"
 
 /* The create body for s: JSON (caller frees), the same container as
- * docker_run_argv(c, s) makes. 0, -EINVAL (docker_spec_check), -ENOTSUP
- * (egress mode's options: that mode keeps the CLI) or -ENOMEM. Pure. */
+ * docker_run_argv(c, s) makes, proxy mode's included. 0, -EINVAL
+ * (docker_spec_check), -ENOTSUP (an extra option other than --dns=ADDR
+ * and --env K=V) or -ENOMEM. Pure. */
 int dockerapi_create_body(const struct config *c, const struct docker_spec *s,
     char **out);
 
@@ -42,6 +43,12 @@ struct apirun_opts {
 					 * reading (one connection carries both:
 					 * it is shut) and apirun_communicate
 					 * returns -EFBIG */
+	bool hold_input;		/* no byte of input before
+					 * apirun_communicate (proxy mode:
+					 * not before the container is sealed
+					 * and registered); else what the
+					 * socket takes is written before the
+					 * start, as `docker run -i` does */
 };
 
 /* A session holding copies of what it needs from o (caller frees with
@@ -49,8 +56,9 @@ struct apirun_opts {
 int apirun_new(const struct apirun_opts *o, struct apirun **out);
 
 /* Creates, attaches, asks for the wait, starts; every step before
- * deadline_ms (monotonic). 0 (started, input being written by
- * apirun_communicate); -ETIMEDOUT; -EINTR (*cancel set; cancel may be
+ * deadline_ms (monotonic). 0 (started; apirun_communicate writes what
+ * of the input the socket did not take before the start: all of it with
+ * hold_input); -ETIMEDOUT; -EINTR (*cancel set; cancel may be
  * NULL); -EIO with the daemon's answer in err (refused create or start:
  * apirun_http_status says which status, apirun_created whether the
  * container exists); another errno for the socket (err says which step). */

@@ -100,7 +100,9 @@ container_api_start(const struct config *c, const struct container_start *s,
 	    .input = s->input, .input_len = s->input_len,
 	    .stdout_max = s->stdout_max, .stderr_max = s->stderr_max,
 	    .stdout_keep = s->stdout_keep, .stderr_keep = s->stderr_keep,
-	    .stop_at_cap = s->stop_at_cap };
+	    .stop_at_cap = s->stop_at_cap,
+	    /* Proxy mode: the code waits for the seal and registration. */
+	    .hold_input = s->na != NULL };
 	char *body = NULL;
 	int rc;
 

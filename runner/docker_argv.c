@@ -190,20 +190,20 @@ add_hardening(struct dargv *a, const struct config *c,
 
 /* Proxy mode: the CA bundle (system roots + the egress CA, so inspected
  * tunnels verify) read-only, and what the usual clients read it from. */
+const char *const docker_ca_env[] = {
+	"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE",
+	"NODE_EXTRA_CA_CERTS", NULL,
+};
+
 static void
 add_ca_bundle(struct dargv *a, const char *path)
 {
-	static const char *const vars[] = {
-		"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT",
-		"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-	};
-
 	dargv_add(a, "--mount");
 	dargv_addf(a, "type=bind,src=%s,dst=%s,readonly", path,
 	    DOCKER_CA_BUNDLE);
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+	for (size_t i = 0; docker_ca_env[i] != NULL; i++) {
 		dargv_add(a, "--env");
-		dargv_addf(a, "%s=%s", vars[i], DOCKER_CA_BUNDLE);
+		dargv_addf(a, "%s=%s", docker_ca_env[i], DOCKER_CA_BUNDLE);
 	}
 }
 

@@ -80,6 +80,9 @@ struct docker_spec {
 
 /* The job's whole environment (NULL-terminated): nothing from the host. */
 extern const char *const docker_job_env[];
+/* Proxy mode: the variables the usual clients read their CA bundle path
+ * from, each set to DOCKER_CA_BUNDLE (NULL-terminated). */
+extern const char *const docker_ca_env[];
 
 /* 0, or -EINVAL for a spec field that is missing or would break the argv
  * (docker_run_argv checks it first). Pure. */

@@ -1,8 +1,10 @@
 /*
  * The Engine API's POST /containers/create body for one job (apirun.h):
  * the same docker_spec as the `docker run` argv (docker_argv.c), each flag
- * mapped 1:1 to the field the docker CLI itself sends for it. Pure; table-
- * tested, and e2e-compared (`docker inspect`) with a CLI-created twin.
+ * mapped 1:1 to the field the docker CLI itself sends for it, proxy mode's
+ * too (its network, runtime, --dns, --env, the CA bundle and resolv.conf
+ * mounts). Pure; table-tested, and e2e-compared (`docker inspect`) with a
+ * CLI-created twin, offline and in proxy mode.
  */
 #include "runner/apirun.h"
 
@@ -38,6 +40,39 @@ add_ulimit(cJSON *arr, const char *name, long long v)
 }
 
 static void
+add_bind(cJSON *arr, const char *src, const char *dst)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "Type", "bind");
+	cJSON_AddStringToObject(m, "Source", src);
+	cJSON_AddStringToObject(m, "Target", dst);
+	cJSON_AddBoolToObject(m, "ReadOnly", 1);
+	cJSON_AddItemToArray(arr, m);
+}
+
+/* Proxy mode's options (netsetup_run_args: --dns=ADDR, --env K=V), into
+ * HostConfig.Dns and Env, as the CLI sends them; any other is -ENOTSUP
+ * (an option this mapping does not know must not be dropped silently). */
+static int
+add_extra(cJSON *env, cJSON *dns, const struct docker_spec *s)
+{
+	for (size_t i = 0; i < s->nextra; i++) {
+		const char *o = s->extra[i];
+		if (strncmp(o, "--dns=", 6) == 0 && o[6] != '\0') {
+			cJSON_AddItemToArray(dns, cJSON_CreateString(o + 6));
+		} else if (strcmp(o, "--env") == 0 && i + 1 < s->nextra &&
+		    strchr(s->extra[i + 1], '=') != NULL) {
+			cJSON_AddItemToArray(env,
+			    cJSON_CreateString(s->extra[++i]));
+		} else {
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+static void
 add_labels(cJSON *cfg, const struct docker_spec *s)
 {
 	cJSON *l = cJSON_AddObjectToObject(cfg, "Labels");
@@ -61,7 +96,8 @@ add_host(cJSON *root, const struct config *c, const struct docker_spec *s)
 	cJSON *a, *t, *lc;
 	char buf[128];
 
-	/* What the CLI sends when no flag sets them. */
+	/* What the CLI sends when no flag sets them (Dns: proxy mode's
+	 * --dns, added by add_extra). */
 	cJSON_AddArrayToObject(h, "Devices");
 	cJSON_AddArrayToObject(h, "Dns");
 	cJSON_AddArrayToObject(h, "DnsOptions");
@@ -93,14 +129,16 @@ add_host(cJSON *root, const struct config *c, const struct docker_spec *s)
 	lc = cJSON_AddObjectToObject(h, "LogConfig");
 	cJSON_AddStringToObject(lc, "Type", "none");
 	cJSON_AddObjectToObject(lc, "Config");
-	if (s->in_dir != NULL) {
-		cJSON *m = cJSON_CreateObject();
+	/* In the argv's order: /in, the CA bundle, resolv.conf. */
+	if (s->in_dir != NULL || s->ca_bundle != NULL ||
+	    s->resolv_conf != NULL) {
 		a = cJSON_AddArrayToObject(h, "Mounts");
-		cJSON_AddStringToObject(m, "Type", "bind");
-		cJSON_AddStringToObject(m, "Source", s->in_dir);
-		cJSON_AddStringToObject(m, "Target", "/in");
-		cJSON_AddBoolToObject(m, "ReadOnly", 1);
-		cJSON_AddItemToArray(a, m);
+		if (s->in_dir != NULL)
+			add_bind(a, s->in_dir, "/in");
+		if (s->ca_bundle != NULL)
+			add_bind(a, s->ca_bundle, DOCKER_CA_BUNDLE);
+		if (s->resolv_conf != NULL)
+			add_bind(a, s->resolv_conf, "/etc/resolv.conf");
 	}
 }
 
@@ -108,18 +146,13 @@ int
 dockerapi_create_body(const struct config *c, const struct docker_spec *s,
     char **out)
 {
-	cJSON *root = NULL, *a;
+	cJSON *root = NULL, *a, *env;
 	struct dargv cmd;
 	int rc;
 
 	*out = NULL;
 	if ((rc = docker_spec_check(c, s)) < 0)
 		return rc;
-	/* Egress mode's options are CLI flags (netsetup), and its CA bundle
-	 * and resolv.conf go with them: that mode keeps the CLI path. */
-	if (s->nextra > 0 || s->ca_bundle != NULL || s->resolv_conf != NULL ||
-	    s->prelude != NULL)
-		return -ENOTSUP;
 	if ((rc = docker_cmd_argv(s, &cmd)) < 0)
 		return rc;
 	rc = -ENOMEM;
@@ -136,14 +169,28 @@ dockerapi_create_body(const struct config *c, const struct docker_spec *s,
 	cJSON_AddBoolToObject(root, "OpenStdin", 1);
 	cJSON_AddBoolToObject(root, "StdinOnce", 1);
 	cJSON_AddBoolToObject(root, "Tty", 0);
-	a = cJSON_AddArrayToObject(root, "Env");
+	/* The env in the argv's order: the job's, the CA bundle's (proxy
+	 * mode), then the extra options'. */
+	env = cJSON_AddArrayToObject(root, "Env");
 	for (size_t i = 0; docker_job_env[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(docker_job_env[i]));
+		cJSON_AddItemToArray(env,
+		    cJSON_CreateString(docker_job_env[i]));
+	for (size_t i = 0; s->ca_bundle != NULL &&
+	    docker_ca_env[i] != NULL; i++) {
+		char kv[128];
+		snprintf(kv, sizeof(kv), "%s=%s", docker_ca_env[i],
+		    DOCKER_CA_BUNDLE);
+		cJSON_AddItemToArray(env, cJSON_CreateString(kv));
+	}
 	a = cJSON_AddArrayToObject(root, "Cmd");
 	for (size_t i = 0; i < cmd.n; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(cmd.v[i]));
 	add_labels(root, s);
 	add_host(root, c, s);
+	if ((rc = add_extra(env, cJSON_GetObjectItem(cJSON_GetObjectItem(root,
+	    "HostConfig"), "Dns"), s)) < 0)
+		goto done;
+	rc = -ENOMEM;
 	if ((*out = cJSON_PrintUnformatted(root)) != NULL)
 		rc = 0;
 done:

@@ -1,8 +1,8 @@
 /*
  * Acquiring a run's sandbox (sandbox.h): a warm one from the pool when
  * the run can use one, else a cold one, over the Engine API or by the
- * CLI (the same choice for every run: proxy mode and debug runs keep the
- * CLI), then in proxy mode sealed and registered. And what every way
+ * CLI (the same choice for every run: debug runs keep the CLI), then in
+ * proxy mode sealed and registered. And what every way
  * shares: the container's stdin and its stdout cap.
  */
 #include <errno.h>
@@ -67,10 +67,10 @@ sandbox_miss_egress(struct run *r, struct runner_result *res, char *err,
 	return rc;
 }
 
-/* A cold start, by the same container_start either way. Cold runs only
- * go over the API: proxy mode keeps the CLI (its egress options are CLI
- * flags, and its seal waits for a running container: container_seal);
- * debug runs keep it too (runner/debug.h reads the CLI's container). */
+/* A cold start, by the same container_start either way: over the API
+ * when it is usable, proxy mode included (its stdin is held until the
+ * seal); debug runs keep the CLI (runner/debug.h reads the CLI's
+ * container). */
 static int
 sandbox_start_cold(struct run *r, const char *name, char *err,
     size_t errlen)
@@ -96,7 +96,7 @@ sandbox_start_cold(struct run *r, const char *name, char *err,
 		.stop_at_cap = r->keep == CBUF_KEEP_HEAD,
 	};
 
-	if (!r->proxy && !r->req->debug && dockerapi_cold_usable(r->c))
+	if (!r->req->debug && dockerapi_cold_usable(r->c))
 		return runner_sandbox_api_start(r, &cs, name, err, errlen);
 	return runner_sandbox_cli_start(r, &cs, err, errlen);
 }

@@ -166,6 +166,20 @@ fetch_job 2 b.example.com a.example.com >"$T/b.py"
 ra=$!
 "$cordon" run --net proxy --policy pol-b <"$T/b.py" >"$T/b.json" 2>"$T/b.err" &
 rb=$!
+# A cold proxy-mode run goes over the Engine API: while it lives, it has
+# no `docker run` child (the CLI path has one for the whole run).
+ticks=0 kids=0
+while kill -0 "$ra" 2>/dev/null && [ $ticks -lt 40 ]; do
+	ticks=$((ticks + 1))
+	for c in $(pgrep -P "$ra"); do
+		tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null |
+			grep -Eq '^([^ ]*/)?docker run ' && kids=$((kids + 1))
+	done
+	sleep 0.1
+done
+[ $ticks -ge 10 ] || fail "run A lasted only $ticks ticks of 100 ms"
+[ $kids = 0 ] || fail "run A had a docker run child on $kids of $ticks ticks: not the API path"
+echo "ok: run A over the Engine API (no docker run child in $ticks ticks)"
 wait "$ra" || fail "run A: $(cat "$T/a.err" "$T/a.json")"
 wait "$rb" || fail "run B: $(cat "$T/b.err" "$T/b.json")"
 check_pair() {  # RESULT POLICY OWN OTHER

@@ -27,6 +27,7 @@
 #include "common/json.h"
 #include "common/proc.h"
 #include "common/util.h"
+#include "netsetup/netsetup.h"
 #include "runner/apirun.h"
 #include "runner/container.h"
 #include "runner/docker_argv.h"
@@ -215,9 +216,10 @@ canon(const char *key, const cJSON *v)
 }
 
 /* Every field of docker inspect that says how the container is confined
- * or what it runs, API-created vs CLI-created from the same spec. */
-static void
-test_inspect_api_vs_cli(void **state)
+ * or what it runs, API-created vs CLI-created from the same start under
+ * config c; returns the API one's inspect text (caller frees). */
+static char *
+inspect_twins(const struct config *c, struct container_start cs)
 {
 	static const char *const host_keys[] = {
 		"Runtime", "NetworkMode", "CapDrop", "CapAdd", "SecurityOpt",
@@ -236,11 +238,7 @@ test_inspect_api_vs_cli(void **state)
 		"AttachStdout", "AttachStderr", "Tty", "Volumes",
 		"NetworkDisabled", "ExposedPorts", "StopSignal",
 	};
-	struct runner_limits lim = { .timeout_s = 10, .max_output = 1024,
-	    .memory = 256 << 20, .cpus = 0.5 };
-	char hex[17], n_api[40], n_cli[40], in_dir[96], *body, path[96];
-	struct container_start cs = { .image = image_id, .session = "e2e-api",
-	    .lim = &lim, .label_deadline_s = 2000000000, .in_dir = in_dir };
+	char hex[17], n_api[40], n_cli[40], *body, path[96];
 	struct docker_spec spec;
 	struct dockerapi_resp resp;
 	struct dargv a;
@@ -249,16 +247,13 @@ test_inspect_api_vs_cli(void **state)
 	char *ja, *jc, diffs[4096] = "";
 	cJSON *ra, *rc, *ia, *ic;
 
-	(void)state;
 	assert_int_equal(util_random_hex(hex, 8), 0);
 	snprintf(n_api, sizeof(n_api), "cordon-a%s", hex);
 	snprintf(n_cli, sizeof(n_cli), "cordon-c%s", hex);
-	snprintf(in_dir, sizeof(in_dir), "%s/in", tmp);
-	assert_int_equal(mkdir(in_dir, 0755), 0);
 	/* API */
 	cs.name = n_api;
-	container_spec(&cfg, &cs, &spec);
-	assert_int_equal(dockerapi_create_body(&cfg, &spec, &body), 0);
+	container_spec(c, &cs, &spec);
+	assert_int_equal(dockerapi_create_body(c, &spec, &body), 0);
 	snprintf(path, sizeof(path), "/containers/create?name=%s", n_api);
 	assert_int_equal(dockerapi_call(DOCKERAPI_SOCKET, "POST", path, body,
 	    time_mono_ms() + 30000, &resp), 0);
@@ -268,8 +263,8 @@ test_inspect_api_vs_cli(void **state)
 	dockerapi_resp_cleanup(&resp);
 	/* CLI: the run argv, as `docker create` */
 	cs.name = n_cli;
-	container_spec(&cfg, &cs, &spec);
-	assert_int_equal(docker_run_argv(&cfg, &spec, &a), 0);
+	container_spec(c, &cs, &spec);
+	assert_int_equal(docker_run_argv(c, &spec, &a), 0);
 	assert_string_equal(a.v[1], "run");
 	free(a.v[1]);
 	a.v[1] = strdup("create");
@@ -329,13 +324,81 @@ test_inspect_api_vs_cli(void **state)
 	assert_non_null(strstr(ja, "\"CapDrop\": [\n                \"ALL\""));
 	assert_non_null(strstr(ja, "\"no-new-privileges\""));
 	assert_non_null(strstr(ja, "\"ReadonlyRootfs\": true"));
-	assert_non_null(strstr(ja, "\"Runtime\": \"cordon-offline\""));
-	assert_non_null(strstr(ja, "\"NetworkMode\": \"none\""));
 	cJSON_Delete(ra);
 	cJSON_Delete(rc);
-	free(ja);
 	free(jc);
+	return ja;
+}
+
+static struct runner_limits twin_lim = { .timeout_s = 10,
+    .max_output = 1024, .memory = 256 << 20, .cpus = 0.5 };
+
+static void
+test_inspect_api_vs_cli(void **state)
+{
+	char in_dir[96], *ja;
+	struct container_start cs = { .image = image_id, .session = "e2e-api",
+	    .lim = &twin_lim, .label_deadline_s = 2000000000,
+	    .in_dir = in_dir };
+
+	(void)state;
+	snprintf(in_dir, sizeof(in_dir), "%s/in", tmp);
+	assert_int_equal(mkdir(in_dir, 0755), 0);
+	ja = inspect_twins(&cfg, cs);
+	assert_non_null(strstr(ja, "\"Runtime\": \"cordon-offline\""));
+	assert_non_null(strstr(ja, "\"NetworkMode\": \"none\""));
+	free(ja);
 	(void)util_rm_rf(in_dir);
+}
+
+/* Proxy mode's twins: the options netsetup_run_args gives a run (its
+ * network, --dns, --env), the CA bundle and resolv.conf mounts and the
+ * prelude, on a bridge network of this test's own (config egress_network
+ * names it; the runtime is the offline one: only the create is compared,
+ * nothing starts). */
+static void
+test_inspect_api_vs_cli_proxy(void **state)
+{
+	struct config pc = cfg;
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1", .port = 3128 };
+	struct netsetup_run_args na;
+	char hex[9], net[40], dir[200], *ja, *s;
+	struct container_start cs = { .image = image_id, .session = "e2e-api",
+	    .lim = &twin_lim, .label_deadline_s = 2000000000, .na = &na };
+
+	(void)state;
+	assert_int_equal(util_random_hex(hex, 4), 0);
+	snprintf(net, sizeof(net), "cordon-e2e-api-%s", hex);
+	{
+		const char *args[] = { "network", "create", "--label",
+		    "cordon.e2e=1", net, NULL };
+		free(docker_out(args));
+	}
+	util_strlcpy(pc.egress_network, net, sizeof(pc.egress_network));
+	util_strlcpy(pc.runtime_egress, cfg.runtime_offline,
+	    sizeof(pc.runtime_egress));
+	util_strlcpy(pc.state_dir, tmp, sizeof(pc.state_dir));
+	assert_int_equal(netsetup_run_args(&pc, &ep, &na), 0);
+	snprintf(dir, sizeof(dir), "%s/egress-ca", tmp);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(util_write_file_atomic(na.ca_bundle, "x\n", 2, 0644),
+	    0);
+	snprintf(dir, sizeof(dir), "%s/net-%s", tmp, pc.egress_bridge);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	assert_int_equal(util_write_file_atomic(na.resolv_conf, "nameserver 10.213.0.1\n",
+	    22, 0644), 0);
+	ja = inspect_twins(&pc, cs);
+	{
+		const char *args[] = { "network", "rm", net, NULL };
+		free(docker_out(args));
+	}
+	s = strstr(ja, "\"NetworkMode\": \"");
+	assert_non_null(s);
+	assert_int_equal(strncmp(s + 16, net, strlen(net)), 0);
+	assert_non_null(strstr(ja, "\"10.213.0.1\""));
+	assert_non_null(strstr(ja, "\"Destination\": \"/etc/resolv.conf\""));
+	assert_non_null(strstr(ja, "\"NO_PROXY=\""));
+	free(ja);
 }
 
 /* ---- the same results either way ---- */
@@ -596,6 +659,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_inspect_api_vs_cli),
+		cmocka_unit_test(test_inspect_api_vs_cli_proxy),
 		cmocka_unit_test(test_same_results),
 		cmocka_unit_test(test_removed_from_outside),
 		cmocka_unit_test(test_kill_all_during_cold_run),

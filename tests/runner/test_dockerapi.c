@@ -12,11 +12,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -379,8 +381,16 @@ test_create_table(void **state)
 static void
 test_create_refusals(void **state)
 {
+	static const char *const bad_extra[][5] = {
+		{ "--privileged", NULL },
+		{ "--dns=", NULL },
+		{ "--env", NULL },
+		{ "--env", "NOEQUALS", NULL },
+		{ "--dns=10.0.0.1", "--env", "A=1", "--cap-add=ALL", NULL },
+		{ "--dns=10.0.0.1", "--network=host", NULL },
+		{ "--dns", "10.0.0.1", NULL },
+	};
 	struct docker_spec s = base;
-	const char *extra[] = { "--dns=10.0.0.1" };
 	char *b = (char *)"x";
 
 	(void)state;
@@ -393,17 +403,67 @@ test_create_refusals(void **state)
 	s = base;
 	s.in_dir = "relative";
 	assert_int_equal(dockerapi_create_body(&cfg, &s, &b), -EINVAL);
-	s = base;
+	/* An extra option the mapping does not know is refused, never
+	 * dropped: each one alone, and after ones it knows. */
+	for (size_t i = 0; i < sizeof(bad_extra) / sizeof(bad_extra[0]);
+	    i++) {
+		s = base;
+		s.extra = bad_extra[i];
+		s.nextra = 0;
+		while (bad_extra[i][s.nextra] != NULL)
+			s.nextra++;
+		if (dockerapi_create_body(&cfg, &s, &b) != -ENOTSUP)
+			fail_msg("extra option row %zu accepted", i);
+		assert_null(b);
+	}
+}
+
+/* Proxy mode's spec (container_spec with netsetup_run_args' options):
+ * the network and runtime, --dns into Dns, each --env after the job's and
+ * the CA bundle's variables, the CA bundle and resolv.conf mounted after
+ * /in, the prelude before the job's command; exactly the argv's. */
+static void
+test_create_proxy(void **state)
+{
+	static const char *const extra[] = { "--dns=172.30.0.1", "--env",
+	    "NO_PROXY=", "--env", "no_proxy=", NULL };
+	struct docker_spec s = base;
+	cJSON *o;
+
+	(void)state;
+	s.network = "cordon-egress";
+	s.runtime = "cordon-egress";
 	s.extra = extra;
-	s.nextra = 1;
-	assert_int_equal(dockerapi_create_body(&cfg, &s, &b), -ENOTSUP);
-	s = base;
-	s.prelude = "x";
-	assert_int_equal(dockerapi_create_body(&cfg, &s, &b), -ENOTSUP);
-	s = base;
+	s.nextra = 5;
+	s.prelude = "import os";
+	s.in_dir = "/var/lib/cordon/in/x";
+	s.ca_bundle = "/var/lib/cordon/egress-ca/ca-bundle.pem";
 	s.resolv_conf = "/var/lib/cordon/net-cordon0/resolv.conf";
-	assert_int_equal(dockerapi_create_body(&cfg, &s, &b), -ENOTSUP);
-	assert_null(b);
+	o = body_of(&s);
+	assert_string_equal(jpath_str(o, "HostConfig", "NetworkMode"),
+	    "cordon-egress");
+	assert_string_equal(jpath_str(o, "HostConfig", "Runtime"),
+	    "cordon-egress");
+	ASSERT_JSON(o, "HostConfig", "Dns", "[\"172.30.0.1\"]");
+	ASSERT_JSON(o, "Env", NULL, "[\"PATH=/usr/local/sbin:/usr/local/bin:"
+	    "/usr/sbin:/usr/bin:/sbin:/bin\",\"HOME=/tmp\",\"LANG=C.UTF-8\","
+	    "\"PYTHONDONTWRITEBYTECODE=1\",\"PYTHONUNBUFFERED=1\","
+	    "\"SSL_CERT_FILE=/etc/cordon/ca-bundle.pem\","
+	    "\"REQUESTS_CA_BUNDLE=/etc/cordon/ca-bundle.pem\","
+	    "\"PIP_CERT=/etc/cordon/ca-bundle.pem\","
+	    "\"CURL_CA_BUNDLE=/etc/cordon/ca-bundle.pem\","
+	    "\"NODE_EXTRA_CA_CERTS=/etc/cordon/ca-bundle.pem\","
+	    "\"NO_PROXY=\",\"no_proxy=\"]");
+	ASSERT_JSON(o, "HostConfig", "Mounts", "[{\"Type\":\"bind\","
+	    "\"Source\":\"/var/lib/cordon/in/x\",\"Target\":\"/in\","
+	    "\"ReadOnly\":true},{\"Type\":\"bind\",\"Source\":"
+	    "\"/var/lib/cordon/egress-ca/ca-bundle.pem\",\"Target\":"
+	    "\"/etc/cordon/ca-bundle.pem\",\"ReadOnly\":true},{\"Type\":"
+	    "\"bind\",\"Source\":\"/var/lib/cordon/net-cordon0/resolv.conf\","
+	    "\"Target\":\"/etc/resolv.conf\",\"ReadOnly\":true}]");
+	ASSERT_JSON(o, "Cmd", NULL, "[\"python3\",\"-I\",\"-c\","
+	    "\"import os\",\"-\"]");
+	cJSON_Delete(o);
 }
 
 /* ---- a fake daemon ---- */
@@ -421,6 +481,9 @@ struct fake {
 	bool started, attach_done, stop;
 	char stdin_got[256];
 	size_t stdin_len;
+	int attach_fd;			/* -1 until the attach came */
+	int pending_at_start;		/* stdin bytes in the attach when the
+					 * start came; -1: no attach then */
 	char create_body[8192];
 	int conns;
 };
@@ -479,6 +542,7 @@ serve_attach(struct fake *f, int fd)
 	    "vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
 	    "\r\n");
 	pthread_mutex_lock(&f->mu);
+	f->attach_fd = fd;
 	while (!f->started && !f->stop)
 		pthread_cond_wait(&f->cv, &f->mu);
 	pthread_mutex_unlock(&f->mu);
@@ -486,10 +550,12 @@ serve_attach(struct fake *f, int fd)
 		return;
 	/* stdin to its EOF (the client's SHUT_WR), then the output. */
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		pthread_mutex_lock(&f->mu);
 		if (f->stdin_len + (size_t)n < sizeof(f->stdin_got)) {
 			memcpy(f->stdin_got + f->stdin_len, buf, (size_t)n);
 			f->stdin_len += (size_t)n;
 		}
+		pthread_mutex_unlock(&f->mu);
 	}
 	if (f->mode == M_BAD_FRAME) {
 		say(fd, "\3\0\0\0\0\0\0\1x");
@@ -560,6 +626,11 @@ conn_main(void *arg)
 			pthread_mutex_unlock(&f->mu);
 			goto done;
 		}
+		pthread_mutex_lock(&f->mu);
+		if (f->attach_fd < 0 || ioctl(f->attach_fd, FIONREAD,
+		    &f->pending_at_start) < 0)
+			f->pending_at_start = -1;
+		pthread_mutex_unlock(&f->mu);
 		say(fd, "HTTP/1.1 204 No Content\r\n\r\n");
 		pthread_mutex_lock(&f->mu);
 		f->started = true;
@@ -599,6 +670,7 @@ fake_start(struct fake *f, enum mode m)
 
 	memset(f, 0, sizeof(*f));
 	f->mode = m;
+	f->attach_fd = -1;
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	strcpy(f->dir, "/tmp/cordon-apitest.XXXXXX");
@@ -626,16 +698,59 @@ fake_stop(struct fake *f)
 }
 
 static struct apirun *
-session(struct fake *f, size_t cap)
+session_held(struct fake *f, size_t cap, bool hold)
 {
 	struct apirun_opts o = { .sock = f->sock, .name = "cordon-0a1b",
 	    .body = "{\"Image\":\"x\"}", .input = "print(1)\n",
 	    .input_len = 9, .stdout_max = cap, .stderr_max = cap,
-	    .stdout_keep = CBUF_KEEP_BOTH, .stderr_keep = CBUF_KEEP_BOTH };
+	    .stdout_keep = CBUF_KEEP_BOTH, .stderr_keep = CBUF_KEEP_BOTH,
+	    .hold_input = hold };
 	struct apirun *a;
 
 	assert_int_equal(apirun_new(&o, &a), 0);
 	return a;
+}
+
+static struct apirun *
+session(struct fake *f, size_t cap)
+{
+	return session_held(f, cap, false);
+}
+
+/* Proxy mode's hold: not a byte of the job's stdin reaches the daemon
+ * before apirun_communicate (the code never waits inside a container not
+ * yet sealed); without it, the input is there when the start comes, as
+ * `docker run -i` sends it. */
+static void
+test_session_hold_input(void **state)
+{
+	for (int hold = 0; hold <= 1; hold++) {
+		struct fake f;
+		struct apirun *a;
+		char err[256] = "";
+		size_t after;
+		fake_start(&f, M_OK);
+		a = session_held(&f, 1024, hold);
+		assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL,
+		    err, sizeof(err)), 0);
+		/* The fake reads the attach from the start on. */
+		(void)poll(NULL, 0, 50);
+		pthread_mutex_lock(&f.mu);
+		after = f.stdin_len;
+		pthread_mutex_unlock(&f.mu);
+		if (hold && (f.pending_at_start != 0 || after != 0))
+			fail_msg("held input: %d bytes at the start, %zu after "
+			    "it", f.pending_at_start, after);
+		if (!hold && f.pending_at_start != 9)
+			fail_msg("input at the start: %d bytes, want 9",
+			    f.pending_at_start);
+		assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000,
+		    NULL), 0);
+		assert_int_equal(f.stdin_len, 9);
+		assert_memory_equal(f.stdin_got, "print(1)\n", 9);
+		apirun_free(a);
+		fake_stop(&f);
+	}
 }
 
 static void
@@ -833,6 +948,8 @@ main(void)
 		cmocka_unit_test(test_create_body),
 		cmocka_unit_test(test_create_table),
 		cmocka_unit_test(test_create_refusals),
+		cmocka_unit_test(test_create_proxy),
+		cmocka_unit_test(test_session_hold_input),
 		cmocka_unit_test(test_session_ok),
 		cmocka_unit_test(test_session_create_refused),
 		cmocka_unit_test(test_session_closes_early),
