@@ -119,6 +119,12 @@ int netsetup_control_path(const struct netsetup_params *p, char *buf,
 int netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
     char *err, size_t errlen);
 
+/* The endpoint netsetup_ready fills, without its checks (from the config
+ * and net.json alone: no process): for a run that checks the network
+ * while its container starts. 0 or a negative errno with err. */
+int netsetup_endpoint_load(const struct config *c,
+    struct netsetup_endpoint *ep, char *err, size_t errlen);
+
 #define NETSETUP_RUN_ARGS_MAX 24
 
 /* What a proxy-mode `docker run` needs besides the hardening set. All
@@ -172,6 +178,31 @@ int netsetup_run_args(const struct config *c,
 int netsetup_sandbox_seal(const struct config *c,
     const struct netsetup_endpoint *ep, const char *container, char *addr,
     char *err, size_t errlen);
+
+/* What the seal reads of a container, from `docker inspect` or the
+ * Engine API's GET /containers/NAME/json. */
+struct netsetup_sandbox_view {
+	bool running;			/* State.Running */
+	char mode[80];			/* HostConfig.NetworkMode */
+	char key[256];			/* NetworkSettings.SandboxKey */
+	char ip[64];			/* its IPv4 address on c's egress
+					 * network; "" when not on it */
+};
+
+/* The view from the Engine API's inspect JSON (len bytes) of a container,
+ * its address on c's egress network. Pure. 0, or -EINVAL (not an
+ * inspect object, a field of the wrong type or too long). */
+int netsetup_sandbox_view_parse(const struct config *c, const char *json,
+    size_t len, struct netsetup_sandbox_view *v);
+
+/* netsetup_sandbox_seal with the view already read: the same checks (a
+ * running container on the egress network, a Docker netns key, an IPv4
+ * address when addr is wanted), then the same rules; the IPv4 and IPv6
+ * restores run at once. */
+int netsetup_sandbox_seal_view(const struct config *c,
+    const struct netsetup_endpoint *ep, const char *container,
+    const struct netsetup_sandbox_view *v, char *addr, char *err,
+    size_t errlen);
 
 /* ---- `cordon net reload` ---- */
 

@@ -304,6 +304,37 @@ bad:
 	return rc;
 }
 
+/* The endpoint the runs of p use: the proxy on the gateway, its control
+ * socket. */
+static int
+ready_endpoint(const struct netsetup_params *p, struct netsetup_endpoint *ep,
+    char *err, size_t errlen)
+{
+	int rc;
+
+	snprintf(ep->gateway, sizeof(ep->gateway), "%s", p->gateway);
+	ep->port = p->port;
+	if ((rc = netsetup_control_path(p, ep->control,
+	    sizeof(ep->control))) < 0) {
+		snprintf(err, errlen, "the proxy's control socket path under %s "
+		    "is too long for a unix socket", p->state_dir);
+		return rc;
+	}
+	return 0;
+}
+
+int
+netsetup_endpoint_load(const struct config *c, struct netsetup_endpoint *ep,
+    char *err, size_t errlen)
+{
+	struct netsetup_params p;
+	int rc;
+
+	if ((rc = netsetup_params_load(&p, c, err, errlen)) < 0)
+		return rc;
+	return ready_endpoint(&p, ep, err, errlen);
+}
+
 int
 netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
     char *err, size_t errlen)
@@ -336,16 +367,5 @@ netsetup_ready(const struct config *c, struct netsetup_endpoint *ep,
 			return -ENETDOWN;
 		}
 	}
-	if (ep != NULL) {
-		snprintf(ep->gateway, sizeof(ep->gateway), "%s", p.gateway);
-		ep->port = p.port;
-		if ((rc = netsetup_control_path(&p, ep->control,
-		    sizeof(ep->control))) < 0) {
-			snprintf(err, errlen, "the proxy's control socket path "
-			    "under %s is too long for a unix socket",
-			    p.state_dir);
-			return rc;
-		}
-	}
-	return 0;
+	return ep != NULL ? ready_endpoint(&p, ep, err, errlen) : 0;
 }

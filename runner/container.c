@@ -261,3 +261,38 @@ container_seal(const struct config *c, const struct netsetup_endpoint *ep,
 	}
 	return netsetup_sandbox_seal(c, ep, name, addr, err, errlen);
 }
+
+int
+container_api_seal(const struct config *c, const struct netsetup_endpoint *ep,
+    const char *name, int64_t deadline_ms, char *addr, char *err,
+    size_t errlen)
+{
+	struct netsetup_sandbox_view v;
+	struct dockerapi_resp resp;
+	char path[160], why[200];
+	int rc;
+
+	snprintf(path, sizeof(path), "/containers/%s/json", name);
+	if ((rc = dockerapi_call(DOCKERAPI_SOCKET, "GET", path, NULL,
+	    deadline_ms, &resp)) < 0) {
+		snprintf(err, errlen, "docker API inspect of %s: %s", name,
+		    strerror(-rc));
+		return rc;
+	}
+	if (resp.status != 200) {
+		rc = resp.status == 404 ? -ENOENT : -EIO;
+		dockerapi_error_message(&resp, why, sizeof(why));
+		snprintf(err, errlen, "docker API inspect of %s: %d %s", name,
+		    resp.status, why);
+		dockerapi_resp_cleanup(&resp);
+		return rc;
+	}
+	rc = netsetup_sandbox_view_parse(c, resp.body, resp.body_len, &v);
+	dockerapi_resp_cleanup(&resp);
+	if (rc < 0) {
+		snprintf(err, errlen, "docker API inspect of %s: not a "
+		    "container's state", name);
+		return rc;
+	}
+	return netsetup_sandbox_seal_view(c, ep, name, &v, addr, err, errlen);
+}

@@ -131,4 +131,12 @@ int container_seal(const struct config *c, const struct netsetup_endpoint *ep,
     const char *name, int64_t deadline_ms, char *addr, int64_t *running_at,
     char *err, size_t errlen);
 
+/* Egress mode, a container whose start the Engine API answered: its state
+ * read over the API (no `docker inspect` process), then sealed as
+ * container_seal does (netsetup_sandbox_seal_view). 0 or an errno with a
+ * reason in err. */
+int container_api_seal(const struct config *c,
+    const struct netsetup_endpoint *ep, const char *name, int64_t deadline_ms,
+    char *addr, char *err, size_t errlen);
+
 #endif

@@ -26,6 +26,52 @@ run_may_take(const struct run *r)
 	    q->nin == 0 && q->out_dir == NULL;
 }
 
+static void *
+netcheck_main(void *arg)
+{
+	struct run_netcheck *k = arg;
+
+	k->rc = netsetup_ready(k->c, NULL, k->err, sizeof(k->err));
+	return NULL;
+}
+
+/* The run's own check of the network (a docker and several iptables
+ * processes, about 90 ms) goes on a thread: the endpoint it would give
+ * comes from the config and net.json alone. */
+static int
+netcheck_start(struct run *r, char *err, size_t errlen)
+{
+	struct run_netcheck *k = &r->check;
+	int rc;
+
+	if (k->started)
+		return 0;
+	if ((rc = netsetup_endpoint_load(r->c, &r->ep, err, errlen)) < 0)
+		return rc;
+	k->c = r->c;
+	if (pthread_create(&k->thread, NULL, netcheck_main, k) != 0)
+		/* No thread: checked here, before the start. */
+		return netsetup_ready(r->c, NULL, err, errlen);
+	k->started = true;
+	return 0;
+}
+
+int
+runner_run_egress_join(struct run *r, char *err, size_t errlen)
+{
+	struct run_netcheck *k = &r->check;
+
+	if (!k->started)
+		return 0;
+	if (!k->joined) {
+		(void)pthread_join(k->thread, NULL);
+		k->joined = true;
+	}
+	if (k->rc < 0 && err != NULL)
+		snprintf(err, errlen, "%s", k->err);
+	return k->rc < 0 ? k->rc : 0;
+}
+
 int
 runner_run_egress_admit(struct run *r, struct runner_result *res,
     char *err, size_t errlen)
@@ -34,21 +80,25 @@ runner_run_egress_admit(struct run *r, struct runner_result *res,
 
 	/* The pool checks the network while its containers wait (and
 	 * retires them when a check fails): a run that takes one needs no
-	 * check of its own, which costs a docker and several iptables
-	 * processes. */
+	 * check of its own. */
 	if (!r->ep_pooled && run_may_take(r) &&
 	    runner_pool_egress(r->req->pool, &r->ep) == 0) {
 		r->ep_pooled = true;
 	} else {
 		r->ep_pooled = false;
-		if ((rc = netsetup_ready(r->c, &r->ep, err, errlen)) < 0)
+		if ((rc = netcheck_start(r, err, errlen)) < 0)
 			return rc;
 	}
 	if ((rc = netsetup_run_args(r->c, &r->ep, &r->na)) < 0) {
 		snprintf(err, errlen, "cannot build the egress options");
 		return rc;
 	}
-	return runner_run_policy(r, res, err, errlen);
+	/* A policy check that fails on a network that is not up says what
+	 * the network check says ("run 'cordon net up'"). */
+	if ((rc = runner_run_policy(r, res, err, errlen)) < 0 &&
+	    runner_run_egress_join(r, NULL, 0) < 0)
+		return runner_run_egress_join(r, err, errlen);
+	return rc;
 }
 
 /* Proxy mode: the policy must exist in the running proxy before any

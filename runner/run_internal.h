@@ -7,6 +7,7 @@
 #define CORDON_RUNNER_RUN_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,16 @@
 
 /* A warm run: how long its exec may outlive its sandbox's holder. */
 #define RUN_HOLDER_GRACE_MS 500
+
+/* Proxy mode, a run without the pool's recent check: netsetup_ready on a
+ * thread of its own while the container starts (run_egress.c). */
+struct run_netcheck {
+	pthread_t thread;
+	bool started, joined;
+	int rc;
+	char err[400];
+	const struct config *c;
+};
 
 struct run {
 	const struct config *c;		/* own, or the caller's */
@@ -48,6 +59,7 @@ struct run {
 	bool proxy;			/* --net proxy: egress settings below */
 	bool ep_pooled;			/* ep is the pool's recent check's, not
 					 * this run's (runner_run_egress_admit) */
+	struct run_netcheck check;	/* this run's own check of it */
 	struct netsetup_endpoint ep;
 	struct netsetup_run_args na;
 	char token[PROXY_CRED_TOKEN_NEW_LEN + 1];	/* the run's credential */
@@ -65,18 +77,25 @@ struct run {
 	int64_t t_begin;		/* code handed over (fed or spawned) */
 };
 
-/* Proxy mode (run_egress.c): the egress network must be up, and the
- * policy must exist in the running proxy, before any container starts
- * (runner_run_egress_admit: for a run that may take a pooled container, the
- * network as the pool's thread found it at most POOL_NET_FRESH_MS ago; a
- * run that then misses the pool calls it again, and it checks for
- * itself); the run is registered after the seal and
+/* Proxy mode (run_egress.c): the policy must exist in the running proxy
+ * before any container starts, and the egress network must be up before
+ * the container is sealed (runner_run_egress_admit: for a run that may
+ * take a pooled container, the network as the pool's thread found it at
+ * most POOL_NET_FRESH_MS ago; a run that then misses the pool calls it
+ * again; a run that checks for itself does it on a thread while its
+ * container starts, joined by runner_run_egress_join before the seal);
+ * the run is registered after the seal and
  * before any code is written, and unregistered (keeping its egress
  * report, or why there is none) on every path once registered. */
 int runner_run_policy(struct run *r, struct runner_result *res, char *err,
     size_t errlen);
 int runner_run_egress_admit(struct run *r, struct runner_result *res,
     char *err, size_t errlen);
+/* Waits for the run's own network check, if one was started (once; again
+ * it only says the result): 0, or its error, with its reason in err (err
+ * may be NULL). Before the seal, so before any code; and before its
+ * config goes (run_cleanup). */
+int runner_run_egress_join(struct run *r, char *err, size_t errlen);
 int runner_run_register(struct run *r, const char *name, const char *addr,
     const char *policy, char *err, size_t errlen);
 void runner_run_unregister(struct run *r);

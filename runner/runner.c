@@ -173,6 +173,7 @@ run_explain_failure(struct run *r, struct runner_result *res, char *err,
 static void
 run_cleanup(struct run *r)
 {
+	(void)runner_run_egress_join(r, NULL, 0);
 	runner_run_unregister(r);
 	cJSON_Delete(r->egress);
 	r->egress = NULL;

@@ -105,7 +105,7 @@ int
 runner_sandbox_acquire(struct run *r, struct runner_result *res,
     char *err, size_t errlen)
 {
-	int rc;
+	int rc, prc;
 
 	if ((rc = runner_sandbox_warm_take(r, res, err, errlen)) < 0)
 		return rc;
@@ -120,13 +120,24 @@ runner_sandbox_acquire(struct run *r, struct runner_result *res,
 		}
 		r->t_begin = time_mono_ms();
 		if ((rc = sandbox_start_cold(r, res->container, err,
-		    errlen)) < 0)
+		    errlen)) < 0) {
+			/* A network that is not up says so, not the
+			 * daemon's refusal of a network it does not know. */
+			if (r->proxy && (prc = runner_run_egress_join(r, NULL,
+			    0)) < 0)
+				return runner_run_egress_join(r, err, errlen);
 			return rc;
+		}
 	}
-	/* The code is never written to a container not sealed, nor to one
-	 * the proxy does not know: a warm one's input is only queued. */
-	if (r->proxy && (rc = r->sb.ops->egress(r, res->container,
-	    res->policy, err, errlen)) < 0) {
+	/* A start cut short (deadline, cancel) is stopped by run_wait. */
+	if (!r->proxy || r->timed_out || r->cancelled)
+		return 0;
+	/* The code is never written to a container not sealed, on a network
+	 * not checked, nor to one the proxy does not know: a warm one's
+	 * input is only queued. */
+	if ((rc = runner_run_egress_join(r, err, errlen)) < 0 ||
+	    (rc = r->sb.ops->egress(r, res->container, res->policy, err,
+	    errlen)) < 0) {
 		r->sb.ops->stop(r, res->container);
 		return rc;
 	}

@@ -10,7 +10,6 @@
 #include <stdio.h>
 
 #include "common/util.h"
-#include "netsetup/netsetup.h"
 #include "runner/apirun.h"
 #include "runner/container.h"
 #include "runner/docker.h"
@@ -30,7 +29,8 @@ api_egress(struct run *r, const char *name, const char *policy, char *err,
 	int rc;
 
 	r->tm->start_ms = started - r->t_begin;
-	rc = netsetup_sandbox_seal(r->c, &r->ep, name, r->addr, err, errlen);
+	rc = container_api_seal(r->c, &r->ep, name, r->deadline, r->addr, err,
+	    errlen);
 	r->tm->seal_ms = time_mono_ms() - started;
 	if (rc < 0 || (rc = runner_run_register(r, name, r->addr, policy, err,
 	    errlen)) < 0)

@@ -2,8 +2,10 @@
  * libFuzzer target for netsetup's parsers of outside text: `iptables -S`
  * listings of the filter and nat tables (chain presence, counts, jump
  * position), `docker network inspect` JSON (the network check),
- * /proc/net/{tcp,udp} listings, CIDR strings and `net up --proxy-arg`
- * values (the input split at newlines, one argument each).
+ * /proc/net/{tcp,udp} listings, CIDR strings, `net up --proxy-arg`
+ * values (the input split at newlines, one argument each) and the Engine
+ * API's container inspect JSON the seal reads (its strings always
+ * NUL-terminated within their fields).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +50,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)dnet_containers(net);
 			cJSON_Delete(net);
 		}
+	}
+	{
+		struct netsetup_sandbox_view v;
+		if (netsetup_sandbox_view_parse(&c, text, size, &v) == 0 &&
+		    (strnlen(v.mode, sizeof(v.mode)) == sizeof(v.mode) ||
+		    strnlen(v.key, sizeof(v.key)) == sizeof(v.key) ||
+		    strnlen(v.ip, sizeof(v.ip)) == sizeof(v.ip)))
+			abort();
 	}
 	(void)nssuper_listed(text, "10.213.0.1", 53, true);
 	(void)nssuper_listed(text, "10.213.0.1", 3129, false);

@@ -509,6 +509,18 @@ rc=0; "$cordon" net status >"$T/st2.json" 2>"$T/st2.err" || rc=$?
 grep -q "rule missing: -A INPUT -i $br -j CORDON-IN-$br" "$T/st2.err" ||
 	fail "status did not name the rule: $(cat "$T/st2.err")"
 echo "ok: $(cat "$T/st2.err")"
+# A proxy-mode run checks the network while its container starts: on this
+# drift it is refused with the check's own reason, before any code runs,
+# and the container it started is removed.
+before=$("$docker" ps -aq --filter "network=$net" | wc -l)
+rc=0; echo 'print("RAN")' | "$cordon" run --net proxy >"$T/drun.json" 2>"$T/drun.err" || rc=$?
+[ "$rc" != 0 ] || fail "a run went ahead on a drifted network: $(cat "$T/drun.json")"
+grep -q "egress network is not ready (ipv4: rule missing: -A INPUT -i $br" "$T/drun.json" "$T/drun.err" ||
+	fail "the refused run did not say why: $(cat "$T/drun.json" "$T/drun.err")"
+! grep -q RAN "$T/drun.json" || fail "the code ran: $(cat "$T/drun.json")"
+after=$("$docker" ps -aq --filter "network=$net" | wc -l)
+[ "$after" = "$before" ] || fail "$before containers on $net before the refused run, $after after"
+echo "ok: run on the drifted network refused: $(head -c 300 "$T/drun.err")"
 "$cordon" net up --allowlist "$T/allow.list" \
 	--proxy-arg=--resolver=127.0.0.1:"$dns_port" \
 	--proxy-arg=--allow-address=127.0.0.2 >"$T/up3.txt" 2>&1 || fail "repairing up: $(cat "$T/up3.txt")"

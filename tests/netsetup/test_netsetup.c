@@ -839,6 +839,96 @@ test_seal_rules(void **state)
 	    -EINVAL);
 }
 
+/* The Engine API's inspect JSON, as the seal reads it: running, network
+ * mode, netns key, the address on the egress network (config's). */
+static void
+test_sandbox_view_parse(void **state)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		bool running;
+		const char *mode, *key, *ip;
+	} rows[] = {
+		{ "{\"State\":{\"Running\":true},\"HostConfig\":{"
+		    "\"NetworkMode\":\"cordon-egress\"},\"NetworkSettings\":{"
+		    "\"SandboxKey\":\"/var/run/docker/netns/abc\",\"Networks\":"
+		    "{\"cordon-egress\":{\"IPAddress\":\"10.213.0.5\"}}}}", 0, true,
+		    "cordon-egress", "/var/run/docker/netns/abc", "10.213.0.5" },
+		/* Another network's address is not taken. */
+		{ "{\"State\":{\"Running\":false},\"HostConfig\":{"
+		    "\"NetworkMode\":\"bridge\"},\"NetworkSettings\":{"
+		    "\"SandboxKey\":\"\",\"Networks\":{\"bridge\":{"
+		    "\"IPAddress\":\"172.17.0.2\"}}}}", 0, false, "bridge", "",
+		    "" },
+		{ "{\"State\":{\"Running\":true},\"HostConfig\":{},"
+		    "\"NetworkSettings\":{\"SandboxKey\":null}}", 0, true, "", "",
+		    "" },
+		{ "[]", -EINVAL, false, "", "", "" },
+		{ "{\"State\":{},\"HostConfig\":{},\"NetworkSettings\":{}}",
+		    -EINVAL, false, "", "", "" },
+		{ "{\"State\":{\"Running\":1},\"HostConfig\":{},"
+		    "\"NetworkSettings\":{}}", -EINVAL, false, "", "", "" },
+		{ "{\"State\":{\"Running\":true},\"HostConfig\":{"
+		    "\"NetworkMode\":7},\"NetworkSettings\":{}}", -EINVAL, false,
+		    "", "", "" },
+		{ "{\"State\":{\"Running\":true},\"HostConfig\":{},"
+		    "\"NetworkSettings\":{\"Networks\":{\"cordon-egress\":{"
+		    "\"IPAddress\":\"10.213.0.5.10.213.0.5.10.213.0.5.10.213.0.5."
+		    "10.213.0.5.10.213.0.5.1\"}}}}", -EINVAL, false, "", "", "" },
+		{ "{\"State\":", -EINVAL, false, "", "", "" },
+	};
+	struct config c;
+
+	(void)state;
+	config_defaults(&c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct netsetup_sandbox_view v;
+		int rc = netsetup_sandbox_view_parse(&c, rows[i].json,
+		    strlen(rows[i].json), &v);
+		if (rc != rows[i].rc || v.running != rows[i].running ||
+		    strcmp(v.mode, rows[i].mode) != 0 ||
+		    strcmp(v.key, rows[i].key) != 0 ||
+		    strcmp(v.ip, rows[i].ip) != 0)
+			fail_msg("row %zu: %d %d %s %s %s", i, rc, v.running,
+			    v.mode, v.key, v.ip);
+	}
+}
+
+/* The seal refuses, before it enters any namespace, a container that is
+ * not running, not on the egress network, with a netns path that is not
+ * Docker's, or (when its address is wanted) without one. */
+static void
+test_seal_view_refusals(void **state)
+{
+	struct netsetup_endpoint ep = { .gateway = "10.213.0.1", .port = 3128 };
+	const struct netsetup_sandbox_view ok = { .running = true,
+	    .mode = "cordon-egress", .key = "/var/run/docker/netns/abc",
+	    .ip = "10.213.0.5" };
+	struct netsetup_sandbox_view v;
+	struct config c;
+	char addr[NETSETUP_ADDR_MAX] = "x", err[300];
+
+	(void)state;
+	config_defaults(&c);
+	for (int i = 0; i < 6; i++) {
+		v = ok;
+		switch (i) {
+		case 0: v.running = false; break;
+		case 1: strcpy(v.mode, "bridge"); break;
+		case 2: strcpy(v.key, "/proc/1/ns/net"); break;
+		case 3: strcpy(v.key, "/run/docker/netns/../../proc/1"); break;
+		case 4: strcpy(v.ip, ""); break;
+		default: strcpy(v.ip, "fe80::1"); break;
+		}
+		if (netsetup_sandbox_seal_view(&c, &ep, "cordon-x", &v, addr,
+		    err, sizeof(err)) != -EINVAL)
+			fail_msg("view %d was not refused", i);
+		assert_string_equal(addr, "");
+		assert_non_null(strstr(err, "not a running proxy-mode"));
+	}
+}
+
 static void
 test_unit_text(void **state)
 {
@@ -1195,6 +1285,8 @@ main(void)
 		cmocka_unit_test(test_control_path),
 		cmocka_unit_test(test_state_write),
 		cmocka_unit_test(test_status_set_up),
+		cmocka_unit_test(test_sandbox_view_parse),
+		cmocka_unit_test(test_seal_view_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -330,6 +330,19 @@ inspect_twins(const struct config *c, struct container_start cs)
 	return ja;
 }
 
+static char twin_net[40];		/* the proxy twins' network, until
+					 * removed */
+
+static void
+net_rm_quiet(void)
+{
+	const char *args[] = { "network", "rm", twin_net, NULL };
+
+	if (twin_net[0] != '\0')
+		free(docker_out(args));
+	twin_net[0] = '\0';
+}
+
 static struct runner_limits twin_lim = { .timeout_s = 10,
     .max_output = 1024, .memory = 256 << 20, .cpus = 0.5 };
 
@@ -369,6 +382,8 @@ test_inspect_api_vs_cli_proxy(void **state)
 	(void)state;
 	assert_int_equal(util_random_hex(hex, 4), 0);
 	snprintf(net, sizeof(net), "cordon-e2e-api-%s", hex);
+	/* Removed by group_teardown too, if a check fails. */
+	util_strlcpy(twin_net, net, sizeof(twin_net));
 	{
 		const char *args[] = { "network", "create", "--label",
 		    "cordon.e2e=1", net, NULL };
@@ -388,10 +403,7 @@ test_inspect_api_vs_cli_proxy(void **state)
 	assert_int_equal(util_write_file_atomic(na.resolv_conf, "nameserver 10.213.0.1\n",
 	    22, 0644), 0);
 	ja = inspect_twins(&pc, cs);
-	{
-		const char *args[] = { "network", "rm", net, NULL };
-		free(docker_out(args));
-	}
+	net_rm_quiet();
 	s = strstr(ja, "\"NetworkMode\": \"");
 	assert_non_null(s);
 	assert_int_equal(strncmp(s + 16, net, strlen(net)), 0);
@@ -651,6 +663,7 @@ static int
 group_teardown(void **state)
 {
 	(void)state;
+	net_rm_quiet();
 	return util_rm_rf(tmp);
 }
 
