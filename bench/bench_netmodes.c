@@ -6,7 +6,12 @@
  * refill in the background). Prints medians and p90s, the proxy/offline
  * ratios against issue 36's targets, and each path's median per phase
  * (timing_ms; other: the wall time no phase accounts for). Needs `cordon
- * net up`: without it, it says so and measures nothing. A mode whose
+ * net up`: without it, it says so and measures nothing. Two anchors run
+ * in the same rounds: a raw `docker run --rm -i` of `python3 -I -` with
+ * the runner's own flags for each mode (proxy: the egress network and
+ * runtime, --dns, the CA bundle and resolv.conf mounts; no prelude, no
+ * seal, no registration: only what Docker and runsc cost), and their
+ * ratio, the floor under Cordon's. A mode whose
  * probe record is stale (or would be before the end) is probed first, as
  * the pool keeps no containers of such a mode.
  * Usage: bench_netmodes [CORDON [N [P]]] (N default 10, P default 2).
@@ -26,15 +31,19 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "probe/probe.h"
+#include "runner/docker_argv.h"
+#include "runner/image.h"
 
 #define MAX_N 100
-#define NPATH 4
+#define NPATH 6
+#define NCORDON 4		/* the paths through Cordon (with phases) */
 #define NPHASE 13
 
-enum { COLD_OFF, COLD_PX, WARM_OFF, WARM_PX };
+enum { COLD_OFF, COLD_PX, WARM_OFF, WARM_PX, RAW_OFF, RAW_PX };
 
 static const char *const path_names[NPATH] = { "cold offline",
-    "cold proxy", "warm offline", "warm proxy" };
+    "cold proxy", "warm offline", "warm proxy", "raw offline",
+    "raw proxy" };
 /* timing_ms's names in the order of a run; "other" last (computed). */
 static const char *const phase_names[NPHASE] = { "admit", "start", "seal",
     "register", "stdin", "run", "exit", "cli", "inspect", "remove",
@@ -258,6 +267,67 @@ probes_refresh(const char *cordon, const struct config *c, int64_t margin_s)
 	return 0;
 }
 
+/* One raw `docker run --rm -i` of print(1) with the runner's flags for
+ * the mode (proxy: its egress options, mounts and runtime; no prelude):
+ * wall ms, or -1. */
+static int64_t
+raw_one(const struct config *c, bool proxy)
+{
+	struct netsetup_endpoint ep;
+	struct netsetup_run_args na;
+	char id[IMAGE_ID_MAX], hex[17], name[32], err[512];
+	struct docker_spec s = { .name = name, .image_id = id,
+	    .runtime = c->runtime_offline, .network = "none", .session = "",
+	    .owner_pid = (long)getpid(), .memory = c->limits.memory_bytes,
+	    .cpus = c->limits.cpus };
+	struct dargv a, rm;
+	struct proc_opts o = { .stdin_data = code, .stdin_len = strlen(code),
+	    .stdout_max = 65536, .stderr_max = 65536 };
+	struct proc_result r;
+	int64_t ms = -1;
+
+	if (image_pinned_id(c, id) < 0 || util_random_hex(hex, 8) < 0)
+		return -1;
+	snprintf(name, sizeof(name), "cordon-%s", hex);
+	s.deadline_epoch_s = time_wall_ms() / 1000 + 300;
+	if (proxy) {
+		if (netsetup_endpoint_load(c, &ep, err, sizeof(err)) < 0 ||
+		    netsetup_run_args(c, &ep, &na) < 0)
+			return -1;
+		s.runtime = na.runtime;
+		s.network = na.network;
+		s.extra = na.argv;
+		s.nextra = na.argc;
+		s.ca_bundle = na.ca_bundle;
+		s.resolv_conf = na.resolv_conf;
+	}
+	if (docker_run_argv(c, &s, &a) < 0)
+		return -1;
+	/* --rm after "run", as the runner's removal after the answer. */
+	dargv_init(&rm);
+	for (size_t i = 0; i < a.n; i++) {
+		dargv_add(&rm, a.v[i]);
+		if (i == 1)
+			dargv_add(&rm, "--rm");
+	}
+	if (rm.error == 0) {
+		o.argv = (const char *const *)rm.v;
+		if (proc_run(&o, 60000, &r) == 0) {
+			if (r.exit_code == 0 && !r.timed_out &&
+			    strcmp(cbuf_data(r.out), "1\n") == 0)
+				ms = r.duration_ms;
+			else
+				fprintf(stderr, "bench_netmodes: raw docker "
+				    "run (exit %d): %.200s\n", r.exit_code,
+				    cbuf_data(r.err));
+			proc_result_cleanup(&r);
+		}
+	}
+	dargv_cleanup(&rm);
+	dargv_cleanup(&a);
+	return ms;
+}
+
 static int64_t
 med(int64_t *v, int n)
 {
@@ -287,23 +357,28 @@ print_results(int n, int pool)
 	    "warm proxy %lld ms (target <= 60 ms; pool %d per mode)\n",
 	    (double)m[WARM_PX] / (double)m[WARM_OFF], (long long)m[WARM_PX],
 	    pool);
+	printf("raw docker run, proxy/offline: median ratio %.3fx (Docker's "
+	    "and runsc's own: the floor under cold's); cold/raw: offline "
+	    "%.3fx, proxy %.3fx\n", (double)m[RAW_PX] / (double)m[RAW_OFF],
+	    (double)m[COLD_OFF] / (double)m[RAW_OFF],
+	    (double)m[COLD_PX] / (double)m[RAW_PX]);
 	printf("per phase, medians (ms; -1: not on the way to the answer):\n");
 	printf("  %-11s", "phase");
-	for (int k = 0; k < NPATH; k++)
+	for (int k = 0; k < NCORDON; k++)
 		printf(" %13s", path_names[k]);
 	printf("\n");
 	for (int p = 0; p < NPHASE; p++) {
 		printf("  %-11s", phase_names[p]);
-		for (int k = 0; k < NPATH; k++)
+		for (int k = 0; k < NCORDON; k++)
 			printf(" %13lld", (long long)med(phase[k][p], n));
 		printf("\n");
 	}
 }
 
-/* One round: the four paths, the order rotated by i; each run alone. */
+/* One round: the six paths, the order rotated by i; each run alone. */
 static int
-round_one(const char *cordon, const struct bench_svc *sv, int pool, int i,
-    int slot)
+round_one(const char *cordon, const struct config *c,
+    const struct bench_svc *sv, int pool, int i, int slot)
 {
 	for (int j = 0; j < NPATH; j++) {
 		int k = (i + j) % NPATH;
@@ -311,8 +386,12 @@ round_one(const char *cordon, const struct bench_svc *sv, int pool, int i,
 
 		if (wait_pool(sv, pool) < 0)
 			return -1;
-		ms = k == COLD_OFF || k == COLD_PX ? cold_one(cordon,
-		    k == COLD_PX, k, slot) : warm_one(sv, k == WARM_PX, k, slot);
+		if (k == RAW_OFF || k == RAW_PX)
+			ms = raw_one(c, k == RAW_PX);
+		else if (k == COLD_OFF || k == COLD_PX)
+			ms = cold_one(cordon, k == COLD_PX, k, slot);
+		else
+			ms = warm_one(sv, k == WARM_PX, k, slot);
 		if (ms < 0)
 			return -1;
 		wall[k][slot] = ms;
@@ -350,17 +429,17 @@ main(int argc, char **argv)
 	snprintf(cfg, sizeof(cfg), "%s/cordon.json", dir);
 	snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
 	env_init(cfg);
-	/* About 4 s per round of four runs at worst, plus the start. */
+	/* About 7 s per round of six runs at worst, plus the start. */
 	if (config_copy(dir, cfg) < 0 ||
-	    probes_refresh(cordon, &c, 60 + 4 * (int64_t)n) < 0 ||
+	    probes_refresh(cordon, &c, 60 + 7 * (int64_t)n) < 0 ||
 	    bench_svc_start(&sv, cordon, dir, cfg, pool_arg) < 0)
 		goto out;
 	/* One of each first, not counted (page cache, the proxy's first
 	 * connection). */
-	if (round_one(cordon, &sv, pool, 0, 0) < 0)
+	if (round_one(cordon, &c, &sv, pool, 0, 0) < 0)
 		goto out;
 	for (int i = 0; i < n; i++)
-		if (round_one(cordon, &sv, pool, i, i) < 0)
+		if (round_one(cordon, &c, &sv, pool, i, i) < 0)
 			goto out;
 	print_results(n, pool);
 	rc = 0;
