@@ -81,12 +81,6 @@ out:
 	return rc;
 }
 
-struct inspectable {
-	const char *host;
-	uint16_t port;
-	bool found;
-};
-
 /* Whether some policy inspects host:port: the only leaves signed. */
 static bool
 parent_inspectable(const struct parent *p, const char *host, uint16_t port)
