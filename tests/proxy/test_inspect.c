@@ -42,6 +42,7 @@
 #define BIG		(32u << 20)
 #define GOOD_NAME	"web.cordon-test.net"
 #define BAD_NAME	"sink.cordon-test.net"	/* served a cert for GOOD */
+#define PLAIN_NAME	"flood.cordon-test.net"	/* inspected, nothing injected */
 
 static char dir[256];		/* CAs, secrets */
 static char cordon_ca[300], cordon_key[300], test_ca[300], secrets[300];
@@ -56,7 +57,7 @@ struct up {
 	SSL_CTX *ctx;
 	pthread_t thread;
 };
-static struct up good, bad;
+static struct up good, bad, plain;	/* plain: inspected, no secret */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char last_head[8192];
 static int up_requests;
@@ -460,6 +461,37 @@ test_allowed_injected_keepalive(void **state)
 	free(log);
 }
 
+/* Keep-alive inside an inspected tunnel with nothing to inject (the
+ * path that forwards at once, not after asking the parent for a secret):
+ * each request reaches upstream exactly once, and each answer is its
+ * own request's. */
+static void
+test_plain_keepalive_once(void **state)
+{
+	char head[8192], body[8192], uph[8192];
+	struct px p;
+	SSL *ssl;
+	int before;
+
+	(void)state;
+	px_up(&p, true);
+	before = upstream_requests(NULL, 0);
+	ssl = tls_open(&p, PLAIN_NAME, plain.port, NULL);
+	assert_non_null(ssl);
+	assert_int_equal(tls_exchange(ssl, "GET /first HTTP/1.1\r\n\r\n",
+	    head, sizeof(head), body, sizeof(body)), 200);
+	assert_string_equal(body, "/first|");
+	assert_int_equal(tls_exchange(ssl, "GET /second HTTP/1.1\r\n\r\n",
+	    head, sizeof(head), body, sizeof(body)), 200);
+	assert_string_equal(body, "/second|");
+	/* Nothing more comes later either. */
+	usleep(200 * 1000);
+	assert_int_equal(upstream_requests(uph, sizeof(uph)), before + 2);
+	assert_non_null(strstr(uph, "GET /second "));
+	tls_close(ssl);
+	assert_int_equal(px_stop(&p), 0);
+}
+
 static void
 test_refused_inside(void **state)
 {
@@ -676,18 +708,20 @@ group_setup(void **state)
 	if (fd < 0 || dprintf(fd, "gh-token=%s\n", SECRET) < 0)
 		return -1;
 	close(fd);
-	good.port = bad.port = 0;
+	good.port = bad.port = plain.port = 0;
 	up_start(&good, up_ctx("DNS:" GOOD_NAME, false));
 	up_start(&bad, up_ctx("DNS:" GOOD_NAME, false));
+	up_start(&plain, up_ctx("DNS:" PLAIN_NAME, false));
 	snprintf(allowlist, sizeof(allowlist),
 	    GOOD_NAME ":%u inspect methods=GET,POST "
 	    "paths=/repos/*,/user,/big,/chunked inject=Authorization:gh-token\n"
 	    BAD_NAME ":%u inspect methods=GET\n"
 	    GOOD_NAME ":%u inspect methods=GET paths=/ok\n"
 	    "refused.cordon-test.net:%u inspect inject=Authorization:gh-token\n"
-	    "echo.cordon-test.net:%u\n",
+	    "echo.cordon-test.net:%u\n"
+	    PLAIN_NAME ":%u inspect methods=GET\n",
 	    good.port, bad.port, fx_http_port(), fx_http_port(),
-	    fx_echo_port());
+	    fx_echo_port(), plain.port);
 	cli_ctx = SSL_CTX_new(TLS_client_method());
 	SSL_CTX_set_verify(cli_ctx, SSL_VERIFY_PEER, NULL);
 	SSL_CTX_set_alpn_protos(cli_ctx, (const unsigned char *)
@@ -717,6 +751,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_teardown(f, fx_test_teardown)
 		T(test_allowed_injected_keepalive),
+		T(test_plain_keepalive_once),
 		T(test_refused_inside),
 		T(test_sni_mismatch),
 		T(test_bad_upstream_cert),
