@@ -435,6 +435,7 @@ pool_start(const struct config *c, const int64_t size[RUNNER_POOLS_LANGS],
 
 	*out = NULL;
 	runner_pool_conf_opts(c, 0, &po);
+	po.idle_s = c->mcp.pool_idle_s;		/* its own; the rest serve's */
 	po.on_note = pool_note;
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)

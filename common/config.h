@@ -110,6 +110,9 @@ struct config_serve {
 					 * python's) */
 	int64_t pool_max_age_s;		/* an idle one is replaced after */
 	int64_t pool_starts;		/* pool starts at once; 0: online CPUs */
+	int64_t pool_idle_s;		/* a pool (language, net mode) no run
+					 * asked for this long shrinks to 0
+					 * until one asks; 0: never */
 	int64_t sessions_per_tenant;	/* live sessions per tenant; 0: none */
 	/* Hostile and careless clients (issue 39). */
 	int64_t max_connections;	/* TCP at once; 0: from the fd limit */
@@ -127,11 +130,14 @@ struct config_serve {
 };
 
 /* `cordon mcp`. Its pool's max age and starts in flight are serve's
- * (serve.pool_max_age_s, serve.pool_starts): one host, one budget. */
+ * (serve.pool_max_age_s, serve.pool_starts): one host, one budget. Its
+ * idle time is its own: an MCP server lives as long as its agent's
+ * session, and may sit unused far longer than a service. */
 struct config_mcp {
 	int64_t pool;			/* warm containers per net mode */
 	int64_t pool_bash, pool_node;	/* ... of bash and node (pool:
 					 * python's) */
+	int64_t pool_idle_s;		/* as serve.pool_idle_s */
 };
 
 struct config {

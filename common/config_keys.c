@@ -116,6 +116,7 @@ static const struct field serve_fields[] = {
 	SINT("pool_node", pool_node, 0, 64),
 	SINT("pool_max_age_s", pool_max_age_s, 10, 86400),
 	SINT("pool_starts", pool_starts, 0, 16),	/* POOL_STARTS_MAX */
+	SINT("pool_idle_s", pool_idle_s, 0, 30 * 86400),
 	SINT("sessions_per_tenant", sessions_per_tenant, 0, 1024),
 	SINT("max_connections", max_connections, 0, 1000000),
 	SINT("max_connections_per_peer", max_connections_per_peer, 1, 1000000),
@@ -135,6 +136,8 @@ static const struct field mcp_fields[] = {
 	    64 },
 	{ "pool_node", F_INT, offsetof(struct config_mcp, pool_node), 0, 0,
 	    64 },
+	{ "pool_idle_s", F_INT, offsetof(struct config_mcp, pool_idle_s), 0,
+	    0, 30 * 86400 },
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \

@@ -83,6 +83,8 @@ entry_stale(struct runner_pool *p, int m, struct pool_entry *e,
 {
 	if (p->stop || p->paused)
 		return p->stop ? "stopping" : "paused";
+	if (p->dormant[m])
+		return "no run asked for the mode (pool idle time)";
 	if (!ok[m])
 		return "mode unavailable (probe or egress network)";
 	if (image[0] == '\0' || strcmp(image, e->image) != 0)
@@ -120,13 +122,39 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 	for (int m = 0; m < 2; m++) {
 		int64_t have = (int64_t)p->nidle[m] + p->starting_m[m];
 
-		if (!ok[m] || have >= p->o.size || now < p->next_try_ms[m])
+		if (!ok[m] || p->dormant[m] || have >= p->o.size ||
+		    now < p->next_try_ms[m])
 			continue;
 		if (best < 0 || have < (int64_t)p->nidle[best] +
 		    p->starting_m[best])
 			best = m;
 	}
 	return best;
+}
+
+/* Under the lock: shrinks each mode no run has asked for (a take) for
+ * idle_s since it was last full, or since the last take, whichever came
+ * later; sets shrunk[m] for the modes shrunk now. A dormant mode's idle
+ * containers are victims (entry_stale) and none is started for it
+ * (pick_mode) until runner_pool_take wakes it. */
+static void
+shrink_idle(struct runner_pool *p, bool shrunk[2])
+{
+	int64_t now = time_mono_ms();
+
+	for (int m = 0; m < 2; m++) {
+		int64_t since = p->asked_ms[m] > p->full_ms[m] ?
+		    p->asked_ms[m] : p->full_ms[m];
+
+		shrunk[m] = false;
+		if (p->o.idle_s <= 0 || p->dormant[m] || p->full_ms[m] == 0 ||
+		    now - since < p->o.idle_s * 1000)
+			continue;
+		p->dormant[m] = shrunk[m] = true;
+		p->filled[m] = false;
+		p->full_ms[m] = 0;
+		p->shrinks++;
+	}
 }
 
 /* Under the lock: moves the idle entries that must go (all, when
@@ -246,7 +274,7 @@ pool_main(void *arg)
 {
 	struct runner_pool *p = arg;
 	char image[IMAGE_ID_MAX];
-	bool ok[2] = { false, false };
+	bool ok[2] = { false, false }, shrunk[2];
 	size_t nv;
 	int begun;
 
@@ -259,10 +287,15 @@ pool_main(void *arg)
 		modes_ok(p, image, ok);
 		daemon_watch(p);
 		pthread_mutex_lock(&p->mu);
+		shrink_idle(p, shrunk);
 		nv = collect_victims(p, ok, image);
 		begun = launch_starts(p, ok, image);
 		pthread_mutex_unlock(&p->mu);
 		destroy_victims(p, nv);
+		for (int m = 0; m < 2; m++)
+			if (shrunk[m])
+				runner_pool_note(p, RUNNER_POOL_SHRUNK, m, "",
+				    "", p->o.idle_s * 1000);
 		pthread_mutex_lock(&p->mu);
 		if (begun == 0 && !p->stop)
 			runner_pool_cond_wait(p, p->inflight > 0 ? 100 :
@@ -302,10 +335,11 @@ runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
 
 	*out = NULL;
 	if (o->size < 1 || o->size > POOL_MAX_SIZE || o->max_age_s < 1 ||
-	    o->max_starts < 0 || o->max_starts > POOL_STARTS_MAX) {
+	    o->idle_s < 0 || o->max_starts < 0 ||
+	    o->max_starts > POOL_STARTS_MAX) {
 		snprintf(err, errlen, "pool size must be 1..%d, max age at "
-		    "least 1 s and parallel starts 0..%d", POOL_MAX_SIZE,
-		    POOL_STARTS_MAX);
+		    "least 1 s, idle time at least 0 and parallel starts "
+		    "0..%d", POOL_MAX_SIZE, POOL_STARTS_MAX);
 		return -EINVAL;
 	}
 	if ((p = calloc(1, sizeof(*p))) == NULL) {

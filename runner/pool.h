@@ -50,6 +50,10 @@ enum runner_pool_event {
 	RUNNER_POOL_DAEMON_DOWN,	/* dockerd does not answer (why): no
 					 * start is tried until it does */
 	RUNNER_POOL_DAEMON_UP,	/* ... it answers again: refilling */
+	RUNNER_POOL_SHRUNK,	/* no run asked for the mode for idle_s
+				 * since it was full: its idle containers
+				 * are removed and none is started until a
+				 * run asks again (that run starts cold) */
 };
 
 struct runner_pool_note {
@@ -57,7 +61,8 @@ struct runner_pool_note {
 	enum runner_net net;
 	const char *name;	/* the container */
 	const char *why;	/* "" or a reason (docker's words) */
-	int64_t ms;		/* READY, FULL, FAILED: the start's duration */
+	int64_t ms;		/* READY, FULL, FAILED: the start's duration;
+				 * SHRUNK: the idle time (idle_s) */
 	int64_t idle, size;	/* idle containers of net now, and the goal */
 	unsigned lang;		/* the pool's language, CONFIG_LANG_* */
 };
@@ -65,6 +70,10 @@ struct runner_pool_note {
 struct runner_pool_opts {
 	int64_t size;		/* idle containers per net mode, 1..64 */
 	int64_t max_age_s;	/* replace an idle one older than this */
+	/* Shrink a mode to 0 when no run has asked for it (runner_pool_take)
+	 * for this long since it was last full, until one asks again; 0:
+	 * never. */
+	int64_t idle_s;
 	bool modes[2];		/* which modes to keep (index runner_net) */
 	/* Starts in flight at once, 0..POOL_STARTS_MAX (0: the online CPUs,
 	 * capped at POOL_STARTS_MAX); never more than the free places. */
@@ -87,6 +96,8 @@ struct runner_pool_opts {
 
 struct runner_pool_stats {
 	int64_t idle[2];	/* ready now, per mode */
+	bool dormant[2];	/* shrunk for want of runs (idle_s) */
+	uint64_t shrinks;	/* times a mode was shrunk so */
 	int64_t starting;	/* being started */
 	int64_t max_starts;	/* at most this many at once, cold runs
 				 * in flight included */
@@ -135,8 +146,9 @@ unsigned runner_pool_lang(const struct runner_pool *p);
  * shutdown) until unpaused. Returns at once; the thread does the work. */
 void runner_pool_pause(struct runner_pool *p, bool paused);
 
-/* Waits (up to timeout_ms) until each kept mode has its N idle containers;
- * 0, or -ETIMEDOUT. For tests and benchmarks. */
+/* Waits (up to timeout_ms) until each kept mode has its N idle containers
+ * (a mode shrunk for want of runs is not waited for); 0, or -ETIMEDOUT.
+ * For tests and benchmarks. */
 int runner_pool_wait_full(struct runner_pool *p, int64_t timeout_ms);
 
 void runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s);
@@ -161,7 +173,9 @@ int runner_pool_egress(struct runner_pool *p, struct netsetup_endpoint *ep);
 /* For runner_run: hands out the oldest idle container of the mode that
  * matches (image, memory, cpus, egress endpoint) and is still waiting,
  * and counts a hit; -ENOENT at once when there is none. Never blocks on a
- * start. A taken entry is out of the pool for good. */
+ * start. A taken entry is out of the pool for good. Every call is a run
+ * asking for the mode: it restarts the mode's idle clock (idle_s), and
+ * wakes a mode shrunk for want of runs (the refill begins). */
 int runner_pool_take(struct runner_pool *p, enum runner_net net,
     const char *image, const struct runner_limits *lim,
     const struct netsetup_endpoint *ep, struct pool_entry *out);

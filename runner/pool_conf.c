@@ -19,6 +19,7 @@ runner_pool_conf_opts(const struct config *c, int64_t size,
 	*o = (struct runner_pool_opts){
 		.size = size,
 		.max_age_s = c->serve.pool_max_age_s,
+		.idle_s = c->serve.pool_idle_s,
 		.max_starts = c->serve.pool_starts,
 		.modes = { true, true },
 	};
@@ -70,6 +71,10 @@ runner_pool_conf_note(const struct runner_pool_note *n, char *buf,
 		snprintf(buf, len, "%s: no starts while dockerd "
 		    "does not answer: %s", who, n->why);
 		return LOG_LEVEL_WARN;
+	case RUNNER_POOL_SHRUNK:
+		snprintf(buf, len, "%s: no run asked for it in %lld s: "
+		    "shrunk to 0 (refilled when one asks)", who, ms / 1000);
+		return LOG_LEVEL_INFO;
 	case RUNNER_POOL_DAEMON_UP:
 		snprintf(buf, len, "%s: dockerd answers again: "
 		    "refilling", who);
@@ -139,6 +144,12 @@ runner_pools_new(const struct config *c,
 	}
 	*out = ps;
 	return 0;
+}
+
+const char *
+runner_pools_lang(int i)
+{
+	return i >= 0 && i < RUNNER_POOLS_LANGS ? pools_lang[i] : NULL;
 }
 
 struct runner_pool *

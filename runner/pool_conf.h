@@ -17,8 +17,9 @@
 
 /* *o for a pool of size containers per net mode (both modes kept; proxy
  * only while the egress network is up and its probe passes), with the
- * config's max age and starts in flight (serve.pool_max_age_s,
- * serve.pool_starts), no notes. */
+ * config's max age, starts in flight and idle time
+ * (serve.pool_max_age_s, serve.pool_starts, serve.pool_idle_s), no
+ * notes. */
 void runner_pool_conf_opts(const struct config *c, int64_t size,
     struct runner_pool_opts *o);
 
@@ -45,6 +46,10 @@ int runner_pools_new(const struct config *c,
     const int64_t size[RUNNER_POOLS_LANGS],
     const struct runner_pool_opts *base, struct runner_pools **out,
     char *err, size_t errlen);
+
+/* The name of language i (0 <= i < RUNNER_POOLS_LANGS): "python",
+ * "bash", "node"; NULL past the end. */
+const char *runner_pools_lang(int i);
 
 /* The pool of lang ("python", "bash", "node"; NULL: python), or NULL
  * (none kept, ps NULL, unknown language). */

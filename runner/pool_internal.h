@@ -73,6 +73,11 @@ struct runner_pool {
 	int64_t next_try_ms[2], backoff_ms[2];
 	bool filled[2];			/* FULL was noted since the last
 					 * failure or pause */
+	/* The idle clock (opts idle_s): the mode's last take, and when it
+	 * last became full since it was woken (0: not since). */
+	int64_t asked_ms[2], full_ms[2];
+	bool dormant[2];		/* shrunk: no start until a take */
+	uint64_t shrinks;
 		/* Thread-only: the egress network as last checked. */
 	bool net_ok;
 	bool daemon_down;		/* thread-only: runner_daemon_check

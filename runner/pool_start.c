@@ -223,6 +223,7 @@ record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
 	if ((int64_t)p->nidle[m] < p->o.size || p->filled[m])
 		return RUNNER_POOL_READY;
 	p->filled[m] = true;
+	p->full_ms[m] = time_mono_ms();
 	return RUNNER_POOL_FULL;
 }
 

@@ -40,7 +40,8 @@ static bool
 pool_full(const struct runner_pool *p)
 {
 	for (int m = 0; m < 2; m++)
-		if (p->o.modes[m] && (int64_t)p->nidle[m] < p->o.size)
+		if (p->o.modes[m] && !p->dormant[m] &&
+		    (int64_t)p->nidle[m] < p->o.size)
 			return false;
 	return true;
 }
@@ -76,6 +77,9 @@ runner_pool_stats(struct runner_pool *p, struct runner_pool_stats *s)
 	pthread_mutex_lock(&p->mu);
 	s->idle[0] = (int64_t)p->nidle[0];
 	s->idle[1] = (int64_t)p->nidle[1];
+	s->dormant[0] = p->dormant[0];
+	s->dormant[1] = p->dormant[1];
+	s->shrinks = p->shrinks;
 	s->starting = p->starting;
 	s->max_starts = p->max_starts;
 	s->cold = p->cold;
@@ -117,6 +121,13 @@ runner_pool_take(struct runner_pool *p, enum runner_net net,
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&p->mu);
+	/* A run asks for the mode: its idle clock restarts, and a mode
+	 * shrunk for want of runs refills (this run starts cold). */
+	p->asked_ms[m] = now;
+	if (p->dormant[m]) {
+		p->dormant[m] = false;
+		pthread_cond_broadcast(&p->cv);
+	}
 	for (size_t i = 0; !p->paused && !p->stop && i < p->nidle[m]; i++) {
 		struct pool_entry *e = &p->idle[m][i];
 

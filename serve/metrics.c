@@ -89,6 +89,63 @@ render_conns(struct prom *p, const struct serve_metrics *m)
 	prom_sample_i64(p, "cordon_reply_unsent_bytes", NULL, m->unsent_bytes);
 }
 
+/* Each kept pool, labelled by its language (and net mode). */
+static void
+render_pools(struct prom *p, const struct serve_metrics *m)
+{
+	static const char *const idle = "cordon_pool_idle";
+	static const char *const dormant = "cordon_pool_dormant";
+	static const char *const starting = "cordon_pool_starting";
+	static const char *const hits = "cordon_pool_lang_hits_total";
+	static const char *const misses = "cordon_pool_lang_misses_total";
+	static const char *const shrinks = "cordon_pool_shrinks_total";
+	const struct serve_pool_figures *f;
+	bool any = false;
+
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
+		any = any || m->pools[i].kept;
+	if (!any)
+		return;
+	prom_help_type(p, idle, "Idle warm containers, by pool language and "
+	    "net mode.", "gauge");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+		for (int k = 0; f->kept && k < 2; k++)
+			prom_sample_i64(p, idle, (const char *[]){ "lang",
+			    f->lang, "net", runner_net_name((enum runner_net)k),
+			    NULL }, f->idle[k]);
+	prom_help_type(p, dormant, "1: the pool's mode is shrunk to 0 for "
+	    "want of runs (pool_idle_s) until a run asks for it.", "gauge");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+		for (int k = 0; f->kept && k < 2; k++)
+			prom_sample_i64(p, dormant, (const char *[]){ "lang",
+			    f->lang, "net", runner_net_name((enum runner_net)k),
+			    NULL }, f->dormant[k] ? 1 : 0);
+	prom_help_type(p, starting, "Warm containers being started, by pool "
+	    "language.", "gauge");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+		if (f->kept)
+			prom_sample_i64(p, starting, (const char *[]){ "lang",
+			    f->lang, NULL }, f->starting);
+	prom_help_type(p, hits, "Runs given a warm container, by pool "
+	    "language.", "counter");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+		if (f->kept)
+			prom_sample_u64(p, hits, (const char *[]){ "lang",
+			    f->lang, NULL }, f->hits);
+	prom_help_type(p, misses, "Runs that asked a pool and started cold, "
+	    "by pool language.", "counter");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+		if (f->kept)
+			prom_sample_u64(p, misses, (const char *[]){ "lang",
+			    f->lang, NULL }, f->misses);
+	prom_help_type(p, shrinks, "Times a pool's mode was shrunk to 0 for "
+	    "want of runs, by pool language.", "counter");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+		if (f->kept)
+			prom_sample_u64(p, shrinks, (const char *[]){ "lang",
+			    f->lang, NULL }, f->shrinks);
+}
+
 /* The histogram and the gauges and counters after it. */
 static void
 render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
@@ -113,7 +170,7 @@ render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
 		return;
 	}
 	prom_help_type(p, "cordon_pool_size",
-	    "Idle warm containers (0: pool disabled).", "gauge");
+	    "Idle warm containers of every pool (0: none kept).", "gauge");
 	prom_sample_i64(p, "cordon_pool_size", NULL, m->pool_size);
 	prom_help_type(p, "cordon_pool_hits_total",
 	    "Runs served by a warm container.", "counter");
@@ -121,6 +178,7 @@ render_latency_and_pool(struct prom *p, const struct serve_metrics *m)
 	prom_help_type(p, "cordon_pool_misses_total", "Runs started cold.",
 	    "counter");
 	prom_sample_u64(p, "cordon_pool_misses_total", NULL, m->pool_misses);
+	render_pools(p, m);
 }
 
 /* Sessions: the live gauge, starts and ends, and calls by status. */

@@ -10,10 +10,21 @@
 #include <stdint.h>
 
 #include "runner/runner.h"
+#include "runner/pool_conf.h"
 
 #define SERVE_METRICS_BUCKETS 10	/* latency buckets, +Inf excluded */
 #define SERVE_STATUS_ERROR (RUNNER_SANDBOX_ERROR + 1)	/* no result */
 #define SERVE_NSTATUS (SERVE_STATUS_ERROR + 1)
+
+/* One warm pool's figures (set before rendering). */
+struct serve_pool_figures {
+	const char *lang;		/* "python", "bash", "node" */
+	bool kept;			/* false: no such pool, no lines */
+	int64_t idle[2];		/* per net mode (index runner_net) */
+	bool dormant[2];		/* shrunk for want of runs */
+	int64_t starting;
+	uint64_t hits, misses, shrinks;
+};
 
 struct serve_metrics {
 	uint64_t runs[SERVE_NSTATUS];	/* by runner status, + "error" */
@@ -30,6 +41,7 @@ struct serve_metrics {
 	int64_t pool_size;
 	uint64_t pool_hits;
 	uint64_t pool_misses;		/* runs started cold */
+	struct serve_pool_figures pools[RUNNER_POOLS_LANGS];
 	int64_t sessions_live;		/* set before rendering */
 	uint64_t sessions_started, sessions_ended;	/* likewise */
 	uint64_t session_calls[SERVE_NSTATUS];	/* by status, + "error" */

@@ -155,36 +155,49 @@ route_run(struct serve_server *s, struct serve_conn *c, size_t tenant)
 	serve_work_submit(s->work, &p->task);
 }
 
-/* Idle warm containers (all modes); st may be NULL. */
+/* Idle warm containers of every pool (all modes); st, python's figures,
+ * may be NULL. */
 static int64_t
 pool_idle(struct serve_server *s, struct runner_pool_stats *st)
 {
 	struct runner_pool_stats local;
+	int64_t n = 0;
 
 	if (st == NULL)
 		st = &local;
 	memset(st, 0, sizeof(*st));
-	if (s->pool == NULL)
-		return 0;
-	runner_pool_stats(s->pool, st);
-	return st->idle[0] + st->idle[1];
+	if (s->pool != NULL)
+		runner_pool_stats(s->pool, st);
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+		struct runner_pool *p = runner_pools_get(s->pools,
+		    runner_pools_lang(i));
+		struct runner_pool_stats ls;
+
+		if (p == NULL)
+			continue;
+		runner_pool_stats(p, &ls);
+		n += ls.idle[0] + ls.idle[1];
+	}
+	return n;
 }
 
-/* The "pool" object of /v1/health, from st. */
+/* One pool's figures in /v1/health, as o[key]. */
 static bool
-add_pool(struct serve_server *s, cJSON *o,
+add_pool_figures(cJSON *o, const char *key, bool enabled,
     const struct runner_pool_stats *st)
 {
-	cJSON *p;
+	cJSON *p, *d;
 
-	return (p = cJSON_AddObjectToObject(o, "pool")) != NULL &&
-	    cJSON_AddBoolToObject(p, "enabled", s->pool != NULL) != NULL &&
+	return (p = cJSON_AddObjectToObject(o, key)) != NULL &&
+	    cJSON_AddBoolToObject(p, "enabled", enabled) != NULL &&
 	    cJSON_AddNumberToObject(p, "none", (double)st->idle[0]) != NULL &&
 	    cJSON_AddNumberToObject(p, "proxy", (double)st->idle[1]) != NULL &&
 	    cJSON_AddNumberToObject(p, "starting", (double)st->starting) !=
 	    NULL && cJSON_AddNumberToObject(p, "starts_max",
 	    (double)st->max_starts) != NULL && cJSON_AddNumberToObject(p,
 	    "cold", (double)st->cold) != NULL &&
+	    cJSON_AddNumberToObject(p, "hits", (double)st->hits) != NULL &&
+	    cJSON_AddNumberToObject(p, "misses", (double)st->misses) != NULL &&
 	    cJSON_AddNumberToObject(p, "started",
 	    (double)st->started) != NULL && cJSON_AddNumberToObject(p, "retired",
 	    (double)st->retired) != NULL && cJSON_AddNumberToObject(p, "failed",
@@ -193,7 +206,36 @@ add_pool(struct serve_server *s, cJSON *o,
 	    cJSON_AddNumberToObject(p, "remove_ms_last",
 	    (double)st->remove_ms_last) != NULL &&
 	    json_add_bytes(p, "last_error", st->last_error,
-	    strlen(st->last_error)) == 0;
+	    strlen(st->last_error)) == 0 &&
+	    (d = cJSON_AddObjectToObject(p, "dormant")) != NULL &&
+	    cJSON_AddBoolToObject(d, "none", st->dormant[0]) != NULL &&
+	    cJSON_AddBoolToObject(d, "proxy", st->dormant[1]) != NULL &&
+	    cJSON_AddNumberToObject(p, "shrinks", (double)st->shrinks) != NULL;
+}
+
+/* /v1/health's "pool" (python's, from st, as before pools had
+ * languages) and "pools": each kept pool by its language. */
+static bool
+add_pool(struct serve_server *s, cJSON *o,
+    const struct runner_pool_stats *st)
+{
+	cJSON *all;
+
+	if (!add_pool_figures(o, "pool", s->pool != NULL, st) ||
+	    (all = cJSON_AddObjectToObject(o, "pools")) == NULL)
+		return false;
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+		struct runner_pool *p = runner_pools_get(s->pools,
+		    runner_pools_lang(i));
+		struct runner_pool_stats ls;
+
+		if (p == NULL)
+			continue;
+		runner_pool_stats(p, &ls);
+		if (!add_pool_figures(all, runner_pools_lang(i), true, &ls))
+			return false;
+	}
+	return true;
 }
 
 /* The service's figures (unix socket), or over TCP only the caller's own
@@ -249,6 +291,32 @@ add_conns(struct serve_server *s, struct serve_metrics *m)
 		m->unsent_bytes += s->tenants.t[i].unsent;
 }
 
+/* Each kept pool's figures for /metrics. */
+static void
+pool_figures(struct serve_server *s, struct serve_metrics *m)
+{
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+		struct serve_pool_figures *f = &m->pools[i];
+		struct runner_pool *p = runner_pools_get(s->pools,
+		    runner_pools_lang(i));
+		struct runner_pool_stats st;
+
+		*f = (struct serve_pool_figures){ .lang = runner_pools_lang(i),
+		    .kept = p != NULL };
+		if (p == NULL)
+			continue;
+		runner_pool_stats(p, &st);
+		for (int k = 0; k < 2; k++) {
+			f->idle[k] = st.idle[k];
+			f->dormant[k] = st.dormant[k];
+		}
+		f->starting = st.starting;
+		f->hits = st.hits;
+		f->misses = st.misses;
+		f->shrinks = st.shrinks;
+	}
+}
+
 static void
 route_metrics(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
@@ -267,6 +335,7 @@ route_metrics(struct serve_server *s, struct serve_conn *c, size_t tenant)
 		text = serve_metrics_render(&own);
 	} else {
 		s->metrics.pool_size = pool_idle(s, NULL);
+		pool_figures(s, &s->metrics);
 		serve_sessions_metrics(&s->sessions, &s->metrics);
 		add_conns(s, &s->metrics);
 		text = serve_metrics_render(&s->metrics);

@@ -59,6 +59,9 @@ test_notes(void **state)
 		  "no starts while dockerd does not answer: no such image" },
 		{ RUNNER_POOL_DAEMON_UP, LOG_LEVEL_INFO, "pool --net proxy: "
 		  "dockerd answers again: refilling" },
+		{ RUNNER_POOL_SHRUNK, LOG_LEVEL_INFO, "pool --net proxy: no "
+		  "run asked for it in 0 s: shrunk to 0 (refilled when one "
+		  "asks)" },
 	};
 	char buf[512], small[16];
 

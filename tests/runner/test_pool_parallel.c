@@ -321,6 +321,120 @@ test_cold_runs_hold_the_refill(void **state)
 	free(n);
 }
 
+static int shrunk_notes;	/* RUNNER_POOL_SHRUNK notes seen */
+
+static void
+count_shrunk(void *arg, const struct runner_pool_note *n)
+{
+	(void)arg;
+	if (n->ev == RUNNER_POOL_SHRUNK) {
+		assert_int_equal(n->ms, 2000);	/* the idle time it waited */
+		__atomic_add_fetch(&shrunk_notes, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* Polls (50 ms) until the mode's dormancy is want, or ms pass. */
+static bool
+dormant_within(struct runner_pool *p, bool want, int64_t ms)
+{
+	int64_t end = time_mono_ms() + ms;
+
+	while (stats(p).dormant[RUNNER_NET_NONE] != want)
+		if (time_mono_ms() >= end)
+			return false;
+		else
+			usleep(50000);
+	return true;
+}
+
+/* One run through the pool: whether it was warm. */
+static bool
+one_run(struct runner_pool *pool)
+{
+	struct runner_request q = { .code = "print(1)\n", .code_len = 9,
+	    .pool = pool };
+	struct runner_result res;
+	char err[256];
+	bool warm;
+
+	assert_int_equal(runner_run(&fk.cfg, &q, &res, err, sizeof(err)), 0);
+	assert_string_equal(res.out, "print(1)\n");
+	warm = res.warm;
+	runner_result_cleanup(&res);
+	return warm;
+}
+
+/* idle_s: a full mode that no run asks for in idle_s shrinks to 0 (its
+ * containers removed, one SHRUNK note, no start while dormant); a run
+ * then starts cold and wakes it, and it refills; runs that keep asking
+ * keep it. */
+static void
+test_idle_shrink_and_wake(void **state)
+{
+	struct runner_pool_opts o = { .size = 2, .max_age_s = 60,
+	    .idle_s = 2, .modes = { true, false }, .on_note = count_shrunk };
+	struct runner_pool *pool = NULL;
+	struct runner_pool_stats s;
+	struct names *n = malloc(sizeof(*n));
+	char err[256];
+	uint64_t started;
+	int64_t t0;
+
+	(void)state;
+	assert_non_null(n);
+	__atomic_store_n(&shrunk_notes, 0, __ATOMIC_SEQ_CST);
+	assert_int_equal(runner_pool_new(&fk.cfg, &o, &pool, err,
+	    sizeof(err)), 0);
+	live = pool;
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	/* Runs that keep asking (every 300 ms or so, for over 3 s) keep it
+	 * warm: the clock restarts at each take. */
+	for (t0 = time_mono_ms(); time_mono_ms() - t0 < 3200; ) {
+		assert_true(one_run(pool));
+		assert_false(stats(pool).dormant[RUNNER_NET_NONE]);
+		assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+		usleep(300000);
+	}
+	assert_int_equal(__atomic_load_n(&shrunk_notes, __ATOMIC_SEQ_CST), 0);
+	/* Left alone: shrunk within idle_s and a tick or two, every idle
+	 * container removed, none started while dormant. */
+	assert_true(dormant_within(pool, true, 6000));
+	s = stats(pool);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	assert_int_equal(s.shrinks, 1);
+	logged_run_names(&fk, n);
+	assert_true(all_removed_within(&fk, n, 5000));
+	started = s.started;
+	assert_int_equal(runner_pool_wait_full(pool, 100), 0);	/* not
+								 * waited for */
+	usleep(1500000);
+	s = stats(pool);
+	assert_int_equal(s.started, started);
+	assert_int_equal(s.starting, 0);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
+	assert_int_equal(__atomic_load_n(&shrunk_notes, __ATOMIC_SEQ_CST), 1);
+	/* A run asks: cold, and the mode wakes and refills. */
+	assert_false(one_run(pool));
+	assert_false(stats(pool).dormant[RUNNER_NET_NONE]);
+	assert_int_equal(runner_pool_wait_full(pool, 10000), 0);
+	s = stats(pool);
+	assert_int_equal(s.idle[RUNNER_NET_NONE], 2);
+	assert_int_equal(s.started, started + 2);
+	assert_true(one_run(pool));
+	/* Negative idle times are refused. */
+	o.idle_s = -1;
+	o.on_note = NULL;
+	{
+		struct runner_pool *q = (struct runner_pool *)0x1;
+
+		assert_int_equal(runner_pool_new(&fk.cfg, &o, &q, err,
+		    sizeof(err)), -EINVAL);
+		assert_null(q);
+	}
+	pool_free(pool);
+	free(n);
+}
+
 /* 0 is the online CPUs (capped); out of range is refused. */
 static void
 test_max_starts_option(void **state)
@@ -359,6 +473,7 @@ main(void)
 		T(test_stop_during_k_creates_leaves_nothing),
 		T(test_max_starts_option),
 		T(test_cold_runs_hold_the_refill),
+		T(test_idle_shrink_and_wake),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
 # language's command line (/bin/bash -s, /usr/bin/node -) in its profile's
 # image; a bash run and a node run each take one ("warm": true, that
 # container), a python run starts cold (its pool is 0); SIGTERM leaves no
-# container. Fails (never skips) when Docker, the runtime or an image is
+# container; /v1/health and /metrics report each pool; with
+# serve.pool_idle_s a pool no run asks for shrinks to 0 and the next run
+# wakes it. Fails (never skips) when Docker, the runtime or an image is
 # missing, unless CORDON_E2E=skip.
 . "$(dirname "$0")/lib.sh"
 
@@ -82,9 +84,67 @@ code=$(run "$tmp/p" '{"code":"print(1)"}')
 	fail "python with no python pool: HTTP $code $(cat "$tmp/p")"
 echo "ok - python starts cold (serve.pool 0)"
 
+# health NAME: /v1/health into $tmp/NAME.
+health() { [ "$(req "$tmp/$1" http://cordon/v1/health)" = 200 ] || fail "/v1/health: $(cat "$tmp/$1")"; }
+health h1
+[ "$(jget "$tmp/h1" pools.bash.hits)" = 1 ] && [ "$(jget "$tmp/h1" pools.node.hits)" = 1 ] &&
+	[ "$(jget "$tmp/h1" pools.python)" = None ] && [ "$(jget "$tmp/h1" pool.enabled)" = False ] ||
+	fail "/v1/health's pools: $(cat "$tmp/h1")"
+[ "$(req "$tmp/m1" http://cordon/metrics)" = 200 ] || fail "/metrics: $(cat "$tmp/m1")"
+grep -qx 'cordon_pool_lang_hits_total{lang="bash"} 1' "$tmp/m1" &&
+	grep -qx 'cordon_pool_lang_hits_total{lang="node"} 1' "$tmp/m1" &&
+	grep -q '^cordon_pool_idle{lang="node",net="none"} ' "$tmp/m1" &&
+	! grep -q 'lang="python"' "$tmp/m1" ||
+	fail "/metrics has not each pool's lines: $(grep cordon_pool "$tmp/m1")"
+echo "ok - /v1/health and /metrics report the bash and node pools, each on its own"
+
 stop
 left=$("$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid")
 [ -z "$left" ] || fail "containers left after SIGTERM: $left"
 pid=
 echo "ok - SIGTERM leaves no container"
+
+# serve.pool_idle_s: a pool no run asks for shrinks to 0, and the next
+# run (cold) refills it.
+printf '{"state_dir":"%s","audit_log":"%s/audit.log","image":{"id":"%s","profiles":{"node":{"id":"%s"}}},"serve":{"pool":0,"pool_bash":1,"pool_idle_s":3}}\n' \
+	"$state" "$tmp" "$min" "$node" >"$cfgfile"
+start
+# pooled: the service's pool containers (any state), one per line.
+pooled() { "$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid" --filter label=cordon.session=pool; }
+for _ in $(seq 1500); do
+	health h2
+	[ "$(jget "$tmp/h2" pools.bash.dormant.none)" = True ] && break
+	sleep 0.1
+done
+[ "$(jget "$tmp/h2" pools.bash.dormant.none)" = True ] && [ "$(jget "$tmp/h2" pools.bash.none)" = 0 ] &&
+	[ "$(jget "$tmp/h2" pools.bash.shrinks)" = 1 ] && [ "$(jget "$tmp/h2" pools.bash.started)" = 1 ] ||
+	fail "the bash pool did not fill and shrink in 150 s: $(cat "$tmp/h2"); $(cat "$tmp/serve.log")"
+for _ in $(seq 100); do [ -z "$(pooled)" ] && break; sleep 0.1; done
+[ -z "$(pooled)" ] || fail "pool containers left after the shrink: $(pooled)"
+grep -q 'pool bash --net none: no run asked for it in 3 s: shrunk to 0' "$tmp/serve.log" ||
+	fail "no shrink line in the log: $(cat "$tmp/serve.log")"
+sleep 2
+health h3
+[ "$(jget "$tmp/h3" pools.bash.started)" = 1 ] && [ "$(jget "$tmp/h3" pools.bash.starting)" = 0 ] &&
+	[ -z "$(pooled)" ] || fail "a dormant pool started containers: $(cat "$tmp/h3") $(pooled)"
+echo "ok - a bash pool no run asked for in 3 s shrinks to 0, its container removed, none started"
+
+code=$(run "$tmp/b1" '{"code":"echo $((6*7))","language":"bash"}')
+[ "$code" = 200 ] && [ "$(jget "$tmp/b1" stdout)" = 42 ] && [ "$(jget "$tmp/b1" warm)" = False ] ||
+	fail "a bash run on the shrunk pool: HTTP $code $(cat "$tmp/b1")"
+for _ in $(seq 1200); do
+	health h4
+	[ "$(jget "$tmp/h4" pools.bash.none)" = 1 ] && break
+	sleep 0.1
+done
+[ "$(jget "$tmp/h4" pools.bash.none)" = 1 ] && [ "$(jget "$tmp/h4" pools.bash.dormant.none)" = False ] ||
+	fail "the bash pool did not refill after a run asked: $(cat "$tmp/h4"); $(cat "$tmp/serve.log")"
+code=$(run "$tmp/b2" '{"code":"echo $((6*7))","language":"bash"}')
+[ "$code" = 200 ] && [ "$(jget "$tmp/b2" stdout)" = 42 ] && [ "$(jget "$tmp/b2" warm)" = True ] ||
+	fail "a bash run on the refilled pool: HTTP $code $(cat "$tmp/b2")"
+echo "ok - the next bash run starts cold and wakes the pool; it refills and the run after is warm"
+stop
+[ -z "$("$docker" ps -aq --filter label=cordon=1 --filter "label=cordon.owner_pid=$pid")" ] ||
+	fail "containers left after SIGTERM"
+pid=
 echo "PASS"

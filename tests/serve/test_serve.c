@@ -490,6 +490,41 @@ test_metrics(void **state)
 	assert_non_null(strstr(t, "\ncordon_session_calls_total"
 	    "{status=\"error\"} 0\n"));
 	assert_int_equal(t[strlen(t) - 1], '\n');
+	/* No pool kept: no per-pool lines. */
+	assert_null(strstr(t, "cordon_pool_idle"));
+	free(t);
+	/* Each kept pool, by language and net mode; none for one not kept. */
+	m.pools[0] = (struct serve_pool_figures){ .lang = "python",
+	    .kept = true, .idle = { 2, 1 }, .dormant = { false, true },
+	    .starting = 1, .hits = 9, .misses = 3, .shrinks = 1 };
+	m.pools[1] = (struct serve_pool_figures){ .lang = "bash" };
+	m.pools[2] = (struct serve_pool_figures){ .lang = "node",
+	    .kept = true, .idle = { 0, 0 }, .dormant = { true, true },
+	    .shrinks = 2 };
+	t = serve_metrics_render(&m);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "# TYPE cordon_pool_idle gauge\n"
+	    "cordon_pool_idle{lang=\"python\",net=\"none\"} 2\n"
+	    "cordon_pool_idle{lang=\"python\",net=\"proxy\"} 1\n"
+	    "cordon_pool_idle{lang=\"node\",net=\"none\"} 0\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_dormant{lang=\"python\","
+	    "net=\"none\"} 0\ncordon_pool_dormant{lang=\"python\","
+	    "net=\"proxy\"} 1\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_starting{lang=\"python\"} "
+	    "1\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_lang_hits_total"
+	    "{lang=\"python\"} 9\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_lang_misses_total"
+	    "{lang=\"python\"} 3\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_shrinks_total"
+	    "{lang=\"node\"} 2\n"));
+	assert_null(strstr(t, "bash"));
+	free(t);
+	/* A tenant's own view: none of it. */
+	m.own = true;
+	t = serve_metrics_render(&m);
+	assert_non_null(t);
+	assert_null(strstr(t, "cordon_pool_"));
 	free(t);
 }
 
