@@ -184,48 +184,6 @@ warm_one(const struct bench_svc *sv, bool proxy, int k, int i)
 	return ms;
 }
 
-/* Idle containers of sv's pool in both modes (the smaller), or -1. */
-static int
-pool_idle(const struct bench_svc *sv)
-{
-	char resp[4096];
-	const char *q;
-	int n, m;
-
-	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
-	    sizeof(resp)) != 200 || (q = strstr(resp, "\"pool\":{")) == NULL ||
-	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1 ||
-	    (q = strstr(q, "\"proxy\":")) == NULL ||
-	    sscanf(q + 8, "%d", &m) != 1)
-		return -1;
-	return n < m ? n : m;
-}
-
-/* Waits until the pool holds want idle containers of each mode; else
- * says why it may not have: the service's own view (its probe notes and
- * the pool's last error, from /v1/health). */
-static int
-wait_pool(const struct bench_svc *sv, int want)
-{
-	char resp[4096];
-	const char *b;
-
-	for (int i = 0; i < 1800; i++) {
-		if (pool_idle(sv) >= want)
-			return 0;
-		usleep(100 * 1000);
-	}
-	resp[0] = '\0';
-	(void)bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
-	    sizeof(resp));
-	b = strstr(resp, "\r\n\r\n");
-	fprintf(stderr, "bench_netmodes: the pool did not refill to %d idle "
-	    "per mode in 180 s; the service's health (a mode whose probe is "
-	    "failed or older than probe_max_age_s gets no pooled "
-	    "containers): %.3000s\n", want, b != NULL ? b + 4 : resp);
-	return -1;
-}
-
 /* Each mode's probe record passes and will for the whole benchmark
  * (margin_s more): else `cordon probe --net MODE` first, as the pool
  * keeps no containers of a mode whose record is stale. 0 or -1. */
@@ -384,7 +342,7 @@ round_one(const char *cordon, const struct config *c,
 		int k = (i + j) % NPATH;
 		int64_t ms;
 
-		if (wait_pool(sv, pool) < 0)
+		if (bench_svc_wait_pool(sv, NULL, pool, 180) < 0)
 			return -1;
 		if (k == RAW_OFF || k == RAW_PX)
 			ms = raw_one(c, k == RAW_PX);

@@ -198,34 +198,6 @@ pool_remove_ms(const struct bench_svc *sv)
 	return v;
 }
 
-/* Idle offline containers of sv's pool, or -1. */
-static int
-pool_idle(const struct bench_svc *sv)
-{
-	char resp[4096];
-	const char *q;
-	int n;
-
-	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
-	    sizeof(resp)) != 200 ||
-	    (q = strstr(resp, "\"pool\":{")) == NULL ||
-	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1)
-		return -1;
-	return n;
-}
-
-static int
-wait_pool(const struct bench_svc *sv, int want)
-{
-	for (int i = 0; i < 1200; i++) {
-		if (pool_idle(sv) >= want)
-			return 0;
-		usleep(100 * 1000);
-	}
-	fprintf(stderr, "bench_serve: the pool did not refill in 120 s\n");
-	return -1;
-}
-
 struct client {
 	const struct bench_svc *sv;
 	int runs;
@@ -321,14 +293,16 @@ main(int argc, char **argv)
 		goto out;
 	/* Warm the page cache, not measured. */
 	if (exec_start(&c) < 0 || exec_one(&c) < 0 || run_one(&cs, 0) < 0 ||
-	    wait_pool(&ws, pool) < 0)
+	    bench_svc_wait_pool(&ws, "none", pool, 120) < 0)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		/* Each run alone: no refill going on in the background. */
-		if (wait_pool(&ws, pool) < 0 ||
-		    (cold[i] = run_one(&cs, 0)) < 0 || wait_pool(&ws, pool) < 0 ||
+		if (bench_svc_wait_pool(&ws, "none", pool, 120) < 0 ||
+		    (cold[i] = run_one(&cs, 0)) < 0 ||
+		    bench_svc_wait_pool(&ws, "none", pool, 120) < 0 ||
 		    (warm[i] = run_one(&ws, 1)) < 0 ||
-		    wait_pool(&ws, pool) < 0 || (ex[i] = exec_one(&c)) < 0)
+		    bench_svc_wait_pool(&ws, "none", pool, 120) < 0 ||
+		    (ex[i] = exec_one(&c)) < 0)
 			goto out;
 		/* The refill waited for the removal: this run's. */
 		removal[i] = pool_remove_ms(&ws);
@@ -338,9 +312,9 @@ main(int argc, char **argv)
 		int clients = k == 0 ? 2 : 8;
 
 		/* No refill in the background while the cold side runs. */
-		if (wait_pool(&ws, pool) < 0 ||
+		if (bench_svc_wait_pool(&ws, "none", pool, 120) < 0 ||
 		    (r[0][k] = throughput(&cs, clients, n)) < 0 ||
-		    wait_pool(&ws, pool) < 0 ||
+		    bench_svc_wait_pool(&ws, "none", pool, 120) < 0 ||
 		    (r[1][k] = throughput(&ws, clients, n)) < 0)
 			goto out;
 	}

@@ -23,33 +23,6 @@
 #define MAX_N 200
 
 static const char body[] = "{\"code\":\"print(1)\\n\",\"timeout_s\":120}";
-/* Idle offline containers of sv's pool, or -1. */
-static int
-pool_idle(const struct bench_svc *sv)
-{
-	char resp[4096];
-	const char *q;
-	int n;
-
-	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
-	    sizeof(resp)) != 200 ||
-	    (q = strstr(resp, "\"pool\":{")) == NULL ||
-	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1)
-		return -1;
-	return n;
-}
-
-static int
-wait_pool(const struct bench_svc *sv, int want)
-{
-	for (int i = 0; i < 1200; i++) {
-		if (pool_idle(sv) >= want)
-			return 0;
-		usleep(100 * 1000);
-	}
-	fprintf(stderr, "bench_sessions: the pool did not refill in 120 s\n");
-	return -1;
-}
 
 /* Wall ms of one request whose reply must carry want; -1 otherwise. */
 static int64_t
@@ -120,7 +93,7 @@ main(int argc, char **argv)
 	snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
 	if (util_write_file_atomic(cfg, text, strlen(text), 0644) < 0 ||
 	    bench_svc_start(&sv, cordon, dir, cfg, pool_arg) < 0 ||
-	    wait_pool(&sv, pool) < 0)
+	    bench_svc_wait_pool(&sv, "none", pool, 120) < 0)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		/* Each alone: the pool is full, no refill in the background. */
@@ -137,10 +110,11 @@ main(int argc, char **argv)
 			goto out;
 		snprintf(path, sizeof(path), "/v1/sessions/%s", id);
 		if (timed(&sv, "DELETE", path, NULL, 200, "ended", resp,
-		    sizeof(resp)) < 0 || wait_pool(&sv, pool) < 0 ||
+		    sizeof(resp)) < 0 ||
+		    bench_svc_wait_pool(&sv, "none", pool, 120) < 0 ||
 		    (warm[i] = timed(&sv, "POST", "/v1/runs", body, 200,
 		    "\"warm\":true", resp, sizeof(resp))) < 0 ||
-		    wait_pool(&sv, pool) < 0)
+		    bench_svc_wait_pool(&sv, "none", pool, 120) < 0)
 			goto out;
 	}
 	if (profile != NULL)

@@ -92,6 +92,48 @@ cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+int
+bench_svc_pool_idle(const struct bench_svc *sv, const char *mode)
+{
+	char resp[4096];
+	const char *q;
+	int n, m;
+
+	if (bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
+	    sizeof(resp)) != 200 || (q = strstr(resp, "\"pool\":{")) == NULL ||
+	    (q = strstr(q, "\"none\":")) == NULL || sscanf(q + 7, "%d", &n) != 1 ||
+	    (q = strstr(q, "\"proxy\":")) == NULL ||
+	    sscanf(q + 8, "%d", &m) != 1)
+		return -1;
+	if (mode == NULL)
+		return n < m ? n : m;
+	return strcmp(mode, "proxy") == 0 ? m : n;
+}
+
+int
+bench_svc_wait_pool(const struct bench_svc *sv, const char *mode, int want,
+    int secs)
+{
+	char resp[4096];
+	const char *b;
+
+	for (int i = 0; i < 10 * secs; i++) {
+		if (bench_svc_pool_idle(sv, mode) >= want)
+			return 0;
+		usleep(100 * 1000);
+	}
+	resp[0] = '\0';
+	(void)bench_svc_http(sv, "GET", "/v1/health", NULL, resp,
+	    sizeof(resp));
+	b = strstr(resp, "\r\n\r\n");
+	fprintf(stderr, "%s: the pool did not refill to %d idle (%s) in %d "
+	    "s; the service's health (a mode whose probe is failed or older "
+	    "than probe_max_age_s gets no pooled containers): %.3000s\n",
+	    sv->name, want, mode != NULL ? mode : "each mode", secs,
+	    b != NULL ? b + 4 : resp);
+	return -1;
+}
+
 int64_t
 bench_pct(int64_t *v, int n, int pc)
 {

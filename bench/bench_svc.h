@@ -30,6 +30,17 @@ int bench_svc_start(struct bench_svc *sv, const char *cordon,
 /* SIGTERM, then waits for it to drain and exit (60 s). */
 void bench_svc_stop(struct bench_svc *sv);
 
+/* Idle containers of sv's python pool (its /v1/health "pool"): of mode
+ * "none" or "proxy", or with NULL the smaller of both; -1 when health
+ * does not say. */
+int bench_svc_pool_idle(const struct bench_svc *sv, const char *mode);
+
+/* Polls (100 ms) until bench_svc_pool_idle(sv, mode) >= want, for up to
+ * secs seconds. 0, or -1 after saying so on stderr with the service's
+ * health (a mode whose probe fails or is stale gets no containers). */
+int bench_svc_wait_pool(const struct bench_svc *sv, const char *mode,
+    int want, int secs);
+
 /* Sorts v (n > 0) and returns its nearest-rank percentile pc (1..100). */
 int64_t bench_pct(int64_t *v, int n, int pc);
 
