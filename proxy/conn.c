@@ -385,8 +385,10 @@ conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		break;
 	case CONN_RESOLVING:	/* the resolver has its own deadline */
+	case CONN_PARENT:	/* the parent answers or the child dies */
 		break;
 	case CONN_LINGER:
+	case CONN_NSTATES:
 		proxy_conn_free(c);
 		break;
 	}

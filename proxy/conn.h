@@ -79,14 +79,30 @@ struct zerocopy;
 #define CONN_READ_MAX	CONN_OUT_MAX
 #define CONN_READ_MIN	1024	/* less room than this: wait for a drain */
 
+/* Where a connection is. Every change goes through proxy_conn_state_set
+ * (conn_state.c), which checks it against the one table of allowed
+ * steps; the timer (conn.c) acts on the state. */
 enum conn_state {
-	CONN_HEAD,		/* reading a request head */
-	CONN_RESOLVING,
-	CONN_CONNECTING,
-	CONN_TUNNEL,
-	CONN_FORWARD,
+	CONN_HEAD,		/* reading a request head (the timer: the
+				 * head's deadline, keep-alive idle) */
+	CONN_RESOLVING,		/* the resolver has the name (its own
+				 * deadline) */
+	CONN_PARENT,		/* an inspected tunnel waits for its parent:
+				 * a leaf certificate or a secret (nothing
+				 * timed: it answers or dies with the child) */
+	CONN_CONNECTING,	/* to upstream (connect_timeout) */
+	CONN_TUNNEL,		/* relaying a tunnel (idle timeout) */
+	CONN_FORWARD,		/* relaying a forwarded request (idle) */
 	CONN_LINGER,		/* answer sent; draining input, then close */
+	CONN_NSTATES
 };
+
+/* conn_state.c: the state's name ("head", ...; "invalid"); whether the
+ * table allows from -> to; and the one way to change c->state (a step
+ * the table does not allow is logged as a bug, then taken). */
+const char *proxy_conn_state_name(enum conn_state s);
+bool proxy_conn_state_allowed(enum conn_state from, enum conn_state to);
+void proxy_conn_state_set(struct conn *c, enum conn_state to);
 
 /* One request: what the access log line needs, and the upstream plan. */
 struct conn_req {

@@ -127,7 +127,7 @@ conn_linger_event_cb(struct bufferevent *bev, short what, void *arg)
 static void
 conn_linger(struct conn *c)
 {
-	c->state = CONN_LINGER;
+	proxy_conn_state_set(c, CONN_LINGER);
 	event_del(&c->timer);
 	bufferevent_setwatermark(c->cli, EV_READ, 0, 0);
 	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);

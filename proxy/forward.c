@@ -348,7 +348,7 @@ proxy_forward_start(struct conn *c)
 {
 	struct conn_req *r = c->req;
 
-	c->state = CONN_FORWARD;
+	proxy_conn_state_set(c, CONN_FORWARD);
 	c->last_active_ms = time_mono_ms();
 	if (evbuffer_add(bufferevent_get_output(c->up), cbuf_data(r->uphead),
 	    cbuf_len(r->uphead)) != 0) {

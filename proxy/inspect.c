@@ -120,7 +120,7 @@ inspect_connect(struct conn *c)
 	bufferevent_setcb(up, NULL, NULL, inspect_up_event_cb, c);
 	c->up = up;
 	r->attempt_ms = time_mono_ms();
-	c->state = CONN_CONNECTING;
+	proxy_conn_state_set(c, CONN_CONNECTING);
 	c->connect_timeout = inspect_up_timeout;
 	proxy_conn_timer_arm(c, c->srv->cfg->connect_timeout_ms);
 	if (fd < 0 && bufferevent_socket_connect(up,
@@ -334,7 +334,7 @@ inspect_secret_ask(struct conn *c, const char *name, size_t rc)
 		proxy_conn_fail(c, 502, "error", "inject-unavailable");
 		return false;
 	}
-	c->state = CONN_RESOLVING;
+	proxy_conn_state_set(c, CONN_PARENT);
 	return true;
 }
 

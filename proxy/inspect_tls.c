@@ -185,7 +185,7 @@ inspect_leaf(struct conn *c)
 	}
 	/* Nothing to time meanwhile: the parent answers or the child
 	 * dies with it. */
-	c->state = CONN_RESOLVING;
+	proxy_conn_state_set(c, CONN_PARENT);
 }
 
 /* The SNI check passed on a tunnel to an inspected entry: c->cli holds the
@@ -230,7 +230,7 @@ proxy_inspect_begin(struct conn *c)
 	c->wait_next = proxy_inspect_wait;
 	if (c->state == CONN_TUNNEL)
 		proxy_metrics_tunnels_add(proxy_conn_metrics(c), -1);
-	c->state = CONN_HEAD;
+	proxy_conn_state_set(c, CONN_HEAD);
 	in->spare_fd = inspect_detach(&c->up);
 	in->cli_fd = inspect_detach(&c->cli);
 	inspect_leaf(c);

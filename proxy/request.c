@@ -317,7 +317,7 @@ void
 proxy_request_wait_path(struct conn *c, const struct proxy_request_path *path)
 {
 	c->path = path;
-	c->state = CONN_HEAD;
+	proxy_conn_state_set(c, CONN_HEAD);
 	c->head_scanned = 0;
 	bufferevent_setwatermark(c->cli, EV_READ, 0,
 	    c->srv->cfg->max_header);

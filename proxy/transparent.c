@@ -315,6 +315,6 @@ proxy_transparent_begin(struct conn *c)
 	bufferevent_setcb(c->cli, transparent_read_cb, NULL,
 	    transparent_event_cb, c);
 	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
-	c->state = CONN_HEAD;
+	proxy_conn_state_set(c, CONN_HEAD);
 	proxy_conn_timer_arm(c, s->cfg->sni_timeout_ms);
 }

@@ -403,7 +403,7 @@ tunnel_checked(const struct conn *c)
 static void
 tunnel_relay_start(struct conn *c)
 {
-	c->state = CONN_TUNNEL;
+	proxy_conn_state_set(c, CONN_TUNNEL);
 	proxy_metrics_tunnels_add(proxy_conn_metrics(c), 1);
 	c->last_active_ms = time_mono_ms();
 	bufferevent_set_max_single_read(c->cli, CONN_READ_MAX);
@@ -548,7 +548,7 @@ tunnel_splice(struct conn *c)
 	proxy_zerocopy_start(zc, proxy_conn_base(c), a, b, &sink);
 	c->zc = zc;
 	c->hr = hr;
-	c->state = CONN_TUNNEL;
+	proxy_conn_state_set(c, CONN_TUNNEL);
 	proxy_metrics_tunnels_add(proxy_conn_metrics(c), 1);
 	c->last_active_ms = time_mono_ms();
 	event_del(&c->timer);

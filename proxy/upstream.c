@@ -161,7 +161,7 @@ upstream_connect_next(struct conn *c)
 			continue;
 		}
 		c->up = up;
-		c->state = CONN_CONNECTING;
+		proxy_conn_state_set(c, CONN_CONNECTING);
 		c->connect_timeout = upstream_connect_timeout;
 		proxy_conn_timer_arm(c, s->cfg->connect_timeout_ms);
 		return;
@@ -316,7 +316,7 @@ proxy_upstream_decide(struct conn *c, const struct host_parsed *hp)
 		upstream_plan(c, &lit, 1);
 		return;
 	}
-	c->state = CONN_RESOLVING;
+	proxy_conn_state_set(c, CONN_RESOLVING);
 	c->dq = proxy_dns_resolve(s->dns, hp->name, upstream_dns_cb, c);
 	if (c->dq == NULL)
 		proxy_conn_fail(c, 503, "error", "no-memory");

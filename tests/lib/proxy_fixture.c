@@ -735,6 +735,13 @@ px_stop(struct px *p)
 	if (p->errfd >= 0)
 		close(p->errfd);
 	p->errfd = -1;
+	/* A step between connection states that proxy/conn_state.c's table
+	 * does not list is a bug, whatever the test checked. */
+	if (strstr(p->err, "is not in the state table") != NULL) {
+		fprintf(stderr, "px_stop: the proxy took a step outside its "
+		    "connection state table:\n%s\n", p->err);
+		rc = -3;
+	}
 	/* The whole directory: a test may have left rotated logs, a state
 	 * file or another list there. */
 	for (size_t i = 0; i < sizeof(px_dirs) / sizeof(px_dirs[0]); i++)

@@ -58,7 +58,9 @@ int px_start(struct px *p, const char *allowlist_text,
 bool px_wait_err(struct px *p, size_t from, const char *needle,
     int timeout_ms);
 /* SIGTERM (if still running) and wait; returns the exit status as from
- * waitpid's WEXITSTATUS, or -1 (killed by a signal or hung: SIGKILLed). */
+ * waitpid's WEXITSTATUS, or -1 (killed by a signal or hung: SIGKILLed),
+ * or -3 when its stderr says it took a step outside its connection state
+ * table (proxy/conn_state.c; the lines are printed). */
 int px_stop(struct px *p);
 /* Waits for exit without signalling. -2 on timeout. */
 int px_wait_exit(struct px *p, int timeout_ms);
