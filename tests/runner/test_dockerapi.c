@@ -663,6 +663,12 @@ accept_main(void *arg)
 	return NULL;
 }
 
+/* The one fake of the session tests: static, so that fake_teardown can
+ * still stop it after a failed assertion has left the test (a fake on the
+ * test's stack would be used by its threads after the longjmp). */
+static struct fake fake_g;
+static bool fake_running;
+
 static void
 fake_start(struct fake *f, enum mode m)
 {
@@ -675,6 +681,7 @@ fake_start(struct fake *f, enum mode m)
 	pthread_cond_init(&f->cv, NULL);
 	strcpy(f->dir, "/tmp/cordon-apitest.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
+	fake_running = true;
 	snprintf(f->sock, sizeof(f->sock), "%s/docker.sock", f->dir);
 	util_strlcpy(sa.sun_path, f->sock, sizeof(sa.sun_path));
 	f->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -695,6 +702,18 @@ fake_stop(struct fake *f)
 	pthread_join(f->thr, NULL);
 	close(f->lfd);
 	(void)util_rm_rf(f->dir);
+	fake_running = false;
+}
+
+/* After each session test: the fake stopped (its threads joined, its
+ * directory removed) when an assertion left the test before fake_stop. */
+static int
+fake_teardown(void **state)
+{
+	(void)state;
+	if (fake_running)
+		fake_stop(&fake_g);
+	return 0;
 }
 
 static struct apirun *
@@ -725,45 +744,45 @@ static void
 test_session_hold_input(void **state)
 {
 	for (int hold = 0; hold <= 1; hold++) {
-		struct fake f;
+		struct fake *const fp = &fake_g;
 		struct apirun *a;
 		char err[256] = "";
 		size_t after;
-		fake_start(&f, M_OK);
-		a = session_held(&f, 1024, hold);
+		fake_start(fp, M_OK);
+		a = session_held(fp, 1024, hold);
 		assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL,
 		    err, sizeof(err)), 0);
 		/* The fake reads the attach from the start on. */
 		(void)poll(NULL, 0, 50);
-		pthread_mutex_lock(&f.mu);
-		after = f.stdin_len;
-		pthread_mutex_unlock(&f.mu);
-		if (hold && (f.pending_at_start != 0 || after != 0))
+		pthread_mutex_lock(&fp->mu);
+		after = fp->stdin_len;
+		pthread_mutex_unlock(&fp->mu);
+		if (hold && (fp->pending_at_start != 0 || after != 0))
 			fail_msg("held input: %d bytes at the start, %zu after "
-			    "it", f.pending_at_start, after);
-		if (!hold && f.pending_at_start != 9)
+			    "it", fp->pending_at_start, after);
+		if (!hold && fp->pending_at_start != 9)
 			fail_msg("input at the start: %d bytes, want 9",
-			    f.pending_at_start);
+			    fp->pending_at_start);
 		assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000,
 		    NULL), 0);
-		assert_int_equal(f.stdin_len, 9);
-		assert_memory_equal(f.stdin_got, "print(1)\n", 9);
+		assert_int_equal(fp->stdin_len, 9);
+		assert_memory_equal(fp->stdin_got, "print(1)\n", 9);
 		apirun_free(a);
-		fake_stop(&f);
+		fake_stop(fp);
 	}
 }
 
 static void
 test_session_ok(void **state)
 {
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	struct proc_times t;
 	char err[256] = "";
 
 	(void)state;
-	fake_start(&f, M_OK);
-	a = session(&f, 1024);
+	fake_start(fp, M_OK);
+	a = session(fp, 1024);
 	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
 	    sizeof(err)), 0);
 	assert_true(apirun_created(a));
@@ -777,24 +796,24 @@ test_session_ok(void **state)
 	assert_true(t.stdin_closed > 0 && t.first_output > 0 &&
 	    t.outputs_closed > 0 && t.exited > 0);
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 	/* Everything written, then EOF (the server's read loop ended). */
-	assert_int_equal(f.stdin_len, 9);
-	assert_memory_equal(f.stdin_got, "print(1)\n", 9);
-	assert_string_equal(f.create_body, "{\"Image\":\"x\"}");
-	assert_int_equal(f.conns, 4);
+	assert_int_equal(fp->stdin_len, 9);
+	assert_memory_equal(fp->stdin_got, "print(1)\n", 9);
+	assert_string_equal(fp->create_body, "{\"Image\":\"x\"}");
+	assert_int_equal(fp->conns, 4);
 }
 
 static void
 test_session_create_refused(void **state)
 {
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	char err[256] = "";
 
 	(void)state;
-	fake_start(&f, M_CREATE_404);
-	a = session(&f, 1024);
+	fake_start(fp, M_CREATE_404);
+	a = session(fp, 1024);
 	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
 	    sizeof(err)), -EIO);
 	assert_false(apirun_created(a));
@@ -802,7 +821,7 @@ test_session_create_refused(void **state)
 	assert_string_equal(err, "docker API create: HTTP 404: No such "
 	    "image: sha256:0000000");
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 }
 
 /* The daemon hangs up on both streams without an answer: no exit code
@@ -810,13 +829,13 @@ test_session_create_refused(void **state)
 static void
 test_session_closes_early(void **state)
 {
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	char err[256] = "";
 
 	(void)state;
-	fake_start(&f, M_CLOSE_EARLY);
-	a = session(&f, 1024);
+	fake_start(fp, M_CLOSE_EARLY);
+	a = session(fp, 1024);
 	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
 	    sizeof(err)), 0);
 	assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000, NULL),
@@ -824,19 +843,19 @@ test_session_closes_early(void **state)
 	assert_int_equal(apirun_exit_code(a), -1);
 	assert_int_equal(cbuf_len(apirun_stdout(a)), 0);
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 }
 
 static void
 test_session_bad_frame(void **state)
 {
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	char err[256] = "";
 
 	(void)state;
-	fake_start(&f, M_BAD_FRAME);
-	a = session(&f, 1024);
+	fake_start(fp, M_BAD_FRAME);
+	a = session(fp, 1024);
 	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
 	    sizeof(err)), 0);
 	assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000, NULL),
@@ -844,27 +863,27 @@ test_session_bad_frame(void **state)
 	/* The wait said 3, but the stream was not docker's: untrusted. */
 	assert_int_equal(apirun_exit_code(a), -1);
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 }
 
 /* A start that never answers: the run's deadline ends it. */
 static void
 test_session_deadline(void **state)
 {
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	char err[256] = "";
 	int64_t t0 = time_mono_ms();
 
 	(void)state;
-	fake_start(&f, M_START_HANGS);
-	a = session(&f, 1024);
+	fake_start(fp, M_START_HANGS);
+	a = session(fp, 1024);
 	assert_int_equal(apirun_start(a, t0 + 300, NULL, err, sizeof(err)),
 	    -ETIMEDOUT);
 	assert_true(time_mono_ms() - t0 >= 290 && time_mono_ms() - t0 < 3000);
 	assert_true(apirun_created(a));
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 }
 
 /* The caps: 100,000 bytes of stdout into 1000 kept (head, marker, tail),
@@ -872,13 +891,13 @@ test_session_deadline(void **state)
 static void
 test_session_cap(void **state)
 {
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	char err[256] = "";
 
 	(void)state;
-	fake_start(&f, M_FLOOD);
-	a = session(&f, 1000);
+	fake_start(fp, M_FLOOD);
+	a = session(fp, 1000);
 	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
 	    sizeof(err)), 0);
 	assert_int_equal(apirun_communicate(a, time_mono_ms() + 5000, NULL),
@@ -890,7 +909,7 @@ test_session_cap(void **state)
 	assert_non_null(strstr(cbuf_data(apirun_stdout(a)), "bytes dropped"));
 	assert_string_equal(cbuf_data(apirun_stderr(a)), "tail\n");
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 }
 
 /* --keep head's cut: stdout past its head-kept cap shuts the attach
@@ -903,13 +922,13 @@ test_session_stop_at_cap(void **state)
 	struct apirun_opts o = { .name = "cordon-0a1b",
 	    .body = "{\"Image\":\"x\"}", .input = "x", .input_len = 1,
 	    .stdout_max = 4096, .stderr_max = 4096, .stop_at_cap = true };
-	struct fake f;
+	struct fake *const fp = &fake_g;
 	struct apirun *a;
 	char err[256] = "";
 
 	(void)state;
-	fake_start(&f, M_FLOOD);
-	o.sock = f.sock;
+	fake_start(fp, M_FLOOD);
+	o.sock = fp->sock;
 	assert_int_equal(apirun_new(&o, &a), 0);
 	assert_int_equal(apirun_start(a, time_mono_ms() + 5000, NULL, err,
 	    sizeof(err)), 0);
@@ -923,7 +942,7 @@ test_session_stop_at_cap(void **state)
 	    -EPIPE);
 	assert_int_equal(apirun_exit_code(a), -1);
 	apirun_free(a);
-	fake_stop(&f);
+	fake_stop(fp);
 }
 
 static int
@@ -935,6 +954,8 @@ setup(void **state)
 	config_defaults(&cfg);
 	return 0;
 }
+
+#define TF(t) cmocka_unit_test_teardown(t, fake_teardown)
 
 int
 main(void)
@@ -949,14 +970,14 @@ main(void)
 		cmocka_unit_test(test_create_table),
 		cmocka_unit_test(test_create_refusals),
 		cmocka_unit_test(test_create_proxy),
-		cmocka_unit_test(test_session_hold_input),
-		cmocka_unit_test(test_session_ok),
-		cmocka_unit_test(test_session_create_refused),
-		cmocka_unit_test(test_session_closes_early),
-		cmocka_unit_test(test_session_bad_frame),
-		cmocka_unit_test(test_session_stop_at_cap),
-		cmocka_unit_test(test_session_deadline),
-		cmocka_unit_test(test_session_cap),
+		TF(test_session_hold_input),
+		TF(test_session_ok),
+		TF(test_session_create_refused),
+		TF(test_session_closes_early),
+		TF(test_session_bad_frame),
+		TF(test_session_stop_at_cap),
+		TF(test_session_deadline),
+		TF(test_session_cap),
 	};
 
 	/* The fake daemon writes to clients that may have hung up. */
