@@ -27,6 +27,7 @@
 #include "common/util.h"
 #include "mcp/mcp.h"
 #include "cli/cmd.h"
+#include "jobs/pools.h"
 #include "runner/pool.h"
 #include "runner/pool_conf.h"
 #include "runner/runner.h"
@@ -410,38 +411,23 @@ stop_worker(struct transport *t, pthread_t th)
 	pthread_join(th, NULL);
 }
 
-/* The pool's notes, as `cordon serve` words them, on stderr. */
-static void
-pool_note(void *arg, const struct runner_pool_note *n)
-{
-	char line[512];
-	enum log_level level = runner_pool_conf_note(n, line, sizeof(line));
-
-	(void)arg;
-	log_at(level, "%s", line);
-}
-
-/* The warm pools, size[lang] containers per net mode (all 0: none, *out
- * NULL). Their threads (and theirs) start with our signals blocked, so
+/* The warm pools (jobs/pools.h: mcp.pool*; python's python when >= 0,
+ * --pool N), containers per net mode (all 0: none, *out NULL). Their threads (and theirs) start with our signals blocked, so
  * that they reach the reading thread, as the worker's do. */
 static int
-pool_start(const struct config *c, const int64_t size[RUNNER_POOLS_LANGS],
-    struct runner_pools **out)
+pool_start(const struct config *c, int64_t python, struct runner_pools **out)
 {
-	struct runner_pool_opts po;
 	sigset_t set, old;
 	char err[256];
 	int rc;
 
 	*out = NULL;
-	runner_pool_conf_opts(c, 0, &po);
-	po.idle_s = c->mcp.pool_idle_s;		/* its own; the rest serve's */
-	po.on_note = pool_note;
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)
 		sigaddset(&set, handled_signals[i]);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	rc = runner_pools_new(c, size, &po, out, err, sizeof(err));
+	rc = jobs_pools_start(c, JOBS_FRONT_MCP, python, out, err,
+	    sizeof(err));
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc < 0)
 		log_warnx("cannot start the warm pool: %s", err);
@@ -500,7 +486,7 @@ cmd_mcp(int argc, char **argv)
 	    .policies = policies_with_runner, .notify = notify_line,
 	    .notify_arg = &t };
 	struct mcp_server *s = NULL;
-	int64_t pool_size = -1, size[RUNNER_POOLS_LANGS];
+	int64_t pool_size = -1;
 	pthread_t th;
 	struct config c;
 	char err[512], session[RUNNER_SESSION_MAX + 1];
@@ -538,10 +524,7 @@ cmd_mcp(int argc, char **argv)
 		return rc == -EINVAL ? 2 : 1;
 	}
 	install_handlers();
-	size[0] = pool_size >= 0 ? pool_size : c.mcp.pool;
-	size[1] = c.mcp.pool_bash;
-	size[2] = c.mcp.pool_node;
-	if (pool_start(&c, size, &pool) < 0) {
+	if (pool_start(&c, pool_size, &pool) < 0) {
 		mcp_server_free(s);
 		return 1;
 	}

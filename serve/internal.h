@@ -187,8 +187,6 @@ struct serve_server {
 
 /* notes.c: the service's log lines (common/log.h, on stderr). */
 void serve_note_startup(const struct serve_server *s, int64_t pool);
-/* runner_pool_opts.on_note: fills, failures, given-up starts. */
-void serve_note_pool(void *arg, const struct runner_pool_note *n);
 /* On SIGTERM/SIGINT, before the drain starts (or cancels, if already
  * draining). */
 void serve_note_signal(struct serve_server *s, int sig);

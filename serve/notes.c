@@ -14,7 +14,6 @@
 #include "common/log.h"
 #include "runner/image.h"
 #include "runner/pool.h"
-#include "runner/pool_conf.h"
 #include "runner/runner.h"
 
 void
@@ -41,16 +40,6 @@ serve_note_startup(const struct serve_server *s, int64_t pool)
 	    (long long)s->c->serve.head_timeout_s,
 	    (long long)s->c->serve.body_timeout_s,
 	    (long long)s->c->serve.write_timeout_s);
-}
-
-void
-serve_note_pool(void *arg, const struct runner_pool_note *n)
-{
-	char line[512];
-	enum log_level level = runner_pool_conf_note(n, line, sizeof(line));
-
-	(void)arg;
-	log_at(level, "%s", line);
 }
 
 void

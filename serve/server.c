@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "jobs/pools.h"
 #include "runner/pool.h"
 #include "runner/pool_conf.h"
 #include "runner/runner.h"
@@ -240,17 +241,10 @@ static int
 server_pool_start(struct serve_server *s,
     const struct serve_server_opts *opts, char *err, size_t errlen)
 {
-	const struct config_serve *cs = &s->c->serve;
-	int64_t size[RUNNER_POOLS_LANGS] = { opts->pool >= 0 ? opts->pool :
-	    cs->pool, cs->pool_bash, cs->pool_node };
-	struct runner_pool_opts po;
 	int rc;
 
-	runner_pool_conf_opts(s->c, 0, &po);
-	po.on_note = serve_note_pool;
-	po.note_arg = s;
-	if ((rc = runner_pools_new(s->c, size, &po, &s->pools, err,
-	    errlen)) < 0)
+	if ((rc = jobs_pools_start(s->c, JOBS_FRONT_SERVE, opts->pool,
+	    &s->pools, err, errlen)) < 0)
 		return rc;
 	s->pool = runner_pools_get(s->pools, "python");
 	return 0;
@@ -311,6 +305,7 @@ serve_server_new(const struct serve_server_opts *opts,
 	const char *tcp = opts->listen != NULL ? opts->listen : c->serve.listen;
 	const char *tmp = opts->tmp_dir != NULL ? opts->tmp_dir :
 	    getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
+	int64_t size[RUNNER_POOLS_LANGS];
 	struct serve_server *s;
 	int rc;
 
@@ -358,8 +353,8 @@ serve_server_new(const struct serve_server_opts *opts,
 		rc = -ENOMEM;
 		goto bad;
 	}
-	server_caps(s, (opts->pool >= 0 ? opts->pool : c->serve.pool) +
-	    c->serve.pool_bash + c->serve.pool_node);
+	jobs_pools_sizes(c, JOBS_FRONT_SERVE, opts->pool, size);
+	server_caps(s, size[0] + size[1] + size[2]);
 	if ((rc = server_listen(s, sock, tcp, err, errlen)) < 0)
 		goto bad;
 	if ((s->sig_ev[0] = evsignal_new(s->base, SIGTERM, on_signal, s)) ==
