@@ -351,7 +351,7 @@ get cordon-upstream-ok web.example.com:$hport" ] || fail "the warm run: $(cat "$
 echo "ok: warm run: the same"
 kill -TERM "$spid"
 for _ in $(seq 600); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
-! kill -0 "$spid" 2>/dev/null || fail "cordon serve did not exit within 60 s of SIGTERM"
+! kill -0 "$spid" 2>/dev/null || fail "cordon serve did not exit within 60 s of SIGTERM; its log's end: $(tail -n 30 "$T/serve.log")"
 wait "$spid" || fail "cordon serve exited non-zero: $(tail -n5 "$T/serve.log")"
 [ -z "$("$docker" ps -aq --filter network="$net")" ] || fail "containers left on $net"
 echo "PASS in $(( $(date +%s) - start )) s"
