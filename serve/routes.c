@@ -155,6 +155,19 @@ route_run(struct serve_server *s, struct serve_conn *c, size_t tenant)
 	serve_work_submit(s->work, &p->task);
 }
 
+/* The figures of language i's pool into *st; false when none is kept. */
+static bool
+pool_stats_at(struct serve_server *s, int i, struct runner_pool_stats *st)
+{
+	struct runner_pool *p = runner_pools_get(s->pools,
+	    runner_pools_lang(i));
+
+	if (p == NULL)
+		return false;
+	runner_pool_stats(p, st);
+	return true;
+}
+
 /* Idle warm containers of every pool (all modes); st, python's figures,
  * may be NULL. */
 static int64_t
@@ -169,14 +182,10 @@ pool_idle(struct serve_server *s, struct runner_pool_stats *st)
 	if (s->pool != NULL)
 		runner_pool_stats(s->pool, st);
 	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
-		struct runner_pool *p = runner_pools_get(s->pools,
-		    runner_pools_lang(i));
 		struct runner_pool_stats ls;
 
-		if (p == NULL)
-			continue;
-		runner_pool_stats(p, &ls);
-		n += ls.idle[0] + ls.idle[1];
+		if (pool_stats_at(s, i, &ls))
+			n += ls.idle[0] + ls.idle[1];
 	}
 	return n;
 }
@@ -225,14 +234,10 @@ add_pool(struct serve_server *s, cJSON *o,
 	    (all = cJSON_AddObjectToObject(o, "pools")) == NULL)
 		return false;
 	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
-		struct runner_pool *p = runner_pools_get(s->pools,
-		    runner_pools_lang(i));
 		struct runner_pool_stats ls;
 
-		if (p == NULL)
-			continue;
-		runner_pool_stats(p, &ls);
-		if (!add_pool_figures(all, runner_pools_lang(i), true, &ls))
+		if (pool_stats_at(s, i, &ls) &&
+		    !add_pool_figures(all, runner_pools_lang(i), true, &ls))
 			return false;
 	}
 	return true;
@@ -297,15 +302,12 @@ pool_figures(struct serve_server *s, struct serve_metrics *m)
 {
 	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
 		struct serve_pool_figures *f = &m->pools[i];
-		struct runner_pool *p = runner_pools_get(s->pools,
-		    runner_pools_lang(i));
 		struct runner_pool_stats st;
 
 		*f = (struct serve_pool_figures){ .lang = runner_pools_lang(i),
-		    .kept = p != NULL };
-		if (p == NULL)
+		    .kept = pool_stats_at(s, i, &st) };
+		if (!f->kept)
 			continue;
-		runner_pool_stats(p, &st);
 		for (int k = 0; k < 2; k++) {
 			f->idle[k] = st.idle[k];
 			f->dormant[k] = st.dormant[k];
