@@ -133,10 +133,11 @@ pick_mode(struct runner_pool *p, const bool ok[2], const char *image)
 }
 
 /* Under the lock: shrinks each mode no run has asked for (a take) for
- * idle_s since it was last full, or since the last take, whichever came
- * later; sets shrunk[m] for the modes shrunk now. A dormant mode's idle
- * containers are victims (entry_stale) and none is started for it
- * (pick_mode) until runner_pool_take wakes it. */
+ * idle_s since it first became full, or since the last take, whichever
+ * came later; sets shrunk[m] for the modes shrunk now. A dormant mode's
+ * idle containers are victims (entry_stale), none is started for it
+ * (pick_mode) and a start in flight is given up (record_start) until
+ * runner_pool_take wakes it. */
 static void
 shrink_idle(struct runner_pool *p, bool shrunk[2])
 {

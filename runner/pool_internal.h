@@ -74,7 +74,8 @@ struct runner_pool {
 	bool filled[2];			/* FULL was noted since the last
 					 * failure or pause */
 	/* The idle clock (opts idle_s): the mode's last take, and when it
-	 * last became full since it was woken (0: not since). */
+	 * first became full since the pool began or the mode was woken (0:
+	 * not yet). A refill does not restart it; only a take does. */
 	int64_t asked_ms[2], full_ms[2];
 	bool dormant[2];		/* shrunk: no start until a take */
 	uint64_t shrinks;

@@ -214,7 +214,10 @@ record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
 	p->started++;
 	p->backoff_ms[m] = 0;
 	pthread_cond_broadcast(&p->cv);
-	if (p->paused || p->stop || (int64_t)p->nidle[m] >= p->o.size) {
+	/* A start begun before its mode shrank is not kept: a dormant mode
+	 * holds nothing, and its fill state stays as the shrink left it. */
+	if (p->paused || p->stop || p->dormant[m] ||
+	    (int64_t)p->nidle[m] >= p->o.size) {
 		*give_up = true;
 		p->aborted++;
 		return RUNNER_POOL_ABORTED;
@@ -223,7 +226,10 @@ record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
 	if ((int64_t)p->nidle[m] < p->o.size || p->filled[m])
 		return RUNNER_POOL_READY;
 	p->filled[m] = true;
-	p->full_ms[m] = time_mono_ms();
+	/* The idle clock runs from the first fill after a start or a wake:
+	 * a refill after a failed start is not a run asking. */
+	if (p->full_ms[m] == 0)
+		p->full_ms[m] = time_mono_ms();
 	return RUNNER_POOL_FULL;
 }
 
