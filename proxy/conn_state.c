@@ -2,8 +2,8 @@
  * The connection's states and the one table of the steps between them
  * (conn.h: enum conn_state, proxy_conn_state_set). Every change of
  * c->state goes through proxy_conn_state_set, which checks it against
- * the table: a step the table does not list is a bug, logged at error
- * warning level with both states' names (the connection goes on as before: one
+ * the table: a step the table does not list is a bug, logged as a
+ * warning with both states' names (the connection goes on as before: one
  * client's odd path never stops the proxy), and the proxy suites fail on
  * that line (tests/lib/proxy_fixture.c, px_stop). tests/proxy/test_conn_state.c
  * enumerates the table.
@@ -43,9 +43,11 @@ static const unsigned state_next[CONN_NSTATES] = {
 	[CONN_CONNECTING] = S(CONN_CONNECTING) | S(CONN_TUNNEL) |
 	    S(CONN_FORWARD) | S(CONN_LINGER),
 	/* A tunnel is inspected once its ClientHello is checked (its first
-	 * head awaited, tunnel.c -> inspect_tls.c), spliced after its
-	 * buffered start, or refused by the check of its first bytes. */
-	[CONN_TUNNEL] = S(CONN_TUNNEL) | S(CONN_HEAD) | S(CONN_LINGER),
+	 * head awaited, tunnel.c -> inspect_tls.c). Otherwise it ends in a
+	 * free: a refusal of its first bytes (tunnel_refuse), an idle
+	 * timeout or either side's close; it is entered once, from
+	 * connecting, spliced or buffered (proxy_tunnel_start). */
+	[CONN_TUNNEL] = S(CONN_HEAD),
 	/* Answered: the next head on a kept-alive connection, or an error
 	 * answer and the drain. */
 	[CONN_FORWARD] = S(CONN_HEAD) | S(CONN_LINGER),

@@ -41,12 +41,8 @@ static const struct step {
 	{ CONN_CONNECTING, CONN_FORWARD, "forward.c: connected, a request" },
 	{ CONN_CONNECTING, CONN_LINGER, "conn_close.c: every address "
 	  "failed" },
-	{ CONN_TUNNEL, CONN_TUNNEL, "tunnel.c: spliced after its "
-	  "buffered start" },
 	{ CONN_TUNNEL, CONN_HEAD, "inspect_tls.c: the tunnel inspected, "
 	  "its first head awaited" },
-	{ CONN_TUNNEL, CONN_LINGER, "conn_close.c: its first bytes "
-	  "refused" },
 	{ CONN_FORWARD, CONN_HEAD, "request.c: the next head (keep-alive)" },
 	{ CONN_FORWARD, CONN_LINGER, "conn_close.c: an error answer" },
 };
