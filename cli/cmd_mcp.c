@@ -103,9 +103,9 @@ run_with_runner(const struct config *c, const struct runner_request *req,
 
 	r.note = run_note;
 	/* The pools, set before the worker thread starts (NULL: cold):
-	 * the run's language's. */
+	 * the one of the run's language and profile. */
 	r.pool = runner_pools_get(*(struct runner_pools *const *)arg,
-	    req->lang);
+	    req->lang, req->profile);
 	return runner_run(c, &r, res, err, errlen);
 }
 

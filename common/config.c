@@ -168,6 +168,11 @@ config_check(const struct config *c, const char *name, char *err,
 			return config_fail(err, errlen, name, "image.name is too long "
 			    "to name profile %s's image", p->name);
 	}
+	if (config_pool_profiles_check(c, c->serve.pool_profiles,
+	    c->serve.npool_profiles, "serve", name, err, errlen) < 0 ||
+	    config_pool_profiles_check(c, c->mcp.pool_profiles,
+	    c->mcp.npool_profiles, "mcp", name, err, errlen) < 0)
+		return -EINVAL;
 	if (strcmp(c->serve.stats_tcp, "own") != 0 &&
 	    strcmp(c->serve.stats_tcp, "local") != 0)
 		return config_fail(err, errlen, name, "serve.stats_tcp: \"own\" or "

@@ -97,6 +97,16 @@ struct config_tenant {
 	bool policies_set;		/* "policies" was given */
 };
 
+/* A warm pool of lang in a profile other than the one lang runs in by
+ * default (serve.pool_profiles, mcp.pool_profiles: {"PROFILE": {"LANG":
+ * N}}): runs that name that profile are warm too. */
+#define CONFIG_MAX_POOL_PROFILES 8
+struct config_pool_profile {
+	char profile[CONFIG_PROFILE_MAX + 1];
+	unsigned lang;			/* one CONFIG_LANG_* bit */
+	int64_t size;			/* containers per net mode, 1-64 */
+};
+
 /* `cordon serve`. */
 struct config_serve {
 	char socket[108];		/* unix socket path (sun_path) */
@@ -113,6 +123,8 @@ struct config_serve {
 	int64_t pool_idle_s;		/* a pool (language, net mode) no run
 					 * asked for this long shrinks to 0
 					 * until one asks; 0: never */
+	struct config_pool_profile pool_profiles[CONFIG_MAX_POOL_PROFILES];
+	size_t npool_profiles;
 	int64_t sessions_per_tenant;	/* live sessions per tenant; 0: none */
 	/* Hostile and careless clients (issue 39). */
 	int64_t max_connections;	/* TCP at once; 0: from the fd limit */
@@ -138,6 +150,8 @@ struct config_mcp {
 	int64_t pool_bash, pool_node;	/* ... of bash and node (pool:
 					 * python's) */
 	int64_t pool_idle_s;		/* as serve.pool_idle_s */
+	struct config_pool_profile pool_profiles[CONFIG_MAX_POOL_PROFILES];
+	size_t npool_profiles;		/* as serve.pool_profiles */
 };
 
 struct config {

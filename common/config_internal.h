@@ -26,5 +26,13 @@ int config_apply(struct config *c, const cJSON *root, const char *name,
  * image name does not fit). */
 void config_profiles_default(struct config_image *img);
 int config_profiles_finish(struct config_image *img);
+/* config_profile.c: SECTION.pool_profiles ("serve", "mcp") applied into
+ * v[*n]; checked once the whole file is applied. 0 or -EINVAL. */
+int config_pool_profiles_apply(struct config_pool_profile *v, size_t *n,
+    const cJSON *obj, const char *section, const char *name, char *err,
+    size_t errlen);
+int config_pool_profiles_check(const struct config *c,
+    const struct config_pool_profile *v, size_t n, const char *section,
+    const char *name, char *err, size_t errlen);
 
 #endif

@@ -473,6 +473,13 @@ apply_serve(struct config_serve *s, const cJSON *obj, const char *name,
 	int rc;
 
 	cJSON_ArrayForEach(v, obj) {
+		if (strcmp(v->string, "pool_profiles") == 0) {
+			if ((rc = config_pool_profiles_apply(s->pool_profiles,
+			    &s->npool_profiles, v, "serve", name, err,
+			    errlen)) < 0)
+				return rc;
+			continue;
+		}
 		if (strcmp(v->string, "tenants") != 0) {
 			if ((rc = apply_key(s, serve_fields, sizeof(serve_fields) /
 			    sizeof(serve_fields[0]), v, name, "serve.", err,
@@ -505,6 +512,25 @@ apply_serve(struct config_serve *s, const cJSON *obj, const char *name,
 	return 0;
 }
 
+static int
+apply_mcp(struct config_mcp *m, const cJSON *obj, const char *name,
+    char *err, size_t errlen)
+{
+	const cJSON *v;
+	int rc;
+
+	cJSON_ArrayForEach(v, obj) {
+		rc = strcmp(v->string, "pool_profiles") == 0 ?
+		    config_pool_profiles_apply(m->pool_profiles,
+		    &m->npool_profiles, v, "mcp", name, err, errlen) :
+		    apply_key(m, mcp_fields, sizeof(mcp_fields) /
+		    sizeof(mcp_fields[0]), v, name, "mcp.", err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Applies each member of the config file's object root: a section or a
  * top-level key. 0, or -EINVAL with "NAME: why" in err. */
 int
@@ -520,10 +546,8 @@ config_apply(struct config *c, const cJSON *root, const char *name,
 			    err, errlen) : config_fail(err, errlen, name,
 			    "serve: expected an object");
 		} else if (strcmp(v->string, "mcp") == 0) {
-			rc = cJSON_IsObject(v) ? apply_section(&c->mcp,
-			    mcp_fields, sizeof(mcp_fields) /
-			    sizeof(mcp_fields[0]), v, name, "mcp.", err,
-			    errlen) : config_fail(err, errlen, name,
+			rc = cJSON_IsObject(v) ? apply_mcp(&c->mcp, v, name,
+			    err, errlen) : config_fail(err, errlen, name,
 			    "mcp: expected an object");
 		} else if (strcmp(v->string, "limits") == 0 ||
 		    strcmp(v->string, "image") == 0) {

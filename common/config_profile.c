@@ -249,3 +249,95 @@ config_tenant_allows_policy(const struct config *c,
 			return true;
 	return false;
 }
+
+/* SECTION.pool_profiles: {"PROFILE": {"LANG": N}}, N 0-64 (0: none).
+ * Only the shape here; whether the profile exists and offers the language
+ * is config_pool_profiles_check's, once the whole file is applied. */
+int
+config_pool_profiles_apply(struct config_pool_profile *v, size_t *n,
+    const cJSON *obj, const char *section, const char *name, char *err,
+    size_t errlen)
+{
+	const cJSON *pe, *le;
+
+	if (!cJSON_IsObject(obj))
+		return config_fail(err, errlen, name, "%s.pool_profiles: expected "
+		    "an object {\"PROFILE\": {\"LANG\": N}}", section);
+	*n = 0;
+	cJSON_ArrayForEach(pe, obj) {
+		if (!config_profile_name_valid(pe->string) ||
+		    !cJSON_IsObject(pe))
+			return config_fail(err, errlen, name, "%s.pool_profiles: "
+			    "each key a profile name (1-%d of [a-z0-9_-]), each "
+			    "value an object {\"LANG\": N}", section,
+			    CONFIG_PROFILE_MAX);
+		cJSON_ArrayForEach(le, pe) {
+			unsigned bit = config_lang_bit(le->string);
+			int64_t size;
+
+			if (bit == 0)
+				return config_fail(err, errlen, name,
+				    "%s.pool_profiles.%s: unknown language "
+				    "'%.32s' (python, bash or node)", section,
+				    pe->string, le->string);
+			if (!cJSON_IsNumber(le) || le->valuedouble < 0 ||
+			    le->valuedouble > 64 || le->valuedouble !=
+			    (double)(int64_t)le->valuedouble)
+				return config_fail(err, errlen, name,
+				    "%s.pool_profiles.%s.%s: expected a whole "
+				    "number in [0, 64]", section, pe->string,
+				    le->string);
+			size = (int64_t)le->valuedouble;
+			for (size_t i = 0; i < *n; i++)
+				if (strcmp(v[i].profile, pe->string) == 0 &&
+				    v[i].lang == bit)
+					return config_fail(err, errlen, name,
+					    "%s.pool_profiles.%s.%s: given "
+					    "twice", section, pe->string,
+					    le->string);
+			if (size == 0)
+				continue;
+			if (*n == CONFIG_MAX_POOL_PROFILES)
+				return config_fail(err, errlen, name,
+				    "%s.pool_profiles: at most %d pools",
+				    section, CONFIG_MAX_POOL_PROFILES);
+			util_strlcpy(v[*n].profile, pe->string,
+			    sizeof(v[*n].profile));
+			v[*n].lang = bit;
+			v[*n].size = size;
+			(*n)++;
+		}
+	}
+	return 0;
+}
+
+/* Each of SECTION's pool_profiles names a profile that offers its
+ * language, and not the one the language runs in by default (that pool
+ * is SECTION.pool, pool_bash or pool_node). */
+int
+config_pool_profiles_check(const struct config *c,
+    const struct config_pool_profile *v, size_t n, const char *section,
+    const char *name, char *err, size_t errlen)
+{
+	const struct config_profile *p, *def;
+	char why[256];
+
+	for (size_t i = 0; i < n; i++) {
+		const char *lang = config_lang_name(v[i].lang);
+
+		if (config_profile_pick(c, v[i].profile, lang, &p, why,
+		    sizeof(why)) < 0)
+			return config_fail(err, errlen, name,
+			    "%s.pool_profiles.%s.%s: %s", section,
+			    v[i].profile, lang, why);
+		if (config_profile_pick(c, NULL, lang, &def, why,
+		    sizeof(why)) == 0 && def == p)
+			return config_fail(err, errlen, name,
+			    "%s.pool_profiles.%s.%s: %s runs in profile %s by "
+			    "default: size that pool with %s.pool%s%s", section,
+			    v[i].profile, lang, lang, p->name, section,
+			    v[i].lang == CONFIG_LANG_PYTHON ? "" : "_",
+			    v[i].lang == CONFIG_LANG_PYTHON ? "" : lang);
+	}
+	return 0;
+}

@@ -16,6 +16,23 @@ jobs_pools_sizes(const struct config *c, enum jobs_front f, int64_t python,
 	size[2] = mcp ? c->mcp.pool_node : c->serve.pool_node;
 }
 
+int64_t
+jobs_pools_total(const struct config *c, enum jobs_front f, int64_t python)
+{
+	const struct config_pool_profile *v = f == JOBS_FRONT_MCP ?
+	    c->mcp.pool_profiles : c->serve.pool_profiles;
+	size_t n = f == JOBS_FRONT_MCP ? c->mcp.npool_profiles :
+	    c->serve.npool_profiles;
+	int64_t size[RUNNER_POOLS_LANGS], total = 0;
+
+	jobs_pools_sizes(c, f, python, size);
+	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
+		total += size[i];
+	for (size_t i = 0; i < n; i++)
+		total += v[i].size;
+	return total;
+}
+
 void
 jobs_pools_opts(const struct config *c, enum jobs_front f,
     struct runner_pool_opts *o)
@@ -46,5 +63,8 @@ jobs_pools_start(const struct config *c, enum jobs_front f, int64_t python,
 
 	jobs_pools_sizes(c, f, python, size);
 	jobs_pools_opts(c, f, &o);
-	return runner_pools_new(c, size, &o, out, err, errlen);
+	return runner_pools_new(c, size, f == JOBS_FRONT_MCP ?
+	    c->mcp.pool_profiles : c->serve.pool_profiles, f ==
+	    JOBS_FRONT_MCP ? c->mcp.npool_profiles : c->serve.npool_profiles,
+	    &o, out, err, errlen);
 }

@@ -1,7 +1,8 @@
 /*
  * The warm pools of a front end (issue 35: the job layer owns the pools):
  * their sizes and options from the front end's own config section
- * (serve.pool*, mcp.pool*; the max age and starts in flight are serve's
+ * (serve.pool*, mcp.pool*, with pool_profiles: a language kept warm in
+ * another profile than its default one; the max age and starts in flight are serve's
  * for both: one host, one budget), and their notes logged one line each
  * at the level runner_pool_conf_note gives. `cordon serve` and `cordon
  * mcp` both start theirs here, so they keep the same pools the same way.
@@ -26,6 +27,11 @@ enum jobs_front {
  * the section's pool; bash's and node's are the section's. */
 void jobs_pools_sizes(const struct config *c, enum jobs_front f,
     int64_t python, int64_t size[RUNNER_POOLS_LANGS]);
+
+/* Containers per net mode of all f's pools: jobs_pools_sizes' and those
+ * of the section's pool_profiles. */
+int64_t jobs_pools_total(const struct config *c, enum jobs_front f,
+    int64_t python);
 
 /* *o for f's pools: runner_pool_conf_opts, with f's own idle time
  * (serve.pool_idle_s, mcp.pool_idle_s) and notes logged (jobs_pools_log). */

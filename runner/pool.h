@@ -65,6 +65,9 @@ struct runner_pool_note {
 				 * SHRUNK: the idle time (idle_s) */
 	int64_t idle, size;	/* idle containers of net now, and the goal */
 	unsigned lang;		/* the pool's language, CONFIG_LANG_* */
+	const char *profile;	/* NULL, or the profile of a pool kept in
+				 * one its language does not run in by
+				 * default (opts profile_label) */
 };
 
 struct runner_pool_opts {
@@ -85,6 +88,9 @@ struct runner_pool_opts {
 	 * offers it (config_profile_use): its image and probe records are
 	 * the pool's. */
 	unsigned lang;
+	/* NULL, or the profile named in the pool's notes: a pool of lang in
+	 * a profile other than lang's default (runner_pools_new). */
+	const char *profile_label;
 	bool skip_probe_check;	/* only `cordon probe --warm`: keep the
 				 * pool even while no probe passes */
 	/* NULL, or called on one of the pool's threads (its own, or a

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "runner/runner.h"
 
 void
@@ -30,12 +31,16 @@ runner_pool_conf_note(const struct runner_pool_note *n, char *buf,
     size_t len)
 {
 	const char *net = runner_net_name(n->net);
-	char who[32];
+	char who[80];
 	long long ms = (long long)n->ms, idle = (long long)n->idle,
 	    size = (long long)n->size;
 
-	/* python's pool is "pool" (as before languages had pools). */
-	if (n->lang == 0 || n->lang == CONFIG_LANG_PYTHON)
+	/* python's pool is "pool" (as before languages had pools); one in
+	 * another profile than its language's is "pool LANG@PROFILE". */
+	if (n->profile != NULL)
+		snprintf(who, sizeof(who), "pool %s@%s --net %s",
+		    config_lang_name(n->lang), n->profile, net);
+	else if (n->lang == 0 || n->lang == CONFIG_LANG_PYTHON)
 		snprintf(who, sizeof(who), "pool --net %s", net);
 	else
 		snprintf(who, sizeof(who), "pool %s --net %s",
@@ -85,28 +90,73 @@ runner_pool_conf_note(const struct runner_pool_note *n, char *buf,
 }
 
 struct runner_pools {
-	struct runner_pool *p[RUNNER_POOLS_LANGS];
-	struct config *c[RUNNER_POOLS_LANGS];	/* each pool's, at the
-						 * profile of its language */
+	struct runner_pool *p[RUNNER_POOLS_MAX];
+	struct config *c[RUNNER_POOLS_MAX];	/* each pool's, at its
+						 * profile */
+	unsigned lang[RUNNER_POOLS_MAX];	/* CONFIG_LANG_* */
+	char label[RUNNER_POOLS_MAX][CONFIG_PROFILE_MAX + 1];	/* "" for
+						 * a language's own pool */
 };
 
 static const char *const pools_lang[RUNNER_POOLS_LANGS] = {
 	"python", "bash", "node",
 };
 
+/* Pool i of ps: lang in profile (NULL: lang's) of size; 0 or -errno with
+ * the reason in err. */
+static int
+pools_add(struct runner_pools *ps, int i, const struct config *c,
+    const char *lang, const char *profile, int64_t size,
+    const struct runner_pool_opts *base, char *err, size_t errlen)
+{
+	struct runner_pool_opts o;
+	char why[256];
+	int rc;
+
+	if ((ps->c[i] = malloc(sizeof(*ps->c[i]))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(ps->c[i], c, sizeof(*c));
+	ps->lang[i] = config_lang_bit(lang);
+	if (profile != NULL)
+		util_strlcpy(ps->label[i], profile, sizeof(ps->label[i]));
+	if ((rc = config_profile_use(ps->c[i], profile, lang, why,
+	    sizeof(why))) < 0) {
+		snprintf(err, errlen, "no %s pool%s%s: %s", lang,
+		    profile != NULL ? " in profile " : "",
+		    profile != NULL ? profile : "", why);
+		return rc;
+	}
+	o = *base;
+	o.size = size;
+	o.lang = ps->lang[i];
+	o.profile_label = profile != NULL ? ps->label[i] : NULL;
+	if ((rc = runner_pool_new(ps->c[i], &o, &ps->p[i], why,
+	    sizeof(why))) < 0)
+		snprintf(err, errlen, "%s pool%s%s: %s", lang,
+		    profile != NULL ? " in profile " : "",
+		    profile != NULL ? profile : "", why);
+	return rc;
+}
+
 int
 runner_pools_new(const struct config *c,
     const int64_t size[RUNNER_POOLS_LANGS],
+    const struct config_pool_profile *extra, size_t nextra,
     const struct runner_pool_opts *base, struct runner_pools **out,
     char *err, size_t errlen)
 {
 	struct runner_pools *ps;
-	struct runner_pool_opts o;
-	char why[256];
-	bool any = false;
+	bool any = nextra > 0;
 	int rc = 0;
 
 	*out = NULL;
+	if (nextra > RUNNER_POOLS_MAX - RUNNER_POOLS_LANGS) {
+		snprintf(err, errlen, "at most %d pools in other profiles",
+		    RUNNER_POOLS_MAX - RUNNER_POOLS_LANGS);
+		return -EINVAL;
+	}
 	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
 		any = any || size[i] > 0;
 	if (!any)
@@ -115,29 +165,14 @@ runner_pools_new(const struct config *c,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int i = 0; i < RUNNER_POOLS_LANGS && rc == 0; i++) {
-		if (size[i] == 0)
-			continue;
-		if ((ps->c[i] = malloc(sizeof(*ps->c[i]))) == NULL) {
-			snprintf(err, errlen, "out of memory");
-			rc = -ENOMEM;
-			break;
-		}
-		memcpy(ps->c[i], c, sizeof(*c));
-		if ((rc = config_profile_use(ps->c[i], NULL, pools_lang[i],
-		    why, sizeof(why))) < 0) {
-			snprintf(err, errlen, "no %s pool: %s", pools_lang[i],
-			    why);
-			break;
-		}
-		o = *base;
-		o.size = size[i];
-		o.lang = config_lang_bit(pools_lang[i]);
-		if ((rc = runner_pool_new(ps->c[i], &o, &ps->p[i], why,
-		    sizeof(why))) < 0)
-			snprintf(err, errlen, "%s pool: %s", pools_lang[i],
-			    why);
-	}
+	for (int i = 0; i < RUNNER_POOLS_LANGS && rc == 0; i++)
+		if (size[i] > 0)
+			rc = pools_add(ps, i, c, pools_lang[i], NULL, size[i],
+			    base, err, errlen);
+	for (size_t k = 0; k < nextra && rc == 0; k++)
+		rc = pools_add(ps, RUNNER_POOLS_LANGS + (int)k, c,
+		    config_lang_name(extra[k].lang), extra[k].profile,
+		    extra[k].size, base, err, errlen);
 	if (rc < 0) {
 		runner_pools_free(ps);
 		return rc;
@@ -153,20 +188,43 @@ runner_pools_lang(int i)
 }
 
 struct runner_pool *
-runner_pools_get(const struct runner_pools *ps, const char *lang)
+runner_pools_get(const struct runner_pools *ps, const char *lang,
+    const char *profile)
 {
-	if (ps == NULL)
+	unsigned bit = config_lang_bit(lang != NULL ? lang : "python");
+
+	if (ps == NULL || bit == 0)
 		return NULL;
-	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
-		if (strcmp(lang != NULL ? lang : "python", pools_lang[i]) == 0)
+	for (int i = 0; i < RUNNER_POOLS_MAX; i++) {
+		if (ps->p[i] == NULL || ps->lang[i] != bit)
+			continue;
+		/* No profile named: the language's own pool. Named: the pool
+		 * kept in it, the language's own pool included. */
+		if (profile == NULL || profile[0] == '\0' ? i <
+		    RUNNER_POOLS_LANGS : strcmp(profile,
+		    config_profile_current(ps->c[i])) == 0)
 			return ps->p[i];
+	}
 	return NULL;
+}
+
+struct runner_pool *
+runner_pools_at(const struct runner_pools *ps, int i, const char **lang,
+    const char **profile)
+{
+	if (ps == NULL || i < 0 || i >= RUNNER_POOLS_MAX || ps->p[i] == NULL)
+		return NULL;
+	if (lang != NULL)
+		*lang = config_lang_name(ps->lang[i]);
+	if (profile != NULL)
+		*profile = config_profile_current(ps->c[i]);
+	return ps->p[i];
 }
 
 void
 runner_pools_pause(struct runner_pools *ps, bool paused)
 {
-	for (int i = 0; ps != NULL && i < RUNNER_POOLS_LANGS; i++)
+	for (int i = 0; ps != NULL && i < RUNNER_POOLS_MAX; i++)
 		if (ps->p[i] != NULL)
 			runner_pool_pause(ps->p[i], paused);
 }
@@ -176,7 +234,7 @@ runner_pools_stop(struct runner_pools *ps)
 {
 	/* Paused first, all of them: their removals overlap. */
 	runner_pools_pause(ps, true);
-	for (int i = 0; ps != NULL && i < RUNNER_POOLS_LANGS; i++)
+	for (int i = 0; ps != NULL && i < RUNNER_POOLS_MAX; i++)
 		if (ps->p[i] != NULL)
 			runner_pool_stop(ps->p[i]);
 }
@@ -187,7 +245,7 @@ runner_pools_free(struct runner_pools *ps)
 	if (ps == NULL)
 		return;
 	runner_pools_stop(ps);
-	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+	for (int i = 0; i < RUNNER_POOLS_MAX; i++) {
 		runner_pool_free(ps->p[i]);
 		free(ps->c[i]);
 	}

@@ -32,18 +32,23 @@ enum log_level runner_pool_conf_note(const struct runner_pool_note *n,
 
 /* One warm pool per language, each at the profile its language needs
  * (config_profile_use from the caller's config: python and bash in
- * minimal, node in the first profile that has it), each its own
+ * minimal, node in the first profile that has it), and pools of a
+ * language in another profile (config pool_profiles), each its own
  * runner_pool with its own thread. */
 #define RUNNER_POOLS_LANGS 3	/* index: 0 python, 1 bash, 2 node */
+#define RUNNER_POOLS_MAX (RUNNER_POOLS_LANGS + CONFIG_MAX_POOL_PROFILES)
 struct runner_pools;
 
 /* The pools of size[i] containers per net mode (0: none for that
- * language), with base's options otherwise (its size and lang ignored).
- * c must outlive them. 0 and *out (NULL when every size is 0), or a
- * negative errno with a reason in err (no profile offers a language
- * given a size; a pool that cannot start) and nothing left running. */
+ * language) and the nextra pools of extra (a language in a profile it
+ * does not run in by default), with base's options otherwise (its size,
+ * lang and profile_label ignored). c must outlive them. 0 and *out (NULL
+ * when there is none), or a negative errno with a reason in err (no
+ * profile offers a language given a size, a named profile lacks it; a
+ * pool that cannot start) and nothing left running. */
 int runner_pools_new(const struct config *c,
     const int64_t size[RUNNER_POOLS_LANGS],
+    const struct config_pool_profile *extra, size_t nextra,
     const struct runner_pool_opts *base, struct runner_pools **out,
     char *err, size_t errlen);
 
@@ -51,10 +56,19 @@ int runner_pools_new(const struct config *c,
  * "bash", "node"; NULL past the end. */
 const char *runner_pools_lang(int i);
 
-/* The pool of lang ("python", "bash", "node"; NULL: python), or NULL
+/* The pool for a run of lang ("python", "bash", "node"; NULL: python) in
+ * profile (NULL or "": the language's own pool; named: the pool kept in
+ * that profile, the language's own when that is its profile), or NULL
  * (none kept, ps NULL, unknown language). */
 struct runner_pool *runner_pools_get(const struct runner_pools *ps,
-    const char *lang);
+    const char *lang, const char *profile);
+
+/* Pool i (0 <= i < RUNNER_POOLS_MAX; the first RUNNER_POOLS_LANGS are the
+ * languages' own, in runner_pools_lang's order), its language and its
+ * profile's name; NULL when none is kept at i. lang and profile may be
+ * NULL. */
+struct runner_pool *runner_pools_at(const struct runner_pools *ps, int i,
+    const char **lang, const char **profile);
 
 /* runner_pool_pause, runner_pool_stop on each; NULL accepted. */
 void runner_pools_pause(struct runner_pools *ps, bool paused);

@@ -24,7 +24,8 @@ runner_pool_note(struct runner_pool *p, enum runner_pool_event ev, int m,
 {
 	struct runner_pool_note n = { .ev = ev, .net = (enum runner_net)m,
 	    .name = name, .why = why != NULL ? why : "", .ms = ms,
-	    .size = p->o.size, .lang = runner_pool_lang(p) };
+	    .size = p->o.size, .lang = runner_pool_lang(p),
+	    .profile = p->o.profile_label };
 
 	if (p->o.on_note == NULL)
 		return;

@@ -102,48 +102,48 @@ render_pools(struct prom *p, const struct serve_metrics *m)
 	const struct serve_pool_figures *f;
 	bool any = false;
 
-	for (int i = 0; i < RUNNER_POOLS_LANGS; i++)
+	for (int i = 0; i < RUNNER_POOLS_MAX; i++)
 		any = any || m->pools[i].kept;
 	if (!any)
 		return;
-	prom_help_type(p, idle, "Idle warm containers, by pool language and "
-	    "net mode.", "gauge");
-	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+	prom_help_type(p, idle, "Idle warm containers, by pool language, "
+	    "profile and net mode.", "gauge");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_MAX; f++)
 		for (int k = 0; f->kept && k < 2; k++)
 			prom_sample_i64(p, idle, (const char *[]){ "lang",
-			    f->lang, "net", runner_net_name((enum runner_net)k),
-			    NULL }, f->idle[k]);
+			    f->lang, "profile", f->profile, "net",
+			    runner_net_name((enum runner_net)k), NULL }, f->idle[k]);
 	prom_help_type(p, dormant, "1: the pool's mode is shrunk to 0 for "
 	    "want of runs (pool_idle_s) until a run asks for it.", "gauge");
-	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_MAX; f++)
 		for (int k = 0; f->kept && k < 2; k++)
 			prom_sample_i64(p, dormant, (const char *[]){ "lang",
-			    f->lang, "net", runner_net_name((enum runner_net)k),
-			    NULL }, f->dormant[k] ? 1 : 0);
+			    f->lang, "profile", f->profile, "net",
+			    runner_net_name((enum runner_net)k), NULL }, f->dormant[k] ? 1 : 0);
 	prom_help_type(p, starting, "Warm containers being started, by pool "
-	    "language.", "gauge");
-	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+	    "language and profile.", "gauge");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_MAX; f++)
 		if (f->kept)
 			prom_sample_i64(p, starting, (const char *[]){ "lang",
-			    f->lang, NULL }, f->starting);
+			    f->lang, "profile", f->profile, NULL }, f->starting);
 	prom_help_type(p, hits, "Runs given a warm container, by pool "
-	    "language.", "counter");
-	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+	    "language and profile.", "counter");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_MAX; f++)
 		if (f->kept)
 			prom_sample_u64(p, hits, (const char *[]){ "lang",
-			    f->lang, NULL }, f->hits);
+			    f->lang, "profile", f->profile, NULL }, f->hits);
 	prom_help_type(p, misses, "Runs that asked a pool and started cold, "
-	    "by pool language.", "counter");
-	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+	    "by pool language and profile.", "counter");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_MAX; f++)
 		if (f->kept)
 			prom_sample_u64(p, misses, (const char *[]){ "lang",
-			    f->lang, NULL }, f->misses);
+			    f->lang, "profile", f->profile, NULL }, f->misses);
 	prom_help_type(p, shrinks, "Times a pool's mode was shrunk to 0 for "
-	    "want of runs, by pool language.", "counter");
-	for (f = m->pools; f < m->pools + RUNNER_POOLS_LANGS; f++)
+	    "want of runs, by pool language and profile.", "counter");
+	for (f = m->pools; f < m->pools + RUNNER_POOLS_MAX; f++)
 		if (f->kept)
 			prom_sample_u64(p, shrinks, (const char *[]){ "lang",
-			    f->lang, NULL }, f->shrinks);
+			    f->lang, "profile", f->profile, NULL }, f->shrinks);
 }
 
 /* The histogram and the gauges and counters after it. */

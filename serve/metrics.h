@@ -19,6 +19,7 @@
 /* One warm pool's figures (set before rendering). */
 struct serve_pool_figures {
 	const char *lang;		/* "python", "bash", "node" */
+	const char *profile;		/* the profile it is kept in */
 	bool kept;			/* false: no such pool, no lines */
 	int64_t idle[2];		/* per net mode (index runner_net) */
 	bool dormant[2];		/* shrunk for want of runs */
@@ -41,7 +42,7 @@ struct serve_metrics {
 	int64_t pool_size;
 	uint64_t pool_hits;
 	uint64_t pool_misses;		/* runs started cold */
-	struct serve_pool_figures pools[RUNNER_POOLS_LANGS];
+	struct serve_pool_figures pools[RUNNER_POOLS_MAX];
 	int64_t sessions_live;		/* set before rendering */
 	uint64_t sessions_started, sessions_ended;	/* likewise */
 	uint64_t session_calls[SERVE_NSTATUS];	/* by status, + "error" */

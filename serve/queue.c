@@ -209,7 +209,7 @@ job_thread(void *arg)
 	    &rq, j->err, sizeof(j->err));
 	if (j->rc == 0) {
 		rq.cancel = &j->cancel;
-		rq.pool = runner_pools_get(q->pools, rq.lang);
+		rq.pool = runner_pools_get(q->pools, rq.lang, rq.profile);
 		/* The tenant's name (checked by the config) tags the run's
 		 * container and its audit line. */
 		rq.session = q->tenants->t[j->wait.tenant].name;

@@ -155,12 +155,13 @@ route_run(struct serve_server *s, struct serve_conn *c, size_t tenant)
 	serve_work_submit(s->work, &p->task);
 }
 
-/* The figures of language i's pool into *st; false when none is kept. */
+/* The figures of pool i (runner_pools_at) into *st, its language and
+ * profile; false when none is kept. */
 static bool
-pool_stats_at(struct serve_server *s, int i, struct runner_pool_stats *st)
+pool_stats_at(struct serve_server *s, int i, struct runner_pool_stats *st,
+    const char **lang, const char **profile)
 {
-	struct runner_pool *p = runner_pools_get(s->pools,
-	    runner_pools_lang(i));
+	struct runner_pool *p = runner_pools_at(s->pools, i, lang, profile);
 
 	if (p == NULL)
 		return false;
@@ -181,24 +182,27 @@ pool_idle(struct serve_server *s, struct runner_pool_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (s->pool != NULL)
 		runner_pool_stats(s->pool, st);
-	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+	for (int i = 0; i < RUNNER_POOLS_MAX; i++) {
 		struct runner_pool_stats ls;
 
-		if (pool_stats_at(s, i, &ls))
+		if (pool_stats_at(s, i, &ls, NULL, NULL))
 			n += ls.idle[0] + ls.idle[1];
 	}
 	return n;
 }
 
-/* One pool's figures in /v1/health, as o[key]. */
+/* One pool's figures in /v1/health, as o[key] (with its profile, when
+ * not NULL). */
 static bool
-add_pool_figures(cJSON *o, const char *key, bool enabled,
+add_pool_figures(cJSON *o, const char *key, bool enabled, const char *profile,
     const struct runner_pool_stats *st)
 {
 	cJSON *p, *d;
 
 	return (p = cJSON_AddObjectToObject(o, key)) != NULL &&
 	    cJSON_AddBoolToObject(p, "enabled", enabled) != NULL &&
+	    (profile == NULL || cJSON_AddStringToObject(p, "profile",
+	    profile) != NULL) &&
 	    cJSON_AddNumberToObject(p, "none", (double)st->idle[0]) != NULL &&
 	    cJSON_AddNumberToObject(p, "proxy", (double)st->idle[1]) != NULL &&
 	    cJSON_AddNumberToObject(p, "starting", (double)st->starting) !=
@@ -223,21 +227,29 @@ add_pool_figures(cJSON *o, const char *key, bool enabled,
 }
 
 /* /v1/health's "pool" (python's, from st, as before pools had
- * languages) and "pools": each kept pool by its language. */
+ * languages) and "pools": each kept pool by its language, or LANG@PROFILE
+ * for one kept in another profile than its language's (pool_profiles). */
 static bool
 add_pool(struct serve_server *s, cJSON *o,
     const struct runner_pool_stats *st)
 {
 	cJSON *all;
 
-	if (!add_pool_figures(o, "pool", s->pool != NULL, st) ||
+	if (!add_pool_figures(o, "pool", s->pool != NULL, NULL, st) ||
 	    (all = cJSON_AddObjectToObject(o, "pools")) == NULL)
 		return false;
-	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+	for (int i = 0; i < RUNNER_POOLS_MAX; i++) {
 		struct runner_pool_stats ls;
+		const char *lang, *profile;
+		char key[80];
 
-		if (pool_stats_at(s, i, &ls) &&
-		    !add_pool_figures(all, runner_pools_lang(i), true, &ls))
+		if (!pool_stats_at(s, i, &ls, &lang, &profile))
+			continue;
+		if (i < RUNNER_POOLS_LANGS)
+			snprintf(key, sizeof(key), "%s", lang);
+		else
+			snprintf(key, sizeof(key), "%s@%s", lang, profile);
+		if (!add_pool_figures(all, key, true, profile, &ls))
 			return false;
 	}
 	return true;
@@ -300,12 +312,14 @@ add_conns(struct serve_server *s, struct serve_metrics *m)
 static void
 pool_figures(struct serve_server *s, struct serve_metrics *m)
 {
-	for (int i = 0; i < RUNNER_POOLS_LANGS; i++) {
+	for (int i = 0; i < RUNNER_POOLS_MAX; i++) {
 		struct serve_pool_figures *f = &m->pools[i];
 		struct runner_pool_stats st;
+		const char *lang = NULL, *profile = NULL;
+		bool kept = pool_stats_at(s, i, &st, &lang, &profile);
 
-		*f = (struct serve_pool_figures){ .lang = runner_pools_lang(i),
-		    .kept = pool_stats_at(s, i, &st) };
+		*f = (struct serve_pool_figures){ .lang = lang,
+		    .profile = profile, .kept = kept };
 		if (!f->kept)
 			continue;
 		for (int k = 0; k < 2; k++) {

@@ -246,7 +246,7 @@ server_pool_start(struct serve_server *s,
 	if ((rc = jobs_pools_start(s->c, JOBS_FRONT_SERVE, opts->pool,
 	    &s->pools, err, errlen)) < 0)
 		return rc;
-	s->pool = runner_pools_get(s->pools, "python");
+	s->pool = runner_pools_get(s->pools, "python", NULL);
 	return 0;
 }
 
@@ -305,7 +305,6 @@ serve_server_new(const struct serve_server_opts *opts,
 	const char *tcp = opts->listen != NULL ? opts->listen : c->serve.listen;
 	const char *tmp = opts->tmp_dir != NULL ? opts->tmp_dir :
 	    getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp";
-	int64_t size[RUNNER_POOLS_LANGS];
 	struct serve_server *s;
 	int rc;
 
@@ -353,8 +352,7 @@ serve_server_new(const struct serve_server_opts *opts,
 		rc = -ENOMEM;
 		goto bad;
 	}
-	jobs_pools_sizes(c, JOBS_FRONT_SERVE, opts->pool, size);
-	server_caps(s, size[0] + size[1] + size[2]);
+	server_caps(s, jobs_pools_total(c, JOBS_FRONT_SERVE, opts->pool));
 	if ((rc = server_listen(s, sock, tcp, err, errlen)) < 0)
 		goto bad;
 	if ((s->sig_ev[0] = evsignal_new(s->base, SIGTERM, on_signal, s)) ==

@@ -185,6 +185,78 @@ test_parse_mcp(void **state)
 	}
 }
 
+/* serve.pool_profiles and mcp.pool_profiles: {"PROFILE": {"LANG": N}},
+ * each a profile that offers the language, not the one it runs in by
+ * default; a broken one refuses the whole file. */
+static void
+test_parse_pool_profiles(void **state)
+{
+	static const struct { const char *json, *msg; } rows[] = {
+		{ "{\"serve\":{\"pool_profiles\":[]}}", "t.json: "
+		  "serve.pool_profiles: expected an object {\"PROFILE\": "
+		  "{\"LANG\": N}}" },
+		{ "{\"mcp\":{\"pool_profiles\":{\"Data\":{}}}}", "t.json: "
+		  "mcp.pool_profiles: each key a profile name (1-32 of "
+		  "[a-z0-9_-]), each value an object {\"LANG\": N}" },
+		{ "{\"mcp\":{\"pool_profiles\":{\"data\":2}}}", "t.json: "
+		  "mcp.pool_profiles: each key a profile name (1-32 of "
+		  "[a-z0-9_-]), each value an object {\"LANG\": N}" },
+		{ "{\"serve\":{\"pool_profiles\":{\"data\":{\"ruby\":1}}}}",
+		  "t.json: serve.pool_profiles.data: unknown language 'ruby' "
+		  "(python, bash or node)" },
+		{ "{\"serve\":{\"pool_profiles\":{\"data\":{\"python\":65}}}}",
+		  "t.json: serve.pool_profiles.data.python: expected a whole "
+		  "number in [0, 64]" },
+		{ "{\"serve\":{\"pool_profiles\":{\"data\":{\"python\":1.5}}}}",
+		  "t.json: serve.pool_profiles.data.python: expected a whole "
+		  "number in [0, 64]" },
+		{ "{\"serve\":{\"pool_profiles\":{\"data\":{\"python\":1,"
+		  "\"python\":2}}}}", "t.json: serve.pool_profiles.data.python: "
+		  "given twice" },
+		{ "{\"serve\":{\"pool_profiles\":{\"nosuch\":{\"python\":1}}}}",
+		  "t.json: serve.pool_profiles.nosuch.python: unknown profile "
+		  "'nosuch' (profiles: minimal, data, node)" },
+		{ "{\"mcp\":{\"pool_profiles\":{\"data\":{\"node\":1}}}}",
+		  "t.json: mcp.pool_profiles.data.node: profile 'data' has no "
+		  "node (it offers python, bash): use a profile with nodejs in "
+		  "its packages, e.g. node" },
+		{ "{\"serve\":{\"pool_profiles\":{\"minimal\":{\"python\":1}}}}",
+		  "t.json: serve.pool_profiles.minimal.python: python runs in "
+		  "profile minimal by default: size that pool with serve.pool" },
+		{ "{\"mcp\":{\"pool_profiles\":{\"node\":{\"node\":1}}}}",
+		  "t.json: mcp.pool_profiles.node.node: node runs in profile "
+		  "node by default: size that pool with mcp.pool_node" },
+	};
+	const char *j = "{\"serve\":{\"pool_profiles\":{\"data\":"
+	    "{\"python\":2,\"bash\":0},\"node\":{\"bash\":1}}},"
+	    "\"mcp\":{\"pool\":1,\"pool_profiles\":{\"data\":"
+	    "{\"python\":3}}}}";
+	struct config c;
+	char err[512] = "";
+
+	(void)state;
+	config_defaults(&c);
+	assert_int_equal(c.serve.npool_profiles, 0);
+	assert_int_equal(c.mcp.npool_profiles, 0);
+	if (config_parse(&c, j, strlen(j), "t.json", err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	assert_int_equal(c.serve.npool_profiles, 2);	/* 0: none kept */
+	assert_string_equal(c.serve.pool_profiles[0].profile, "data");
+	assert_int_equal(c.serve.pool_profiles[0].lang, CONFIG_LANG_PYTHON);
+	assert_int_equal(c.serve.pool_profiles[0].size, 2);
+	assert_string_equal(c.serve.pool_profiles[1].profile, "node");
+	assert_int_equal(c.serve.pool_profiles[1].lang, CONFIG_LANG_BASH);
+	assert_int_equal(c.serve.pool_profiles[1].size, 1);
+	assert_int_equal(c.mcp.npool_profiles, 1);
+	assert_int_equal(c.mcp.pool_profiles[0].size, 3);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		assert_int_equal(config_parse(&c, rows[i].json,
+		    strlen(rows[i].json), "t.json", err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, rows[i].msg);
+		assert_int_equal(c.serve.npool_profiles, 0);
+	}
+}
+
 static void
 test_parse_serve(void **state)
 {
@@ -573,6 +645,7 @@ main(void)
 		cmocka_unit_test(test_parse_overrides),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_mcp),
+		cmocka_unit_test(test_parse_pool_profiles),
 		cmocka_unit_test(test_parse_serve),
 		cmocka_unit_test(test_parse_egress),
 		cmocka_unit_test(test_load_paths),

@@ -38,6 +38,15 @@ test_sizes(void **state)
 	jobs_pools_sizes(&c, JOBS_FRONT_SERVE, 9, size);
 	assert_int_equal(size[0], 9);
 	assert_int_equal(size[2], 4);
+	/* All of a front end's containers per mode, its pool_profiles'
+	 * too (not the other front end's). */
+	assert_int_equal(jobs_pools_total(&c, JOBS_FRONT_SERVE, -1), 9);
+	c.serve.pool_profiles[0] = (struct config_pool_profile){
+	    .profile = "data", .lang = CONFIG_LANG_PYTHON, .size = 10 };
+	c.serve.npool_profiles = 1;
+	assert_int_equal(jobs_pools_total(&c, JOBS_FRONT_SERVE, -1), 19);
+	assert_int_equal(jobs_pools_total(&c, JOBS_FRONT_SERVE, 0), 17);
+	assert_int_equal(jobs_pools_total(&c, JOBS_FRONT_MCP, -1), 18);
 }
 
 static void

@@ -101,6 +101,11 @@ test_note_lang(void **state)
 	(void)runner_pool_conf_note(&n, buf, sizeof(buf));
 	assert_string_equal(buf, "pool --net none: filled, 1 of 1 idle "
 	    "(last start 9 ms)");
+	/* A pool in another profile than its language's names it. */
+	n.profile = "data";
+	(void)runner_pool_conf_note(&n, buf, sizeof(buf));
+	assert_string_equal(buf, "pool python@data --net none: filled, 1 of "
+	    "1 idle (last start 9 ms)");
 }
 
 /* No size, no pools (and nothing started); no pools, no pool to take. */
@@ -116,11 +121,12 @@ test_pools_none(void **state)
 	(void)state;
 	config_defaults(&c);
 	runner_pool_conf_opts(&c, 0, &o);
-	assert_int_equal(runner_pools_new(&c, zero, &o, &ps, err,
+	assert_int_equal(runner_pools_new(&c, zero, NULL, 0, &o, &ps, err,
 	    sizeof(err)), 0);
 	assert_null(ps);
-	assert_null(runner_pools_get(NULL, "node"));
-	assert_null(runner_pools_get(NULL, NULL));
+	assert_null(runner_pools_get(NULL, "node", NULL));
+	assert_null(runner_pools_get(NULL, NULL, "data"));
+	assert_null(runner_pools_at(NULL, 0, NULL, NULL));
 	runner_pools_pause(NULL, true);
 	runner_pools_free(NULL);
 }

@@ -24,12 +24,14 @@
 #include "common/util.h"
 #include "runner/docker_argv.h"
 #include "runner/pool.h"
+#include "runner/pool_conf.h"
 #include "runner/runner.h"
 #include "fake_docker.h"
 #include "fake_pool.h"
 
 static struct fake_docker fk;
 static struct runner_pool *live;	/* freed by teardown if a test failed */
+static struct runner_pools *live_ps;	/* likewise */
 
 static int
 setup(void **state)
@@ -47,6 +49,8 @@ teardown(void **state)
 	(void)state;
 	runner_pool_free(live);
 	live = NULL;
+	runner_pools_free(live_ps);
+	live_ps = NULL;
 	unsetenv("FAKE_START_DELAY");
 	unsetenv("FAKE_CREATE_DELAY");
 	return fake_docker_teardown(&fk);
@@ -758,6 +762,94 @@ test_bad_options(void **state)
 	runner_pool_free(NULL);
 }
 
+/* One python run in profile (NULL: the language's) through pool: 0 and
+ * whether it was warm. */
+static bool
+run_in(const struct config *c, struct runner_pool *pool, const char *profile)
+{
+	struct runner_request q = { .code = "print(1)\n", .code_len = 9,
+	    .pool = pool, .profile = profile };
+	struct runner_result res;
+	char err[256];
+	bool warm;
+
+	assert_int_equal(runner_run(c, &q, &res, err, sizeof(err)), 0);
+	assert_int_equal(res.status, RUNNER_OK);
+	warm = res.warm;
+	runner_result_cleanup(&res);
+	return warm;
+}
+
+/* Pools in other profiles (pool_profiles): python's own pool and one of
+ * python in profile data, each found by the run's language and profile
+ * (the own one also when its profile is named), each warm for its runs
+ * only: a data run given python's own pool misses (another image). */
+static void
+test_pools_in_profiles(void **state)
+{
+	static struct config c;
+	static const int64_t size[RUNNER_POOLS_LANGS] = { 1, 0, 0 };
+	const struct config_pool_profile extra[] = {
+		{ .profile = "data", .lang = CONFIG_LANG_PYTHON, .size = 1 },
+	};
+	struct runner_pool_opts o;
+	struct runner_pool *own, *data;
+	const char *lang = NULL, *profile = NULL;
+	char err[256];
+
+	(void)state;
+	c = fk.cfg;
+	for (size_t i = 0; i < c.image.nprofiles; i++)
+		if (strcmp(c.image.profiles[i].name, "data") == 0)
+			snprintf(c.image.profiles[i].id,
+			    sizeof(c.image.profiles[i].id), "sha256:%064d", 8);
+	runner_pool_conf_opts(&c, 0, &o);
+	o.modes[RUNNER_NET_PROXY] = false;
+	if (runner_pools_new(&c, size, extra, 1, &o, &live_ps, err,
+	    sizeof(err)) < 0)
+		fail_msg("runner_pools_new: %s", err);
+	own = runner_pools_at(live_ps, 0, &lang, &profile);
+	assert_non_null(own);
+	assert_string_equal(lang, "python");
+	assert_string_equal(profile, "minimal");
+	data = runner_pools_at(live_ps, RUNNER_POOLS_LANGS, &lang, &profile);
+	assert_non_null(data);
+	assert_string_equal(lang, "python");
+	assert_string_equal(profile, "data");
+	assert_null(runner_pools_at(live_ps, 1, NULL, NULL));
+	assert_null(runner_pools_at(live_ps, RUNNER_POOLS_MAX, NULL, NULL));
+	assert_ptr_equal(runner_pools_get(live_ps, NULL, NULL), own);
+	assert_ptr_equal(runner_pools_get(live_ps, "python", ""), own);
+	assert_ptr_equal(runner_pools_get(live_ps, "python", "minimal"), own);
+	assert_ptr_equal(runner_pools_get(live_ps, "python", "data"), data);
+	assert_null(runner_pools_get(live_ps, "python", "node"));
+	assert_null(runner_pools_get(live_ps, "bash", NULL));
+	assert_null(runner_pools_get(live_ps, "bash", "data"));
+	assert_null(runner_pools_get(live_ps, "ruby", NULL));
+	assert_int_equal(runner_pool_wait_full(own, 10000), 0);
+	assert_int_equal(runner_pool_wait_full(data, 10000), 0);
+	assert_true(run_in(&c, data, "data"));
+	assert_true(run_in(&c, own, NULL));
+	assert_int_equal(runner_pool_wait_full(own, 10000), 0);
+	assert_false(run_in(&c, own, "data"));	/* python's own: minimal */
+	runner_pools_free(live_ps);
+	live_ps = NULL;
+	/* A profile that lacks the language: refused, nothing kept. */
+	{
+		const struct config_pool_profile bad[] = {
+			{ .profile = "nosuch", .lang = CONFIG_LANG_PYTHON,
+			  .size = 1 },
+		};
+		struct runner_pools *ps = (struct runner_pools *)1;
+
+		assert_int_equal(runner_pools_new(&c, size, bad, 1, &o, &ps,
+		    err, sizeof(err)), -EINVAL);
+		assert_null(ps);
+		assert_non_null(strstr(err, "no python pool in profile "
+		    "nosuch: "));
+	}
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -775,6 +867,7 @@ main(void)
 		T(test_dead_container_replaced),
 		T(test_free_removes_idle),
 		T(test_bad_options),
+		T(test_pools_in_profiles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

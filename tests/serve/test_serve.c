@@ -495,29 +495,40 @@ test_metrics(void **state)
 	free(t);
 	/* Each kept pool, by language and net mode; none for one not kept. */
 	m.pools[0] = (struct serve_pool_figures){ .lang = "python",
-	    .kept = true, .idle = { 2, 1 }, .dormant = { false, true },
+	    .profile = "minimal", .kept = true, .idle = { 2, 1 }, .dormant = { false, true },
 	    .starting = 1, .hits = 9, .misses = 3, .shrinks = 1 };
 	m.pools[1] = (struct serve_pool_figures){ .lang = "bash" };
 	m.pools[2] = (struct serve_pool_figures){ .lang = "node",
-	    .kept = true, .idle = { 0, 0 }, .dormant = { true, true },
-	    .shrinks = 2 };
+	    .profile = "node", .kept = true, .idle = { 0, 0 },
+	    .dormant = { true, true }, .shrinks = 2 };
+	/* python in another profile (pool_profiles): its own lines. */
+	m.pools[RUNNER_POOLS_LANGS] = (struct serve_pool_figures){
+	    .lang = "python", .profile = "data", .kept = true,
+	    .idle = { 1, 0 }, .hits = 4 };
 	t = serve_metrics_render(&m);
 	assert_non_null(t);
 	assert_non_null(strstr(t, "# TYPE cordon_pool_idle gauge\n"
-	    "cordon_pool_idle{lang=\"python\",net=\"none\"} 2\n"
-	    "cordon_pool_idle{lang=\"python\",net=\"proxy\"} 1\n"
-	    "cordon_pool_idle{lang=\"node\",net=\"none\"} 0\n"));
+	    "cordon_pool_idle{lang=\"python\",profile=\"minimal\","
+	    "net=\"none\"} 2\n"
+	    "cordon_pool_idle{lang=\"python\",profile=\"minimal\","
+	    "net=\"proxy\"} 1\n"
+	    "cordon_pool_idle{lang=\"node\",profile=\"node\",net=\"none\"} "
+	    "0\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_idle{lang=\"python\","
+	    "profile=\"data\",net=\"none\"} 1\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_dormant{lang=\"python\","
-	    "net=\"none\"} 0\ncordon_pool_dormant{lang=\"python\","
-	    "net=\"proxy\"} 1\n"));
-	assert_non_null(strstr(t, "\ncordon_pool_starting{lang=\"python\"} "
-	    "1\n"));
+	    "profile=\"minimal\",net=\"none\"} 0\ncordon_pool_dormant"
+	    "{lang=\"python\",profile=\"minimal\",net=\"proxy\"} 1\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_starting{lang=\"python\","
+	    "profile=\"minimal\"} 1\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_lang_hits_total"
-	    "{lang=\"python\"} 9\n"));
+	    "{lang=\"python\",profile=\"minimal\"} 9\n"));
+	assert_non_null(strstr(t, "\ncordon_pool_lang_hits_total"
+	    "{lang=\"python\",profile=\"data\"} 4\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_lang_misses_total"
-	    "{lang=\"python\"} 3\n"));
+	    "{lang=\"python\",profile=\"minimal\"} 3\n"));
 	assert_non_null(strstr(t, "\ncordon_pool_shrinks_total"
-	    "{lang=\"node\"} 2\n"));
+	    "{lang=\"node\",profile=\"node\"} 2\n"));
 	assert_null(strstr(t, "bash"));
 	free(t);
 	/* A tenant's own view: none of it. */
