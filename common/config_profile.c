@@ -250,6 +250,26 @@ config_tenant_allows_policy(const struct config *c,
 	return false;
 }
 
+/* Whether language entry le of profile entry pe was given before it in
+ * obj (the same profile key twice counts as one). */
+static bool
+pool_pair_seen(const cJSON *obj, const cJSON *pe, const cJSON *le)
+{
+	const cJSON *p, *l;
+
+	cJSON_ArrayForEach(p, obj) {
+		if (strcmp(p->string, pe->string) != 0)
+			continue;
+		cJSON_ArrayForEach(l, p) {
+			if (l == le)
+				return false;
+			if (strcmp(l->string, le->string) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
 /* SECTION.pool_profiles: {"PROFILE": {"LANG": N}}, N 0-64 (0: none).
  * Only the shape here; whether the profile exists and offers the language
  * is config_pool_profiles_check's, once the whole file is applied. */
@@ -288,13 +308,10 @@ config_pool_profiles_apply(struct config_pool_profile *v, size_t *n,
 				    "number in [0, 64]", section, pe->string,
 				    le->string);
 			size = (int64_t)le->valuedouble;
-			for (size_t i = 0; i < *n; i++)
-				if (strcmp(v[i].profile, pe->string) == 0 &&
-				    v[i].lang == bit)
-					return config_fail(err, errlen, name,
-					    "%s.pool_profiles.%s.%s: given "
-					    "twice", section, pe->string,
-					    le->string);
+			if (pool_pair_seen(obj, pe, le))
+				return config_fail(err, errlen, name,
+				    "%s.pool_profiles.%s.%s: given twice",
+				    section, pe->string, le->string);
 			if (size == 0)
 				continue;
 			if (*n == CONFIG_MAX_POOL_PROFILES)

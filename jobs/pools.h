@@ -2,8 +2,10 @@
  * The warm pools of a front end (issue 35: the job layer owns the pools):
  * their sizes and options from the front end's own config section
  * (serve.pool*, mcp.pool*, with pool_profiles: a language kept warm in
- * another profile than its default one; the max age and starts in flight are serve's
- * for both: one host, one budget), and their notes logged one line each
+ * another profile than its default one; the max age and starts in flight
+ * are serve's for both; the starts limit holds for each pool on its own,
+ * so N pools may start N times as many at once), and their notes logged
+ * one line each
  * at the level runner_pool_conf_note gives. `cordon serve` and `cordon
  * mcp` both start theirs here, so they keep the same pools the same way.
  */

@@ -79,21 +79,24 @@ start_failure(struct pool_entry *e, const char *what, char *err,
 	}
 }
 
-/* Whether a start in progress should give up: the pool is stopping, or
- * paused (its container would be removed as soon as it is ready). */
+/* Whether a start in progress for mode m should give up: the pool is
+ * stopping, or paused, or the mode shrank (its container would be removed
+ * as soon as it is ready, record_start); so it frees its place among the
+ * starts in flight at once. */
 static bool
-pool_halted(struct runner_pool *p)
+pool_halted(struct runner_pool *p, int m)
 {
 	bool h;
 
 	pthread_mutex_lock(&p->mu);
-	h = p->stop || p->paused;
+	h = p->stop || p->paused || p->dormant[m];
 	pthread_mutex_unlock(&p->mu);
 	return h;
 }
 
 struct start_watch {
 	struct runner_pool *p;
+	int m;
 	struct proc *cli;
 };
 
@@ -103,7 +106,7 @@ start_stop(void *arg)
 {
 	struct start_watch *w = arg;
 
-	if (pool_halted(w->p))
+	if (pool_halted(w->p, w->m))
 		return -ECANCELED;
 	return proc_gone(w->cli) ? -ECHILD : 0;
 }
@@ -121,7 +124,7 @@ start_one(struct runner_pool *p, int m, const char *image,
 	const struct config *c = p->c;
 	struct netsetup_run_args na;
 	int64_t deadline = time_mono_ms() + POOL_START_MS;
-	struct start_watch w = { .p = p };
+	struct start_watch w = { .p = p, .m = m };
 	char hex[17];
 	int rc;
 	struct container_start cs = {
@@ -188,8 +191,8 @@ start_one(struct runner_pool *p, int m, const char *image,
 }
 
 /* Under the lock: counts a start's outcome, keeps its container or (the
- * pool paused, stopped or full meanwhile) gives it back to destroy
- * (*give_up). The event to note. */
+ * pool paused, stopped or full meanwhile, or its mode shrank) gives it
+ * back to destroy (*give_up). The event to note. */
 static enum runner_pool_event
 record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
     const char *err, bool *give_up)

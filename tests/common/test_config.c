@@ -213,6 +213,12 @@ test_parse_pool_profiles(void **state)
 		{ "{\"serve\":{\"pool_profiles\":{\"data\":{\"python\":1,"
 		  "\"python\":2}}}}", "t.json: serve.pool_profiles.data.python: "
 		  "given twice" },
+		{ "{\"serve\":{\"pool_profiles\":{\"data\":{\"python\":0,"
+		  "\"python\":2}}}}", "t.json: serve.pool_profiles.data.python: "
+		  "given twice" },
+		{ "{\"mcp\":{\"pool_profiles\":{\"data\":{\"bash\":1},"
+		  "\"data\":{\"bash\":0}}}}", "t.json: mcp.pool_profiles.data.bash: "
+		  "given twice" },
 		{ "{\"serve\":{\"pool_profiles\":{\"nosuch\":{\"python\":1}}}}",
 		  "t.json: serve.pool_profiles.nosuch.python: unknown profile "
 		  "'nosuch' (profiles: minimal, data, node)" },

@@ -834,10 +834,13 @@ test_pools_in_profiles(void **state)
 	assert_false(run_in(&c, own, "data"));	/* python's own: minimal */
 	runner_pools_free(live_ps);
 	live_ps = NULL;
-	/* A profile that lacks the language: refused, nothing kept. */
+	/* A profile that does not exist, or lacks the language: refused,
+	 * nothing kept. */
 	{
 		const struct config_pool_profile bad[] = {
 			{ .profile = "nosuch", .lang = CONFIG_LANG_PYTHON,
+			  .size = 1 },
+			{ .profile = "data", .lang = CONFIG_LANG_NODE,
 			  .size = 1 },
 		};
 		struct runner_pools *ps = (struct runner_pools *)1;
@@ -847,6 +850,11 @@ test_pools_in_profiles(void **state)
 		assert_null(ps);
 		assert_non_null(strstr(err, "no python pool in profile "
 		    "nosuch: "));
+		ps = (struct runner_pools *)1;
+		assert_int_equal(runner_pools_new(&c, size, bad + 1, 1, &o,
+		    &ps, err, sizeof(err)), -EINVAL);
+		assert_null(ps);
+		assert_non_null(strstr(err, "no node pool in profile data: "));
 	}
 }
 
