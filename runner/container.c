@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/util.h"
 #include "runner/apirun.h"
 #include "runner/docker.h"
@@ -223,19 +225,121 @@ container_abort_patient(const struct config *c, const char *name,
 	return rc;
 }
 
-int
-container_wait_running(const struct config *c, const char *name,
-    int64_t deadline_ms, int (*stop)(void *), void *arg)
+/* State.Status of an inspect body: 0 running, -EAGAIN created, -ECHILD
+ * any other (exited, dead...), -EBADMSG not a container's state. */
+static int
+api_status(const struct dockerapi_resp *resp)
 {
+	cJSON *o = cJSON_ParseWithLength(resp->body, resp->body_len);
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "State");
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(st, "Status");
+	int rc = !cJSON_IsString(s) ? -EBADMSG :
+	    strcmp(s->valuestring, "running") == 0 ? 0 :
+	    strcmp(s->valuestring, "created") == 0 ? -EAGAIN : -ECHILD;
+
+	cJSON_Delete(o);
+	return rc;
+}
+
+/* docker_wait_running over the Engine API: one GET of the container's
+ * JSON (kept in *resp, the caller's to clean up, when it runs), not a
+ * `docker inspect` process (about 60 ms each here). -EAGAIN while it is
+ * created or not there yet. */
+static int
+api_running(const char *name, int64_t deadline_ms, struct dockerapi_resp *resp)
+{
+	char path[160];
 	int rc;
 
-	while ((rc = docker_wait_running(c, name)) == -EAGAIN) {
+	snprintf(path, sizeof(path), "/containers/%s/json", name);
+	if ((rc = dockerapi_call(DOCKERAPI_SOCKET, "GET", path, NULL,
+	    deadline_ms, resp)) < 0)
+		return rc;
+	rc = resp->status == 404 ? -EAGAIN : resp->status != 200 ? -EIO :
+	    api_status(resp);
+	if (rc < 0)
+		dockerapi_resp_cleanup(resp);
+	return rc;
+}
+
+/* Waits as container_wait_running; with the Engine API usable, its last
+ * answer (the container running) is kept in *resp (resp->body NULL:
+ * none kept, the CLI asked). */
+static int
+wait_running(const struct config *c, const char *name, int64_t deadline_ms,
+    int (*stop)(void *), void *arg, struct dockerapi_resp *resp)
+{
+	bool api = dockerapi_usable(c);
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	for (;;) {
+		rc = api ? api_running(name, deadline_ms, resp) :
+		    docker_wait_running(c, name);
+		if (rc != -EAGAIN)
+			break;
 		if (stop != NULL && (rc = stop(arg)) < 0)
 			return rc;
 		if (time_mono_ms() >= deadline_ms)
 			return -ETIMEDOUT;
-		(void)poll(NULL, 0, 50);
+		/* The API answers in a few ms: poll it more often. */
+		(void)poll(NULL, 0, api ? 20 : 50);
 	}
+	return rc;
+}
+
+int
+container_wait_running(const struct config *c, const char *name,
+    int64_t deadline_ms, int (*stop)(void *), void *arg)
+{
+	struct dockerapi_resp resp;
+	int rc = wait_running(c, name, deadline_ms, stop, arg, &resp);
+
+	dockerapi_resp_cleanup(&resp);
+	return rc;
+}
+
+/* Seals name from its inspect body (the Engine API's container JSON). */
+static int
+seal_body(const struct config *c, const struct netsetup_endpoint *ep,
+    const char *name, const struct dockerapi_resp *resp, char *addr,
+    char *err, size_t errlen)
+{
+	struct netsetup_sandbox_view v;
+
+	if (netsetup_sandbox_view_parse(c, resp->body, resp->body_len,
+	    &v) < 0) {
+		snprintf(err, errlen, "docker API inspect of %s: not a "
+		    "container's state", name);
+		return -EBADMSG;
+	}
+	return netsetup_sandbox_seal_view(c, ep, name, &v, addr, err, errlen);
+}
+
+int
+container_seal_until(const struct config *c,
+    const struct netsetup_endpoint *ep, const char *name, int64_t deadline_ms,
+    int (*stop)(void *), void *arg, char *addr, int64_t *running_at,
+    char *err, size_t errlen)
+{
+	struct dockerapi_resp resp;
+	int rc = wait_running(c, name, deadline_ms, stop, arg, &resp);
+
+	if (running_at != NULL)
+		*running_at = rc == 0 ? time_mono_ms() : 0;
+	if (rc == -ETIMEDOUT)
+		snprintf(err, errlen, "the egress container did not start "
+		    "before the deadline");
+	else if (rc < 0)
+		snprintf(err, errlen, "the egress container did not start: %s",
+		    strerror(-rc));
+	/* Seen running over the API: that very answer is sealed from (no
+	 * second inspect); else `docker inspect`'s. */
+	else if (resp.body != NULL)
+		rc = seal_body(c, ep, name, &resp, addr, err, errlen);
+	else
+		rc = netsetup_sandbox_seal(c, ep, name, addr, err, errlen);
+	dockerapi_resp_cleanup(&resp);
 	return rc;
 }
 
@@ -244,22 +348,8 @@ container_seal(const struct config *c, const struct netsetup_endpoint *ep,
     const char *name, int64_t deadline_ms, char *addr, int64_t *running_at,
     char *err, size_t errlen)
 {
-	int rc = container_wait_running(c, name, deadline_ms, NULL, NULL);
-
-	if (running_at != NULL)
-		*running_at = rc == 0 ? time_mono_ms() : 0;
-
-	if (rc == -ETIMEDOUT) {
-		snprintf(err, errlen, "the egress container did not start "
-		    "before the deadline");
-		return rc;
-	}
-	if (rc < 0) {
-		snprintf(err, errlen, "the egress container did not start: %s",
-		    strerror(-rc));
-		return rc;
-	}
-	return netsetup_sandbox_seal(c, ep, name, addr, err, errlen);
+	return container_seal_until(c, ep, name, deadline_ms, NULL, NULL, addr,
+	    running_at, err, errlen);
 }
 
 int
@@ -267,7 +357,6 @@ container_api_seal(const struct config *c, const struct netsetup_endpoint *ep,
     const char *name, int64_t deadline_ms, char *addr, char *err,
     size_t errlen)
 {
-	struct netsetup_sandbox_view v;
 	struct dockerapi_resp resp;
 	char path[160], why[200];
 	int rc;
@@ -287,12 +376,7 @@ container_api_seal(const struct config *c, const struct netsetup_endpoint *ep,
 		dockerapi_resp_cleanup(&resp);
 		return rc;
 	}
-	rc = netsetup_sandbox_view_parse(c, resp.body, resp.body_len, &v);
+	rc = seal_body(c, ep, name, &resp, addr, err, errlen);
 	dockerapi_resp_cleanup(&resp);
-	if (rc < 0) {
-		snprintf(err, errlen, "docker API inspect of %s: not a "
-		    "container's state", name);
-		return rc;
-	}
-	return netsetup_sandbox_seal_view(c, ep, name, &v, addr, err, errlen);
+	return rc;
 }

@@ -165,10 +165,12 @@ start_one(struct runner_pool *p, int m, const char *image,
 	/* Not container_seal's wait: a stop or a pause cuts a slow start
 	 * short, and so does its docker CLI exiting. */
 	w.cli = e->p;
-	rc = container_wait_running(c, e->name, deadline, start_stop, &w);
-	if (rc == 0 && m == RUNNER_NET_PROXY)
-		rc = netsetup_sandbox_seal(c, &e->ep, e->name, e->addr, err,
-		    errlen);
+	if (m == RUNNER_NET_PROXY)
+		rc = container_seal_until(c, &e->ep, e->name, deadline,
+		    start_stop, &w, e->addr, NULL, err, errlen);
+	else
+		rc = container_wait_running(c, e->name, deadline, start_stop,
+		    &w);
 	/* The job's python, in the running (sealed) sandbox: it waits for
 	 * its program, which only a run writes. */
 	if (rc == 0 && (rc = container_exec_spawn(c, &cs, &e->x)) < 0) {
