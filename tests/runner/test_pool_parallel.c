@@ -439,20 +439,6 @@ test_idle_shrink_and_wake(void **state)
 	free(n);
 }
 
-/* Polls (50 ms) until no start is in flight, or ms pass. */
-static bool
-no_start_within(struct runner_pool *p, int64_t ms)
-{
-	int64_t end = time_mono_ms() + ms;
-
-	while (stats(p).starting != 0)
-		if (time_mono_ms() >= end)
-			return false;
-		else
-			usleep(50000);
-	return true;
-}
-
 /* Polls (20 ms) until n starts are in flight, or ms pass. */
 static bool
 starting_within(struct runner_pool *p, int64_t n, int64_t ms)
@@ -499,7 +485,7 @@ test_shrink_gives_up_start_in_flight(void **state)
 	aborted = stats(pool).aborted;
 	assert_true(dormant_within(pool, true, 2500));
 	/* Given up and removed by name. */
-	assert_true(no_start_within(pool, 8000));
+	assert_true(starting_within(pool, 0, 8000));
 	s = stats(pool);
 	assert_true(s.dormant[RUNNER_NET_NONE]);
 	assert_int_equal(s.idle[RUNNER_NET_NONE], 0);
