@@ -178,6 +178,11 @@ def ssh_loop(sock):
                 ch.sendall(b)
             ch.send_exit_status(p.wait())
             ch.close()
+            # The client closes the connection once it has the channel's
+            # close: closing it first races ssh, which then prints
+            # "Connection to ... closed by remote host" before the
+            # clone's output (seen in CI). Wait for its close, briefly.
+            t.join(10)
         except Exception as e:
             log({"svc": "ssh", "error": repr(e)})
         finally:
