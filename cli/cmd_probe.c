@@ -43,24 +43,52 @@ probe_usage(void)
 }
 
 /* What this process left running is removed by our owner label before
- * exit, as serve's shutdown does, and said on stderr. Seen twice in CI: a
- * scheduled warm probe's container Up a minute after its probe had exited
- * with a pass (cause not found; the pool's removal had returned). */
+ * exit, as serve's shutdown does, and said on stderr. Seen in CI: a
+ * scheduled warm probe's container Up a minute after its probe had
+ * exited with a pass. The daemon's log showed why: the runtime hung
+ * tearing that sandbox down (its state query timed out; its shim went
+ * about 100 s after the removal was asked for), so the removal the daemon
+ * had accepted stayed pending. What is still listed after the sweep is
+ * waited for a while, then named as pending, so whoever runs the probe
+ * (serve logs this stderr) can tell a slow runtime from a leak. */
+#define PROBE_LEFT_WAIT_S 5
+
 static void
 probe_sweep(const struct config *c, bool say_errors)
 {
 	char names[256], err[256];
-	int left = 0;
+	int left = 0, still = 0;
 
 	if (runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),
 	    err, sizeof(err)) < 0) {
 		if (say_errors)	/* not after a probe docker refused */
 			fprintf(stderr, "cordon probe: cannot look for leftover "
 			    "containers: %s\n", err);
-	} else if (left > 0) {
-		fprintf(stderr, "cordon probe: %d leftover container(s) of this "
-		    "probe found and removed: %s\n", left, names);
+		return;
 	}
+	if (left == 0)
+		return;
+	fprintf(stderr, "cordon probe: %d leftover container(s) of this probe "
+	    "found, removal asked: %s\n", left, names);
+	for (int i = 0; i <= PROBE_LEFT_WAIT_S; i++) {
+		if (i > 0)
+			sleep(1);
+		if (runner_gc_owner_left(c, (long)getpid(), &still, names,
+		    sizeof(names), err, sizeof(err)) < 0) {
+			fprintf(stderr, "cordon probe: cannot look for leftover "
+			    "containers: %s\n", err);
+			return;
+		}
+		if (still == 0) {
+			fprintf(stderr, "cordon probe: leftover container(s) "
+			    "removed after %d s\n", i);
+			return;
+		}
+	}
+	fprintf(stderr, "cordon probe: %d container(s) of this probe still "
+	    "there %d s after their removal was asked (pending in the daemon: "
+	    "a runtime slow to stop the sandbox): %s\n", still,
+	    PROBE_LEFT_WAIT_S, names);
 }
 
 int

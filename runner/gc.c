@@ -133,6 +133,7 @@ gc_staging(const struct config *c, struct gc_item *items, size_t n,
 struct gc_pick {
 	bool all;
 	const char *owner;		/* decimal pid or NULL */
+	bool count_only;		/* count (and name) them, remove none */
 };
 
 static bool
@@ -215,6 +216,10 @@ gc_sweep(const struct config *c, const struct gc_pick *pk, int *removed,
 		if (!items[i].remove)
 			continue;
 		gc_name(names, nameslen, items[i].name);
+		if (pk->count_only) {
+			(*removed)++;
+			continue;
+		}
 		batch[n++] = items[i].name;
 		if (n == GC_BATCH)
 			rc = flush(c, batch, &n, removed);
@@ -223,7 +228,7 @@ gc_sweep(const struct config *c, const struct gc_pick *pk, int *removed,
 		rc = flush(c, batch, &n, removed);
 	if (rc < 0)
 		snprintf(err, errlen, "`%s rm -f` failed", c->docker);
-	else
+	else if (!pk->count_only)
 		gc_staging(c, items, nitems, now);
 	free(items);
 done:
@@ -262,4 +267,17 @@ runner_gc_owner(const struct config *c, long owner, int *removed,
 		names[0] = '\0';
 	snprintf(pid, sizeof(pid), "%ld", owner);
 	return gc_sweep(c, &pk, removed, names, nameslen, err, errlen);
+}
+
+int
+runner_gc_owner_left(const struct config *c, long owner, int *left,
+    char *names, size_t nameslen, char *err, size_t errlen)
+{
+	char pid[24];
+	struct gc_pick pk = { .owner = pid, .count_only = true };
+
+	if (names != NULL && nameslen > 0)
+		names[0] = '\0';
+	snprintf(pid, sizeof(pid), "%ld", owner);
+	return gc_sweep(c, &pk, left, names, nameslen, err, errlen);
 }

@@ -30,4 +30,12 @@ int runner_gc_names(const struct config *c, int *removed, char *names,
 int runner_gc_owner(const struct config *c, long owner, int *removed,
     char *names, size_t nameslen, char *err, size_t errlen);
 
+/* How many containers labelled with owner pid `owner` are still listed
+ * (*left, their names in names as above), removing none: whether what a
+ * sweep asked to remove is gone. A removal the daemon has accepted can
+ * stay pending while the runtime is slow to stop the sandbox. 0 or a
+ * negative errno with a reason. */
+int runner_gc_owner_left(const struct config *c, long owner, int *left,
+    char *names, size_t nameslen, char *err, size_t errlen);
+
 #endif

@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "common/cbuf.h"
 #include "common/log.h"
 #include "common/proc.h"
 #include "common/util.h"
@@ -33,6 +34,7 @@ struct serve_prober {
 	int rc[2];			/* [RUNNER_NET_NONE], [RUNNER_NET_PROXY] */
 	char err[2][384];
 	char note[2][400];		/* last outcome, for /v1/health */
+	char said[2][512];		/* a passing probe's stderr */
 };
 
 int64_t
@@ -89,9 +91,30 @@ bad:
 	return NULL;
 }
 
+/* The stderr of a probe that passed, its lines joined by "; ", cut to
+ * len: what it said about its leftovers (cmd_probe's probe_sweep). */
+static void
+probe_said(const struct cbuf *e, char *said, size_t len)
+{
+	const char *t = cbuf_data(e), *nl;
+	size_t n = 0, l;
+
+	said[0] = '\0';
+	while (t != NULL && *t != '\0' && n + 1 < len) {
+		nl = strchr(t, '\n');
+		l = nl != NULL ? (size_t)(nl - t) : strlen(t);
+		if (l > 0)
+			n += (size_t)snprintf(said + n, len - n, "%s%.*s",
+			    n > 0 ? "; " : "", (int)l, t);
+		if (n >= len)
+			n = len - 1;
+		t = nl != NULL ? nl + 1 : NULL;
+	}
+}
+
 int
 serve_probe_run(const char *exe, const char *config_path, const char *mode,
-    bool warm, char *err, size_t errlen)
+    bool warm, char *said, size_t saidlen, char *err, size_t errlen)
 {
 	extern char **environ;
 	const char *argv[] = { exe, "probe", "--net", mode,
@@ -99,28 +122,42 @@ serve_probe_run(const char *exe, const char *config_path, const char *mode,
 	char **env = serve_probe_env(environ, config_path);
 	struct proc_opts o = { .argv = argv, .stdout_max = 1 << 20,
 	    .stderr_max = 4096 };
-	char why[320];
-	int rc, status;
+	struct proc_result r;
+	const char *e;
+	int rc;
 
+	said[0] = '\0';
 	if (env == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	o.envp = (const char *const *)env;
-	rc = proc_call(&o, SERVE_PROBE_TIMEOUT_MS, NULL, &status, why,
-	    sizeof(why));
+	rc = proc_run(&o, SERVE_PROBE_TIMEOUT_MS, &r);
 	serve_probe_env_free(env);
-	if (rc == -EIO) {
-		/* why: the first line of its stderr, or how it ended. */
-		snprintf(err, errlen, "probe --net %s failed (exit %d): %s",
-		    mode, status, why);
-		return -EPERM;
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", exe, strerror(-rc));
+		return rc;
 	}
-	if (rc == -ETIMEDOUT)
+	if (r.timed_out) {
 		snprintf(err, errlen, "the probe took longer than %d s",
 		    SERVE_PROBE_TIMEOUT_MS / 1000);
-	else if (rc < 0)
-		snprintf(err, errlen, "%s", why);
+		rc = -ETIMEDOUT;
+	} else if (r.exit_code != 0) {
+		/* The first line of its stderr, or how it ended. */
+		e = cbuf_data(r.err);
+		if (e != NULL && *e != '\0' && *e != '\n')
+			snprintf(err, errlen, "probe --net %s failed (exit %d): "
+			    "%.*s", mode, r.exit_code >= 0 ? r.exit_code : 128 +
+			    r.term_signal, (int)strcspn(e, "\n"), e);
+		else
+			snprintf(err, errlen, "probe --net %s failed (%s %d)",
+			    mode, r.exit_code >= 0 ? "exit" : "signal",
+			    r.exit_code >= 0 ? r.exit_code : r.term_signal);
+		rc = -EPERM;
+	} else {
+		probe_said(r.err, said, saidlen);
+	}
+	proc_result_cleanup(&r);
 	return rc;
 }
 
@@ -132,14 +169,17 @@ probe_thread(void *arg)
 	struct netsetup_endpoint ep;
 
 	p->rc[0] = serve_probe_run(p->exe, c->path, "none", p->warm,
-	    p->err[0], sizeof(p->err[0]));
+	    p->said[0], sizeof(p->said[0]), p->err[0], sizeof(p->err[0]));
 	/* Proxy runs are refused anyway while egress is down. */
 	p->rc[1] = netsetup_ready(c, &ep, p->err[1], sizeof(p->err[1]));
 	if (p->rc[1] == 0)
 		p->rc[1] = serve_probe_run(p->exe, c->path, "proxy", p->warm,
-		    p->err[1], sizeof(p->err[1]));
-	else
+		    p->said[1], sizeof(p->said[1]), p->err[1],
+		    sizeof(p->err[1]));
+	else {
 		p->rc[1] = 1;	/* not probed */
+		p->said[1][0] = '\0';
+	}
 	event_active(p->done_ev, 0, 0);
 	return NULL;
 }
@@ -185,6 +225,10 @@ probe_done(evutil_socket_t fd, short what, void *arg)
 			    p->err[i]);
 		else
 			log_info("scheduled probe --net %s: %s", mode[i], note);
+		/* What it said as it passed: its leftovers, if any. */
+		if (p->rc[i] == 0 && p->said[i][0] != '\0')
+			log_warnx("scheduled probe --net %s said: %s", mode[i],
+			    p->said[i]);
 	}
 	if (!p->stopped)
 		probe_arm(p);

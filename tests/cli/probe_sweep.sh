@@ -4,7 +4,9 @@
 # only that: against the fake docker CLI, whose `ps` lists one container
 # owned by the probe's own pid and one owned by another, the probe (which
 # fails here: the fake echoes the program back) names and removes the first
-# and never asks to remove the second.
+# and never asks to remove the second. Then, with the daemon's removal of
+# its container pending (every `rm` answers "already in progress" and `ps`
+# keeps listing it), it says so by name after waiting, not "removed".
 set -eu
 cordon=${1:?usage: probe_sweep.sh CORDON}
 src=${CORDON_SOURCE_ROOT:?}
@@ -15,13 +17,25 @@ mine=cordon-5eed5eed5eed5eed other=cordon-07e407e407e407e4
 printf '{"docker":"%s/tests/runner/fake-docker.sh","require_probe":false,"state_dir":"%s/state","audit_log":"%s/audit/audit.log","image":{"id":"sha256:%064d"}}\n' \
 	"$src" "$T" "$T" 7 > "$T/config.json"
 printf '%s\t1\t0\n' "$other" > "$T/ps"
-rc=0
-CORDON_CONFIG=$T/config.json FAKE_LOG=$T/calls.log FAKE_MODE=ok \
-	FAKE_PS=$T/ps FAKE_PS_MINE=$mine \
-	"$cordon" probe > "$T/out" 2> "$T/err" || rc=$?
-[ "$rc" -eq 1 ] || { cat "$T/err" >&2; fail "exit $rc, want 1 (the fake cannot pass a probe)"; }
-grep -q "^cordon probe: 1 leftover container(s) of this probe found and removed: $mine\$" "$T/err" ||
+probe() {  # FAKE_RM_BUSY value; the probe's stderr in $T/err
+	rc=0
+	rm -f "$T"/calls.log*
+	CORDON_CONFIG=$T/config.json FAKE_LOG=$T/calls.log FAKE_MODE=ok \
+		FAKE_PS=$T/ps FAKE_PS_MINE=$mine FAKE_RM_BUSY=$1 \
+		"$cordon" probe > "$T/out" 2> "$T/err" || rc=$?
+	[ "$rc" -eq 1 ] || { cat "$T/err" >&2; fail "exit $rc, want 1 (the fake cannot pass a probe)"; }
+}
+probe 0
+grep -q "^cordon probe: 1 leftover container(s) of this probe found, removal asked: $mine\$" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line naming $mine on stderr"; }
+grep -q "^cordon probe: leftover container(s) removed after 0 s\$" "$T/err" ||
+	{ cat "$T/err" >&2; fail "no line saying $mine was removed"; }
 grep -q "^rm .*$mine" "$T/calls.log" || { cat "$T/calls.log" >&2; fail "$mine was not removed"; }
 ! grep "^rm .*$other" "$T/calls.log" >/dev/null || fail "$other (another owner's) was removed"
-echo "probe_sweep: ok" >&2
+echo "probe_sweep: removed: ok" >&2
+
+probe 100000
+grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after their removal was asked (pending in the daemon: a runtime slow to stop the sandbox): $mine\$" "$T/err" ||
+	{ cat "$T/err" >&2; fail "no line saying $mine's removal is pending"; }
+! grep -q "removed after" "$T/err" || { cat "$T/err" >&2; fail "said removed while the fake still lists $mine"; }
+echo "probe_sweep: pending: ok" >&2

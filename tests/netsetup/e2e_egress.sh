@@ -649,6 +649,20 @@ kill -TERM "$spid"
 for _ in $(seq 600); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
 ! kill -0 "$spid" 2>/dev/null || fail "cordon serve did not exit within 60 s of SIGTERM: $(tail -n5 "$T/serve.log")"
 wait "$spid" || fail "cordon serve exited non-zero: $(tail -n5 "$T/serve.log")"
+# A container the service's scheduled probe left because the runtime was
+# slow to stop its sandbox (seen in CI: its removal pending in the daemon
+# for about 100 s) is said so in serve's log by name; such a one must then
+# go on its own. One nobody reported is a leak.
+for c in $("$docker" ps -a --filter network="$net" --format '{{.Names}}'); do
+	grep -q "scheduled probe --net [a-z]* said: .*$c" "$T/serve.log" || continue
+	for _ in $(seq 180); do
+		[ -z "$("$docker" ps -aq --filter name="^$c\$")" ] && break
+		sleep 1
+	done
+	[ -z "$("$docker" ps -aq --filter name="^$c\$")" ] ||
+		fail "$c, reported by serve's probe as left, is still there 180 s later: $(grep "said: .*$c" "$T/serve.log")"
+	echo "note: $c was left by a scheduled probe and reported in serve's log ($(grep -o "said: .*${c}[^;]*" "$T/serve.log" | head -n1)); it went on its own"
+done
 left=$("$docker" ps -aq --filter network="$net")
 if [ -n "$left" ]; then
 	# Who made it (the owner pid label: serve's $spid, or a `cordon run`),

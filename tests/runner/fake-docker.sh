@@ -142,7 +142,8 @@ rm)
 			if [ -n "${FAKE_CREATE_DELAY:-}" ] && [ ! -e "$FAKE_LOG.$a" ]; then
 				echo "Error: No such container: $a" >&2; exit 1
 			fi
-			rm -f "$FAKE_LOG.$a" ;;
+			rm -f "$FAKE_LOG.$a"
+			touch "$FAKE_LOG.gone.$a" ;;
 		esac
 	done
 	exit 0 ;;
@@ -154,8 +155,10 @@ info)
 image)
 	echo "sha256:x"; exit 0 ;;
 ps)	# FAKE_PS_MINE=NAME: also lists NAME as left by the caller (owner
-	# label: this script's parent, the cordon process that asks).
-	[ -z "${FAKE_PS_MINE:-}" ] || printf '%s\t%s\t0\n' "$FAKE_PS_MINE" "$PPID"
+	# label: this script's parent, the cordon process that asks) until an
+	# `rm` of it succeeds (FAKE_RM_BUSY holds it there).
+	[ -z "${FAKE_PS_MINE:-}" ] || [ -e "$FAKE_LOG.gone.$FAKE_PS_MINE" ] ||
+		printf '%s\t%s\t0\n' "$FAKE_PS_MINE" "$PPID"
 	cat "$FAKE_PS"; exit 0 ;;
 esac
 exit 98

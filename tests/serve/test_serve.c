@@ -582,7 +582,7 @@ static void
 test_probe_run_argv(void **state)
 {
 	char dir[] = "/tmp/cordon-probe-argv.XXXXXX", exe[96], log[96];
-	char script[512], err[256], *text;
+	char script[600], err[256], said[64], *text;
 	size_t len;
 
 	(void)state;
@@ -591,18 +591,28 @@ test_probe_run_argv(void **state)
 	snprintf(log, sizeof(log), "%s/argv", dir);
 	snprintf(script, sizeof(script), "#!/bin/sh\necho \"$* $CORDON_CONFIG\" "
 	    ">>%s\n[ \"$3\" = proxy ] && { echo 'control x failed' >&2; "
-	    "exit 1; }\nexit 0\n", log);
+	    "exit 1; }\n[ \"$4\" = --warm ] && printf 'left a\\n\\nleft b"
+	    " and more than the rest of said holds\\n' >&2\nexit 0\n", log);
 	assert_int_equal(util_write_file_atomic(exe, script, strlen(script),
 	    0755), 0);
-	assert_int_equal(serve_probe_run(exe, "/c.json", "none", false, err,
-	    sizeof(err)), 0);
-	assert_int_equal(serve_probe_run(exe, "/c.json", "none", true, err,
-	    sizeof(err)), 0);
-	assert_int_equal(serve_probe_run(exe, "/c.json", "proxy", true, err,
-	    sizeof(err)), -EPERM);
+	assert_int_equal(serve_probe_run(exe, "/c.json", "none", false, said,
+	    sizeof(said), err, sizeof(err)), 0);
+	assert_string_equal(said, "");
+	/* A pass's stderr is kept, its lines joined, cut at said's size. */
+	assert_int_equal(serve_probe_run(exe, "/c.json", "none", true, said,
+	    sizeof(said), err, sizeof(err)), 0);
+	assert_string_equal(said, "left a; left b and more than the rest of "
+	    "said holds");
+	assert_int_equal(serve_probe_run(exe, "/c.json", "none", true, said,
+	    24, err, sizeof(err)), 0);
+	assert_string_equal(said, "left a; left b and more");
+	assert_int_equal(serve_probe_run(exe, "/c.json", "proxy", true, said,
+	    sizeof(said), err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "control x failed"));
+	assert_string_equal(said, "");
 	assert_int_equal(util_read_file(log, 4096, &text, &len), 0);
 	assert_string_equal(text, "probe --net none /c.json\n"
+	    "probe --net none --warm /c.json\n"
 	    "probe --net none --warm /c.json\n"
 	    "probe --net proxy --warm /c.json\n");
 	free(text);
