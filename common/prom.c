@@ -91,8 +91,16 @@ prom_line(struct prom *p, const char *name, const char *suffix,
 	prom_puts(p, name);
 	prom_puts(p, suffix);
 	if (labels != NULL && labels[0] != NULL) {
-		for (size_t i = 0; labels[i] != NULL && labels[i + 1] != NULL;
-		    i += 2) {
+		for (size_t i = 0; labels[i] != NULL; i += 2) {
+			/* A name without its value (a NULL where a string
+			 * was meant) is the caller's bug: an error, not a
+			 * list cut short (which once rendered
+			 * `cordon_pool_idle} 1`). */
+			if (labels[i + 1] == NULL) {
+				if (p->error == 0)
+					p->error = -EINVAL;
+				break;
+			}
 			prom_puts(p, i == 0 ? "{" : ",");
 			prom_puts(p, labels[i]);
 			prom_puts(p, "=\"");
