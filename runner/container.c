@@ -245,15 +245,29 @@ api_status(const struct dockerapi_resp *resp)
  * JSON (kept in *resp, the caller's to clean up, when it runs), not a
  * `docker inspect` process (about 60 ms each here). -EAGAIN while it is
  * created or not there yet. */
+/* GET /containers/NAME/json into *resp (any status; the caller's to
+ * clean up when 0). The one place the inspect path is built: a name that
+ * is not one of ours (URL syntax) is -EINVAL. */
+static int
+api_inspect(const char *name, int64_t deadline_ms, struct dockerapi_resp *resp)
+{
+	char path[160];
+
+	if (!dockerapi_name_ok(name))
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "/containers/%s/json",
+	    name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	return dockerapi_call(DOCKERAPI_SOCKET, "GET", path, NULL,
+	    deadline_ms, resp);
+}
+
 static int
 api_running(const char *name, int64_t deadline_ms, struct dockerapi_resp *resp)
 {
-	char path[160];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/json", name);
-	if ((rc = dockerapi_call(DOCKERAPI_SOCKET, "GET", path, NULL,
-	    deadline_ms, resp)) < 0)
+	if ((rc = api_inspect(name, deadline_ms, resp)) < 0)
 		return rc;
 	rc = resp->status == 404 ? -EAGAIN : resp->status != 200 ? -EIO :
 	    api_status(resp);
@@ -358,12 +372,10 @@ container_api_seal(const struct config *c, const struct netsetup_endpoint *ep,
     size_t errlen)
 {
 	struct dockerapi_resp resp;
-	char path[160], why[200];
+	char why[200];
 	int rc;
 
-	snprintf(path, sizeof(path), "/containers/%s/json", name);
-	if ((rc = dockerapi_call(DOCKERAPI_SOCKET, "GET", path, NULL,
-	    deadline_ms, &resp)) < 0) {
+	if ((rc = api_inspect(name, deadline_ms, &resp)) < 0) {
 		snprintf(err, errlen, "docker API inspect of %s: %s", name,
 		    strerror(-rc));
 		return rc;
