@@ -3,10 +3,9 @@
  * their sizes and options from the front end's own config section
  * (serve.pool*, mcp.pool*, with pool_profiles: a language kept warm in
  * another profile than its default one; the max age and starts in flight
- * are serve's for both; the starts limit holds for each pool on its own,
- * so N pools may start N times as many at once), and their notes logged
- * one line each
- * at the level runner_pool_conf_note gives. `cordon serve` and `cordon
+ * are serve's for both; the starts limit holds for all of them together:
+ * runner_pool_gate), and their notes logged one line each at the level
+ * runner_pool_conf_note gives. `cordon serve` and `cordon
  * mcp` both start theirs here, so they keep the same pools the same way.
  */
 #ifndef CORDON_JOBS_POOLS_H

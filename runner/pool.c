@@ -215,6 +215,23 @@ worker_main(void *arg)
 	return NULL;
 }
 
+/* A place among the gate's starts in flight (none: always), counting
+ * this pool's cold runs in flight as pick_mode does. */
+static bool
+gate_take(struct runner_pool_gate *g, int64_t cold)
+{
+	long long cur;
+
+	if (g == NULL)
+		return true;
+	cur = atomic_load(&g->starting);
+	do {
+		if (cur + cold >= g->max)
+			return false;
+	} while (!atomic_compare_exchange_weak(&g->starting, &cur, cur + 1));
+	return true;
+}
+
 /* Under the lock: hands the starts pick_mode allows to worker threads
  * (one counted in starting from here until record_start). A start whose
  * thread cannot be made runs here, on the pool's thread, lock dropped.
@@ -231,6 +248,9 @@ launch_starts(struct runner_pool *p, const bool ok[2], const char *image)
 			if (!p->workers[i].busy)
 				w = &p->workers[i];
 		if (w == NULL)		/* all still to be joined */
+			break;
+		/* Given back by record_start. */
+		if (!gate_take(p->o.gate, p->cold))
 			break;
 		*w = (struct pool_worker){ .p = p, .m = m, .ep = p->net_ep,
 		    .busy = true };
@@ -323,6 +343,13 @@ starts_resolve(int64_t want)
 	if (n < 1)
 		n = 1;
 	return n > POOL_STARTS_MAX ? POOL_STARTS_MAX : (int64_t)n;
+}
+
+void
+runner_pool_gate_init(struct runner_pool_gate *g, int64_t max_starts)
+{
+	atomic_init(&g->starting, 0);
+	g->max = starts_resolve(max_starts);
 }
 
 int

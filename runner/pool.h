@@ -23,6 +23,7 @@
 #ifndef CORDON_RUNNER_POOL_H
 #define CORDON_RUNNER_POOL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,6 +71,21 @@ struct runner_pool_note {
 				 * default (opts profile_label) */
 };
 
+/* Starts in flight shared by several pools (runner_pools_new gives its
+ * pools one): their sum, with each pool's cold runs in flight, stays
+ * within max, as one pool's own do within its max_starts. A pool waiting
+ * for a place another pool frees notices at its next tick (at most
+ * POOL_TICK_MS). Set up by runner_pool_gate_init; it must outlive its
+ * pools. */
+struct runner_pool_gate {
+	atomic_llong starting;
+	int64_t max;
+};
+
+/* g for max_starts as runner_pool_opts.max_starts (0: the online CPUs,
+ * capped at POOL_STARTS_MAX), none in flight. */
+void runner_pool_gate_init(struct runner_pool_gate *g, int64_t max_starts);
+
 struct runner_pool_opts {
 	int64_t size;		/* idle containers per net mode, 1..64 */
 	int64_t max_age_s;	/* replace an idle one older than this */
@@ -81,6 +97,9 @@ struct runner_pool_opts {
 	/* Starts in flight at once, 0..POOL_STARTS_MAX (0: the online CPUs,
 	 * capped at POOL_STARTS_MAX); never more than the free places. */
 	int64_t max_starts;
+	/* NULL, or a gate shared with other pools: starts in flight counted
+	 * across them all too (runner_pool_gate). */
+	struct runner_pool_gate *gate;
 	const char *session;	/* container label; NULL: "pool" */
 	/* The language its exec waits in (CONFIG_LANG_*; 0: python): the
 	 * job's command line for it, as a cold run's (docker_exec_argv).

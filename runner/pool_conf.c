@@ -94,6 +94,7 @@ struct runner_pools {
 	struct config *c[RUNNER_POOLS_MAX];	/* each pool's, at its
 						 * profile */
 	unsigned lang[RUNNER_POOLS_MAX];	/* CONFIG_LANG_* */
+	struct runner_pool_gate gate;	/* the starts in flight of them all */
 	char label[RUNNER_POOLS_MAX][CONFIG_PROFILE_MAX + 1];	/* "" for
 						 * a language's own pool */
 };
@@ -130,6 +131,7 @@ pools_add(struct runner_pools *ps, int i, const struct config *c,
 	}
 	o = *base;
 	o.size = size;
+	o.gate = &ps->gate;
 	o.lang = ps->lang[i];
 	o.profile_label = profile != NULL ? ps->label[i] : NULL;
 	if ((rc = runner_pool_new(ps->c[i], &o, &ps->p[i], why,
@@ -165,6 +167,9 @@ runner_pools_new(const struct config *c,
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* The starts limit holds for the host, not for each pool: N pools
+	 * filling at once would otherwise start N times as many. */
+	runner_pool_gate_init(&ps->gate, base->max_starts);
 	for (int i = 0; i < RUNNER_POOLS_LANGS && rc == 0; i++)
 		if (size[i] > 0)
 			rc = pools_add(ps, i, c, pools_lang[i], NULL, size[i],

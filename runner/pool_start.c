@@ -202,6 +202,8 @@ record_start(struct runner_pool *p, int m, int rc, struct pool_entry *e,
 	*give_up = rc < 0;
 	p->starting--;
 	p->starting_m[m]--;
+	if (p->o.gate != NULL)
+		atomic_fetch_sub(&p->o.gate->starting, 1);
 	if (rc < 0 && (rc == -ECANCELED || p->stop || p->paused)) {
 		p->aborted++;		/* not a failure */
 		p->filled[m] = false;

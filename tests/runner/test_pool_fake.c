@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -858,6 +859,61 @@ test_pools_in_profiles(void **state)
 	}
 }
 
+/* The starts limit holds for a set of pools together (runner_pools_new's
+ * gate), not for each: two pools of 2, starts limited to 1 and each start
+ * slow (1-2 s, FAKE_START_DELAY 1), never have more than one start in
+ * flight between them, and both still fill. */
+static void
+test_pools_share_starts(void **state)
+{
+	static struct config c;
+	static const int64_t size[RUNNER_POOLS_LANGS] = { 2, 0, 0 };
+	const struct config_pool_profile extra[] = {
+		{ .profile = "data", .lang = CONFIG_LANG_PYTHON, .size = 2 },
+	};
+	struct runner_pool_opts o;
+	struct runner_pool *pp[2];
+	struct runner_pool_stats st[2];
+	char err[256];
+	int64_t most = 0, end;
+
+	(void)state;
+	c = fk.cfg;
+	for (size_t i = 0; i < c.image.nprofiles; i++)
+		if (strcmp(c.image.profiles[i].name, "data") == 0)
+			snprintf(c.image.profiles[i].id,
+			    sizeof(c.image.profiles[i].id), "sha256:%064d", 8);
+	setenv("FAKE_START_DELAY", "1", 1);
+	runner_pool_conf_opts(&c, 0, &o);
+	o.modes[RUNNER_NET_PROXY] = false;
+	o.max_starts = 1;
+	if (runner_pools_new(&c, size, extra, 1, &o, &live_ps, err,
+	    sizeof(err)) < 0)
+		fail_msg("runner_pools_new: %s", err);
+	pp[0] = runner_pools_at(live_ps, 0, NULL, NULL);
+	pp[1] = runner_pools_at(live_ps, RUNNER_POOLS_LANGS, NULL, NULL);
+	assert_non_null(pp[0]);
+	assert_non_null(pp[1]);
+	end = time_mono_ms() + 30000;
+	for (;;) {
+		runner_pool_stats(pp[0], &st[0]);
+		runner_pool_stats(pp[1], &st[1]);
+		if (st[0].starting + st[1].starting > most)
+			most = st[0].starting + st[1].starting;
+		if (st[0].idle[RUNNER_NET_NONE] == 2 &&
+		    st[1].idle[RUNNER_NET_NONE] == 2)
+			break;
+		if (time_mono_ms() > end)
+			fail_msg("not full in 30 s: idle %lld and %lld",
+			    (long long)st[0].idle[RUNNER_NET_NONE],
+			    (long long)st[1].idle[RUNNER_NET_NONE]);
+		(void)poll(NULL, 0, 20);
+	}
+	assert_int_equal(most, 1);
+	runner_pools_free(live_ps);
+	live_ps = NULL;
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int
@@ -865,6 +921,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_fills_with_cold_argv),
+		T(test_pools_share_starts),
 		T(test_runs_take_each_once),
 		T(test_files_run_cold),
 		T(test_empty_pool_does_not_wait),
