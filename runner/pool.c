@@ -216,19 +216,31 @@ worker_main(void *arg)
 }
 
 /* A place among the gate's starts in flight (none: always), counting
- * this pool's cold runs in flight as pick_mode does. */
+ * the cold runs in flight of all its pools. A pool not marked waiting
+ * leaves the place to one that is (it looks again within 100 ms); one
+ * refused is marked, one served unmarked. */
 static bool
-gate_take(struct runner_pool_gate *g, int64_t cold)
+gate_take(struct runner_pool *p)
 {
+	struct runner_pool_gate *g = p->o.gate;
+	unsigned long long me = 1ull << p->gate_bit;
 	long long cur;
 
 	if (g == NULL)
 		return true;
+	if ((atomic_load(&g->waiting) & ~me) != 0 &&
+	    (atomic_load(&g->waiting) & me) == 0) {
+		atomic_fetch_or(&g->waiting, me);
+		return false;
+	}
 	cur = atomic_load(&g->starting);
 	do {
-		if (cur + cold >= g->max)
+		if (cur + atomic_load(&g->cold) >= g->max) {
+			atomic_fetch_or(&g->waiting, me);
 			return false;
+		}
 	} while (!atomic_compare_exchange_weak(&g->starting, &cur, cur + 1));
+	atomic_fetch_and(&g->waiting, ~me);
 	return true;
 }
 
@@ -241,6 +253,7 @@ launch_starts(struct runner_pool *p, const bool ok[2], const char *image)
 {
 	int m, n = 0;
 
+	p->gate_blocked = false;
 	while ((m = pick_mode(p, ok, image)) >= 0) {
 		struct pool_worker *w = NULL;
 
@@ -250,8 +263,10 @@ launch_starts(struct runner_pool *p, const bool ok[2], const char *image)
 		if (w == NULL)		/* all still to be joined */
 			break;
 		/* Given back by record_start. */
-		if (!gate_take(p->o.gate, p->cold))
+		if (!gate_take(p)) {
+			p->gate_blocked = true;
 			break;
+		}
 		*w = (struct pool_worker){ .p = p, .m = m, .ep = p->net_ep,
 		    .busy = true };
 		util_strlcpy(w->image, image, sizeof(w->image));
@@ -265,6 +280,9 @@ launch_starts(struct runner_pool *p, const bool ok[2], const char *image)
 		runner_pool_start_one(p, m, image, &p->net_ep);
 		pthread_mutex_lock(&p->mu);
 	}
+	/* Wants no start now: not waiting at the gate. */
+	if (!p->gate_blocked && p->o.gate != NULL)
+		atomic_fetch_and(&p->o.gate->waiting, ~(1ull << p->gate_bit));
 	return n;
 }
 
@@ -319,8 +337,8 @@ pool_main(void *arg)
 				    "", p->o.idle_s * 1000);
 		pthread_mutex_lock(&p->mu);
 		if (begun == 0 && !p->stop)
-			runner_pool_cond_wait(p, p->inflight > 0 ? 100 :
-			    POOL_TICK_MS);
+			runner_pool_cond_wait(p, p->inflight > 0 ||
+			    p->gate_blocked ? 100 : POOL_TICK_MS);
 	}
 	pthread_mutex_unlock(&p->mu);
 	/* Stopping: each start in flight gives up (start_stop) and removes
@@ -349,7 +367,16 @@ void
 runner_pool_gate_init(struct runner_pool_gate *g, int64_t max_starts)
 {
 	atomic_init(&g->starting, 0);
+	atomic_init(&g->cold, 0);
+	atomic_init(&g->waiting, 0);
+	atomic_init(&g->npools, 0);
 	g->max = starts_resolve(max_starts);
+}
+
+int64_t
+runner_pool_gate_starting(struct runner_pool_gate *g)
+{
+	return (int64_t)atomic_load(&g->starting);
 }
 
 int
@@ -373,6 +400,16 @@ runner_pool_new(const struct config *c, const struct runner_pool_opts *o,
 	if ((p = calloc(1, sizeof(*p))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
+	}
+	if (o->gate != NULL) {
+		unsigned b = atomic_fetch_add(&o->gate->npools, 1);
+
+		if (b >= 64) {
+			free(p);
+			snprintf(err, errlen, "at most 64 pools share starts");
+			return -EINVAL;
+		}
+		p->gate_bit = b;
 	}
 	p->c = c;
 	p->o = *o;

@@ -72,19 +72,26 @@ struct runner_pool_note {
 };
 
 /* Starts in flight shared by several pools (runner_pools_new gives its
- * pools one): their sum, with each pool's cold runs in flight, stays
- * within max, as one pool's own do within its max_starts. A pool waiting
- * for a place another pool frees notices at its next tick (at most
- * POOL_TICK_MS). Set up by runner_pool_gate_init; it must outlive its
- * pools. */
+ * pools one): their sum, with their cold runs in flight (runs that missed
+ * a pool and start their own), stays within max, as one pool's own do
+ * within its max_starts. The places go round: a pool that could not get
+ * one is marked waiting, and a pool not marked leaves a freed place to
+ * the waiting ones; a waiting pool looks again every 100 ms. Set up by
+ * runner_pool_gate_init; it must outlive its pools (at most 64). */
 struct runner_pool_gate {
 	atomic_llong starting;
+	atomic_llong cold;
+	atomic_ullong waiting;		/* bit per pool (its gate_bit) */
+	atomic_uint npools;		/* bits handed out */
 	int64_t max;
 };
 
 /* g for max_starts as runner_pool_opts.max_starts (0: the online CPUs,
  * capped at POOL_STARTS_MAX), none in flight. */
 void runner_pool_gate_init(struct runner_pool_gate *g, int64_t max_starts);
+
+/* Starts in flight through g now (tests). */
+int64_t runner_pool_gate_starting(struct runner_pool_gate *g);
 
 struct runner_pool_opts {
 	int64_t size;		/* idle containers per net mode, 1..64 */

@@ -256,3 +256,9 @@ runner_pools_free(struct runner_pools *ps)
 	}
 	free(ps);
 }
+
+int64_t
+runner_pools_starting(struct runner_pools *ps)
+{
+	return ps != NULL ? runner_pool_gate_starting(&ps->gate) : 0;
+}

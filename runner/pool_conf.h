@@ -75,6 +75,10 @@ void runner_pools_pause(struct runner_pools *ps, bool paused);
 void runner_pools_stop(struct runner_pools *ps);
 
 /* Stops and frees each pool, then ps. Accepts NULL. */
+/* The starts in flight of all of ps's pools now (their shared
+ * runner_pool_gate; tests). */
+int64_t runner_pools_starting(struct runner_pools *ps);
+
 void runner_pools_free(struct runner_pools *ps);
 
 #endif

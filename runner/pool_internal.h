@@ -59,6 +59,8 @@ struct runner_pool {
 	int64_t starting;		/* starts in flight, all modes */
 	int64_t starting_m[2];		/* ... per mode */
 	int64_t max_starts;		/* at most this many at once */
+	unsigned gate_bit;		/* o.gate's bit for this pool */
+	bool gate_blocked;		/* the gate refused the last start */
 	struct pool_worker workers[POOL_STARTS_MAX];
 	int64_t inflight;		/* warm runs not finished yet (their
 					 * containers not removed yet) */

@@ -166,6 +166,8 @@ runner_pool_count_miss(struct runner_pool *p)
 	pthread_mutex_lock(&p->mu);
 	p->misses++;
 	p->cold++;
+	if (p->o.gate != NULL)
+		atomic_fetch_add(&p->o.gate->cold, 1);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -173,8 +175,11 @@ void
 runner_pool_cold_done(struct runner_pool *p)
 {
 	pthread_mutex_lock(&p->mu);
-	if (p->cold > 0)
+	if (p->cold > 0) {
 		p->cold--;
+		if (p->o.gate != NULL)
+			atomic_fetch_sub(&p->o.gate->cold, 1);
+	}
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 }
