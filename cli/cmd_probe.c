@@ -61,15 +61,24 @@ probe_sweep(const struct config *c, bool say_errors)
 
 	if (runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),
 	    err, sizeof(err)) < 0) {
-		if (say_errors)	/* not after a probe docker refused */
-			fprintf(stderr, "cordon probe: cannot look for leftover "
-			    "containers: %s\n", err);
+		/* Found some, and the removal failed (a runtime hung on
+		 * them: docker's rm timed out): named, and waited for. */
+		if (names[0] != '\0') {
+			fprintf(stderr, "cordon probe: leftover container(s) of "
+			    "this probe found, their removal failed (%s): %s\n",
+			    err, names);
+		} else {
+			if (say_errors)	/* not after a probe docker refused */
+				fprintf(stderr, "cordon probe: cannot look for "
+				    "leftover containers: %s\n", err);
+			return;
+		}
+	} else if (left == 0) {
 		return;
+	} else {
+		fprintf(stderr, "cordon probe: %d leftover container(s) of this "
+		    "probe found, removal asked: %s\n", left, names);
 	}
-	if (left == 0)
-		return;
-	fprintf(stderr, "cordon probe: %d leftover container(s) of this probe "
-	    "found, removal asked: %s\n", left, names);
 	for (int i = 0; i <= PROBE_LEFT_WAIT_S; i++) {
 		if (i > 0)
 			sleep(1);

@@ -225,10 +225,17 @@ probe_done(evutil_socket_t fd, short what, void *arg)
 			    p->err[i]);
 		else
 			log_info("scheduled probe --net %s: %s", mode[i], note);
-		/* What it said as it passed: its leftovers, if any. */
-		if (p->rc[i] == 0 && p->said[i][0] != '\0')
-			log_warnx("scheduled probe --net %s said: %s", mode[i],
-			    p->said[i]);
+		/* What it said as it passed: its leftovers, if any; a
+		 * warning when one is still there or its removal failed. */
+		if (p->rc[i] == 0 && p->said[i][0] != '\0') {
+			if (strstr(p->said[i], "still there") != NULL ||
+			    strstr(p->said[i], "failed") != NULL)
+				log_warnx("scheduled probe --net %s said: %s",
+				    mode[i], p->said[i]);
+			else
+				log_info("scheduled probe --net %s said: %s",
+				    mode[i], p->said[i]);
+		}
 	}
 	if (!p->stopped)
 		probe_arm(p);

@@ -6,7 +6,8 @@
 # fails here: the fake echoes the program back) names and removes the first
 # and never asks to remove the second. Then, with the daemon's removal of
 # its container pending (every `rm` answers "already in progress" and `ps`
-# keeps listing it), it says so by name after waiting, not "removed".
+# keeps listing it), it says so by name after waiting, not "removed"; and
+# the same when the removal fails outright.
 set -eu
 cordon=${1:?usage: probe_sweep.sh CORDON}
 src=${CORDON_SOURCE_ROOT:?}
@@ -17,11 +18,11 @@ mine=cordon-5eed5eed5eed5eed other=cordon-07e407e407e407e4
 printf '{"docker":"%s/tests/runner/fake-docker.sh","require_probe":false,"state_dir":"%s/state","audit_log":"%s/audit/audit.log","image":{"id":"sha256:%064d"}}\n' \
 	"$src" "$T" "$T" 7 > "$T/config.json"
 printf '%s\t1\t0\n' "$other" > "$T/ps"
-probe() {  # FAKE_RM_BUSY value; the probe's stderr in $T/err
+probe() {  # FAKE_RM_BUSY value [FAKE_RM_FAIL]; the probe's stderr in $T/err
 	rc=0
 	rm -f "$T"/calls.log*
 	CORDON_CONFIG=$T/config.json FAKE_LOG=$T/calls.log FAKE_MODE=ok \
-		FAKE_PS=$T/ps FAKE_PS_MINE=$mine FAKE_RM_BUSY=$1 \
+		FAKE_PS=$T/ps FAKE_PS_MINE=$mine FAKE_RM_BUSY=$1 FAKE_RM_FAIL=${2:-} \
 		"$cordon" probe > "$T/out" 2> "$T/err" || rc=$?
 	[ "$rc" -eq 1 ] || { cat "$T/err" >&2; fail "exit $rc, want 1 (the fake cannot pass a probe)"; }
 }
@@ -39,3 +40,12 @@ grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after their
 	{ cat "$T/err" >&2; fail "no line saying $mine's removal is pending"; }
 ! grep -q "removed after" "$T/err" || { cat "$T/err" >&2; fail "said removed while the fake still lists $mine"; }
 echo "probe_sweep: pending: ok" >&2
+
+# The removal itself fails: the container is still named (not "cannot
+# look"), and waited for.
+probe 0 "$mine"
+grep -q "^cordon probe: leftover container(s) of this probe found, their removal failed (.*): $mine\$" "$T/err" ||
+	{ cat "$T/err" >&2; fail "no line naming $mine with its failed removal"; }
+grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after" "$T/err" ||
+	{ cat "$T/err" >&2; fail "no line saying $mine is still there"; }
+echo "probe_sweep: removal failed: ok" >&2

@@ -129,6 +129,12 @@ rm)
 		case "$a" in
 		-*) ;;
 		*)	stuck_kill "$a"
+			# FAKE_RM_FAIL=NAME: every removal of NAME fails (a
+			# daemon that cannot kill its sandbox).
+			if [ "$a" = "${FAKE_RM_FAIL:-}" ]; then
+				echo "Error response from daemon: Could not kill running container $a, cannot remove" >&2
+				exit 1
+			fi
 			# FAKE_RM_BUSY=N: the first N removals of a name find
 			# another removal in progress (dockerd's 409).
 			if [ -n "${FAKE_RM_BUSY:-}" ]; then
