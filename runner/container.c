@@ -241,10 +241,6 @@ api_status(const struct dockerapi_resp *resp)
 	return rc;
 }
 
-/* docker_wait_running over the Engine API: one GET of the container's
- * JSON (kept in *resp, the caller's to clean up, when it runs), not a
- * `docker inspect` process (about 60 ms each here). -EAGAIN while it is
- * created or not there yet. */
 /* GET /containers/NAME/json into *resp (any status; the caller's to
  * clean up when 0). The one place the inspect path is built: a name that
  * is not one of ours (URL syntax) is -EINVAL. */
@@ -262,6 +258,10 @@ api_inspect(const char *name, int64_t deadline_ms, struct dockerapi_resp *resp)
 	    deadline_ms, resp);
 }
 
+/* docker_wait_running over the Engine API: one GET of the container's
+ * JSON (kept in *resp, the caller's to clean up, when it runs), not a
+ * `docker inspect` process (about 60 ms each here). -EAGAIN while it is
+ * created or not there yet. */
 static int
 api_running(const char *name, int64_t deadline_ms, struct dockerapi_resp *resp)
 {

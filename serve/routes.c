@@ -357,7 +357,11 @@ route_metrics(struct serve_server *s, struct serve_conn *c, size_t tenant)
 		text = serve_metrics_render(&s->metrics);
 	}
 	if (text == NULL) {
-		serve_reply_error(c, 500, "out of memory");
+		/* Out of memory, or a metric the renderer refused (a label
+		 * without its value: a bug of ours, said as such). */
+		serve_reply_error(c, 500, "the metrics could not be rendered "
+		    "(out of memory, or a malformed metric: see the log)");
+		log_warnx("GET /metrics: the metrics could not be rendered");
 		return;
 	}
 	serve_conn_reply_take(c, 200, "text/plain; version=0.0.4", text,
