@@ -781,6 +781,18 @@ run_in(const struct config *c, struct runner_pool *pool, const char *profile)
 	return warm;
 }
 
+/* *c: the fake's config, with profile data's image pinned (a pool of
+ * python in profile data can start). */
+static void
+data_config(struct config *c)
+{
+	*c = fk.cfg;
+	for (size_t i = 0; i < c->image.nprofiles; i++)
+		if (strcmp(c->image.profiles[i].name, "data") == 0)
+			snprintf(c->image.profiles[i].id,
+			    sizeof(c->image.profiles[i].id), "sha256:%064d", 8);
+}
+
 /* Pools in other profiles (pool_profiles): python's own pool and one of
  * python in profile data, each found by the run's language and profile
  * (the own one also when its profile is named), each warm for its runs
@@ -799,11 +811,7 @@ test_pools_in_profiles(void **state)
 	char err[256];
 
 	(void)state;
-	c = fk.cfg;
-	for (size_t i = 0; i < c.image.nprofiles; i++)
-		if (strcmp(c.image.profiles[i].name, "data") == 0)
-			snprintf(c.image.profiles[i].id,
-			    sizeof(c.image.profiles[i].id), "sha256:%064d", 8);
+	data_config(&c);
 	runner_pool_conf_opts(&c, 0, &o);
 	o.modes[RUNNER_NET_PROXY] = false;
 	if (runner_pools_new(&c, size, extra, 1, &o, &live_ps, err,
@@ -879,11 +887,7 @@ test_pools_share_starts(void **state)
 	int64_t most = 0, end;
 
 	(void)state;
-	c = fk.cfg;
-	for (size_t i = 0; i < c.image.nprofiles; i++)
-		if (strcmp(c.image.profiles[i].name, "data") == 0)
-			snprintf(c.image.profiles[i].id,
-			    sizeof(c.image.profiles[i].id), "sha256:%064d", 8);
+	data_config(&c);
 	setenv("FAKE_START_DELAY", "1", 1);
 	runner_pool_conf_opts(&c, 0, &o);
 	o.modes[RUNNER_NET_PROXY] = false;
