@@ -4,30 +4,24 @@
  * starts its container (runner/session.h), later calls run in the same
  * interpreter, and every session ends when the server is freed (the
  * connection closed). One call at a time per session: a second call with
- * the same name while one runs is refused. Calls may come from two
- * threads, so the table has a lock; it is never held while a container
- * starts or a call runs.
+ * the same name while one runs is refused. The table is the job layer's
+ * (jobs/sessions.h: owner 0, no memory of ended ones); calls may come from
+ * two threads, and its lock is never held while a container starts or a
+ * call runs.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "jobs/sessions.h"
 #include "mcp/internal.h"
 #include "runner/session.h"
 
-struct mcp_session {
-	char name[MCP_SESSION_NAME_MAX + 1];
-	struct runner_session *rs;	/* NULL while it starts */
-	bool busy;
-};
-
 struct mcp_sessions {
-	pthread_mutex_t mu;
-	struct mcp_session *v[MCP_SESSIONS_MAX];
-	size_t n, max;
+	struct jobs_sessions *table;	/* owner 0: this connection */
+	size_t max;
 };
 
 bool
@@ -43,11 +37,12 @@ mcp_session_name_valid(const char *name)
 struct mcp_sessions *
 mcp_sessions_new(size_t max)
 {
+	struct jobs_sessions_opts o = { .remember_gone = false };
 	struct mcp_sessions *t = calloc(1, sizeof(*t));
 
 	if (t == NULL)
 		return NULL;
-	if (pthread_mutex_init(&t->mu, NULL) != 0) {
+	if ((t->table = jobs_sessions_new(&o)) == NULL) {
 		free(t);
 		return NULL;
 	}
@@ -61,11 +56,7 @@ mcp_sessions_free(struct mcp_sessions *t)
 	if (t == NULL)
 		return;
 	/* No call runs any more: the connection is closed. */
-	for (size_t i = 0; i < t->n; i++) {
-		runner_session_free(t->v[i]->rs);
-		free(t->v[i]);
-	}
-	pthread_mutex_destroy(&t->mu);
+	jobs_sessions_free(t->table);
 	free(t);
 }
 
@@ -113,14 +104,6 @@ same_settings(const struct config *c, const struct runner_session *rs,
 	return 0;
 }
 
-/* Removes entry i (lock held). */
-static void
-drop(struct mcp_sessions *t, size_t i)
-{
-	free(t->v[i]);
-	t->v[i] = t->v[--t->n];
-}
-
 int
 mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
     const char *name, const char *label, const struct runner_request *req,
@@ -130,44 +113,40 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	struct runner_session_opts o = { .label = label, .net = req->net,
 	    .policy = req->policy, .profile = req->profile,
 	    .in = req->in, .nin = req->nin, .cancel = req->cancel };
-	struct mcp_session *se = NULL;
-	struct runner_session *gone = NULL;
+	struct jobs_session *se;
 	bool repolicy = false;
-	size_t i;
 	int rc;
 
 	*is_new = *ended = false;
-	pthread_mutex_lock(&t->mu);
-	for (i = 0; i < t->n && strcmp(t->v[i]->name, name) != 0; i++)
-		;
-	if (i < t->n && t->v[i]->busy) {
-		pthread_mutex_unlock(&t->mu);
+	/* Its limit: no more than max at once; a name in use by a call (or
+	 * still starting) is refused, as its second call would wait. */
+	rc = jobs_sessions_acquire(t->table, 0, name,
+	    JOBS_SESSION_FIND_OR_NEW, t->max, &se, NULL);
+	if (rc == -EBUSY) {
 		snprintf(err, errlen, "a call is already running in session "
 		    "'%s' (one call at a time per session)", name);
-		return -EBUSY;
+		return rc;
 	}
-	if (i == t->n && t->n >= t->max) {
-		pthread_mutex_unlock(&t->mu);
+	if (rc == -EAGAIN) {
 		snprintf(err, errlen, "this connection has %zu sessions, its "
-		    "limit (serve.sessions_per_tenant): reuse one", t->n);
-		return -EAGAIN;
+		    "limit (serve.sessions_per_tenant): reuse one",
+		    jobs_sessions_count(t->table, 0));
+		return rc;
 	}
-	if (i == t->n && (t->v[i] = calloc(1, sizeof(*se))) == NULL) {
-		pthread_mutex_unlock(&t->mu);
-		return -ENOMEM;
-	}
-	if (i == t->n) {
-		util_strlcpy(t->v[i]->name, name, sizeof(t->v[i]->name));
-		t->n++;
-	}
-	se = t->v[i];
-	se->busy = true;
-	pthread_mutex_unlock(&t->mu);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		struct runner_session *rs;
 
-	rc = 0;
-	if (se->rs == NULL) {
 		*is_new = true;
-		rc = runner_session_start(c, &o, &se->rs, err, errlen);
+		if ((rc = runner_session_start(c, &o, &rs, err, errlen)) < 0) {
+			jobs_session_start_failed(se);
+			return rc;
+		}
+		/* Its first call follows: busy at once. Nothing here asks a
+		 * session to end but the connection's close, after the
+		 * calls. */
+		(void)jobs_session_started(se, rs, true, "");
 	} else if ((rc = same_settings(c, se->rs, name, req, &repolicy, err,
 	    errlen)) == 0 && repolicy) {
 		/* The session's egress under the named policy from now on
@@ -180,17 +159,12 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	}
 	if (rc == 0)
 		rc = runner_session_call(se->rs, req, res, err, errlen);
-
-	pthread_mutex_lock(&t->mu);
-	se->busy = false;
-	if (se->rs == NULL || runner_session_ended(se->rs)) {
-		*ended = se->rs != NULL;
-		gone = se->rs;
-		for (i = 0; i < t->n && t->v[i] != se; i++)
-			;
-		drop(t, i);
+	/* A call that ended its session drops the name: the next call with
+	 * it starts afresh. */
+	if (jobs_session_put(se, runner_session_ended(se->rs), "ended")) {
+		*ended = true;
+		runner_session_free(se->rs);
+		jobs_session_free(se);
 	}
-	pthread_mutex_unlock(&t->mu);
-	runner_session_free(gone);
 	return rc;
 }

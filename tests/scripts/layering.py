@@ -41,7 +41,7 @@ LAYERS = [
     ("probe", ["probe/"]),
     ("netsetup", ["netsetup/"]),
     ("runner", ["runner/"]),
-    ("jobs", ["jobs/"]),  # the one request schema; admission, pools, sessions to come
+    ("jobs", ["jobs/"]),  # request schema, pools, session table; admission to come
     ("serve", ["serve/"]),
     ("mcp", ["mcp/"]),
     ("cli", ["cli/"]),
