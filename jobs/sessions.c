@@ -77,6 +77,8 @@ jobs_sessions_free(struct jobs_sessions *t)
 		unlist(se);
 		if (se->rs != NULL)
 			t->o.free_rs(se->rs);
+		if (t->o.free_priv != NULL)
+			t->o.free_priv(se->priv);
 		free(se);
 	}
 	pthread_mutex_destroy(&t->mu);
@@ -203,19 +205,34 @@ jobs_session_start_failed(struct jobs_session *se)
 	free(se);
 }
 
-bool
-jobs_session_put(struct jobs_session *se, bool ended, const char *why)
+static bool
+back(struct jobs_session *se, bool ended, bool touch, const char *why)
 {
 	struct jobs_sessions *t = se->t;
 	bool end;
 
 	pthread_mutex_lock(&t->mu);
 	se->state = JOBS_SESSION_IDLE;
-	se->last_ms = t->o.now_ms();
+	if (touch)
+		se->last_ms = t->o.now_ms();
 	if ((end = ended || se->end_asked))
 		leave(se, why);
 	pthread_mutex_unlock(&t->mu);
 	return end;
+}
+
+bool
+jobs_session_put(struct jobs_session *se, bool ended, const char *why)
+{
+	return back(se, ended, true, why);
+}
+
+bool
+jobs_session_unhold(struct jobs_session *se, const char *why)
+{
+	/* A refused call is no use of the session: a client refused again
+	 * and again does not keep it from its idle timeout. */
+	return back(se, false, false, why);
 }
 
 bool
@@ -240,6 +257,28 @@ void
 jobs_session_free(struct jobs_session *se)
 {
 	free(se);
+}
+
+struct jobs_session *
+jobs_sessions_find(struct jobs_sessions *t, size_t owner, const char *name)
+{
+	struct jobs_session *se;
+
+	pthread_mutex_lock(&t->mu);
+	se = find(t, owner, name);
+	pthread_mutex_unlock(&t->mu);
+	return se;
+}
+
+struct jobs_session *
+jobs_sessions_first(struct jobs_sessions *t)
+{
+	struct jobs_session *se;
+
+	pthread_mutex_lock(&t->mu);
+	se = TAILQ_FIRST(&t->live);
+	pthread_mutex_unlock(&t->mu);
+	return se;
 }
 
 bool
@@ -299,28 +338,22 @@ jobs_sessions_each(struct jobs_sessions *t, size_t owner,
 	pthread_mutex_unlock(&t->mu);
 }
 
-/* One entry whose time is up, and why. */
-struct victim {
-	struct jobs_session *se;
-	char why[128];
-};
-
 void
 jobs_sessions_expire(struct jobs_sessions *t,
     void (*fn)(struct jobs_session *se, const char *why, void *arg),
     void *arg)
 {
-	struct victim *v;
-	struct jobs_session *se;
+	struct jobs_session_list victims = TAILQ_HEAD_INITIALIZER(victims);
+	struct jobs_session *se, *next;
 	int64_t now = t->o.now_ms();
-	size_t n = 0;
 
+	/* Gathered under the lock, through a link of their own (nothing to
+	 * allocate, so an expiry never fails); ended without it. */
 	pthread_mutex_lock(&t->mu);
-	v = t->n > 0 ? calloc(t->n, sizeof(*v)) : NULL;
 	TAILQ_FOREACH(se, &t->live, link) {
 		const char *why = NULL;
 
-		if (v == NULL || se->state == JOBS_SESSION_STARTING)
+		if (se->state == JOBS_SESSION_STARTING)
 			continue;
 		if (se->life_s > 0 && now - se->created_ms >= se->life_s * 1000)
 			why = "max lifetime";
@@ -329,15 +362,17 @@ jobs_sessions_expire(struct jobs_sessions *t,
 		else if (se->idle_s > 0 && now - se->last_ms >=
 		    se->idle_s * 1000)
 			why = "idle timeout";
-		else if (!t->o.gone(se->rs, v[n].why, sizeof(v[n].why)))
+		else if (!t->o.gone(se->rs, se->why, sizeof(se->why)))
 			continue;
 		if (why != NULL)
-			util_strlcpy(v[n].why, why, sizeof(v[n].why));
-		v[n++].se = se;
+			util_strlcpy(se->why, why, sizeof(se->why));
+		TAILQ_INSERT_TAIL(&victims, se, expired);
 	}
 	pthread_mutex_unlock(&t->mu);
-	/* The victims stay: only this thread ends entries. */
-	for (size_t i = 0; i < n; i++)
-		fn(v[i].se, v[i].why, arg);
-	free(v);
+	/* The victims stay: only this thread ends entries, and fn ends
+	 * only the one it is given. */
+	for (se = TAILQ_FIRST(&victims); se != NULL; se = next) {
+		next = TAILQ_NEXT(se, expired);
+		fn(se, se->why, arg);
+	}
 }

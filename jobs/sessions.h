@@ -5,8 +5,8 @@
  * another owner's name is not there for this one. An entry is STARTING
  * (its container starts, rs NULL), IDLE or BUSY (one call, or a policy
  * change, at a time). It leaves the table as soon as it starts ending, and
- * is remembered with why (the last JOBS_SESSIONS_GONE_MAX, per owner) when
- * the table keeps them. The table decides and counts; it never calls the
+ * is remembered with why (the last JOBS_SESSIONS_GONE_MAX of all owners,
+ * each found by its own owner only) when the table keeps them. The table decides and counts; it never calls the
  * runner except through its opts (the gone check, a last free), logs
  * nothing and words nothing a client reads: the transports keep their
  * texts. One lock; calls may come from any thread.
@@ -43,8 +43,10 @@ struct jobs_session {
 	void *priv;			/* the front end's */
 	atomic_int cancel;		/* set when an end is asked while
 					 * it starts or runs a call */
-	/* The table's, under its lock (read them only from the thread that
-	 * holds the entry, or where the table says so). */
+	/* The table's, changed under its lock. Read them from the thread
+	 * that holds the entry, in jobs_sessions_each's fn, or, in a table
+	 * that only one thread changes (serve's loop), from that thread; rs
+	 * is the holder's once the entry is out of the table. */
 	enum jobs_session_state state;
 	struct runner_session *rs;	/* NULL while it starts */
 	int64_t created_ms, last_ms;	/* the table's clock */
@@ -52,6 +54,8 @@ struct jobs_session {
 	bool listed, noted;
 	struct jobs_sessions *t;
 	TAILQ_ENTRY(jobs_session) link;
+	TAILQ_ENTRY(jobs_session) expired;	/* jobs_sessions_expire's */
+	char why[128];				/* likewise */
 };
 
 struct jobs_sessions_opts {
@@ -61,6 +65,9 @@ struct jobs_sessions_opts {
 	int64_t (*now_ms)(void);
 	bool (*gone)(struct runner_session *rs, char *why, size_t len);
 	void (*free_rs)(struct runner_session *rs);
+	/* May be NULL: called for each entry's priv that jobs_sessions_free
+	 * frees (after its rs). */
+	void (*free_priv)(void *priv);
 };
 
 /* NULL on ENOMEM. */
@@ -101,6 +108,11 @@ void jobs_session_start_failed(struct jobs_session *se);
  * remembered with why, and the caller ends rs and frees the entry. */
 bool jobs_session_put(struct jobs_session *se, bool ended, const char *why);
 
+/* A BUSY entry whose call never ran (refused, or withdrawn while it
+ * waited) is IDLE again, its idle clock left as it was. The same as put
+ * otherwise (true: an end was asked meanwhile, and it is out). */
+bool jobs_session_unhold(struct jobs_session *se, const char *why);
+
 /* Asks se (in the table) to end: an IDLE one leaves the table, is
  * remembered with why and true is returned (the caller ends it now); a
  * STARTING or BUSY one leaves the table too, but is marked (end_asked,
@@ -110,6 +122,13 @@ bool jobs_session_ask_end(struct jobs_session *se, const char *why);
 
 /* Frees an entry out of the table (its rs is the caller's to end). */
 void jobs_session_free(struct jobs_session *se);
+
+/* For a table whose entries only one thread ends (serve's loop), from
+ * that thread: owner's entry name, or NULL; the first entry of any owner,
+ * or NULL. Each stays valid until that thread ends it. */
+struct jobs_session *jobs_sessions_find(struct jobs_sessions *t,
+    size_t owner, const char *name);
+struct jobs_session *jobs_sessions_first(struct jobs_sessions *t);
 
 /* Why owner's session name ended lately (cut to whylen), if it is
  * remembered. */
@@ -131,7 +150,8 @@ void jobs_sessions_each(struct jobs_sessions *t, size_t owner,
  * (even a BUSY one): "max lifetime"; IDLE past idle_s: "idle timeout";
  * IDLE whose container is gone (opts gone): its why. STARTING ones are
  * left. fn is called for each, without the lock, with why (it usually
- * calls jobs_session_ask_end). The gone check runs under the lock; call
+ * calls jobs_session_ask_end; why is kept in se, so it is gone with
+ * se). The gone check runs under the lock; call
  * this from the one thread that ends the table's entries (serve's loop). */
 void jobs_sessions_expire(struct jobs_sessions *t,
     void (*fn)(struct jobs_session *se, const char *why, void *arg),

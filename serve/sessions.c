@@ -4,10 +4,11 @@
  * (queue.c: each holds one of its tenant's slots, like a run: issue 39),
  * and what the loop does when a work item comes back from its thread
  * (sessions_work.c: start a session's container, run one call in it and
- * build its reply there, or end it). A session
- * leaves the table as soon as it starts ending (and is remembered, with
- * why, in ss->gone); what is still in flight is counted in ss->threads.
- * The routes are sessions_route.c's.
+ * build its reply there, or end it). The table is the job layer's
+ * (jobs/sessions.h), which decides when a session ends: it leaves the
+ * table as soon as it starts ending (and is remembered, with why); what
+ * is still in flight is counted in ss->threads. The routes are
+ * sessions_route.c's.
  */
 #include "serve/sessions_int.h"
 
@@ -26,42 +27,28 @@
 #include "serve/listen.h"
 
 
-static int64_t
-tenant_sessions(const struct serve_sessions *ss, size_t tenant)
-{
-	const struct serve_session *se;
-	int64_t n = 0;
-
-	TAILQ_FOREACH(se, &ss->live, link)
-		n += se->tenant == tenant;
-	return n;
-}
-
 int64_t
 serve_sessions_count(const struct serve_sessions *ss, size_t tenant)
 {
-	return tenant_sessions(ss, tenant);
+	return (int64_t)jobs_sessions_count(ss->table, tenant);
 }
 
 struct serve_session *
 serve_sessions_find(struct serve_sessions *ss, const char *id, size_t tenant)
 {
-	struct serve_session *se;
-
 	/* Another tenant's session is not there for this one. */
-	TAILQ_FOREACH(se, &ss->live, link)
-		if (se->tenant == tenant && strcmp(se->id, id) == 0)
-			return se;
-	return NULL;
+	struct jobs_session *e = jobs_sessions_find(ss->table, tenant, id);
+
+	return e != NULL ? e->priv : NULL;
 }
 
+/* se is out of the table (or never got in) and nothing of it runs. */
 static void
-unlist(struct serve_session *se)
+session_free(struct serve_session *se)
 {
-	if (se->listed) {
-		TAILQ_REMOVE(&se->ss->live, se, link);
-		se->listed = false;
-	}
+	if (se->e != NULL)
+		jobs_session_free(se->e);
+	free(se);
 }
 
 static void work_done(evutil_socket_t fd, short what, void *arg);
@@ -87,86 +74,83 @@ hold_reply(struct serve_sessions *ss, struct serve_conn *c)
 	ss->sending++;
 }
 
-/* Remembers that se ended and why, for its tenant (serve_sessions_gone). */
-static void
-gone_note(struct serve_sessions *ss, const struct serve_session *se,
-    const char *why)
+bool
+serve_sessions_gone(struct serve_sessions *ss, const char *id, size_t tenant,
+    char *why, size_t len)
 {
-	struct serve_session_gone *g = &ss->gone[ss->gone_next];
-
-	util_strlcpy(g->id, se->id, sizeof(g->id));
-	g->tenant = se->tenant;
-	util_strlcpy(g->why, why, sizeof(g->why));
-	ss->gone_next = (ss->gone_next + 1) % SERVE_SESSIONS_GONE_MAX;
+	return jobs_sessions_gone(ss->table, tenant, id, why, len);
 }
 
-const struct serve_session_gone *
-serve_sessions_gone(const struct serve_sessions *ss, const char *id,
-    size_t tenant)
-{
-	for (size_t i = 0; i < SERVE_SESSIONS_GONE_MAX; i++)
-		if (ss->gone[i].id[0] != '\0' && ss->gone[i].tenant ==
-		    tenant && strcmp(ss->gone[i].id, id) == 0)
-			return &ss->gone[i];
-	return NULL;
-}
-
-/* Ends se (already out of the table, nothing of its own in flight or
- * waiting): removes its container on a thread and frees it. */
+/* Ends se, which the table has let go (counted and remembered there with
+ * why; nothing of its own in flight or waiting): removes its container
+ * on a thread and frees it. */
 static void
 session_end(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
 	struct session_work *w;
 
-	unlist(se);
-	if (se->rs != NULL) {
-		log_info("session %s (tenant %s): ended (%s)", se->id,
-		    ss->tenants->t[se->tenant].name, why);
-		gone_note(ss, se, why);
-	}
-	ss->ended++;
+	log_info("session %s (tenant %s): ended (%s)", SE_ID(se),
+	    ss->tenants->t[SE_TENANT(se)].name, why);
 	if (ss->tmetrics != NULL)
-		ss->tmetrics[se->tenant].sessions_ended++;
+		ss->tmetrics[SE_TENANT(se)].sessions_ended++;
 	w = serve_sessions_work_new(ss, se, WORK_END, NULL);
 	if (w != NULL) {
-		w->rs = se->rs;
-		se->rs = NULL;
+		w->rs = SE_RS(se);
+		SE_RS(se) = NULL;
 		if (serve_sessions_work_spawn(w, work_done) == 0)
 			return;
-		se->rs = w->rs;
+		SE_RS(se) = w->rs;
 		serve_sessions_work_free(w);
 	}
-	runner_session_free(se->rs);
-	free(se);
+	runner_session_free(SE_RS(se));
+	session_free(se);
 }
 
 /* Undoes what a start or call that never ran had set, answers it (code,
- * why) and frees it; a start's session (never started) goes too. */
-static void
+ * why) and frees it; a start's session (never started) goes too: true
+ * then (se is freed). */
+static bool
 work_drop(struct session_work *w, int code, const char *why)
 {
 	struct serve_session *se = w->se;
 
+	bool start = w->kind == WORK_START;
+
 	se->queued = NULL;
 	serve_conn_on_gone(w->c, NULL, NULL);
 	serve_reply_error(w->c, code, why);
-	if (w->kind == WORK_START) {
-		unlist(se);
-		free(se);
-	} else {
-		se->busy = false;
-	}
 	serve_sessions_work_free(w);
+	if (start) {
+		jobs_session_start_failed(se->e);
+		se->e = NULL;
+		session_free(se);
+		return true;
+	}
+	/* Idle again, its idle clock untouched. An end asked while it was
+	 * queued withdraws it first (serve_sessions_ask_end), so none is
+	 * asked here. */
+	if (jobs_session_unhold(se->e, why)) {
+		session_end(se->ss, se, why);
+		return true;
+	}
+	return false;
+}
+
+int
+serve_sessions_hold(struct serve_sessions *ss, struct serve_session *se)
+{
+	struct jobs_session *e;
+
+	return jobs_sessions_acquire(ss->table, SE_TENANT(se), SE_ID(se),
+	    JOBS_SESSION_FIND, 0, &e, NULL) == 0 ? 0 : -EBUSY;
 }
 
 void
 serve_sessions_release(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
-	se->busy = false;
-	se->last_ms = time_mono_ms();
-	if (se->end_asked)
+	if (jobs_session_put(se->e, false, why))
 		session_end(ss, se, why);
 }
 
@@ -177,24 +161,21 @@ serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
 	char msg[256];
 	bool start;
 
-	unlist(se);
 	if (se->queued != NULL) {
 		start = se->queued->kind == WORK_START;
 		serve_queue_withdraw(ss->queue, &se->queued->wait);
 		snprintf(msg, sizeof(msg), "the session was ended before its "
 		    "%s could run (%s)", start ? "start" : "call", why);
-		work_drop(se->queued, 503, msg);
-		if (start)
+		if (work_drop(se->queued, 503, msg))
 			return;		/* it never started: freed */
 	}
-	if (se->busy || se->starting) {
-		se->end_asked = true;
-		se->cancel = 1;
-		log_info("session %s: ending (%s) once its %s returns", se->id,
-		    why, se->starting ? "start" : "call");
+	if (jobs_session_ask_end(se->e, why)) {
+		session_end(ss, se, why);
 		return;
 	}
-	session_end(ss, se, why);
+	/* Out of the table already; cancelled, it ends once back. */
+	log_info("session %s: ending (%s) once its %s returns", SE_ID(se),
+	    why, se->e->state == JOBS_SESSION_STARTING ? "start" : "call");
 }
 
 static void
@@ -202,18 +183,18 @@ reply_session(struct serve_session *se, struct serve_conn *c, int64_t ms)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	if (o != NULL && (cJSON_AddStringToObject(o, "id", se->id) == NULL ||
-	    cJSON_AddStringToObject(o, "container",
-	    runner_session_container(se->rs)) == NULL ||
+	if (o != NULL && (cJSON_AddStringToObject(o, "id", SE_ID(se)) ==
+	    NULL || cJSON_AddStringToObject(o, "container",
+	    runner_session_container(SE_RS(se))) == NULL ||
 	    cJSON_AddStringToObject(o, "net", runner_net_name(se->net)) ==
 	    NULL || cJSON_AddStringToObject(o, "profile",
-	    runner_session_profile(se->rs)) == NULL ||
+	    runner_session_profile(SE_RS(se))) == NULL ||
 	    (se->net == RUNNER_NET_PROXY && cJSON_AddStringToObject(o,
-	    "policy", runner_session_policy(se->rs)) == NULL) ||
+	    "policy", runner_session_policy(SE_RS(se))) == NULL) ||
 	    cJSON_AddNumberToObject(o, "idle_timeout_s",
-	    (double)se->idle_s) == NULL ||
+	    (double)se->e->idle_s) == NULL ||
 	    cJSON_AddNumberToObject(o, "max_lifetime_s",
-	    (double)se->life_s) == NULL ||
+	    (double)se->e->life_s) == NULL ||
 	    cJSON_AddNumberToObject(o, "start_ms", (double)ms) == NULL)) {
 		cJSON_Delete(o);
 		o = NULL;
@@ -229,32 +210,30 @@ start_done(struct serve_sessions *ss, struct session_work *w)
 	const char *reason;
 	int code;
 
-	se->starting = false;
 	hold_reply(ss, w->c);
 	if (w->rc < 0) {
-		unlist(se);
 		code = w->rc == -EOPNOTSUPP ? 400 :
 		    serve_reply_status(w->rc, &reason);
 		serve_reply_error_code(w->c, code, w->err,
 		    serve_reply_code(w->rc));
-		free(se);
+		jobs_session_start_failed(se->e);
+		se->e = NULL;
+		session_free(se);
 		return;
 	}
-	se->rs = w->rs;
-	se->created_ms = se->last_ms = time_mono_ms();
-	ss->started++;
 	if (ss->tmetrics != NULL)
-		ss->tmetrics[se->tenant].sessions_started++;
-	if (se->end_asked) {
+		ss->tmetrics[SE_TENANT(se)].sessions_started++;
+	if (jobs_session_started(se->e, w->rs, false,
+	    "ended while starting")) {
 		serve_reply_error(w->c, 503, "the session was ended while it "
 		    "started (kill-all or stop)");
 		session_end(ss, se, "ended while starting");
 		return;
 	}
 	log_info("session %s (tenant %s): started in %lld ms, container %s",
-	    se->id, ss->tenants->t[se->tenant].name,
-	    (long long)runner_session_start_ms(se->rs),
-	    runner_session_container(se->rs));
+	    SE_ID(se), ss->tenants->t[SE_TENANT(se)].name,
+	    (long long)runner_session_start_ms(SE_RS(se)),
+	    runner_session_container(SE_RS(se)));
 	reply_session(se, w->c, time_mono_ms() - w->t0_ms);
 }
 
@@ -262,19 +241,23 @@ static void
 call_done(struct serve_sessions *ss, struct session_work *w)
 {
 	struct serve_session *se = w->se;
-	bool ended = w->ended || runner_session_ended(se->rs);
+	bool ended = w->ended || runner_session_ended(SE_RS(se));
 	int status = w->rc < 0 ? SERVE_STATUS_ERROR : (int)w->res.status;
+	const char *why = ended ? runner_status_name(w->res.status) :
+	    "asked during a call";
 	const char *reason;
 	char *line = w->line;
+	bool end;
 	int code;
 
 	w->line = NULL;
-	se->busy = false;
-	se->last_ms = time_mono_ms();
+	/* Idle again, unless it ended in the call or was asked to meanwhile:
+	 * then it is out of the table, remembered with why. */
+	end = jobs_session_put(se->e, ended, why);
 	hold_reply(ss, w->c);
 	if (ss->metrics != NULL) {
 		ss->metrics->session_calls[status]++;
-		ss->tmetrics[se->tenant].session_calls[status]++;
+		ss->tmetrics[SE_TENANT(se)].session_calls[status]++;
 	}
 	if (w->rc < 0) {
 		free(line);
@@ -286,14 +269,12 @@ call_done(struct serve_sessions *ss, struct session_work *w)
 	} else {
 		/* Replaces the closing '}' (LINE_ROOM bytes were kept). */
 		snprintf(line + w->line_len - 1, LINE_ROOM,
-		    ",\"session_ended\":%s}\n", ended || se->end_asked ?
-		    "true" : "false");
+		    ",\"session_ended\":%s}\n", end ? "true" : "false");
 		serve_conn_reply_take(w->c, 200, "application/json", line,
 		    strlen(line));
 	}
-	if (ended || se->end_asked)
-		session_end(ss, se, ended ? runner_status_name(w->res.status) :
-		    "asked during a call");
+	if (end)
+		session_end(ss, se, why);
 }
 
 static void
@@ -301,7 +282,7 @@ work_done(evutil_socket_t fd, short what, void *arg)
 {
 	struct session_work *w = arg;
 	struct serve_sessions *ss = w->ss;
-	size_t tenant = w->se->tenant;
+	size_t tenant = w->tenant;
 	bool admitted = w->admitted;
 
 	(void)fd;
@@ -315,7 +296,7 @@ work_done(evutil_socket_t fd, short what, void *arg)
 		call_done(ss, w);
 		break;
 	case WORK_END:
-		free(w->se);
+		session_free(w->se);
 		break;
 	}
 	serve_sessions_work_free(w);
@@ -331,7 +312,7 @@ on_gone(void *arg)
 {
 	struct session_work *w = arg;
 
-	w->se->cancel = 1;
+	atomic_store(&w->se->e->cancel, 1);
 }
 
 /* The client of a start or call still waiting for a slot hung up. */
@@ -349,7 +330,7 @@ static void
 work_go(struct session_work *w)
 {
 	struct serve_sessions *ss = w->ss;
-	size_t tenant = w->se->tenant;
+	size_t tenant = w->tenant;
 
 	w->admitted = true;
 	w->se->queued = NULL;
@@ -390,11 +371,11 @@ wait_refuse(struct serve_wait *wt, const char *why)
 static void
 work_admit(struct serve_sessions *ss, struct session_work *w)
 {
-	const struct serve_tenant *t = &ss->tenants->t[w->se->tenant];
+	const struct serve_tenant *t = &ss->tenants->t[w->tenant];
 	char err[256];
 	int rc;
 
-	w->wait.tenant = w->se->tenant;
+	w->wait.tenant = w->tenant;
 	w->wait.start = wait_start;
 	w->wait.refuse = wait_refuse;
 	if ((rc = serve_queue_admit(ss->queue, &w->wait)) == 1) {
@@ -404,7 +385,7 @@ work_admit(struct serve_sessions *ss, struct session_work *w)
 		serve_conn_on_gone(w->c, on_gone_queued, w);
 	} else {
 		if (ss->metrics != NULL)
-			SERVE_COUNT(ss->metrics, ss->tmetrics, w->se->tenant,
+			SERVE_COUNT(ss->metrics, ss->tmetrics, w->tenant,
 			    rejected);
 		snprintf(err, sizeof(err), "tenant '%s' is over its limit "
 		    "(%lld running, %lld queued)", t->name,
@@ -422,12 +403,30 @@ serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
 	const struct serve_tenant *t = &ss->tenants->t[tenant];
 	struct serve_session *se;
 	struct session_work *w = NULL;
-	char hex[17];
+	char hex[17], id[SERVE_SESSION_ID_LEN + 1];
+	int rc = -EEXIST;
 
-	if ((se = calloc(1, sizeof(*se))) == NULL ||
-	    util_random_hex(hex, 8) < 0 ||
+	/* Listed (starting) at once: the tenant's limit counts it. The
+	 * caller checked that limit just now, on this thread. A random id
+	 * already in use (no more likely than 2^-64) is drawn again. */
+	se = calloc(1, sizeof(*se));
+	for (int i = 0; se != NULL && i < 4 && rc == -EEXIST; i++) {
+		if (util_random_hex(hex, 8) < 0) {
+			rc = -EIO;
+			break;
+		}
+		snprintf(id, sizeof(id), "ses_%s", hex);
+		rc = jobs_sessions_acquire(ss->table, tenant, id,
+		    JOBS_SESSION_NEW, 0, &se->e, NULL);
+	}
+	if (se == NULL || rc != 1 ||
 	    (w = serve_sessions_work_new(ss, se, WORK_START, c)) == NULL) {
-		free(se);
+		if (se != NULL && se->e != NULL) {
+			jobs_session_start_failed(se->e);
+			se->e = NULL;
+		}
+		if (se != NULL)
+			session_free(se);
 		stage_files_free(files, nfiles);
 		serve_reply_error(c, 500, "out of memory");
 		return;
@@ -435,17 +434,14 @@ serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
 	w->files = files;
 	w->nfiles = nfiles;
 	se->ss = ss;
-	snprintf(se->id, sizeof(se->id), "ses_%s", hex);
-	se->tenant = tenant;
+	se->e->priv = se;
 	se->net = o->net;
 	util_strlcpy(se->policy, o->policy, sizeof(se->policy));
 	util_strlcpy(se->profile, o->profile, sizeof(se->profile));
-	se->idle_s = o->idle_timeout_s;
-	se->life_s = o->max_lifetime_s;
-	se->starting = true;
-	snprintf(w->label, sizeof(w->label), "%.43s.%s", t->name, se->id);
-	TAILQ_INSERT_TAIL(&ss->live, se, link);
-	se->listed = true;
+	se->e->idle_s = o->idle_timeout_s;
+	se->e->life_s = o->max_lifetime_s;
+	snprintf(w->label, sizeof(w->label), "%.43s.%.20s", t->name,
+	    SE_ID(se));
 	work_admit(ss, w);
 }
 
@@ -460,10 +456,17 @@ serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
 		serve_reply_error(c, 500, "out of memory");
 		return;
 	}
+	/* Idle (the route checked it, on this thread): busy now, its
+	 * cancel cleared. */
+	if (serve_sessions_hold(ss, se) < 0) {
+		serve_sessions_work_free(w);
+		jobs_req_cleanup(call);
+		serve_reply_error(c, 409, "a call is already running in this "
+		    "session (calls are not queued: wait for its reply)");
+		return;
+	}
 	w->call = *call;
 	memset(call, 0, sizeof(*call));
-	se->busy = true;
-	se->cancel = 0;
 	work_admit(ss, w);
 }
 
@@ -471,59 +474,58 @@ void
 serve_sessions_metrics(const struct serve_sessions *ss,
     struct serve_metrics *m)
 {
-	const struct serve_session *se;
+	size_t live = 0;
 
-	m->sessions_live = 0;
-	TAILQ_FOREACH(se, &ss->live, link)
-		m->sessions_live++;
-	m->sessions_started = (uint64_t)ss->started;
-	m->sessions_ended = (uint64_t)ss->ended;
+	if (ss->table != NULL)
+		jobs_sessions_stats(ss->table, &live, &m->sessions_started,
+		    &m->sessions_ended);
+	m->sessions_live = (int64_t)live;
 }
 
 void
 serve_sessions_end_all(struct serve_sessions *ss, const char *why)
 {
-	struct serve_session *se;
+	struct jobs_session *e;
 
-	while ((se = TAILQ_FIRST(&ss->live)) != NULL)
-		serve_sessions_ask_end(ss, se, why);
+	/* Each leaves the table as it is asked. */
+	while ((e = jobs_sessions_first(ss->table)) != NULL)
+		serve_sessions_ask_end(ss, e->priv, why);
+}
+
+static void
+expired(struct jobs_session *e, const char *why, void *arg)
+{
+	serve_sessions_ask_end(arg, e->priv, why);
 }
 
 /* Idle timeout, maximum lifetime, and containers gone between calls
  * (dockerd stopped or restarted, a removal from outside): those end with
- * why, and leave the table. */
+ * why, and leave the table (jobs_sessions_expire decides which). */
 static void
 on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct serve_sessions *ss = arg;
-	struct serve_session *se, *next;
-	int64_t now = time_mono_ms();
-	char why[128];
 
 	(void)fd;
 	(void)what;
-	for (se = TAILQ_FIRST(&ss->live); se != NULL; se = next) {
-		next = TAILQ_NEXT(se, link);
-		if (se->starting)
-			continue;
-		if (now - se->created_ms >= se->life_s * 1000)
-			serve_sessions_ask_end(ss, se, "max lifetime");
-		else if (!se->busy && now - se->last_ms >= se->idle_s * 1000)
-			serve_sessions_ask_end(ss, se, "idle timeout");
-		else if (!se->busy && runner_session_gone(se->rs, why,
-		    sizeof(why)))
-			serve_sessions_ask_end(ss, se, why);
-	}
+	jobs_sessions_expire(ss->table, expired, ss);
+}
+
+static void
+priv_free(void *priv)
+{
+	free(priv);
 }
 
 int
 serve_sessions_init(struct serve_sessions *ss)
 {
+	struct jobs_sessions_opts o = { .remember_gone = true,
+	    .free_priv = priv_free };
 	struct timeval one = { 1, 0 };
 
-	TAILQ_INIT(&ss->live);
-	memset(ss->gone, 0, sizeof(ss->gone));
-	ss->gone_next = 0;
+	if ((ss->table = jobs_sessions_new(&o)) == NULL)
+		return -ENOMEM;
 	ss->threads = 0;
 	ss->sending = 0;
 	if ((ss->tick = event_new(ss->base, -1, EV_PERSIST, on_tick, ss)) ==
@@ -535,21 +537,17 @@ serve_sessions_init(struct serve_sessions *ss)
 bool
 serve_sessions_busy(const struct serve_sessions *ss)
 {
-	return ss->threads > 0 || !TAILQ_EMPTY(&ss->live);
+	return ss->threads > 0 || (ss->table != NULL &&
+	    jobs_sessions_first(ss->table) != NULL);
 }
 
 void
 serve_sessions_cleanup(struct serve_sessions *ss)
 {
-	struct serve_session *se;
-
 	/* Nothing is in flight once the loop has ended; a session still
-	 * listed (the loop failed) is ended here, blocking. */
-	while ((se = TAILQ_FIRST(&ss->live)) != NULL) {
-		unlist(se);
-		runner_session_free(se->rs);
-		free(se);
-	}
+	 * in the table (the loop failed) is ended here, blocking. */
+	jobs_sessions_free(ss->table);
+	ss->table = NULL;
 	if (ss->tick != NULL)
 		event_free(ss->tick);
 	ss->tick = NULL;

@@ -6,9 +6,10 @@
  * Idle timeout, maximum lifetime and a container gone between calls are
  * noticed by a 1 s tick on the loop; kill-all and the service's stop end
  * every session. An ended session's id answers 404 with why it ended
- * (the last SERVE_SESSIONS_GONE_MAX are remembered). Starting,
- * calling and ending run on worker threads; the table and the accounting
- * belong to the loop's thread.
+ * (the table remembers the last JOBS_SESSIONS_GONE_MAX). Starting,
+ * calling and ending run on worker threads; the table (jobs/sessions.h:
+ * one entry per session, the tenant's index its owner) is ended from the
+ * loop's thread only, and the accounting is that thread's.
  */
 #ifndef CORDON_SERVE_SESSIONS_H
 #define CORDON_SERVE_SESSIONS_H
@@ -16,7 +17,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/queue.h>
 
 #include "common/config.h"
 #include "runner/runner.h"
@@ -72,16 +72,7 @@ struct serve_tenants;
 struct serve_metrics;
 struct serve_work;
 struct serve_session;
-TAILQ_HEAD(serve_session_list, serve_session);
-
-/* A session that ended lately, remembered so that its tenant learns why
- * (its id is then 404 with the reason). */
-#define SERVE_SESSIONS_GONE_MAX 64
-struct serve_session_gone {
-	char id[SERVE_SESSION_ID_LEN + 1];	/* "": unused */
-	size_t tenant;
-	char why[160];
-};
+struct jobs_sessions;
 
 struct serve_sessions {
 	struct event_base *base;	/* owner */
@@ -89,11 +80,10 @@ struct serve_sessions {
 	struct serve_tenants *tenants;	/* owner */
 	void (*on_idle)(void *);	/* owner: a thread ended */
 	void *arg;
-	struct serve_session_list live;
+	struct jobs_sessions *table;	/* the live sessions */
 	struct event *tick;
 	int threads;			/* start/call/end threads in flight */
 	int sending;			/* replies not yet written */
-	int64_t started, ended;		/* counters (log, metrics) */
 	struct serve_metrics *metrics;	/* owner; NULL: none kept */
 	struct serve_metrics *tmetrics;	/* owner: per tenant, with metrics */
 	const char *tmp_dir;		/* owner: where `files` are staged */
@@ -102,8 +92,6 @@ struct serve_sessions {
 	 * the parse workers. */
 	struct serve_queue *queue;	/* owner */
 	struct serve_work *work;	/* owner */
-	struct serve_session_gone gone[SERVE_SESSIONS_GONE_MAX];
-	size_t gone_next;		/* the oldest entry, overwritten next */
 };
 
 /* 0, or -ENOMEM. */

@@ -13,6 +13,7 @@
 
 #include <event2/util.h>
 
+#include "jobs/sessions.h"
 #include "runner/runner.h"
 #include "runner/stage.h"
 #include "serve/internal.h"
@@ -21,30 +22,30 @@
 
 struct serve_conn;
 
+/* A live session: its entry in the table (jobs/sessions.h: the id is its
+ * name, the tenant's index its owner; its state, container, clocks and
+ * cancel), and what serve keeps of its own. Freed with session_free once
+ * it is out of the table and nothing of it is in flight. */
 struct serve_session {
-	TAILQ_ENTRY(serve_session) link;
+	struct jobs_session *e;		/* e->priv is this */
 	struct serve_sessions *ss;
-	char id[SERVE_SESSION_ID_LEN + 1];
-	size_t tenant;
 	enum runner_net net;
 	char policy[CONFIG_POLICY_MAX + 1];	/* "": the default one */
 	char profile[CONFIG_PROFILE_MAX + 1];	/* "": the current one */
-	struct runner_session *rs;	/* NULL while starting */
-	int64_t created_ms, last_ms;	/* monotonic */
-	int64_t idle_s, life_s;
-	bool starting, busy, listed;
-	bool end_asked;			/* end once the thread is back */
 	struct session_work *queued;	/* its start or call, waiting for
 					 * a slot of its tenant */
-	atomic_int cancel;
 };
+
+#define SE_ID(se) ((se)->e->name)
+#define SE_TENANT(se) ((se)->e->owner)
+#define SE_RS(se) ((se)->e->rs)
 
 /* tenant's session id, or NULL (another tenant's is not there). */
 struct serve_session *serve_sessions_find(struct serve_sessions *ss,
     const char *id, size_t tenant);
-/* tenant's session id that ended lately (why it ended), or NULL. */
-const struct serve_session_gone *serve_sessions_gone(
-    const struct serve_sessions *ss, const char *id, size_t tenant);
+/* True when tenant's session id ended lately, with why (cut to len). */
+bool serve_sessions_gone(struct serve_sessions *ss, const char *id,
+    size_t tenant, char *why, size_t len);
 /* Ends se: now when nothing of it runs or waits, else when its thread is
  * back (a running call is cancelled); a start or call still waiting for a
  * slot is answered 503 (why). */
@@ -60,6 +61,9 @@ void serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
  * (zeroed). c is answered in the end. */
 void serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
     struct serve_session *se, struct jobs_req *call);
+/* se (idle) is busy with something other than a call (a policy
+ * change): 0, or -EBUSY if it is not idle. */
+int serve_sessions_hold(struct serve_sessions *ss, struct serve_session *se);
 /* se, busy with something other than a call (a policy change), is idle
  * again: it ends now if that was asked meanwhile (why). */
 void serve_sessions_release(struct serve_sessions *ss,
@@ -73,6 +77,7 @@ struct session_work {
 	enum work_kind kind;
 	struct serve_sessions *ss;
 	struct serve_session *se;
+	size_t tenant;			/* se's (se may go before w) */
 	struct serve_conn *c;		/* NULL for WORK_END */
 	struct serve_wait wait;		/* admission of a start or a call */
 	bool admitted;			/* holds a slot of its tenant */

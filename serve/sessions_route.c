@@ -136,15 +136,15 @@ create_check(struct serve_sessions *ss, size_t tenant,
  * with why it ended (made valid UTF-8, as every error: a reason may quote
  * docker's stderr). */
 static void
-reply_gone(struct serve_conn *c, const struct serve_session_gone *g)
+reply_gone(struct serve_conn *c, const char *why)
 {
 	cJSON *o = cJSON_CreateObject();
 	char msg[224];
 
-	snprintf(msg, sizeof(msg), "no such session: it ended (%s)", g->why);
+	snprintf(msg, sizeof(msg), "no such session: it ended (%s)", why);
 	if (o != NULL && (json_add_bytes(o, "error", msg, strlen(msg)) < 0 ||
 	    cJSON_AddBoolToObject(o, "ended", true) == NULL ||
-	    json_add_bytes(o, "reason", g->why, strlen(g->why)) < 0)) {
+	    json_add_bytes(o, "reason", why, strlen(why)) < 0)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
@@ -158,11 +158,10 @@ static void
 reply_no_session(struct serve_sessions *ss, struct serve_conn *c,
     const char *id, size_t tenant)
 {
-	const struct serve_session_gone *g = serve_sessions_gone(ss, id,
-	    tenant);
+	char why[JOBS_SESSION_WHY_MAX];
 
-	if (g != NULL)
-		reply_gone(c, g);
+	if (serve_sessions_gone(ss, id, tenant, why, sizeof(why)))
+		reply_gone(c, why);
 	else
 		serve_reply_error(c, 404, "no such session");
 }
@@ -194,8 +193,8 @@ repolicy_run(struct serve_task *t)
 {
 	struct repolicy *x = (struct repolicy *)t;
 
-	x->rc = runner_session_policy_change(x->se->rs, x->policy, &x->answer,
-	    x->err, sizeof(x->err));
+	x->rc = runner_session_policy_change(SE_RS(x->se), x->policy,
+	    &x->answer, x->err, sizeof(x->err));
 }
 
 static void
@@ -208,10 +207,10 @@ repolicy_done(struct serve_task *t)
 	cJSON *o = NULL;
 
 	if (x->rc == 0) {
-		runner_session_policy_set(se->rs, x->policy);
+		runner_session_policy_set(SE_RS(se), x->policy);
 		util_strlcpy(se->policy, x->policy, sizeof(se->policy));
 		log_info("session %s: egress policy %s -> %s, %d connection(s) "
-		    "closed", se->id, x->was, x->policy,
+		    "closed", SE_ID(se), x->was, x->policy,
 		    cJSON_GetArraySize(closed));
 	}
 	if (serve_conn_gone(x->c)) {
@@ -221,7 +220,7 @@ repolicy_done(struct serve_task *t)
 		 * fault; anything else is the service's. */
 		serve_reply_error(x->c, x->rc == -EREMOTEIO ? 400 : 502, x->err);
 	} else if ((o = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(o, "id", se->id) == NULL ||
+	    cJSON_AddStringToObject(o, "id", SE_ID(se)) == NULL ||
 	    cJSON_AddStringToObject(o, "policy", x->policy) == NULL ||
 	    cJSON_AddStringToObject(o, "was", x->was) == NULL ||
 	    !cJSON_AddItemToObject(o, "closed", closed != NULL ?
@@ -255,14 +254,21 @@ patch_start(struct parse *p, struct serve_session *se)
 		serve_reply_error(p->c, 500, "out of memory");
 		return;
 	}
+	/* Idle (parse_done checked it, on this thread): busy now. */
+	if (serve_sessions_hold(p->ss, se) < 0) {
+		free(x);
+		serve_reply_error(p->c, 409, "a call is running in this "
+		    "session: change its policy between calls");
+		return;
+	}
 	x->task.run = repolicy_run;
 	x->task.done = repolicy_done;
 	x->ss = p->ss;
 	x->c = p->c;
 	x->se = se;
 	util_strlcpy(x->policy, p->policy, sizeof(x->policy));
-	util_strlcpy(x->was, runner_session_policy(se->rs), sizeof(x->was));
-	se->busy = true;
+	util_strlcpy(x->was, runner_session_policy(SE_RS(se)),
+	    sizeof(x->was));
 	serve_work_submit(p->ss->work, &x->task);
 }
 
@@ -296,10 +302,11 @@ parse_done(struct serve_task *t)
 	} else if ((se = serve_sessions_find(ss, p->id, p->tenant)) == NULL) {
 		/* It ended while its call's body was read or parsed. */
 		reply_no_session(ss, p->c, p->id, p->tenant);
-	} else if (se->starting || se->busy) {
-		serve_reply_error(p->c, 409, se->starting ? "the session is "
-		    "still starting" : "a call is already running in this "
-		    "session (calls are not queued: wait for its reply)");
+	} else if (se->e->state != JOBS_SESSION_IDLE) {
+		serve_reply_error(p->c, 409, se->e->state ==
+		    JOBS_SESSION_STARTING ? "the session is still starting" :
+		    "a call is already running in this session (calls are not "
+		    "queued: wait for its reply)");
 	} else if (p->patch) {
 		patch_start(p, se);
 	} else {
@@ -332,33 +339,34 @@ serve_sessions_request(struct serve_sessions *ss, struct serve_conn *c,
 /* One session as GET shows it: its settings and state, never its nonce,
  * token or output. */
 static cJSON *
-session_json(const struct serve_session *se, int64_t now)
+session_json(const struct jobs_session *e, int64_t now)
 {
+	const struct serve_session *se = e->priv;
 	cJSON *o = cJSON_CreateObject();
-	const char *state = se->starting ? "starting" : se->busy ? "busy" :
-	    "idle";
+	const char *state = e->state == JOBS_SESSION_STARTING ? "starting" :
+	    e->state == JOBS_SESSION_BUSY ? "busy" : "idle";
 	bool ok;
 
 	if (o == NULL)
 		return NULL;
-	ok = cJSON_AddStringToObject(o, "id", se->id) != NULL &&
+	ok = cJSON_AddStringToObject(o, "id", e->name) != NULL &&
 	    cJSON_AddStringToObject(o, "state", state) != NULL &&
 	    cJSON_AddStringToObject(o, "net", runner_net_name(se->net)) !=
 	    NULL &&
 	    cJSON_AddNumberToObject(o, "idle_timeout_s",
-	    (double)se->idle_s) != NULL && cJSON_AddNumberToObject(o,
-	    "max_lifetime_s", (double)se->life_s) != NULL;
-	if (ok && se->rs != NULL)
+	    (double)e->idle_s) != NULL && cJSON_AddNumberToObject(o,
+	    "max_lifetime_s", (double)e->life_s) != NULL;
+	if (ok && e->rs != NULL)
 		ok = cJSON_AddStringToObject(o, "container",
-		    runner_session_container(se->rs)) != NULL &&
+		    runner_session_container(e->rs)) != NULL &&
 		    cJSON_AddStringToObject(o, "profile",
-		    runner_session_profile(se->rs)) != NULL &&
+		    runner_session_profile(e->rs)) != NULL &&
 		    (se->net != RUNNER_NET_PROXY || cJSON_AddStringToObject(o,
-		    "policy", runner_session_policy(se->rs)) != NULL) &&
+		    "policy", runner_session_policy(e->rs)) != NULL) &&
 		    cJSON_AddNumberToObject(o, "age_s", (double)((now -
-		    se->created_ms) / 1000)) != NULL &&
-		    cJSON_AddNumberToObject(o, "idle_s", (double)(se->busy ? 0 :
-		    (now - se->last_ms) / 1000)) != NULL;
+		    e->created_ms) / 1000)) != NULL &&
+		    cJSON_AddNumberToObject(o, "idle_s", (double)(e->state ==
+		    JOBS_SESSION_BUSY ? 0 : (now - e->last_ms) / 1000)) != NULL;
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -366,27 +374,37 @@ session_json(const struct serve_session *se, int64_t now)
 	return o;
 }
 
+struct listing {
+	cJSON *a;
+	bool ok;
+};
+
+static void
+list_one(const struct jobs_session *e, int64_t now, void *arg)
+{
+	struct listing *l = arg;
+	cJSON *one;
+
+	if (!l->ok)
+		return;
+	one = session_json(e, now);
+	l->ok = one != NULL && cJSON_AddItemToArray(l->a, one);
+	if (!l->ok)
+		cJSON_Delete(one);
+}
+
 /* GET /v1/sessions: the calling tenant's sessions (only its own). */
 static void
 route_list(struct serve_sessions *ss, struct serve_conn *c, size_t tenant)
 {
-	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *one;
-	const struct serve_session *se;
-	int64_t now = time_mono_ms();
-	bool ok = o != NULL && a != NULL && cJSON_AddItemToObject(o,
-	    "sessions", a);
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray();
+	struct listing l = { .a = a, .ok = o != NULL && a != NULL &&
+	    cJSON_AddItemToObject(o, "sessions", a) };
 
-	if (!ok)
+	if (!l.ok)
 		cJSON_Delete(a);
-	TAILQ_FOREACH(se, &ss->live, link) {
-		if (!ok || se->tenant != tenant)
-			continue;
-		one = session_json(se, now);
-		ok = one != NULL && cJSON_AddItemToArray(a, one);
-		if (!ok)
-			cJSON_Delete(one);
-	}
-	if (!ok) {
+	jobs_sessions_each(ss->table, tenant, list_one, &l);
+	if (!l.ok) {
 		cJSON_Delete(o);
 		serve_reply_error(c, 500, "out of memory");
 		return;
@@ -425,7 +443,8 @@ serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
 	if (m == SERVE_HTTP_GET) {
 		if (kind == 0) {
 			route_list(ss, c, tenant);
-		} else if ((one = session_json(se, time_mono_ms())) == NULL) {
+		} else if ((one = session_json(se->e, time_mono_ms())) ==
+		    NULL) {
 			serve_reply_error(c, 500, "out of memory");
 		} else {
 			serve_reply_json(c, 200, one);
@@ -444,10 +463,11 @@ serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
 			    "\"none\": it has no egress policy to change");
 			return false;
 		}
-		if (se->starting || se->busy) {
-			serve_reply_error(c, 409, se->starting ? "the session "
-			    "is still starting" : "a call is running in this "
-			    "session: change its policy between calls");
+		if (se->e->state != JOBS_SESSION_IDLE) {
+			serve_reply_error(c, 409, se->e->state ==
+			    JOBS_SESSION_STARTING ? "the session is still "
+			    "starting" : "a call is running in this session: "
+			    "change its policy between calls");
 			return false;
 		}
 		return true;
@@ -458,10 +478,11 @@ serve_sessions_head(struct serve_sessions *ss, struct serve_conn *c,
 		    15);
 		return false;
 	}
-	if (kind == 2 && (se->starting || se->busy)) {
-		serve_reply_error(c, 409, se->starting ? "the session is still "
-		    "starting" : "a call is already running in this session "
-		    "(calls are not queued: wait for its reply)");
+	if (kind == 2 && se->e->state != JOBS_SESSION_IDLE) {
+		serve_reply_error(c, 409, se->e->state ==
+		    JOBS_SESSION_STARTING ? "the session is still starting" :
+		    "a call is already running in this session (calls are not "
+		    "queued: wait for its reply)");
 		return false;
 	}
 	if (kind == 0 && serve_sessions_count(ss, tenant) >=

@@ -27,8 +27,9 @@ call_build(struct session_work *w)
 	cJSON *o = runner_result_to_json(&w->res);
 	char *s, *grown;
 
-	if (o == NULL || cJSON_AddStringToObject(o, "session", w->se->id) ==
-	    NULL || (s = cJSON_PrintUnformatted(o)) == NULL) {
+	if (o == NULL || cJSON_AddStringToObject(o, "session",
+	    SE_ID(w->se)) == NULL || (s = cJSON_PrintUnformatted(o)) ==
+	    NULL) {
 		cJSON_Delete(o);
 		return;
 	}
@@ -49,7 +50,7 @@ work_thread(void *arg)
 	struct runner_session_opts o = { .net = se->net, .label = w->label,
 	    .policy = se->policy[0] != '\0' ? se->policy : NULL,
 	    .profile = se->profile[0] != '\0' ? se->profile : NULL,
-	    .max_lifetime_s = se->life_s, .cancel = &se->cancel };
+	    .max_lifetime_s = se->e->life_s, .cancel = &se->e->cancel };
 	struct runner_request rq = { 0 };
 	struct stage_dir st = { .nin = 0 };
 
@@ -72,10 +73,10 @@ work_thread(void *arg)
 		rq.timeout_s = w->call.timeout_s;
 		rq.max_output = w->call.max_output;
 		rq.keep = w->call.keep;
-		rq.cancel = &se->cancel;
-		w->rc = runner_session_call(se->rs, &rq, &w->res, w->err,
+		rq.cancel = &se->e->cancel;
+		w->rc = runner_session_call(SE_RS(se), &rq, &w->res, w->err,
 		    sizeof(w->err));
-		w->ended = runner_session_ended(se->rs);
+		w->ended = runner_session_ended(SE_RS(se));
 		if (w->rc == 0)
 			call_build(w);
 		break;
@@ -126,6 +127,7 @@ serve_sessions_work_new(struct serve_sessions *ss, struct serve_session *se,
 	w->kind = kind;
 	w->ss = ss;
 	w->se = se;
+	w->tenant = SE_TENANT(se);
 	w->c = c;
 	w->t0_ms = time_mono_ms();
 	return w;

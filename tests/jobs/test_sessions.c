@@ -171,6 +171,13 @@ test_one_call_at_a_time(void **state)
 	assert_false(jobs_session_put(se, false, "x"));
 	assert_int_equal(se->last_ms, 1500);
 	assert_int_equal(se->created_ms, 1000);
+	/* A call refused before it ran is no use: the idle clock stays. */
+	assert_int_equal(jobs_sessions_acquire(t, 0, "s", JOBS_SESSION_FIND, 0,
+	    &again, NULL), 0);
+	now += 500;
+	assert_false(jobs_session_unhold(se, "x"));
+	assert_int_equal(se->state, JOBS_SESSION_IDLE);
+	assert_int_equal(se->last_ms, 1500);
 	/* A call clears the cancel an earlier one may have left. */
 	atomic_store(&se->cancel, 1);
 	assert_int_equal(jobs_sessions_acquire(t, 0, "s", JOBS_SESSION_FIND, 0,
@@ -214,6 +221,15 @@ test_end_asked(void **state)
 	assert_true(jobs_sessions_gone(t, 0, "busy", why, sizeof(why)));
 	assert_string_equal(why, "asked during a call");
 	jobs_session_free(busy);
+	/* So does one whose call never ran, handed back unheld. */
+	busy = idle(t, 0, "held", 2);
+	assert_int_equal(jobs_sessions_acquire(t, 0, "held",
+	    JOBS_SESSION_FIND, 0, &se, NULL), 0);
+	assert_false(jobs_session_ask_end(busy, "DELETE"));
+	assert_true(jobs_session_unhold(busy, "DELETE"));
+	assert_true(jobs_sessions_gone(t, 0, "held", why, sizeof(why)));
+	assert_string_equal(why, "DELETE");
+	jobs_session_free(busy);
 	/* A STARTING one: out at once, ends as its start is back. */
 	assert_int_equal(jobs_sessions_acquire(t, 0, "starting",
 	    JOBS_SESSION_NEW, 0, &starting, NULL), 1);
@@ -228,8 +244,8 @@ test_end_asked(void **state)
 	jobs_session_free(starting);
 	jobs_sessions_stats(t, &live, &started, &ended);
 	assert_int_equal(live, 0);
-	assert_int_equal(started, 2);
-	assert_int_equal(ended, 2);
+	assert_int_equal(started, 3);
+	assert_int_equal(ended, 3);
 	/* One that never started is neither counted nor remembered. */
 	assert_int_equal(jobs_sessions_acquire(t, 0, "never",
 	    JOBS_SESSION_NEW, 0, &se, NULL), 1);
@@ -237,7 +253,7 @@ test_end_asked(void **state)
 	jobs_session_start_failed(se);
 	assert_false(jobs_sessions_gone(t, 0, "never", why, sizeof(why)));
 	jobs_sessions_stats(t, &live, &started, &ended);
-	assert_int_equal(ended, 2);
+	assert_int_equal(ended, 3);
 	jobs_sessions_free(t);
 	assert_int_equal(freed, 0);
 }
@@ -363,16 +379,38 @@ list_names(const struct jobs_session *se, int64_t now_ms, void *arg)
 	strcat(out, ",");
 }
 
+static int privs_freed;
+
+static void
+fake_free_priv(void *priv)
+{
+	assert_ptr_equal(priv, &privs_freed);
+	privs_freed++;
+}
+
 static void
 test_each(void **state)
 {
+	struct jobs_sessions_opts o = { .now_ms = fake_now,
+	    .gone = fake_gone, .free_rs = fake_free,
+	    .free_priv = fake_free_priv };
 	struct jobs_sessions *t = table(true);
+	struct jobs_session *se;
 	char out[64] = "";
 
 	(void)state;
-	idle(t, 0, "a", 0);
-	idle(t, 1, "b", 1);
-	idle(t, 0, "c", 2);
+	jobs_sessions_free(t);
+	assert_non_null(t = jobs_sessions_new(&o));
+	privs_freed = 0;
+	assert_null(jobs_sessions_first(t));
+	idle(t, 0, "a", 0)->priv = &privs_freed;
+	idle(t, 1, "b", 1)->priv = &privs_freed;
+	idle(t, 0, "c", 2)->priv = &privs_freed;
+	/* Found by owner and name; the first one of all. */
+	assert_non_null(se = jobs_sessions_find(t, 0, "c"));
+	assert_string_equal(se->name, "c");
+	assert_null(jobs_sessions_find(t, 1, "c"));
+	assert_string_equal(jobs_sessions_first(t)->name, "a");
 	jobs_sessions_each(t, 0, list_names, out);
 	assert_string_equal(out, "a,c,");
 	out[0] = '\0';
@@ -380,6 +418,7 @@ test_each(void **state)
 	assert_string_equal(out, "a,b,c,");
 	jobs_sessions_free(t);
 	assert_int_equal(freed, 3);
+	assert_int_equal(privs_freed, 3);
 }
 
 int
