@@ -235,6 +235,20 @@ jobs_session_unhold(struct jobs_session *se, const char *why)
 	return back(se, false, false, why);
 }
 
+/* Lock held. */
+static bool
+ask_end(struct jobs_session *se, const char *why)
+{
+	if (se->state == JOBS_SESSION_IDLE) {
+		leave(se, why);
+		return true;
+	}
+	unlist(se);
+	se->end_asked = true;
+	atomic_store(&se->cancel, 1);
+	return false;
+}
+
 bool
 jobs_session_ask_end(struct jobs_session *se, const char *why)
 {
@@ -242,13 +256,7 @@ jobs_session_ask_end(struct jobs_session *se, const char *why)
 	bool now;
 
 	pthread_mutex_lock(&t->mu);
-	if ((now = se->state == JOBS_SESSION_IDLE)) {
-		leave(se, why);
-	} else {
-		unlist(se);
-		se->end_asked = true;
-		atomic_store(&se->cancel, 1);
-	}
+	now = ask_end(se, why);
 	pthread_mutex_unlock(&t->mu);
 	return now;
 }
@@ -340,18 +348,21 @@ jobs_sessions_each(struct jobs_sessions *t, size_t owner,
 
 void
 jobs_sessions_expire(struct jobs_sessions *t,
-    void (*fn)(struct jobs_session *se, const char *why, void *arg),
-    void *arg)
+    void (*fn)(struct jobs_session *se, const char *why, bool now,
+    void *arg), void *arg)
 {
 	struct jobs_session_list victims = TAILQ_HEAD_INITIALIZER(victims);
 	struct jobs_session *se, *next;
 	int64_t now = t->o.now_ms();
 
 	/* Gathered under the lock, through a link of their own (nothing to
-	 * allocate, so an expiry never fails); ended without it. */
+	 * allocate, so an expiry never fails), and asked to end there;
+	 * handed to fn without it. */
 	pthread_mutex_lock(&t->mu);
-	TAILQ_FOREACH(se, &t->live, link) {
+	for (se = TAILQ_FIRST(&t->live); se != NULL; se = next) {
 		const char *why = NULL;
+
+		next = TAILQ_NEXT(se, link);
 
 		if (se->state == JOBS_SESSION_STARTING)
 			continue;
@@ -366,13 +377,16 @@ jobs_sessions_expire(struct jobs_sessions *t,
 			continue;
 		if (why != NULL)
 			util_strlcpy(se->why, why, sizeof(se->why));
-		TAILQ_INSERT_TAIL(&victims, se, expired);
+		if ((se->expired_now = ask_end(se, se->why)) ||
+		    t->o.one_thread)
+			TAILQ_INSERT_TAIL(&victims, se, expired);
 	}
 	pthread_mutex_unlock(&t->mu);
-	/* The victims stay: only this thread ends entries, and fn ends
-	 * only the one it is given. */
+	/* Out of the table: no one else finds them, and a BUSY one's holder
+	 * is this thread. fn may free the one it gets: the next is read
+	 * first. */
 	for (se = TAILQ_FIRST(&victims); se != NULL; se = next) {
 		next = TAILQ_NEXT(se, expired);
-		fn(se, se->why, arg);
+		fn(se, se->why, se->expired_now, arg);
 	}
 }

@@ -56,10 +56,13 @@ struct jobs_session {
 	TAILQ_ENTRY(jobs_session) link;
 	TAILQ_ENTRY(jobs_session) expired;	/* jobs_sessions_expire's */
 	char why[128];				/* likewise */
+	bool expired_now;			/* likewise */
 };
 
 struct jobs_sessions_opts {
 	bool remember_gone;		/* keep why the last ones ended */
+	bool one_thread;		/* only one thread changes it (serve's
+					 * loop): see jobs_sessions_expire */
 	/* NULL: the runner's own (time_mono_ms, runner_session_gone,
 	 * runner_session_free); the tests give theirs. */
 	int64_t (*now_ms)(void);
@@ -146,15 +149,19 @@ void jobs_sessions_stats(struct jobs_sessions *t, size_t *live,
 void jobs_sessions_each(struct jobs_sessions *t, size_t owner,
     void (*fn)(const struct jobs_session *se, int64_t now_ms, void *arg),
     void *arg);
-/* The entries whose time is up, in the order they came: past life_s
+/* Ends the entries whose time is up, in the order they came: past life_s
  * (even a BUSY one): "max lifetime"; IDLE past idle_s: "idle timeout";
- * IDLE whose container is gone (opts gone): its why. STARTING ones are
- * left. fn is called for each, without the lock, with why (it usually
- * calls jobs_session_ask_end; why is kept in se, so it is gone with
- * se). The gone check runs under the lock; call
- * this from the one thread that ends the table's entries (serve's loop). */
+ * IDLE whose container is gone (opts gone, a check that blocks on
+ * nothing): its why. STARTING ones are left. Each is asked to end under
+ * the lock, as jobs_session_ask_end does, so no call can take it
+ * meanwhile. Then, without the lock, fn gets each IDLE one (now true):
+ * out of the table, the caller's to end. A BUSY one is ended by its
+ * holder when it hands it back; fn gets it too (now false: it may
+ * withdraw what the entry waits for) only in a one_thread table, where
+ * that holder cannot free it meanwhile. why is kept in se: it goes with
+ * se. Any thread may call it. */
 void jobs_sessions_expire(struct jobs_sessions *t,
-    void (*fn)(struct jobs_session *se, const char *why, void *arg),
-    void *arg);
+    void (*fn)(struct jobs_session *se, const char *why, bool now,
+    void *arg), void *arg);
 
 #endif

@@ -108,33 +108,27 @@ session_end(struct serve_sessions *ss, struct serve_session *se,
 }
 
 /* Undoes what a start or call that never ran had set, answers it (code,
- * why) and frees it; a start's session (never started) goes too: true
- * then (se is freed). */
-static bool
-work_drop(struct session_work *w, int code, const char *why)
+ * msg) and frees it; a start's session (never started) goes too. A
+ * call's session is idle again, its idle clock untouched, or, when its
+ * end was asked meanwhile, ends (why). */
+static void
+work_drop(struct session_work *w, int code, const char *msg,
+    const char *why)
 {
 	struct serve_session *se = w->se;
-
 	bool start = w->kind == WORK_START;
 
 	se->queued = NULL;
 	serve_conn_on_gone(w->c, NULL, NULL);
-	serve_reply_error(w->c, code, why);
+	serve_reply_error(w->c, code, msg);
 	serve_sessions_work_free(w);
 	if (start) {
 		jobs_session_start_failed(se->e);
 		se->e = NULL;
 		session_free(se);
-		return true;
-	}
-	/* Idle again, its idle clock untouched. An end asked while it was
-	 * queued withdraws it first (serve_sessions_ask_end), so none is
-	 * asked here. */
-	if (jobs_session_unhold(se->e, why)) {
+	} else if (jobs_session_unhold(se->e, why)) {
 		session_end(se->ss, se, why);
-		return true;
 	}
-	return false;
 }
 
 int
@@ -154,8 +148,12 @@ serve_sessions_release(struct serve_sessions *ss, struct serve_session *se,
 		session_end(ss, se, why);
 }
 
-void
-serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
+/* se, starting or busy, was asked to end (it is out of the table, its
+ * start or call cancelled): a start or call still waiting for a slot is
+ * answered 503 and se ends (or, never started, goes) now; else it ends
+ * when its thread is back. */
+static void
+end_later(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
 	char msg[256];
@@ -166,16 +164,21 @@ serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
 		serve_queue_withdraw(ss->queue, &se->queued->wait);
 		snprintf(msg, sizeof(msg), "the session was ended before its "
 		    "%s could run (%s)", start ? "start" : "call", why);
-		if (work_drop(se->queued, 503, msg))
-			return;		/* it never started: freed */
-	}
-	if (jobs_session_ask_end(se->e, why)) {
-		session_end(ss, se, why);
+		work_drop(se->queued, 503, msg, why);
 		return;
 	}
-	/* Out of the table already; cancelled, it ends once back. */
 	log_info("session %s: ending (%s) once its %s returns", SE_ID(se),
 	    why, se->e->state == JOBS_SESSION_STARTING ? "start" : "call");
+}
+
+void
+serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
+    const char *why)
+{
+	if (jobs_session_ask_end(se->e, why))
+		session_end(ss, se, why);
+	else
+		end_later(ss, se, why);
 }
 
 static void
@@ -322,7 +325,7 @@ on_gone_queued(void *arg)
 	struct session_work *w = arg;
 
 	serve_queue_withdraw(w->ss->queue, &w->wait);
-	work_drop(w, 499, "gone");
+	work_drop(w, 499, "gone", "gone");
 }
 
 /* w holds its slot: run it now. */
@@ -335,7 +338,7 @@ work_go(struct session_work *w)
 	w->admitted = true;
 	w->se->queued = NULL;
 	if (serve_sessions_work_spawn(w, work_done) < 0) {
-		work_drop(w, 500, "cannot start a worker thread");
+		work_drop(w, 500, "cannot start a worker thread", "no thread");
 		serve_queue_release(ss->queue, tenant);
 		return;
 	}
@@ -363,7 +366,7 @@ wait_refuse(struct serve_wait *wt, const char *why)
 	if (w->ss->metrics != NULL)
 		SERVE_COUNT(w->ss->metrics, w->ss->tmetrics, wt->tenant,
 		    unavailable);
-	work_drop(w, 503, why);
+	work_drop(w, 503, why, why);
 }
 
 /* Admits w for its session's tenant: runs it, queues it, or answers 429
@@ -391,7 +394,7 @@ work_admit(struct serve_sessions *ss, struct session_work *w)
 		    "(%lld running, %lld queued)", t->name,
 		    (long long)t->active, (long long)t->queued);
 		serve_conn_add_header(w->c, "Retry-After", "1");
-		work_drop(w, 429, err);
+		work_drop(w, 429, err, err);
 	}
 }
 
@@ -492,10 +495,14 @@ serve_sessions_end_all(struct serve_sessions *ss, const char *why)
 		serve_sessions_ask_end(ss, e->priv, why);
 }
 
+/* The table asked e to end (jobs_sessions_expire). */
 static void
-expired(struct jobs_session *e, const char *why, void *arg)
+expired(struct jobs_session *e, const char *why, bool now, void *arg)
 {
-	serve_sessions_ask_end(arg, e->priv, why);
+	if (now)
+		session_end(arg, e->priv, why);
+	else
+		end_later(arg, e->priv, why);
 }
 
 /* Idle timeout, maximum lifetime, and containers gone between calls
@@ -521,7 +528,7 @@ int
 serve_sessions_init(struct serve_sessions *ss)
 {
 	struct jobs_sessions_opts o = { .remember_gone = true,
-	    .free_priv = priv_free };
+	    .one_thread = true, .free_priv = priv_free };
 	struct timeval one = { 1, 0 };
 
 	if ((ss->table = jobs_sessions_new(&o)) == NULL)

@@ -293,17 +293,22 @@ test_gone_ring(void **state)
 struct seen {
 	char names[8][JOBS_SESSION_NAME_MAX + 1];
 	char whys[8][128];
+	bool now[8];
 	int n;
 };
 
 static void
-on_expired(struct jobs_session *se, const char *why, void *arg)
+on_expired(struct jobs_session *se, const char *why, bool end_now,
+    void *arg)
 {
 	struct seen *s = arg;
 
+	/* Out of the table already, either way. */
+	assert_false(se->listed);
 	snprintf(s->names[s->n], sizeof(s->names[0]), "%s", se->name);
-	snprintf(s->whys[s->n++], sizeof(s->whys[0]), "%s", why);
-	if (jobs_session_ask_end(se, why))
+	snprintf(s->whys[s->n], sizeof(s->whys[0]), "%s", why);
+	s->now[s->n++] = end_now;
+	if (end_now)
 		jobs_session_free(se);
 }
 
@@ -349,24 +354,65 @@ test_expire(void **state)
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.names[0], "idle");
 	assert_string_equal(s.whys[0], "idle timeout");
-	/* The lifetime, BUSY or not, in the order they came; STARTING ones
-	 * are left alone. */
+	/* The lifetime, BUSY or not; STARTING ones are left alone. A BUSY
+	 * one is its holder's to end (cancelled, out of the table): fn does
+	 * not get it in a table many threads change. */
 	busy->life_s = 5;
 	now += 8000;
 	s.n = 0;
 	jobs_sessions_expire(t, on_expired, &s);
-	assert_int_equal(s.n, 2);
+	assert_int_equal(s.n, 1);
 	assert_string_equal(s.names[0], "life");
 	assert_string_equal(s.whys[0], "max lifetime");
-	assert_string_equal(s.names[1], "busy");
-	assert_string_equal(s.whys[1], "max lifetime");
+	assert_true(s.now[0]);
 	assert_int_equal(atomic_load(&busy->cancel), 1);
+	assert_false(busy->listed);
 	assert_true(jobs_session_put(busy, false, "asked during a call"));
 	jobs_session_free(busy);
 	assert_int_equal(jobs_sessions_count(t, 0), 2);	/* starting, fresh */
 	jobs_session_start_failed(starting);
 	jobs_sessions_free(t);
 	assert_int_equal(freed, 1);			/* fresh's */
+}
+
+/* serve's table (one thread changes it): fn gets the BUSY ones too, in
+ * the order they came, to withdraw what they wait for. */
+static void
+test_expire_one_thread(void **state)
+{
+	struct jobs_sessions_opts o = { .remember_gone = true,
+	    .one_thread = true, .now_ms = fake_now, .gone = fake_gone,
+	    .free_rs = fake_free };
+	struct jobs_sessions *t = table(true);
+	struct jobs_session *a, *b, *se;
+	struct seen s = { .n = 0 };
+	char why[64];
+
+	(void)state;
+	jobs_sessions_free(t);
+	assert_non_null(t = jobs_sessions_new(&o));
+	b = idle(t, 0, "b", 0);
+	b->life_s = 1;
+	a = idle(t, 0, "a", 1);
+	a->life_s = 1;
+	assert_int_equal(jobs_sessions_acquire(t, 0, "b", JOBS_SESSION_FIND, 0,
+	    &se, NULL), 0);
+	now += 1000;
+	jobs_sessions_expire(t, on_expired, &s);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.names[0], "b");
+	assert_false(s.now[0]);
+	assert_string_equal(s.names[1], "a");
+	assert_true(s.now[1]);
+	/* The BUSY one is remembered once its holder hands it back. */
+	assert_false(jobs_sessions_gone(t, 0, "b", why, sizeof(why)));
+	assert_true(jobs_session_unhold(b, "max lifetime"));
+	assert_true(jobs_sessions_gone(t, 0, "b", why, sizeof(why)));
+	assert_string_equal(why, "max lifetime");
+	jobs_session_free(b);
+	(void)a;
+	jobs_sessions_free(t);
+	assert_int_equal(freed, 0);
 }
 
 static void
@@ -431,6 +477,7 @@ main(void)
 		cmocka_unit_test(test_end_asked),
 		cmocka_unit_test(test_gone_ring),
 		cmocka_unit_test(test_expire),
+		cmocka_unit_test(test_expire_one_thread),
 		cmocka_unit_test(test_each),
 	};
 
