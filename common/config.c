@@ -92,6 +92,11 @@ config_defaults(struct config *c)
 	c->serve.pool = 0;
 	c->serve.pool_max_age_s = 900;
 	c->serve.sessions_per_tenant = 4;
+	/* An MCP session's agent often waits on a person: longer idle than
+	 * serve's default (300 s); the lifetime is the label deadline `cordon
+	 * gc` holds a session's container to anyway. */
+	c->mcp.session_idle_s = 1800;
+	c->mcp.session_life_s = 3600;
 	c->serve.max_connections = 0;
 	c->serve.max_connections_per_peer = 64;
 	c->serve.unix_connections = 64;

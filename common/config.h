@@ -152,6 +152,9 @@ struct config_mcp {
 	int64_t pool_idle_s;		/* as serve.pool_idle_s */
 	struct config_pool_profile pool_profiles[CONFIG_MAX_POOL_PROFILES];
 	size_t npool_profiles;		/* as serve.pool_profiles */
+	/* A run_code session unused this long ends (0: only with the
+	 * connection); none lives longer than session_life_s. */
+	int64_t session_idle_s, session_life_s;
 };
 
 struct config {

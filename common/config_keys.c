@@ -138,6 +138,10 @@ static const struct field mcp_fields[] = {
 	    64 },
 	{ "pool_idle_s", F_INT, offsetof(struct config_mcp, pool_idle_s), 0,
 	    0, 30 * 86400 },
+	{ "session_idle_s", F_INT, offsetof(struct config_mcp,
+	    session_idle_s), 0, 0, 86400 },
+	{ "session_life_s", F_INT, offsetof(struct config_mcp,
+	    session_life_s), 0, 1, 86400 },
 };
 
 #define TSTR(k, m) { k, F_STR, offsetof(struct config_tenant, m), \

@@ -71,8 +71,11 @@ uint64_t mcp_progress_finish(struct mcp_progress *p);
 struct mcp_sessions;
 
 bool mcp_session_name_valid(const char *name);
-/* At most max (<= MCP_SESSIONS_MAX) sessions at once; NULL on ENOMEM. */
-struct mcp_sessions *mcp_sessions_new(size_t max);
+/* At most max (<= MCP_SESSIONS_MAX) sessions at once; one unused for
+ * idle_s (0: no limit) or older than life_s ends (a thread looks every
+ * second). NULL on ENOMEM or when no thread can be made. */
+struct mcp_sessions *mcp_sessions_new(size_t max, int64_t idle_s,
+    int64_t life_s);
 /* Ends every session (removes its container). Accepts NULL. */
 void mcp_sessions_free(struct mcp_sessions *t);
 /* Runs req in session name, starting it first when there is none

@@ -359,7 +359,9 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 	if (opts->session != NULL)
 		util_strlcpy(s->session, opts->session, sizeof(s->session));
 	if ((s->sessions = mcp_sessions_new((size_t)
-	    opts->config->serve.sessions_per_tenant)) == NULL) {
+	    opts->config->serve.sessions_per_tenant,
+	    opts->config->mcp.session_idle_s,
+	    opts->config->mcp.session_life_s)) == NULL) {
 		free(s);
 		return -ENOMEM;
 	}

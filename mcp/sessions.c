@@ -3,17 +3,23 @@
  * argument names a session the agent chose; the first call with a name
  * starts its container (runner/session.h), later calls run in the same
  * interpreter, and every session ends when the server is freed (the
- * connection closed). One call at a time per session: a second call with
- * the same name while one runs is refused. The table is the job layer's
- * (jobs/sessions.h: owner 0, no memory of ended ones); calls may come from
- * two threads, and its lock is never held while a container starts or a
- * call runs.
+ * connection closed), or before: unused for mcp.session_idle_s, or older
+ * than mcp.session_life_s (a call then running is cancelled and ends it),
+ * or its container gone; a thread of the table's looks every second, as
+ * serve's tick does, and removes those. One call at a time per session: a
+ * second call with the same name while one runs is refused. The table is
+ * the job layer's (jobs/sessions.h: owner 0, no memory of ended ones);
+ * calls may come from two threads, and its lock is never held while a
+ * container starts or a call runs.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "jobs/sessions.h"
 #include "mcp/internal.h"
@@ -22,6 +28,12 @@
 struct mcp_sessions {
 	struct jobs_sessions *table;	/* owner 0: this connection */
 	size_t max;
+	int64_t idle_s, life_s;
+	/* The expiry's thread, stopped by mcp_sessions_free. */
+	pthread_t reaper;
+	bool reaping, stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
 };
 
 bool
@@ -34,20 +46,77 @@ mcp_session_name_valid(const char *name)
 	    "0123456789._-") == n;
 }
 
+/* One the table ended (jobs_sessions_expire): idle ones only here (a
+ * busy one is ended by its call). Its container goes on this thread. */
+static void
+reaped(struct jobs_session *se, const char *why, bool now, void *arg)
+{
+	(void)arg;
+	if (!now)
+		return;
+	log_info("mcp: session '%s' ended (%s); its next call starts a new "
+	    "one", se->name, why);
+	runner_session_free(se->rs);
+	jobs_session_free(se);
+}
+
+static void *
+reap(void *arg)
+{
+	struct mcp_sessions *t = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&t->mu);
+	while (!t->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec++;
+		if (pthread_cond_timedwait(&t->cv, &t->mu, &at) != ETIMEDOUT)
+			continue;
+		pthread_mutex_unlock(&t->mu);
+		jobs_sessions_expire(t->table, reaped, t);
+		pthread_mutex_lock(&t->mu);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return NULL;
+}
+
 struct mcp_sessions *
-mcp_sessions_new(size_t max)
+mcp_sessions_new(size_t max, int64_t idle_s, int64_t life_s)
 {
 	struct jobs_sessions_opts o = { .remember_gone = false };
 	struct mcp_sessions *t = calloc(1, sizeof(*t));
+	pthread_condattr_t ca;
 
 	if (t == NULL)
 		return NULL;
-	if ((t->table = jobs_sessions_new(&o)) == NULL) {
-		free(t);
-		return NULL;
-	}
 	t->max = max < MCP_SESSIONS_MAX ? max : MCP_SESSIONS_MAX;
+	t->idle_s = idle_s;
+	t->life_s = life_s;
+	if ((t->table = jobs_sessions_new(&o)) == NULL)
+		goto bad;
+	if (pthread_mutex_init(&t->mu, NULL) != 0)
+		goto bad_table;
+	if (pthread_condattr_init(&ca) != 0)
+		goto bad_mu;
+	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&t->cv, &ca) != 0) {
+		pthread_condattr_destroy(&ca);
+		goto bad_mu;
+	}
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&t->reaper, NULL, reap, t) != 0)
+		goto bad_cv;
+	t->reaping = true;
 	return t;
+bad_cv:
+	pthread_cond_destroy(&t->cv);
+bad_mu:
+	pthread_mutex_destroy(&t->mu);
+bad_table:
+	jobs_sessions_free(t->table);
+bad:
+	free(t);
+	return NULL;
 }
 
 void
@@ -55,6 +124,15 @@ mcp_sessions_free(struct mcp_sessions *t)
 {
 	if (t == NULL)
 		return;
+	if (t->reaping) {
+		pthread_mutex_lock(&t->mu);
+		t->stop = true;
+		pthread_cond_signal(&t->cv);
+		pthread_mutex_unlock(&t->mu);
+		pthread_join(t->reaper, NULL);
+	}
+	pthread_cond_destroy(&t->cv);
+	pthread_mutex_destroy(&t->mu);
 	/* No call runs any more: the connection is closed. */
 	jobs_sessions_free(t->table);
 	free(t);
@@ -112,7 +190,8 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 {
 	struct runner_session_opts o = { .label = label, .net = req->net,
 	    .policy = req->policy, .profile = req->profile,
-	    .in = req->in, .nin = req->nin, .cancel = req->cancel };
+	    .in = req->in, .nin = req->nin, .cancel = req->cancel,
+	    .max_lifetime_s = t->life_s };
 	struct jobs_session *se;
 	bool repolicy = false;
 	int rc;
@@ -139,6 +218,8 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 		struct runner_session *rs;
 
 		*is_new = true;
+		se->idle_s = t->idle_s;
+		se->life_s = t->life_s;
 		if ((rc = runner_session_start(c, &o, &rs, err, errlen)) < 0) {
 			jobs_session_start_failed(se);
 			return rc;
@@ -157,8 +238,14 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 			runner_session_policy_set(se->rs, req->policy);
 		cJSON_Delete(answer);
 	}
-	if (rc == 0)
-		rc = runner_session_call(se->rs, req, res, err, errlen);
+	if (rc == 0) {
+		/* Cancelled by the agent, or by the session's end (its
+		 * lifetime, asked by the table's thread). */
+		struct runner_request rq = *req;
+
+		rq.cancel_session = &se->cancel;
+		rc = runner_session_call(se->rs, &rq, res, err, errlen);
+	}
 	/* A call that ended its session drops the name: the next call with
 	 * it starts afresh. */
 	if (jobs_session_put(se, runner_session_ended(se->rs), "ended")) {

@@ -67,6 +67,11 @@ struct runner_request {
 	const char *session;		/* NULL or RUNNER_SESSION_MAX chars */
 	const atomic_int *cancel;	/* may be NULL; set (non-zero) from
 					 * another thread or a handler */
+	const atomic_int *cancel_session;	/* a session's call only:
+					 * may be NULL; stops it as cancel
+					 * does (its session was asked to
+					 * end: the caller's cancel and the
+					 * session's are two flags) */
 	struct runner_pool *pool;	/* NULL, or take a warm container from
 					 * it when the run can use one (no
 					 * in/out files, default memory and

@@ -115,6 +115,7 @@ sess_call_io(struct runner_session *s, const struct runner_request *req,
 	io->out_len = (size_t)n + req->code_len;
 	io->max_len = max;
 	io->cancel = req->cancel;
+	io->cancel_session = req->cancel_session;
 	io->deadline = time_mono_ms() + lim->timeout_s * 1000;
 	return 0;
 }

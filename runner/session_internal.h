@@ -99,7 +99,7 @@ struct runner_session_io {
 	size_t out_len;
 	size_t max_len;			/* per stream, for the parser */
 	int64_t deadline;
-	const atomic_int *cancel;
+	const atomic_int *cancel, *cancel_session;	/* may be NULL */
 	struct runner_session_frame f;
 };
 

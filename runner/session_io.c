@@ -178,7 +178,9 @@ runner_session_exchange(struct runner_session *s, struct runner_session_io *io)
 		    io->max_len, &io->f);
 		if (rc == 0 || rc == -EPROTO)
 			return rc;
-		if (io->cancel != NULL && atomic_load(io->cancel) != 0)
+		if ((io->cancel != NULL && atomic_load(io->cancel) != 0) ||
+		    (io->cancel_session != NULL &&
+		    atomic_load(io->cancel_session) != 0))
 			return -EINTR;
 		left = io->deadline - time_mono_ms();
 		if (left <= 0)

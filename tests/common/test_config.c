@@ -153,11 +153,16 @@ test_parse_mcp(void **state)
 		  "expected a whole number in [0, 2592000]" },
 		{ "{\"serve\":{\"pool_idle_s\":2592001}}", "t.json: "
 		  "serve.pool_idle_s: expected a whole number in [0, 2592000]" },
+		{ "{\"mcp\":{\"session_life_s\":0}}", "t.json: "
+		  "mcp.session_life_s: expected a whole number in [1, 86400]" },
+		{ "{\"mcp\":{\"session_idle_s\":86401}}", "t.json: "
+		  "mcp.session_idle_s: expected a whole number in [0, 86400]" },
 		{ "{\"mcp\":{\"pol\":1}}", "t.json: unknown key 'mcp.pol'" },
 		{ "{\"mcp\":[]}", "t.json: mcp: expected an object" },
 	};
 	const char *j = "{\"mcp\":{\"pool\":2,\"pool_node\":3,"
-	    "\"pool_idle_s\":600},\"serve\":{\"pool\":1,\"pool_bash\":4,"
+	    "\"pool_idle_s\":600,\"session_idle_s\":0,\"session_life_s\":"
+	    "60},\"serve\":{\"pool\":1,\"pool_bash\":4,"
 	    "\"pool_node\":5,\"pool_idle_s\":7}}";
 	struct config c;
 	char err[512] = "";
@@ -167,6 +172,8 @@ test_parse_mcp(void **state)
 	assert_int_equal(c.mcp.pool, 0);	/* cold, as before */
 	assert_int_equal(c.mcp.pool_idle_s, 0);	/* never shrink */
 	assert_int_equal(c.serve.pool_idle_s, 0);
+	assert_int_equal(c.mcp.session_idle_s, 1800);
+	assert_int_equal(c.mcp.session_life_s, 3600);
 	assert_int_equal(config_parse(&c, j, strlen(j), "t.json", err,
 	    sizeof(err)), 0);
 	assert_int_equal(c.mcp.pool, 2);
@@ -177,6 +184,8 @@ test_parse_mcp(void **state)
 	assert_int_equal(c.serve.pool_node, 5);
 	assert_int_equal(c.mcp.pool_idle_s, 600);
 	assert_int_equal(c.serve.pool_idle_s, 7);
+	assert_int_equal(c.mcp.session_idle_s, 0);
+	assert_int_equal(c.mcp.session_life_s, 60);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		assert_int_equal(config_parse(&c, rows[i].json,
 		    strlen(rows[i].json), "t.json", err, sizeof(err)), -EINVAL);

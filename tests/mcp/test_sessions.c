@@ -3,8 +3,8 @@
  * (tests/runner/fake-docker.sh, FAKE_MODE=python): state across calls of
  * one name, names kept apart, session_new/session_ended in the result, a
  * timeout that ends the session so the next call starts afresh, bad
- * arguments, and every container removed when the server (the
- * connection) is freed. */
+ * arguments, every container removed when the server (the connection) is
+ * freed, and the idle time and lifetime that end a session before. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -213,6 +214,79 @@ test_limit(void **state)
 	mcp_server_free(s);
 }
 
+/* A session unused for mcp.session_idle_s ends on its own (its container
+ * removed); the next call with its name starts afresh. */
+static void
+test_idle(void **state)
+{
+	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
+	struct mcp_server *s;
+	const cJSON *sc;
+	char *reply = NULL, ctr[64], *log = NULL;
+	cJSON *root;
+	bool error, gone = false;
+
+	(void)state;
+	fk.cfg.mcp.session_idle_s = 1;
+	assert_int_equal(mcp_server_new(&o, &s), 0);
+	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
+	free(reply);
+	root = call(s, "{\"code\":\"x = 1\",\"session\":\"a\"}", &sc, &error);
+	assert_false(error);
+	assert_true(flag(sc, "session_new"));
+	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
+	cJSON_Delete(root);
+	/* Idle 1 s, seen within a second after that. */
+	for (int i = 0; i < 100 && !gone; i++) {
+		usleep(50 * 1000);
+		free(log);
+		log = fake_docker_log(&fk);
+		gone = fake_docker_removed(log, ctr);
+	}
+	free(log);
+	assert_true(gone);
+	root = call(s, "{\"code\":\"print('x' in globals())\",\"session\":"
+	    "\"a\"}", &sc, &error);
+	assert_false(error);
+	assert_string_equal(str(sc, "stdout"), "False\n");
+	assert_true(flag(sc, "session_new"));
+	assert_string_not_equal(str(sc, "container"), ctr);
+	cJSON_Delete(root);
+	mcp_server_free(s);
+}
+
+/* mcp.session_life_s ends a session even in a call: the call is cancelled
+ * and says its session ended. */
+static void
+test_lifetime(void **state)
+{
+	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
+	struct mcp_server *s;
+	const cJSON *sc;
+	char *reply = NULL, ctr[64], *log;
+	cJSON *root;
+	bool error;
+
+	(void)state;
+	fk.cfg.mcp.session_idle_s = 0;
+	fk.cfg.mcp.session_life_s = 2;
+	assert_int_equal(mcp_server_new(&o, &s), 0);
+	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
+	free(reply);
+	root = call(s, "{\"code\":\"import time\\ntime.sleep(30)\","
+	    "\"session\":\"a\",\"timeout_s\":60}", &sc, &error);
+	assert_true(error);
+	assert_true(flag(sc, "session_new"));
+	assert_true(flag(sc, "session_ended"));
+	assert_string_not_equal(str(sc, "status"), "ok");
+	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
+	cJSON_Delete(root);
+	log = fake_docker_log(&fk);
+	assert_true(fake_docker_removed(log, ctr));
+	free(log);
+	mcp_server_free(s);
+}
+
 int
 main(void)
 {
@@ -220,6 +294,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_sessions,
 		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_limit,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_idle,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_lifetime,
 		    fake_suite_setup, fake_suite_teardown),
 	};
 
