@@ -56,7 +56,7 @@ probe_usage(void)
 static void
 probe_sweep(const struct config *c, bool say_errors)
 {
-	char names[256], err[256];
+	char names[256], err[512];	/* err: gc's, with docker's words */
 	int left = 0, still = 0;
 
 	if (runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),

@@ -153,7 +153,8 @@ remove_once(const struct config *c, const char *name)
 		if (rc == 0 || rc == -ENOENT || rc == -EBUSY)
 			return rc;
 	}
-	return docker_rm_force(c, names, 1);
+	/* container_remove's callers go by its result alone. */
+	return docker_rm_force(c, names, 1, NULL, 0);
 }
 
 int

@@ -53,12 +53,15 @@ says_no_such(const char *err)
 }
 
 int
-docker_rm_force(const struct config *c, const char *const *names, size_t n)
+docker_rm_force(const struct config *c, const char *const *names, size_t n,
+    char *err, size_t errlen)
 {
 	struct dargv a;
-	char err[320];
+	char why[320];
 	int rc;
 
+	if (errlen > 0)
+		err[0] = '\0';
 	if (n == 0)
 		return 0;
 	dargv_init(&a);
@@ -67,16 +70,18 @@ docker_rm_force(const struct config *c, const char *const *names, size_t n)
 	dargv_add(&a, "-f");
 	for (size_t i = 0; i < n; i++)
 		dargv_add(&a, names[i]);
-	rc = call_argv(&a, 65536, NULL, err, sizeof(err));
+	rc = call_argv(&a, 65536, NULL, why, sizeof(why));
 	dargv_cleanup(&a);
 	/* Newer clients exit 0 for `rm -f` of a missing container; older ones
 	 * say "No such". A removal already in progress (the run removing its
 	 * own container while gc lists it, or an earlier removal of ours cut
 	 * by its timeout) is -EBUSY: it may still fail. */
-	if (rc == -EIO && says_no_such(err))
+	if (rc == -EIO && says_no_such(why))
 		rc = -ENOENT;
-	else if (rc == -EIO && strstr(err, "already in progress") != NULL)
+	else if (rc == -EIO && strstr(why, "already in progress") != NULL)
 		rc = -EBUSY;
+	if (errlen > 0)
+		snprintf(err, errlen, "%s", why);
 	return rc;
 }
 

@@ -27,9 +27,11 @@ struct docker_state {
 
 /* `docker rm -f NAME...` (at most 64 names). 0, -ENOENT when docker said
  * there was no such container, -EBUSY when a removal was already in
- * progress (it may still fail), or another negative errno. */
+ * progress (it may still fail), or another negative errno; on each of
+ * those err (may be NULL with errlen 0) gets docker's words: proc_call's
+ * err, the first line of its stderr or how it ended; "" on 0. */
 int docker_rm_force(const struct config *c, const char *const *names,
-    size_t n);
+    size_t n, char *err, size_t errlen);
 
 /* `docker kill NAME` (SIGKILL) within timeout_ms: 0 (killed, or not
  * running), -ENOENT (no such container) or another negative errno. */

@@ -67,11 +67,13 @@ list_containers(const struct config *c, struct cbuf **out, char *err,
 
 /* Removes a batch; names that vanished meanwhile, or whose removal was
  * already in progress (a run removing its own), still count as gone: a
- * sweep is repeated, and that run's removal asks again if it fails. */
+ * sweep is repeated, and that run's removal asks again if it fails.
+ * On failure, docker's words in why. */
 static int
-flush(const struct config *c, const char **batch, size_t *n, int *removed)
+flush(const struct config *c, const char **batch, size_t *n, int *removed,
+    char *why, size_t whylen)
 {
-	int rc = docker_rm_force(c, batch, *n);
+	int rc = docker_rm_force(c, batch, *n, why, whylen);
 
 	if (rc == 0 || rc == -ENOENT || rc == -EBUSY) {
 		*removed += (int)*n;
@@ -199,6 +201,7 @@ gc_sweep(const struct config *c, const struct gc_pick *pk, int *removed,
 	const char *batch[GC_BATCH];
 	struct gc_item *items = NULL;
 	struct cbuf *list;
+	char why[320];
 	int64_t now = time_wall_ms() / 1000;
 	size_t n = 0, nitems = 0;
 	int rc;
@@ -222,12 +225,15 @@ gc_sweep(const struct config *c, const struct gc_pick *pk, int *removed,
 		}
 		batch[n++] = items[i].name;
 		if (n == GC_BATCH)
-			rc = flush(c, batch, &n, removed);
+			rc = flush(c, batch, &n, removed, why, sizeof(why));
 	}
 	if (rc == 0)
-		rc = flush(c, batch, &n, removed);
+		rc = flush(c, batch, &n, removed, why, sizeof(why));
+	/* docker's own words: why the daemon would not remove them (a
+	 * runtime that cannot kill its sandbox, a timeout) is what a person
+	 * reading this needs, and a bare "failed" hid it. */
 	if (rc < 0)
-		snprintf(err, errlen, "`%s rm -f` failed", c->docker);
+		snprintf(err, errlen, "`%s rm -f` failed: %s", c->docker, why);
 	else if (!pk->count_only)
 		gc_staging(c, items, nitems, now);
 	free(items);

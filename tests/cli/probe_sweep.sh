@@ -42,10 +42,12 @@ grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after their
 echo "probe_sweep: pending: ok" >&2
 
 # The removal itself fails: the container is still named (not "cannot
-# look"), and waited for.
+# look") with docker's own words for why, and waited for.
 probe 0 "$mine"
 grep -q "^cordon probe: leftover container(s) of this probe found, their removal failed (.*): $mine\$" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line naming $mine with its failed removal"; }
+grep -q "their removal failed (.* rm -f. failed: Error response from daemon: Could not kill running container $mine, cannot remove): " "$T/err" ||
+	{ cat "$T/err" >&2; fail "the failed removal's line does not say docker's words"; }
 grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line saying $mine is still there"; }
 echo "probe_sweep: removal failed: ok" >&2

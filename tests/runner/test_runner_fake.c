@@ -2,7 +2,7 @@
  * (tests/runner/fake-docker.sh): a run that hangs before starting must hit
  * the deadline and be removed by name; exit 137 is oom only when inspect
  * says so; floods are capped; refusals are errors; cancel removes; gc
- * picks the right containers. */
+ * picks the right containers and says why docker would not remove one. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -355,6 +355,34 @@ test_gc_selects(void **state)
 	free(log);
 }
 
+/* A removal docker refuses is reported with docker's own words: the
+ * reason (a runtime that cannot kill its sandbox) is what a person needs,
+ * and gc's err used to stop at "`docker rm -f` failed". */
+static void
+test_gc_rm_failure_says_why(void **state)
+{
+	char ps[128], text[128], want[512], err[512];
+	long now = (long)(time_wall_ms() / 1000);
+	int removed;
+
+	(void)state;
+	snprintf(ps, sizeof(ps), "%s/ps.txt", fk.dir);
+	snprintf(text, sizeof(text), "cordon-stuck\t%ld\t%ld\n",
+	    (long)getpid(), now - 5);
+	assert_int_equal(util_write_file_atomic(ps, text, strlen(text), 0600),
+	    0);
+	setenv("FAKE_PS", ps, 1);
+	setenv("FAKE_RM_FAIL", "cordon-stuck", 1);
+	assert_int_equal(runner_gc(&fk.cfg, false, &removed, err, sizeof(err)),
+	    -EIO);
+	unsetenv("FAKE_RM_FAIL");
+	assert_int_equal(removed, 0);
+	snprintf(want, sizeof(want), "`%s rm -f` failed: Error response from "
+	    "daemon: Could not kill running container cordon-stuck, cannot "
+	    "remove", fk.cfg.docker);
+	assert_string_equal(err, want);
+}
+
 static int
 count_lines(const char *log, const char *line)
 {
@@ -413,6 +441,7 @@ main(void)
 		cmocka_unit_test(test_proxy_refused_and_preflight),
 		cmocka_unit_test(test_require_probe_fails_closed),
 		cmocka_unit_test(test_gc_selects),
+		cmocka_unit_test(test_gc_rm_failure_says_why),
 		cmocka_unit_test(test_remove_busy_asks_again),
 	};
 	return cmocka_run_group_tests(tests, fake_suite_setup,
