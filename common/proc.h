@@ -41,6 +41,9 @@ struct proc_opts {
 					 * passes its cap is closed there (its
 					 * writer gets EPIPE) and
 					 * proc_communicate returns -EFBIG */
+	struct cbuf **stderr_out;	/* proc_call only (NULL: not wanted):
+					 * gets its stderr as its out gets
+					 * the stdout; see proc_call */
 };
 
 /* Starts the child. Returns 0 and *out (caller frees with proc_free), or a
@@ -156,7 +159,10 @@ void proc_result_cleanup(struct proc_result *res);
  * *status (may be NULL) gets the exit code, 128 + signal, or -1 when it did
  * not run to an exit. *out (may be NULL) gets its stdout (caller
  * cbuf_frees) whenever it ran to an exit (0 or -EIO), else NULL; check
- * cbuf_truncated(*out) against opts->stdout_max when a cut matters. */
+ * cbuf_truncated(*out) against opts->stdout_max when a cut matters.
+ * *opts->stderr_out, when set, gets its whole stderr (up to stderr_max)
+ * the same way: for a caller that wants what a tool said even when it
+ * passed, beyond err's first line when it failed. */
 int proc_call(const struct proc_opts *opts, int64_t timeout_ms,
     struct cbuf **out, int *status, char *err, size_t errlen);
 

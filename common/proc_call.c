@@ -74,6 +74,8 @@ proc_call(const struct proc_opts *opts, int64_t timeout_ms, struct cbuf **out,
 
 	if (out != NULL)
 		*out = NULL;
+	if (opts->stderr_out != NULL)
+		*opts->stderr_out = NULL;
 	if (status != NULL)
 		*status = -1;
 	if (errlen > 0)
@@ -107,6 +109,10 @@ proc_call(const struct proc_opts *opts, int64_t timeout_ms, struct cbuf **out,
 	if (out != NULL) {
 		*out = r.out;
 		r.out = NULL;
+	}
+	if (opts->stderr_out != NULL) {
+		*opts->stderr_out = r.err;
+		r.err = NULL;
 	}
 	proc_result_cleanup(&r);
 	return rc;

@@ -120,11 +120,12 @@ serve_probe_run(const char *exe, const char *config_path, const char *mode,
 	const char *argv[] = { exe, "probe", "--net", mode,
 	    warm ? "--warm" : NULL, NULL };
 	char **env = serve_probe_env(environ, config_path);
+	struct cbuf *e = NULL;
 	struct proc_opts o = { .argv = argv, .stdout_max = 1 << 20,
-	    .stderr_max = 4096 };
-	struct proc_result r;
-	const char *e;
-	int rc;
+	    .stderr_max = 4096, .stderr_out = &e };
+	char why[320];
+	const char *t;
+	int rc, status;
 
 	said[0] = '\0';
 	if (env == NULL) {
@@ -132,32 +133,30 @@ serve_probe_run(const char *exe, const char *config_path, const char *mode,
 		return -ENOMEM;
 	}
 	o.envp = (const char *const *)env;
-	rc = proc_run(&o, SERVE_PROBE_TIMEOUT_MS, &r);
+	rc = proc_call(&o, SERVE_PROBE_TIMEOUT_MS, NULL, &status, why,
+	    sizeof(why));
 	serve_probe_env_free(env);
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", exe, strerror(-rc));
-		return rc;
-	}
-	if (r.timed_out) {
+	if (rc == 0) {
+		probe_said(e, said, saidlen);
+	} else if (rc == -EIO) {
+		/* why: the first line of its stderr; with none, proc_call's
+		 * words for how it ended, which the status already says (a
+		 * signal as 128 + N). */
+		t = cbuf_data(e);
+		if (t[0] != '\0' && t[0] != '\n')
+			snprintf(err, errlen, "probe --net %s failed (exit %d): "
+			    "%s", mode, status, why);
+		else
+			snprintf(err, errlen, "probe --net %s failed (exit %d)",
+			    mode, status);
+		rc = -EPERM;
+	} else if (rc == -ETIMEDOUT) {
 		snprintf(err, errlen, "the probe took longer than %d s",
 		    SERVE_PROBE_TIMEOUT_MS / 1000);
-		rc = -ETIMEDOUT;
-	} else if (r.exit_code != 0) {
-		/* The first line of its stderr, or how it ended. */
-		e = cbuf_data(r.err);
-		if (e != NULL && *e != '\0' && *e != '\n')
-			snprintf(err, errlen, "probe --net %s failed (exit %d): "
-			    "%.*s", mode, r.exit_code >= 0 ? r.exit_code : 128 +
-			    r.term_signal, (int)strcspn(e, "\n"), e);
-		else
-			snprintf(err, errlen, "probe --net %s failed (%s %d)",
-			    mode, r.exit_code >= 0 ? "exit" : "signal",
-			    r.exit_code >= 0 ? r.exit_code : r.term_signal);
-		rc = -EPERM;
 	} else {
-		probe_said(r.err, said, saidlen);
+		snprintf(err, errlen, "%s", why);	/* cannot run EXE */
 	}
-	proc_result_cleanup(&r);
+	cbuf_free(e);
 	return rc;
 }
 

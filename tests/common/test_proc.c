@@ -598,6 +598,68 @@ test_call_conventions(void **state)
 	assert_non_null(strstr(err, "cannot run /nonexistent/cordon-tool"));
 }
 
+/* proc_call's stderr_out: the whole stderr, on a pass as on a failure
+ * (err keeps only its first line), capped as stderr_max says; NULL when
+ * the tool did not run to an exit. */
+static void
+test_call_stderr_out(void **state)
+{
+	const char *ok[] = { "sh", "-c", "echo out; echo said >&2; "
+	    "echo more >&2", NULL };
+	const char *fail[] = { "sh", "-c", "echo 'boom: why' >&2; "
+	    "echo second >&2; exit 3", NULL };
+	const char *slow[] = { "sh", "-c", "echo early >&2; sleep 5", NULL };
+	const char *none[] = { "/nonexistent/cordon-tool", NULL };
+	struct cbuf *out, *e = NULL, *held;
+	struct proc_opts o = { .stdout_max = 4096, .stderr_max = 4096,
+	    .stderr_out = &e };
+	char err[128];
+	int status;
+
+	(void)state;
+	o.argv = ok;
+	assert_int_equal(proc_call(&o, 5000, &out, &status, err, sizeof(err)), 0);
+	assert_string_equal(cbuf_data(out), "out\n");
+	assert_non_null(e);
+	assert_string_equal(cbuf_data(e), "said\nmore\n");
+	assert_string_equal(err, "");
+	cbuf_free(out);
+	cbuf_free(e);
+
+	o.argv = fail;
+	assert_int_equal(proc_call(&o, 5000, NULL, &status, err, sizeof(err)),
+	    -EIO);
+	assert_int_equal(status, 3);
+	assert_string_equal(err, "boom: why");
+	assert_non_null(e);
+	assert_string_equal(cbuf_data(e), "boom: why\nsecond\n");
+	cbuf_free(e);
+
+	/* Kept as the cap says. */
+	o.argv = ok;
+	o.stderr_max = 4;
+	assert_int_equal(proc_call(&o, 5000, NULL, NULL, err, sizeof(err)), 0);
+	assert_non_null(e);
+	assert_string_equal(cbuf_data(e), "said");
+	assert_true(cbuf_truncated(e));
+	cbuf_free(e);
+	o.stderr_max = 4096;
+
+	/* Not run to an exit: NULL, whatever *stderr_out held. */
+	assert_non_null(held = cbuf_new(16));
+	e = held;
+	o.argv = slow;
+	assert_int_equal(proc_call(&o, 200, NULL, NULL, err, sizeof(err)),
+	    -ETIMEDOUT);
+	assert_null(e);
+	e = held;
+	o.argv = none;
+	assert_int_equal(proc_call(&o, 5000, NULL, NULL, err, sizeof(err)),
+	    -ENOENT);
+	assert_null(e);
+	cbuf_free(held);
+}
+
 int
 main(void)
 {
@@ -625,6 +687,7 @@ main(void)
 		cmocka_unit_test(test_communicate_held_exit_no_spin),
 		cmocka_unit_test(test_communicate_held_waiting_times_out),
 		cmocka_unit_test(test_call_conventions),
+		cmocka_unit_test(test_call_stderr_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

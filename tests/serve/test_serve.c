@@ -591,7 +591,8 @@ test_probe_run_argv(void **state)
 	snprintf(log, sizeof(log), "%s/argv", dir);
 	snprintf(script, sizeof(script), "#!/bin/sh\necho \"$* $CORDON_CONFIG\" "
 	    ">>%s\n[ \"$3\" = proxy ] && { echo 'control x failed' >&2; "
-	    "exit 1; }\n[ \"$4\" = --warm ] && printf 'left a\\n\\nleft b"
+	    "echo 'more' >&2; exit 1; }\n[ \"$3\" = silent ] && exit 3\n"
+	    "[ \"$4\" = --warm ] && printf 'left a\\n\\nleft b"
 	    " and more than the rest of said holds\\n' >&2\nexit 0\n", log);
 	assert_int_equal(util_write_file_atomic(exe, script, strlen(script),
 	    0755), 0);
@@ -608,13 +609,19 @@ test_probe_run_argv(void **state)
 	assert_string_equal(said, "left a; left b and more");
 	assert_int_equal(serve_probe_run(exe, "/c.json", "proxy", true, said,
 	    sizeof(said), err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "control x failed"));
+	/* A failure: the first line of its stderr, else its exit. */
+	assert_string_equal(err, "probe --net proxy failed (exit 1): control x "
+	    "failed");
 	assert_string_equal(said, "");
+	assert_int_equal(serve_probe_run(exe, "/c.json", "silent", false, said,
+	    sizeof(said), err, sizeof(err)), -EPERM);
+	assert_string_equal(err, "probe --net silent failed (exit 3)");
 	assert_int_equal(util_read_file(log, 4096, &text, &len), 0);
 	assert_string_equal(text, "probe --net none /c.json\n"
 	    "probe --net none --warm /c.json\n"
 	    "probe --net none --warm /c.json\n"
-	    "probe --net proxy --warm /c.json\n");
+	    "probe --net proxy --warm /c.json\n"
+	    "probe --net silent /c.json\n");
 	free(text);
 	assert_int_equal(util_rm_rf(dir), 0);
 }
