@@ -57,28 +57,28 @@ static void
 probe_sweep(const struct config *c, bool say_errors)
 {
 	char names[256], err[512];	/* err: gc's, with docker's words */
-	int left = 0, still = 0;
+	int left = 0, still = 0, rc;
 
-	if (runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),
-	    err, sizeof(err)) < 0) {
-		/* Found some, and the removal failed (a runtime hung on
-		 * them: docker's rm timed out): named, and waited for. */
-		if (names[0] != '\0') {
-			fprintf(stderr, "cordon probe: leftover container(s) of "
-			    "this probe found, their removal failed (%s): %s\n",
-			    err, names);
-		} else {
-			if (say_errors)	/* not after a probe docker refused */
-				fprintf(stderr, "cordon probe: cannot look for "
-				    "leftover containers: %s\n", err);
-			return;
-		}
-	} else if (left == 0) {
+	/* What was found: nothing (or nothing it could see: said, except
+	 * after a probe docker refused); some, asked to go; or some whose
+	 * removal failed (a runtime hung on them: docker's rm timed out),
+	 * named all the same. What was found is then waited for. */
+	rc = runner_gc_owner(c, (long)getpid(), &left, names, sizeof(names),
+	    err, sizeof(err));
+	if (rc < 0 && names[0] == '\0') {
+		if (say_errors)
+			fprintf(stderr, "cordon probe: cannot look for leftover "
+			    "containers: %s\n", err);
 		return;
-	} else {
+	}
+	if (rc == 0 && left == 0)
+		return;
+	if (rc < 0)
+		fprintf(stderr, "cordon probe: leftover container(s) of this "
+		    "probe found, their removal failed (%s): %s\n", err, names);
+	else
 		fprintf(stderr, "cordon probe: %d leftover container(s) of this "
 		    "probe found, removal asked: %s\n", left, names);
-	}
 	for (int i = 0; i <= PROBE_LEFT_WAIT_S; i++) {
 		if (i > 0)
 			sleep(1);
