@@ -43,7 +43,9 @@ probe_usage(void)
 }
 
 /* What this process left running is removed by our owner label before
- * exit, as serve's shutdown does, and said on stderr. Seen in CI: a
+ * exit, as serve's shutdown does, and said on stderr: what is still there
+ * after the wait, or could not be removed or looked for, on a line that
+ * starts RUNNER_PROBE_WARNING (serve logs those as warnings). Seen in CI: a
  * scheduled warm probe's container Up a minute after its probe had
  * exited with a pass. The daemon's log showed why: the runtime hung
  * tearing that sandbox down (its state query timed out; its shim went
@@ -67,15 +69,16 @@ probe_sweep(const struct config *c, bool say_errors)
 	    err, sizeof(err));
 	if (rc < 0 && names[0] == '\0') {
 		if (say_errors)
-			fprintf(stderr, "cordon probe: cannot look for leftover "
-			    "containers: %s\n", err);
+			fprintf(stderr, RUNNER_PROBE_WARNING "cannot look for "
+			    "leftover containers: %s\n", err);
 		return;
 	}
 	if (rc == 0 && left == 0)
 		return;
 	if (rc < 0)
-		fprintf(stderr, "cordon probe: leftover container(s) of this "
-		    "probe found, their removal failed (%s): %s\n", err, names);
+		fprintf(stderr, RUNNER_PROBE_WARNING "leftover container(s) of "
+		    "this probe found, their removal failed (%s): %s\n", err,
+		    names);
 	else
 		fprintf(stderr, "cordon probe: %d leftover container(s) of this "
 		    "probe found, removal asked: %s\n", left, names);
@@ -84,8 +87,8 @@ probe_sweep(const struct config *c, bool say_errors)
 			sleep(1);
 		if (runner_gc_owner_left(c, (long)getpid(), &still, names,
 		    sizeof(names), err, sizeof(err)) < 0) {
-			fprintf(stderr, "cordon probe: cannot look for leftover "
-			    "containers: %s\n", err);
+			fprintf(stderr, RUNNER_PROBE_WARNING "cannot look for "
+			    "leftover containers: %s\n", err);
 			return;
 		}
 		if (still == 0) {
@@ -94,9 +97,9 @@ probe_sweep(const struct config *c, bool say_errors)
 			return;
 		}
 	}
-	fprintf(stderr, "cordon probe: %d container(s) of this probe still "
-	    "there %d s after their removal was asked (pending in the daemon: "
-	    "a runtime slow to stop the sandbox): %s\n", still,
+	fprintf(stderr, RUNNER_PROBE_WARNING "%d container(s) of this probe "
+	    "still there %d s after their removal was asked (pending in the "
+	    "daemon: a runtime slow to stop the sandbox): %s\n", still,
 	    PROBE_LEFT_WAIT_S, names);
 }
 

@@ -19,6 +19,14 @@
 struct runner_request;
 struct runner_result;
 
+/* How `cordon probe` (cli/cmd_probe.c) starts a line on stderr that calls
+ * for a warning where it is logged: a leftover container of the probe
+ * still there after the wait, one whose removal failed, or no way to look
+ * for them. Its other lines start "cordon probe: ". cordon serve logs a
+ * passing scheduled probe's stderr, as a warning when a line starts so
+ * (serve/probe_sched.c): a fixed prefix, not the words of the lines. */
+#define RUNNER_PROBE_WARNING "cordon probe: warning: "
+
 /* The run a probe goes through: runner_run (runner/runner.h), passed in by
  * the caller. runner_run itself calls runner_probe_ensure, whose automatic
  * probe runs the probe program through runner_run again: the two call

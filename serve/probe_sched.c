@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "netsetup/netsetup.h"
 #include "probe/probe.h"
+#include "runner/probe_ops.h"
 #include "serve/listen.h"
 
 struct serve_prober {
@@ -35,6 +36,7 @@ struct serve_prober {
 	char err[2][384];
 	char note[2][400];		/* last outcome, for /v1/health */
 	char said[2][512];		/* a passing probe's stderr */
+	bool warn[2];			/*   with a RUNNER_PROBE_WARNING line */
 };
 
 int64_t
@@ -92,18 +94,24 @@ bad:
 }
 
 /* The stderr of a probe that passed, its lines joined by "; ", cut to
- * len: what it said about its leftovers (cmd_probe's probe_sweep). */
+ * len: what it said about its leftovers (cmd_probe's probe_sweep).
+ * *warn: one of its lines, kept or past the cut, starts
+ * RUNNER_PROBE_WARNING. */
 static void
-probe_said(const struct cbuf *e, char *said, size_t len)
+probe_said(const struct cbuf *e, char *said, size_t len, bool *warn)
 {
+	const size_t wl = strlen(RUNNER_PROBE_WARNING);
 	const char *t = cbuf_data(e), *nl;
 	size_t n = 0, l;
 
 	said[0] = '\0';
-	while (t != NULL && *t != '\0' && n + 1 < len) {
+	*warn = false;
+	while (t != NULL && *t != '\0') {
 		nl = strchr(t, '\n');
 		l = nl != NULL ? (size_t)(nl - t) : strlen(t);
-		if (l > 0)
+		if (l >= wl && strncmp(t, RUNNER_PROBE_WARNING, wl) == 0)
+			*warn = true;
+		if (l > 0 && n + 1 < len)
 			n += (size_t)snprintf(said + n, len - n, "%s%.*s",
 			    n > 0 ? "; " : "", (int)l, t);
 		if (n >= len)
@@ -114,7 +122,8 @@ probe_said(const struct cbuf *e, char *said, size_t len)
 
 int
 serve_probe_run(const char *exe, const char *config_path, const char *mode,
-    bool warm, char *said, size_t saidlen, char *err, size_t errlen)
+    bool warm, char *said, size_t saidlen, bool *warn, char *err,
+    size_t errlen)
 {
 	extern char **environ;
 	const char *argv[] = { exe, "probe", "--net", mode,
@@ -128,6 +137,7 @@ serve_probe_run(const char *exe, const char *config_path, const char *mode,
 	int rc, status;
 
 	said[0] = '\0';
+	*warn = false;
 	if (env == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -137,7 +147,7 @@ serve_probe_run(const char *exe, const char *config_path, const char *mode,
 	    sizeof(why));
 	serve_probe_env_free(env);
 	if (rc == 0) {
-		probe_said(e, said, saidlen);
+		probe_said(e, said, saidlen, warn);
 	} else if (rc == -EIO) {
 		/* why: the first line of its stderr; with none, proc_call's
 		 * words for how it ended, which the status already says (a
@@ -168,16 +178,18 @@ probe_thread(void *arg)
 	struct netsetup_endpoint ep;
 
 	p->rc[0] = serve_probe_run(p->exe, c->path, "none", p->warm,
-	    p->said[0], sizeof(p->said[0]), p->err[0], sizeof(p->err[0]));
+	    p->said[0], sizeof(p->said[0]), &p->warn[0], p->err[0],
+	    sizeof(p->err[0]));
 	/* Proxy runs are refused anyway while egress is down. */
 	p->rc[1] = netsetup_ready(c, &ep, p->err[1], sizeof(p->err[1]));
 	if (p->rc[1] == 0)
 		p->rc[1] = serve_probe_run(p->exe, c->path, "proxy", p->warm,
-		    p->said[1], sizeof(p->said[1]), p->err[1],
+		    p->said[1], sizeof(p->said[1]), &p->warn[1], p->err[1],
 		    sizeof(p->err[1]));
 	else {
 		p->rc[1] = 1;	/* not probed */
 		p->said[1][0] = '\0';
+		p->warn[1] = false;
 	}
 	event_active(p->done_ev, 0, 0);
 	return NULL;
@@ -225,10 +237,10 @@ probe_done(evutil_socket_t fd, short what, void *arg)
 		else
 			log_info("scheduled probe --net %s: %s", mode[i], note);
 		/* What it said as it passed: its leftovers, if any; a
-		 * warning when one is still there or its removal failed. */
+		 * warning when it marked a line as one (a leftover still
+		 * there, its removal failed, or it could not look). */
 		if (p->rc[i] == 0 && p->said[i][0] != '\0') {
-			if (strstr(p->said[i], "still there") != NULL ||
-			    strstr(p->said[i], "failed") != NULL)
+			if (p->warn[i])
 				log_warnx("scheduled probe --net %s said: %s",
 				    mode[i], p->said[i]);
 			else

@@ -38,14 +38,16 @@ void serve_probe_env_free(char **env);	/* accepts NULL */
 /* Runs `exe probe --net mode` (with --warm: through a warm pool's
  * container, the path the service's pooled runs take) with the service's
  * config. 0 when every control passed, with what it said on stderr (its
- * lines joined by "; ", cut at saidlen; empty when nothing) in said;
- * -EPERM when the probe ran and something failed (the first line of its
- * stderr, or how it ended, in err); -ETIMEDOUT past
- * SERVE_PROBE_TIMEOUT_MS; or another negative errno when it could not be
- * run. */
+ * lines joined by "; ", cut at saidlen; empty when nothing) in said, and
+ * *warn true when one of those lines (kept or cut) starts
+ * RUNNER_PROBE_WARNING (runner/probe_ops.h); -EPERM when the probe ran
+ * and something failed (the first line of its stderr, or how it ended,
+ * in err); -ETIMEDOUT past SERVE_PROBE_TIMEOUT_MS; or another negative
+ * errno when it could not be run. said and *warn are empty and false
+ * but on a pass. */
 int serve_probe_run(const char *exe, const char *config_path,
-    const char *mode, bool warm, char *said, size_t saidlen, char *err,
-    size_t errlen);
+    const char *mode, bool warm, char *said, size_t saidlen, bool *warn,
+    char *err, size_t errlen);
 
 /* Probes on base's loop thread: once now or soon (see serve_probe_delay),
  * then on schedule. on_idle(arg) is called on the loop after each round.

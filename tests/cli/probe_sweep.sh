@@ -7,7 +7,9 @@
 # and never asks to remove the second. Then, with the daemon's removal of
 # its container pending (every `rm` answers "already in progress" and `ps`
 # keeps listing it), it says so by name after waiting, not "removed"; and
-# the same when the removal fails outright.
+# the same when the removal fails outright. Those two, and only those, are
+# on lines marked "cordon probe: warning: " (RUNNER_PROBE_WARNING), the
+# mark serve's scheduled probe logs a warning by.
 set -eu
 cordon=${1:?usage: probe_sweep.sh CORDON}
 src=${CORDON_SOURCE_ROOT:?}
@@ -32,11 +34,12 @@ grep -q "^cordon probe: 1 leftover container(s) of this probe found, removal ask
 grep -q "^cordon probe: leftover container(s) removed after 0 s\$" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line saying $mine was removed"; }
 grep -q "^rm .*$mine" "$T/calls.log" || { cat "$T/calls.log" >&2; fail "$mine was not removed"; }
+! grep -q "^cordon probe: warning: " "$T/err" || { cat "$T/err" >&2; fail "a warning although $mine was removed"; }
 ! grep "^rm .*$other" "$T/calls.log" >/dev/null || fail "$other (another owner's) was removed"
 echo "probe_sweep: removed: ok" >&2
 
 probe 100000
-grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after their removal was asked (pending in the daemon: a runtime slow to stop the sandbox): $mine\$" "$T/err" ||
+grep -q "^cordon probe: warning: 1 container(s) of this probe still there 5 s after their removal was asked (pending in the daemon: a runtime slow to stop the sandbox): $mine\$" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line saying $mine's removal is pending"; }
 ! grep -q "removed after" "$T/err" || { cat "$T/err" >&2; fail "said removed while the fake still lists $mine"; }
 echo "probe_sweep: pending: ok" >&2
@@ -44,10 +47,10 @@ echo "probe_sweep: pending: ok" >&2
 # The removal itself fails: the container is still named (not "cannot
 # look") with docker's own words for why, and waited for.
 probe 0 "$mine"
-grep -q "^cordon probe: leftover container(s) of this probe found, their removal failed (.*): $mine\$" "$T/err" ||
+grep -q "^cordon probe: warning: leftover container(s) of this probe found, their removal failed (.*): $mine\$" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line naming $mine with its failed removal"; }
 grep -q "their removal failed (.* rm -f. failed: Error response from daemon: Could not kill running container $mine, cannot remove): " "$T/err" ||
 	{ cat "$T/err" >&2; fail "the failed removal's line does not say docker's words"; }
-grep -q "^cordon probe: 1 container(s) of this probe still there 5 s after" "$T/err" ||
+grep -q "^cordon probe: warning: 1 container(s) of this probe still there 5 s after" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line saying $mine is still there"; }
 echo "probe_sweep: removal failed: ok" >&2

@@ -18,6 +18,7 @@
 
 #include "common/config.h"
 #include "common/util.h"
+#include "runner/probe_ops.h"
 #include "serve/listen.h"
 #include "serve/metrics.h"
 #include "serve/probe_sched.h"
@@ -584,6 +585,7 @@ test_probe_run_argv(void **state)
 	char dir[] = "/tmp/cordon-probe-argv.XXXXXX", exe[96], log[96];
 	char script[600], err[256], said[64], *text;
 	size_t len;
+	bool warn;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
@@ -597,24 +599,25 @@ test_probe_run_argv(void **state)
 	assert_int_equal(util_write_file_atomic(exe, script, strlen(script),
 	    0755), 0);
 	assert_int_equal(serve_probe_run(exe, "/c.json", "none", false, said,
-	    sizeof(said), err, sizeof(err)), 0);
+	    sizeof(said), &warn, err, sizeof(err)), 0);
 	assert_string_equal(said, "");
 	/* A pass's stderr is kept, its lines joined, cut at said's size. */
 	assert_int_equal(serve_probe_run(exe, "/c.json", "none", true, said,
-	    sizeof(said), err, sizeof(err)), 0);
+	    sizeof(said), &warn, err, sizeof(err)), 0);
 	assert_string_equal(said, "left a; left b and more than the rest of "
 	    "said holds");
 	assert_int_equal(serve_probe_run(exe, "/c.json", "none", true, said,
-	    24, err, sizeof(err)), 0);
+	    24, &warn, err, sizeof(err)), 0);
 	assert_string_equal(said, "left a; left b and more");
+	assert_false(warn);
 	assert_int_equal(serve_probe_run(exe, "/c.json", "proxy", true, said,
-	    sizeof(said), err, sizeof(err)), -EPERM);
+	    sizeof(said), &warn, err, sizeof(err)), -EPERM);
 	/* A failure: the first line of its stderr, else its exit. */
 	assert_string_equal(err, "probe --net proxy failed (exit 1): control x "
 	    "failed");
 	assert_string_equal(said, "");
 	assert_int_equal(serve_probe_run(exe, "/c.json", "silent", false, said,
-	    sizeof(said), err, sizeof(err)), -EPERM);
+	    sizeof(said), &warn, err, sizeof(err)), -EPERM);
 	assert_string_equal(err, "probe --net silent failed (exit 3)");
 	assert_int_equal(util_read_file(log, 4096, &text, &len), 0);
 	assert_string_equal(text, "probe --net none /c.json\n"
@@ -623,6 +626,51 @@ test_probe_run_argv(void **state)
 	    "probe --net proxy --warm /c.json\n"
 	    "probe --net silent /c.json\n");
 	free(text);
+	assert_int_equal(util_rm_rf(dir), 0);
+}
+
+/* Which passing probe's stderr serve logs as a warning: one with a line
+ * that starts RUNNER_PROBE_WARNING (cordon probe's mark), whatever the
+ * words of its lines; a mark past said's cut still counts. */
+static void
+test_probe_run_warning(void **state)
+{
+	char dir[] = "/tmp/cordon-probe-warn.XXXXXX", exe[96];
+	char err[256], said[512];
+	bool warn;
+	static const char script[] = "#!/bin/sh\ncase $3 in\n"
+	    "marked) printf 'cordon probe: 1 leftover container(s) of this "
+	    "probe found, removal asked: cordon-x\\n" RUNNER_PROBE_WARNING
+	    "1 container(s) of this probe still there: cordon-x\\n' >&2 ;;\n"
+	    "words) printf 'cordon probe: removed after 0 s\\ncordon probe: "
+	    "failed, still there, not marked\\n' >&2 ;;\n"
+	    "late) printf 'cordon probe: a first line past the cut\\n"
+	    RUNNER_PROBE_WARNING "after it\\n' >&2 ;;\n"
+	    "failing) echo '" RUNNER_PROBE_WARNING "x' >&2; exit 1 ;;\n"
+	    "esac\nexit 0\n";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(exe, sizeof(exe), "%s/cordon", dir);
+	assert_int_equal(util_write_file_atomic(exe, script, strlen(script),
+	    0755), 0);
+	assert_int_equal(serve_probe_run(exe, "/c.json", "marked", false, said,
+	    sizeof(said), &warn, err, sizeof(err)), 0);
+	assert_true(warn);
+	assert_string_equal(said, "cordon probe: 1 leftover container(s) of "
+	    "this probe found, removal asked: cordon-x; cordon probe: warning: "
+	    "1 container(s) of this probe still there: cordon-x");
+	assert_int_equal(serve_probe_run(exe, "/c.json", "words", false, said,
+	    sizeof(said), &warn, err, sizeof(err)), 0);
+	assert_false(warn);
+	assert_int_equal(serve_probe_run(exe, "/c.json", "late", false, said,
+	    16, &warn, err, sizeof(err)), 0);
+	assert_true(warn);
+	assert_string_equal(said, "cordon probe: a");
+	assert_int_equal(serve_probe_run(exe, "/c.json", "failing", false,
+	    said, sizeof(said), &warn, err, sizeof(err)), -EPERM);
+	assert_false(warn);
+	assert_string_equal(said, "");
 	assert_int_equal(util_rm_rf(dir), 0);
 }
 
@@ -691,6 +739,7 @@ main(void)
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_probe_schedule),
 		cmocka_unit_test(test_probe_run_argv),
+		cmocka_unit_test(test_probe_run_warning),
 		cmocka_unit_test(test_listen),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
