@@ -35,7 +35,8 @@ struct serve_prober {
 	int rc[2];			/* [RUNNER_NET_NONE], [RUNNER_NET_PROXY] */
 	char err[2][384];
 	char note[2][400];		/* last outcome, for /v1/health */
-	char said[2][512];		/* a passing probe's stderr */
+	char said[2][1024];		/* a passing probe's stderr: room for
+					 * docker's words and the names */
 	bool warn[2];			/*   with a RUNNER_PROBE_WARNING line */
 };
 
