@@ -4,7 +4,8 @@
  * leaves the table at once, is counted and remembered when it has started),
  * and the ring of the last ones gone. The lock is never held while a
  * session starts, runs a call or is removed; only expire's gone check
- * runs under it (serve's tick, on its loop, as before).
+ * (a look at one idle session's child and pipe, blocking on nothing) and
+ * its ends run under it (serve's tick, MCP's reaper thread).
  */
 #include "jobs/sessions.h"
 

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,16 +65,26 @@ static void *
 reap(void *arg)
 {
 	struct mcp_sessions *t = arg;
-	struct timespec at;
+	struct timespec at, now;
 
+	clock_gettime(CLOCK_MONOTONIC, &at);
 	pthread_mutex_lock(&t->mu);
 	while (!t->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
+		/* Every second; a wake-up before that (spurious, or the
+		 * stop) waits for the same moment again. */
 		at.tv_sec++;
-		if (pthread_cond_timedwait(&t->cv, &t->mu, &at) != ETIMEDOUT)
-			continue;
+		while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu,
+		    &at) != ETIMEDOUT)
+			;
+		if (t->stop)
+			break;
 		pthread_mutex_unlock(&t->mu);
 		jobs_sessions_expire(t->table, reaped, t);
+		/* Removals may have taken long: the next look is a second
+		 * from now, not from a moment long past. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > at.tv_sec)
+			at = now;
 		pthread_mutex_lock(&t->mu);
 	}
 	pthread_mutex_unlock(&t->mu);
@@ -86,6 +97,8 @@ mcp_sessions_new(size_t max, int64_t idle_s, int64_t life_s)
 	struct jobs_sessions_opts o = { .remember_gone = false };
 	struct mcp_sessions *t = calloc(1, sizeof(*t));
 	pthread_condattr_t ca;
+	sigset_t all, old;
+	int rc;
 
 	if (t == NULL)
 		return NULL;
@@ -104,7 +117,13 @@ mcp_sessions_new(size_t max, int64_t idle_s, int64_t life_s)
 		goto bad_mu;
 	}
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&t->reaper, NULL, reap, t) != 0)
+	/* It takes no signal: cordon mcp's reading thread gets them (and the
+	 * threads its removals start inherit this mask). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&t->reaper, NULL, reap, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
 		goto bad_cv;
 	t->reaping = true;
 	return t;
@@ -193,7 +212,7 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	    .in = req->in, .nin = req->nin, .cancel = req->cancel,
 	    .max_lifetime_s = t->life_s };
 	struct jobs_session *se;
-	bool repolicy = false;
+	bool repolicy = false, ran = false;
 	int rc;
 
 	*is_new = *ended = false;
@@ -224,9 +243,9 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 			jobs_session_start_failed(se);
 			return rc;
 		}
-		/* Its first call follows: busy at once. Nothing here asks a
-		 * session to end but the connection's close, after the
-		 * calls. */
+		/* Its first call follows: busy at once. Nothing asks a
+		 * starting one to end (the expiry leaves those; the
+		 * connection's close comes after the calls). */
 		(void)jobs_session_started(se, rs, true, "");
 	} else if ((rc = same_settings(c, se->rs, name, req, &repolicy, err,
 	    errlen)) == 0 && repolicy) {
@@ -244,11 +263,14 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 		struct runner_request rq = *req;
 
 		rq.cancel_session = &se->cancel;
+		ran = true;
 		rc = runner_session_call(se->rs, &rq, res, err, errlen);
 	}
 	/* A call that ended its session drops the name: the next call with
-	 * it starts afresh. */
-	if (jobs_session_put(se, runner_session_ended(se->rs), "ended")) {
+	 * it starts afresh. One refused before it ran is no use of the
+	 * session: its idle clock stays, as serve's does. */
+	if (ran ? jobs_session_put(se, runner_session_ended(se->rs), "ended") :
+	    jobs_session_unhold(se, "ended")) {
 		*ended = true;
 		runner_session_free(se->rs);
 		jobs_session_free(se);

@@ -215,7 +215,7 @@ test_limit(void **state)
 }
 
 /* A session unused for mcp.session_idle_s ends on its own (its container
- * removed); the next call with its name starts afresh. */
+ * removed), not before; the next call with its name starts afresh. */
 static void
 test_idle(void **state)
 {
@@ -227,7 +227,7 @@ test_idle(void **state)
 	bool error, gone = false;
 
 	(void)state;
-	fk.cfg.mcp.session_idle_s = 1;
+	fk.cfg.mcp.session_idle_s = 2;
 	assert_int_equal(mcp_server_new(&o, &s), 0);
 	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
 	free(reply);
@@ -236,8 +236,25 @@ test_idle(void **state)
 	assert_true(flag(sc, "session_new"));
 	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
 	cJSON_Delete(root);
-	/* Idle 1 s, seen within a second after that. */
-	for (int i = 0; i < 100 && !gone; i++) {
+	/* The tool says when a session ends on its own, as configured. */
+	{
+		const char *list = "{\"jsonrpc\":\"2.0\",\"id\":3,"
+		    "\"method\":\"tools/list\"}";
+
+		assert_int_equal(mcp_handle(s, list, strlen(list), &reply), 0);
+		assert_non_null(reply);
+		assert_non_null(strstr(reply, "unused for 2 s, or it is 3600 s "
+		    "old"));
+		free(reply);
+	}
+	/* Not before its idle time... */
+	usleep(500 * 1000);
+	log = fake_docker_log(&fk);
+	assert_false(fake_docker_removed(log, ctr));
+	free(log);
+	log = NULL;
+	/* ... then soon (within 30 s here: the machine may be loaded). */
+	for (int i = 0; i < 600 && !gone; i++) {
 		usleep(50 * 1000);
 		free(log);
 		log = fake_docker_log(&fk);
@@ -273,6 +290,14 @@ test_lifetime(void **state)
 	assert_int_equal(mcp_server_new(&o, &s), 0);
 	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
 	free(reply);
+	{
+		const char *list = "{\"jsonrpc\":\"2.0\",\"id\":3,"
+		    "\"method\":\"tools/list\"}";
+
+		assert_int_equal(mcp_handle(s, list, strlen(list), &reply), 0);
+		assert_non_null(strstr(reply, "ends when it is 2 s old"));
+		free(reply);
+	}
 	root = call(s, "{\"code\":\"import time\\ntime.sleep(30)\","
 	    "\"session\":\"a\",\"timeout_s\":60}", &sc, &error);
 	assert_true(error);
