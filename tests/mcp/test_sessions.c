@@ -83,20 +83,45 @@ flag(const cJSON *o, const char *k)
 	return cJSON_IsTrue(cJSON_GetObjectItem(o, k));
 }
 
-static void
-test_sessions(void **state)
+/* A server over the fake docker, initialized. */
+static struct mcp_server *
+server(void)
 {
 	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
 	struct mcp_server *s;
+	char *reply = NULL;
+
+	assert_int_equal(mcp_server_new(&o, &s), 0);
+	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
+	free(reply);
+	return s;
+}
+
+/* The run_code tool's text (tools/list) holds want. */
+static void
+tool_says(struct mcp_server *s, const char *want)
+{
+	const char *list = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":"
+	    "\"tools/list\"}";
+	char *reply = NULL;
+
+	assert_int_equal(mcp_handle(s, list, strlen(list), &reply), 0);
+	assert_non_null(reply);
+	assert_non_null(strstr(reply, want));
+	free(reply);
+}
+
+static void
+test_sessions(void **state)
+{
+	struct mcp_server *s;
 	const cJSON *sc;
-	char *reply = NULL, ctr[64], ctr2[64], ctr3[64], *log;
+	char ctr[64], ctr2[64], ctr3[64], *log;
 	cJSON *root;
 	bool error;
 
 	(void)state;
-	assert_int_equal(mcp_server_new(&o, &s), 0);
-	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
-	free(reply);
+	s = server();
 
 	root = call(s, "{\"code\":\"x = 20\",\"session\":\"a\"}", &sc, &error);
 	assert_false(error);
@@ -186,18 +211,15 @@ test_sessions(void **state)
 static void
 test_limit(void **state)
 {
-	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
 	struct mcp_server *s;
 	const cJSON *sc;
-	char *reply = NULL, args[128];
+	char args[128];
 	cJSON *root;
 	bool error;
 
 	(void)state;
 	fk.cfg.serve.sessions_per_tenant = 2;
-	assert_int_equal(mcp_server_new(&o, &s), 0);
-	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
-	free(reply);
+	s = server();
 	for (int i = 0; i < 3; i++) {
 		snprintf(args, sizeof(args), "{\"code\":\"1\",\"session\":"
 		    "\"s%d\"}", i);
@@ -219,34 +241,22 @@ test_limit(void **state)
 static void
 test_idle(void **state)
 {
-	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
 	struct mcp_server *s;
 	const cJSON *sc;
-	char *reply = NULL, ctr[64], *log = NULL;
+	char ctr[64], *log = NULL;
 	cJSON *root;
 	bool error, gone = false;
 
 	(void)state;
 	fk.cfg.mcp.session_idle_s = 2;
-	assert_int_equal(mcp_server_new(&o, &s), 0);
-	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
-	free(reply);
+	s = server();
 	root = call(s, "{\"code\":\"x = 1\",\"session\":\"a\"}", &sc, &error);
 	assert_false(error);
 	assert_true(flag(sc, "session_new"));
 	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
 	cJSON_Delete(root);
 	/* The tool says when a session ends on its own, as configured. */
-	{
-		const char *list = "{\"jsonrpc\":\"2.0\",\"id\":3,"
-		    "\"method\":\"tools/list\"}";
-
-		assert_int_equal(mcp_handle(s, list, strlen(list), &reply), 0);
-		assert_non_null(reply);
-		assert_non_null(strstr(reply, "unused for 2 s, or it is 3600 s "
-		    "old"));
-		free(reply);
-	}
+	tool_says(s, "unused for 2 s, or it is 3600 s old");
 	/* Not before its idle time... */
 	usleep(500 * 1000);
 	log = fake_docker_log(&fk);
@@ -277,27 +287,17 @@ test_idle(void **state)
 static void
 test_lifetime(void **state)
 {
-	struct mcp_server_opts o = { .config = &fk.cfg, .run = never_run };
 	struct mcp_server *s;
 	const cJSON *sc;
-	char *reply = NULL, ctr[64], *log;
+	char ctr[64], *log;
 	cJSON *root;
 	bool error;
 
 	(void)state;
 	fk.cfg.mcp.session_idle_s = 0;
 	fk.cfg.mcp.session_life_s = 2;
-	assert_int_equal(mcp_server_new(&o, &s), 0);
-	assert_int_equal(mcp_handle(s, INIT, strlen(INIT), &reply), 0);
-	free(reply);
-	{
-		const char *list = "{\"jsonrpc\":\"2.0\",\"id\":3,"
-		    "\"method\":\"tools/list\"}";
-
-		assert_int_equal(mcp_handle(s, list, strlen(list), &reply), 0);
-		assert_non_null(strstr(reply, "ends when it is 2 s old"));
-		free(reply);
-	}
+	s = server();
+	tool_says(s, "ends when it is 2 s old");
 	root = call(s, "{\"code\":\"import time\\ntime.sleep(30)\","
 	    "\"session\":\"a\",\"timeout_s\":60}", &sc, &error);
 	assert_true(error);
