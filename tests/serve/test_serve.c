@@ -1,7 +1,7 @@
 /* Unit tests for the service's pure parts: request bodies (a table of bad
  * ones; strict base64 is tested with the `files` check in
- * tests/runner/test_stage.c), tenant lookup and limit accounting, metrics
- * text. */
+ * tests/runner/test_stage.c), tenant lookup and limit accounting, the
+ * admission queue with fake waiters, metrics text. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "common/util.h"
 #include "runner/probe_ops.h"
+#include "serve/internal.h"
 #include "serve/listen.h"
 #include "serve/metrics.h"
 #include "serve/probe_sched.h"
@@ -442,6 +443,161 @@ test_tenants(void **state)
 	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
 }
 
+/* The admission queue (queue.c) with fake waiters: who starts when a slot
+ * is freed, in what order, what a withdraw and a flush do, and the metrics
+ * that mirror the tenants' counters. */
+struct fake_wait {
+	struct serve_wait w;
+	const char *id;
+	struct serve_queue *q;
+	bool release_on_start;		/* a start that fails and releases */
+	const char *why;		/* refuse's */
+};
+
+static char qlog[256];
+
+static void
+fake_start(struct serve_wait *w)
+{
+	struct fake_wait *f = (struct fake_wait *)w;
+
+	snprintf(qlog + strlen(qlog), sizeof(qlog) - strlen(qlog), "+%s",
+	    f->id);
+	if (f->release_on_start)
+		serve_queue_release(f->q, w->tenant);
+}
+
+static void
+fake_refuse(struct serve_wait *w, const char *why)
+{
+	struct fake_wait *f = (struct fake_wait *)w;
+
+	f->why = why;
+	snprintf(qlog + strlen(qlog), sizeof(qlog) - strlen(qlog), "-%s",
+	    f->id);
+}
+
+static int
+fake_admit(struct serve_queue *q, struct fake_wait *f, const char *id,
+    size_t tenant)
+{
+	memset(f, 0, sizeof(*f));
+	f->id = id;
+	f->q = q;
+	f->w.tenant = tenant;
+	f->w.start = fake_start;
+	f->w.refuse = fake_refuse;
+	return serve_queue_admit(q, &f->w);
+}
+
+/* metrics.active and queue_depth are the tenants' counters. */
+static void
+check_mirror(const struct serve_queue *q, int64_t active, int64_t depth)
+{
+	int64_t queued = 0;
+
+	for (size_t i = 0; i < q->tenants->n; i++)
+		queued += q->tenants->t[i].queued;
+	assert_int_equal(q->tenants->active, active);
+	assert_int_equal(q->metrics->active, active);
+	assert_int_equal(queued, depth);
+	assert_int_equal(q->metrics->queue_depth, depth);
+}
+
+static void
+test_queue_dispatch(void **state)
+{
+	const char *j = "{\"serve\":{\"global_limit\":3,\"queue_max\":4,"
+	    "\"tenants\":[{\"name\":\"a\",\"token\":\"aaaaaaaaaaaaaaaa\","
+	    "\"max_concurrent\":1,\"max_queue\":3},{\"name\":\"b\","
+	    "\"token\":\"bbbbbbbbbbbbbbbb\",\"max_concurrent\":2,"
+	    "\"max_queue\":3}]}}";
+	const char *why = "the service is shutting down";
+	struct serve_tenants ts;
+	struct serve_metrics m;
+	struct serve_queue q = { 0 };
+	struct fake_wait a[9], b[5];
+	struct config c;
+	char err[256];
+	(void)state;
+	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)),
+	    0);
+	serve_tenants_init(&ts, &c);
+	memset(&m, 0, sizeof(m));
+	q.tenants = &ts;
+	q.metrics = &m;
+	serve_queue_init(&q);
+	qlog[0] = '\0';
+
+	/* a1, b1, b2 fill the global limit of 3; then both tenants queue,
+	 * a up to its max_queue of 3. */
+	assert_int_equal(fake_admit(&q, &a[1], "a1", 1), 1);
+	assert_int_equal(fake_admit(&q, &b[1], "b1", 2), 1);
+	assert_int_equal(fake_admit(&q, &b[2], "b2", 2), 1);
+	check_mirror(&q, 3, 0);
+	assert_int_equal(fake_admit(&q, &a[2], "a2", 1), 0);
+	assert_int_equal(fake_admit(&q, &b[3], "b3", 2), 0);
+	assert_int_equal(fake_admit(&q, &a[3], "a3", 1), 0);
+	assert_int_equal(fake_admit(&q, &a[4], "a4", 1), 0);
+	assert_int_equal(fake_admit(&q, &a[5], "a5", 1), -EAGAIN);
+	assert_true(serve_tenants_would_reject(&ts, 1));
+	check_mirror(&q, 3, 4);
+	assert_string_equal(qlog, "");
+
+	/* b1 ends: a2 is older but a is at its limit; b3 goes. */
+	serve_queue_release(&q, 2);
+	assert_string_equal(qlog, "+b3");
+	check_mirror(&q, 3, 3);
+	/* a1 ends: a2 goes, a3 and a4 stay behind it. */
+	serve_queue_release(&q, 1);
+	assert_string_equal(qlog, "+b3+a2");
+	check_mirror(&q, 3, 2);
+	assert_int_equal(ts.t[1].active, 1);
+	assert_int_equal(ts.t[1].queued, 2);
+
+	/* a3's client leaves: out, nothing called; twice is nothing. */
+	serve_queue_withdraw(&q, &a[3].w);
+	assert_false(a[3].w.queued);
+	check_mirror(&q, 3, 1);
+	serve_queue_withdraw(&q, &a[3].w);
+	check_mirror(&q, 3, 1);
+	assert_string_equal(qlog, "+b3+a2");
+
+	/* A new run of a queues behind a4, never ahead. */
+	assert_int_equal(fake_admit(&q, &a[6], "a6", 1), 0);
+	check_mirror(&q, 3, 2);
+	/* a2 ends: a4 starts, fails and releases its slot (a session's
+	 * work whose thread did not start): a6 starts from within. */
+	a[4].release_on_start = true;
+	serve_queue_release(&q, 1);
+	assert_string_equal(qlog, "+b3+a2+a4+a6");
+	check_mirror(&q, 3, 0);
+	assert_int_equal(ts.t[1].active, 1);
+
+	/* Flush: everything queued is refused, oldest first, with why. */
+	assert_int_equal(fake_admit(&q, &a[7], "a7", 1), 0);
+	assert_int_equal(fake_admit(&q, &b[4], "b4", 2), 0);
+	assert_int_equal(fake_admit(&q, &a[8], "a8", 1), 0);
+	check_mirror(&q, 3, 3);
+	serve_queue_flush(&q, why);
+	assert_string_equal(qlog, "+b3+a2+a4+a6-a7-b4-a8");
+	assert_ptr_equal(a[7].why, why);
+	assert_ptr_equal(b[4].why, why);
+	assert_ptr_equal(a[8].why, why);
+	assert_false(a[7].w.queued);
+	check_mirror(&q, 3, 0);
+	assert_true(TAILQ_EMPTY(&q.waiting));
+
+	/* The last three end. */
+	serve_queue_release(&q, 1);
+	serve_queue_release(&q, 2);
+	serve_queue_release(&q, 2);
+	check_mirror(&q, 0, 0);
+	assert_int_equal(ts.t[1].active, 0);
+	assert_int_equal(ts.t[2].active, 0);
+	assert_false(serve_tenants_would_reject(&ts, 1));
+}
+
 static void
 test_metrics(void **state)
 {
@@ -736,6 +892,7 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test_setup(test_stage, setup),
 		cmocka_unit_test(test_tenants),
+		cmocka_unit_test(test_queue_dispatch),
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_probe_schedule),
 		cmocka_unit_test(test_probe_run_argv),
