@@ -41,7 +41,7 @@ LAYERS = [
     ("probe", ["probe/"]),
     ("netsetup", ["netsetup/"]),
     ("runner", ["runner/"]),
-    ("jobs", ["jobs/"]),  # request schema, pools, session table; admission to come
+    ("jobs", ["jobs/"]),  # request schema, pools, session table, admission
     ("serve", ["serve/"]),
     ("mcp", ["mcp/"]),
     ("cli", ["cli/"]),
