@@ -6,12 +6,15 @@
  * threads); routes.c uses sessions.c and queue.c, sessions.c uses queue.c;
  * all answer through reply.c (over conn.c), and parse bodies on work.c's
  * threads. The queue reports back through its on_idle callback and each
- * waiter's start/refuse, never by calling its users.
+ * waiter's start/refuse, never by calling its users. Admission itself
+ * (tenants' limits, counters, the wait list) is jobs/admission's table,
+ * s->adm, which only the loop's thread uses.
  */
 #ifndef CORDON_SERVE_INTERNAL_H
 #define CORDON_SERVE_INTERNAL_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/config.h"
+#include "jobs/admission.h"
 #include "runner/pool.h"
 #include "runner/pool_conf.h"
 #include "serve/metrics.h"
@@ -92,29 +96,17 @@ bool serve_live_started(const struct serve_live *l);
 void serve_live_finish(struct serve_live *l, char *line);
 
 /* queue.c: admission of every piece of work that takes a tenant's slot
- * (runs, session starts, session calls: issue 39), the tenants' queues,
- * runs on detached worker threads, and the kill-all sweep. Loop thread
- * only. The owner sets the fields marked so; serve_queue_init the rest. */
+ * (runs, session starts, session calls: issue 39) through the tenants'
+ * admission table (jobs/admission.h), runs on detached worker threads,
+ * and the kill-all sweep. Loop thread only. The owner sets the fields
+ * marked so; serve_queue_init the rest. */
 struct serve_job;
-struct serve_wait;
-TAILQ_HEAD(serve_wait_list, serve_wait);
 TAILQ_HEAD(serve_job_list, serve_job);
-
-/* One piece of work waiting for (or holding) a slot of its tenant. */
-struct serve_wait {
-	TAILQ_ENTRY(serve_wait) link;
-	size_t tenant;
-	bool queued;
-	/* Admitted from the queue: counted active now; go. */
-	void (*start)(struct serve_wait *w);
-	/* Refused while queued (kill-all, stop): answer 503 with why. */
-	void (*refuse)(struct serve_wait *w, const char *why);
-};
 
 struct serve_queue {
 	struct event_base *base;	/* owner */
 	const struct config *c;		/* owner */
-	struct serve_tenants *tenants;	/* owner; accounting of every job */
+	struct serve_tenants *tenants;	/* owner; its adm admits every job */
 	struct serve_metrics *metrics;	/* owner */
 	struct serve_metrics *tmetrics;	/* owner: per tenant */
 	struct runner_pools *pools;	/* owner; NULL: runs start cold;
@@ -122,21 +114,31 @@ struct serve_queue {
 	const char *tmp_dir;		/* owner; for staged files */
 	void (*on_idle)(void *);	/* owner: after a run or a kill-all */
 	void *arg;			/* ended, or a reply was written */
-	struct serve_wait_list waiting;
 	struct serve_job_list running;
 	int killing;			/* kill-all threads in flight */
 	int sending;			/* run replies not yet written */
+	struct event *grant_ev;		/* a grant made off the loop */
+	pthread_t loop;			/* the loop's thread */
 };
 
-void serve_queue_init(struct serve_queue *q);
+/* 0, or -ENOMEM. Call it on the loop's thread (serve_server_run sets
+ * loop again). */
+int serve_queue_init(struct serve_queue *q);
+void serve_queue_cleanup(struct serve_queue *q);
+/* The admission table's hook (its arg: the queue): grants start at once
+ * on the loop's thread, as a release there always did; from another
+ * thread the loop is woken to start them. */
+void serve_queue_granted(void *arg);
+
 
 /* Admits w for its tenant: 1 when it may start now (counted active; the
  * caller goes on), 0 when it was queued (w->start is called later, or
  * w->refuse), -EAGAIN when the tenant is over its limit and queue
  * (nothing counted: the caller answers 429). */
-int serve_queue_admit(struct serve_queue *q, struct serve_wait *w);
-/* A queued w whose client left: out of the queue, nothing called. */
-void serve_queue_withdraw(struct serve_queue *q, struct serve_wait *w);
+int serve_queue_admit(struct serve_queue *q, struct jobs_wait *w);
+/* A queued (or granted, not started) w whose client left: out of the
+ * queue, nothing called; true. False when it holds its slot. */
+bool serve_queue_withdraw(struct serve_queue *q, struct jobs_wait *w);
 /* An admitted piece of work of tenant ended: its slot is free. */
 void serve_queue_release(struct serve_queue *q, size_t tenant);
 
@@ -155,8 +157,14 @@ void serve_queue_cancel(struct serve_queue *q);
 /* Cancels running runs, answers queued ones 503, then removes every
  * Cordon container from a thread and answers req ({removed, paused}). */
 void serve_queue_kill_all(struct serve_queue *q, struct serve_conn *c);
-/* True while a run or a kill-all is in flight. */
+/* True while a run or a kill-all is in flight, or work granted a slot
+ * has not started yet. */
 bool serve_queue_busy(const struct serve_queue *q);
+/* The admission table's active and queued of tenant t (SIZE_MAX: the
+ * service's) into m's active and queue_depth, for what health, metrics
+ * and the log say. */
+void serve_queue_counts(const struct serve_queue *q, size_t t,
+    struct serve_metrics *m);
 
 struct serve_server {
 	const struct config *c;
@@ -176,6 +184,7 @@ struct serve_server {
 	struct event *sig_ev[3];	/* SIGTERM, SIGINT, SIGHUP */
 	struct event *drain_ev;		/* while draining: may the loop end */
 	int64_t idle_ms;		/* draining, nothing left running since */
+	struct jobs_admission *adm;	/* tenants, limits, the queue */
 	struct serve_tenants tenants;
 	struct serve_metrics metrics;
 	struct serve_metrics tmetrics[CONFIG_MAX_TENANTS + 1];

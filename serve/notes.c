@@ -45,16 +45,19 @@ serve_note_startup(const struct serve_server *s, int64_t pool)
 void
 serve_note_signal(struct serve_server *s, int sig)
 {
+	struct serve_metrics m;
+
+	serve_queue_counts(&s->queue, SIZE_MAX, &m);
 	if (s->draining) {
 		log_info("signal %d again: cancelling %lld running run(s)", sig,
-		    (long long)s->metrics.active);
+		    (long long)m.active);
 		return;
 	}
 	if (s->pool != NULL)
 		runner_pool_stats(s->pool, &s->pool_at_signal);
 	log_info("signal %d: draining: %lld run(s) to finish, %lld queued "
 	    "refused; no new runs; pool stopping", sig,
-	    (long long)s->metrics.active, (long long)s->metrics.queue_depth);
+	    (long long)m.active, (long long)m.queue_depth);
 }
 
 void

@@ -1,11 +1,13 @@
 /*
  * The service's admission and runs (internal.h): every piece of work that
  * takes a tenant's slot (a run, a session's start or call: issue 39) goes
- * through serve_queue_admit and the per-tenant queue; a run then gets one
- * detached worker thread that stages its files, calls runner_run (which
- * blocks), builds its reply (the JSON of a 16 MiB output is hundreds of
- * MB: never on the loop) and hands its job back with event_active; the job
- * owns all of that run's state, so runs share nothing but the config.
+ * through serve_queue_admit and the tenants' admission table
+ * (jobs/admission.h), whose grants start here on the loop; a run then
+ * gets one detached worker thread that stages its files, calls runner_run
+ * (which blocks), builds its reply (the JSON of a 16 MiB output is
+ * hundreds of MB: never on the loop) and hands its job back with
+ * event_active; the job owns all of that run's state, so runs share
+ * nothing but the config.
  * Also the kill-all sweep's thread. Everything else runs on the loop.
  */
 #include "serve/internal.h"
@@ -31,7 +33,7 @@
 
 struct serve_job {
 	TAILQ_ENTRY(serve_job) link;	/* q->running */
-	struct serve_wait wait;		/* admission (tenant, queue) */
+	struct jobs_wait wait;		/* admission (tenant, queue) */
 	struct serve_queue *q;
 	struct serve_conn *c;
 	struct event *done_ev;
@@ -55,75 +57,85 @@ struct kill {
 	char err[256];
 };
 
-void
+/* A grant made off the loop's thread, started on it. */
+static void
+grant_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct serve_queue *q = arg;
+
+	(void)fd;
+	(void)what;
+	jobs_admit_drain(q->tenants->adm);
+}
+
+int
 serve_queue_init(struct serve_queue *q)
 {
-	TAILQ_INIT(&q->waiting);
 	TAILQ_INIT(&q->running);
 	q->killing = 0;
 	q->sending = 0;
+	q->loop = pthread_self();
+	if (q->base != NULL && (q->grant_ev = event_new(q->base, -1, 0,
+	    grant_cb, q)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void
+serve_queue_cleanup(struct serve_queue *q)
+{
+	if (q->grant_ev != NULL)
+		event_free(q->grant_ev);
+	q->grant_ev = NULL;
+}
+
+void
+serve_queue_granted(void *arg)
+{
+	struct serve_queue *q = arg;
+
+	if (q->grant_ev == NULL || pthread_equal(pthread_self(), q->loop))
+		jobs_admit_drain(q->tenants->adm);
+	else
+		event_active(q->grant_ev, 0, 0);
 }
 
 bool
 serve_queue_busy(const struct serve_queue *q)
 {
-	return !TAILQ_EMPTY(&q->running) || q->killing != 0;
-}
+	struct jobs_admit_stats st;
 
-/* Starts queued work, oldest first, as far as the limits allow. */
-static void
-queue_dispatch(struct serve_queue *q)
-{
-	struct serve_wait *w, *next;
-
-	for (w = TAILQ_FIRST(&q->waiting); w != NULL; w = next) {
-		next = TAILQ_NEXT(w, link);
-		if (!serve_tenants_can_start(q->tenants, w->tenant))
-			continue;
-		TAILQ_REMOVE(&q->waiting, w, link);
-		w->queued = false;
-		serve_tenants_start_queued(q->tenants, w->tenant);
-		q->metrics->queue_depth--;
-		q->metrics->active++;
-		w->start(w);
-	}
-}
-
-int
-serve_queue_admit(struct serve_queue *q, struct serve_wait *w)
-{
-	switch (serve_tenants_admit(q->tenants, w->tenant)) {
-	case SERVE_ADMIT_RUN:
-		q->metrics->active++;
-		return 1;
-	case SERVE_ADMIT_QUEUE:
-		w->queued = true;
-		TAILQ_INSERT_TAIL(&q->waiting, w, link);
-		q->metrics->queue_depth++;
-		return 0;
-	case SERVE_ADMIT_REJECT:
-		break;
-	}
-	return -EAGAIN;
+	jobs_admit_stats(q->tenants->adm, SIZE_MAX, &st);
+	return !TAILQ_EMPTY(&q->running) || q->killing != 0 || st.granted > 0;
 }
 
 void
-serve_queue_withdraw(struct serve_queue *q, struct serve_wait *w)
+serve_queue_counts(const struct serve_queue *q, size_t t,
+    struct serve_metrics *m)
 {
-	if (!w->queued)
-		return;
-	TAILQ_REMOVE(&q->waiting, w, link);
-	w->queued = false;
-	serve_tenants_unqueue(q->tenants, w->tenant);
-	q->metrics->queue_depth--;
+	struct jobs_admit_stats st;
+
+	jobs_admit_stats(q->tenants->adm, t, &st);
+	m->active = st.active;
+	m->queue_depth = st.queued;
+}
+
+int
+serve_queue_admit(struct serve_queue *q, struct jobs_wait *w)
+{
+	return jobs_admit(q->tenants->adm, w);
+}
+
+bool
+serve_queue_withdraw(struct serve_queue *q, struct jobs_wait *w)
+{
+	return jobs_admit_withdraw(q->tenants->adm, w);
 }
 
 void
 serve_queue_release(struct serve_queue *q, size_t tenant)
 {
-	serve_tenants_finish(q->tenants, tenant);
-	q->metrics->active--;
-	queue_dispatch(q);
+	jobs_admit_release(q->tenants->adm, tenant);
 }
 
 /* The reply was written or dropped (conn.c reports both). */
@@ -160,9 +172,9 @@ job_gone(void *arg)
 	struct serve_queue *q = j->q;
 
 	j->cancel = 1;
-	if (j->running)
+	/* Not withdrawn: it is being started, and sees the cancel. */
+	if (j->running || !serve_queue_withdraw(q, &j->wait))
 		return;
-	serve_queue_withdraw(q, &j->wait);
 	serve_reply_error(j->c, 499, "gone");
 	job_free(j);
 }
@@ -266,7 +278,7 @@ job_reply(struct serve_queue *q, struct serve_job *j)
 
 /* Starts j (already counted active by the tenants). */
 static void
-job_start(struct serve_wait *w)
+job_start(struct jobs_wait *w)
 {
 	struct serve_job *j = (struct serve_job *)((char *)w -
 	    offsetof(struct serve_job, wait));
@@ -284,7 +296,7 @@ job_start(struct serve_wait *w)
 
 /* Refused while queued: kill-all or the service's stop. */
 static void
-job_refuse(struct serve_wait *w, const char *why)
+job_refuse(struct jobs_wait *w, const char *why)
 {
 	struct serve_job *j = (struct serve_job *)((char *)w -
 	    offsetof(struct serve_job, wait));
@@ -354,12 +366,7 @@ serve_queue_submit(struct serve_queue *q, struct serve_conn *c,
 void
 serve_queue_flush(struct serve_queue *q, const char *why)
 {
-	struct serve_wait *w;
-
-	while ((w = TAILQ_FIRST(&q->waiting)) != NULL) {
-		serve_queue_withdraw(q, w);
-		w->refuse(w, why);
-	}
+	(void)jobs_admit_flush(q->tenants->adm, why);
 }
 
 void

@@ -49,13 +49,15 @@ static void
 reply_over_limit(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
 	const struct serve_tenant *t = &s->tenants.t[tenant];
+	struct serve_metrics m;
 	char err[512];
 
 	SERVE_COUNT(&s->metrics, s->tmetrics, tenant, rejected);
 	add_retry_after(s, c, 1);
+	serve_queue_counts(&s->queue, tenant, &m);
 	snprintf(err, sizeof(err), "tenant '%s' is over its limit (%lld "
-	    "running, %lld queued)", t->name, (long long)t->active,
-	    (long long)t->queued);
+	    "running, %lld queued)", t->name, (long long)m.active,
+	    (long long)m.queue_depth);
 	serve_reply_error(c, 429, err);
 }
 
@@ -263,15 +265,18 @@ route_health(struct serve_server *s, struct serve_conn *c, size_t tenant)
 	const struct serve_tenant *t = &s->tenants.t[tenant];
 	bool own = serve_conn_tcp(c);
 	struct runner_pool_stats st;
+	struct serve_metrics m;
 	int64_t idle = own ? 0 : pool_idle(s, &st);
 	cJSON *o = cJSON_CreateObject();
-	bool ok = o != NULL && (own || add_pool(s, o, &st)) &&
+	bool ok;
+
+	serve_queue_counts(&s->queue, own ? tenant : SIZE_MAX, &m);
+	ok = o != NULL && (own || add_pool(s, o, &st)) &&
 	    cJSON_AddStringToObject(o, "status", s->draining ? "draining" :
 	    s->paused ? "paused" : "ok") != NULL &&
-	    cJSON_AddNumberToObject(o, "active", (double)(own ? t->active :
-	    s->metrics.active)) != NULL &&
-	    cJSON_AddNumberToObject(o, "queued", (double)(own ? t->queued :
-	    s->metrics.queue_depth)) != NULL &&
+	    cJSON_AddNumberToObject(o, "active", (double)m.active) != NULL &&
+	    cJSON_AddNumberToObject(o, "queued", (double)m.queue_depth) !=
+	    NULL &&
 	    (own ? cJSON_AddNumberToObject(o, "sessions",
 	    (double)serve_sessions_count(&s->sessions, tenant)) != NULL &&
 	    cJSON_AddStringToObject(o, "tenant", t->name) != NULL :
@@ -344,12 +349,12 @@ route_metrics(struct serve_server *s, struct serve_conn *c, size_t tenant)
 		/* The caller's own figures only (issue 39). */
 		own = s->tmetrics[tenant];
 		own.own = true;
-		own.active = t->active;
-		own.queue_depth = t->queued;
+		serve_queue_counts(&s->queue, tenant, &own);
 		own.unsent_bytes = t->unsent;
 		own.sessions_live = serve_sessions_count(&s->sessions, tenant);
 		text = serve_metrics_render(&own);
 	} else {
+		serve_queue_counts(&s->queue, SIZE_MAX, &s->metrics);
 		s->metrics.pool_size = pool_idle(s, NULL);
 		pool_figures(s, &s->metrics);
 		serve_sessions_metrics(&s->sessions, &s->metrics);
@@ -374,10 +379,13 @@ route_metrics(struct serve_server *s, struct serve_conn *c, size_t tenant)
 static void
 route_kill_all(struct serve_server *s, struct serve_conn *c, size_t tenant)
 {
+	struct serve_metrics m;
+
 	(void)tenant;
+	serve_queue_counts(&s->queue, SIZE_MAX, &m);
 	log_info("kill-all: cancelling %lld running run(s), refusing %lld "
-	    "queued, pool paused", (long long)s->metrics.active,
-	    (long long)s->metrics.queue_depth);
+	    "queued, pool paused", (long long)m.active,
+	    (long long)m.queue_depth);
 	s->paused = true;
 	serve_sessions_end_all(&s->sessions, "kill-all");
 	/* Before the sweep, so that no new warm container appears. */
@@ -452,7 +460,7 @@ body_admissible(struct serve_server *s, struct serve_conn *c, size_t tenant)
 		serve_reply_error(c, 429, err);
 		return false;
 	}
-	if (serve_tenants_would_reject(&s->tenants, tenant)) {
+	if (jobs_admit_would_reject(s->adm, tenant)) {
 		reply_over_limit(s, c, tenant);
 		return false;
 	}

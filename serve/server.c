@@ -321,7 +321,15 @@ serve_server_new(const struct serve_server_opts *opts,
 		return -ENOMEM;
 	}
 	s->c = c;
-	serve_tenants_init(&s->tenants, c);
+	/* Its hook starts grants on the loop (serve_queue_granted). */
+	if ((s->adm = jobs_admission_new(c, JOBS_FRONT_SERVE,
+	    &(struct jobs_admission_hooks){ serve_queue_granted,
+	    &s->queue })) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto bad;
+	}
+	serve_tenants_init(&s->tenants, c, s->adm);
 	if (!util_strlcpy(s->tmp_dir, tmp, sizeof(s->tmp_dir))) {
 		snprintf(err, errlen, "temporary directory path too long");
 		rc = -ENAMETOOLONG;
@@ -341,7 +349,11 @@ serve_server_new(const struct serve_server_opts *opts,
 	    .tenants = &s->tenants, .metrics = &s->metrics,
 	    .tmetrics = s->tmetrics, .tmp_dir = s->tmp_dir,
 	    .on_idle = server_maybe_exit, .arg = s };
-	serve_queue_init(&s->queue);
+	if (serve_queue_init(&s->queue) < 0) {
+		snprintf(err, errlen, "out of memory");
+		rc = -ENOMEM;
+		goto bad;
+	}
 	s->sessions = (struct serve_sessions){ .base = s->base, .c = c,
 	    .tenants = &s->tenants, .metrics = &s->metrics,
 	    .tmetrics = s->tmetrics, .tmp_dir = s->tmp_dir,
@@ -387,7 +399,10 @@ bad:
 int
 serve_server_run(struct serve_server *s)
 {
-	int rc = event_base_dispatch(s->base) < 0 ? -EIO : 0;
+	int rc;
+
+	s->queue.loop = pthread_self();
+	rc = event_base_dispatch(s->base) < 0 ? -EIO : 0;
 
 	/* Only then exit: the pool is stopped and everything of ours gone
 	 * (or reported). */
@@ -411,10 +426,12 @@ serve_server_free(struct serve_server *s)
 	serve_work_free(s->work);
 	serve_prober_free(s->prober);
 	serve_sessions_cleanup(&s->sessions);
+	serve_queue_cleanup(&s->queue);
 	runner_pools_free(s->pools);
 	if (s->socket_path[0] != '\0')
 		(void)unlink(s->socket_path);
 	if (s->base != NULL)
 		event_base_free(s->base);
+	jobs_admission_free(s->adm);
 	free(s);
 }

@@ -161,7 +161,7 @@ end_later(struct serve_sessions *ss, struct serve_session *se,
 
 	if (se->queued != NULL) {
 		start = se->queued->kind == WORK_START;
-		serve_queue_withdraw(ss->queue, &se->queued->wait);
+		(void)serve_queue_withdraw(ss->queue, &se->queued->wait);
 		snprintf(msg, sizeof(msg), "the session was ended before its "
 		    "%s could run (%s)", start ? "start" : "call", why);
 		work_drop(se->queued, 503, msg, why);
@@ -324,7 +324,7 @@ on_gone_queued(void *arg)
 {
 	struct session_work *w = arg;
 
-	serve_queue_withdraw(w->ss->queue, &w->wait);
+	(void)serve_queue_withdraw(w->ss->queue, &w->wait);
 	work_drop(w, 499, "gone", "gone");
 }
 
@@ -346,20 +346,20 @@ work_go(struct session_work *w)
 }
 
 static struct session_work *
-work_of(struct serve_wait *wt)
+work_of(struct jobs_wait *wt)
 {
 	return (struct session_work *)((char *)wt -
 	    offsetof(struct session_work, wait));
 }
 
 static void
-wait_start(struct serve_wait *wt)
+wait_start(struct jobs_wait *wt)
 {
 	work_go(work_of(wt));
 }
 
 static void
-wait_refuse(struct serve_wait *wt, const char *why)
+wait_refuse(struct jobs_wait *wt, const char *why)
 {
 	struct session_work *w = work_of(wt);
 
@@ -375,6 +375,7 @@ static void
 work_admit(struct serve_sessions *ss, struct session_work *w)
 {
 	const struct serve_tenant *t = &ss->tenants->t[w->tenant];
+	struct serve_metrics m;
 	char err[256];
 	int rc;
 
@@ -390,9 +391,10 @@ work_admit(struct serve_sessions *ss, struct session_work *w)
 		if (ss->metrics != NULL)
 			SERVE_COUNT(ss->metrics, ss->tmetrics, w->tenant,
 			    rejected);
+		serve_queue_counts(ss->queue, w->tenant, &m);
 		snprintf(err, sizeof(err), "tenant '%s' is over its limit "
 		    "(%lld running, %lld queued)", t->name,
-		    (long long)t->active, (long long)t->queued);
+		    (long long)m.active, (long long)m.queue_depth);
 		serve_conn_add_header(w->c, "Retry-After", "1");
 		work_drop(w, 429, err, err);
 	}

@@ -79,7 +79,7 @@ struct session_work {
 	struct serve_session *se;
 	size_t tenant;			/* se's (se may go before w) */
 	struct serve_conn *c;		/* NULL for WORK_END */
-	struct serve_wait wait;		/* admission of a start or a call */
+	struct jobs_wait wait;		/* admission of a start or a call */
 	bool admitted;			/* holds a slot of its tenant */
 	struct event *done_ev;
 	struct jobs_req call;		/* WORK_CALL */

@@ -1,9 +1,10 @@
 /*
- * Tenants of `cordon serve`: bearer tokens map to a tenant with its own
- * concurrency limit, queue bound, default net mode, and the net modes and
- * egress policies it may ask for, under one global limit. Only the event
- * loop's thread touches this accounting, so it has no locks; it is pure
- * and unit-tested.
+ * Tenants of `cordon serve`: a bearer token names a tenant of the
+ * admission table (jobs/admission.h: names, tokens, limits and counters);
+ * here is what serve keeps of each: its default net mode, the net modes
+ * and egress policies it may ask for, its unsent reply bytes and its
+ * budget of refused requests. Only the event loop's thread touches these,
+ * so they have no locks; pure and unit-tested.
  */
 #ifndef CORDON_SERVE_TENANT_H
 #define CORDON_SERVE_TENANT_H
@@ -13,21 +14,18 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "jobs/admission.h"
 #include "runner/runner.h"
 
-#define SERVE_LOCAL_TENANT 0		/* unix-socket callers with no token */
+#define SERVE_LOCAL_TENANT JOBS_ADMIT_LOCAL	/* unix-socket callers with
+						 * no token */
 
 struct serve_tenant {
-	char name[64];
-	char token[128];		/* "" for the local tenant */
-	int64_t max_concurrent;
-	int64_t max_queue;
+	const char *name;		/* the admission table's */
 	enum runner_net net;
 	/* Its entry in the config (borrowed: the config outlives the
 	 * service); NULL for the local tenant. */
 	const struct config_tenant *conf;
-	int64_t active;			/* runs started and not finished */
-	int64_t queued;			/* runs waiting for a slot */
 	/* Issue 39: bytes of its replies its clients have not read yet
 	 * (serve/conn.h counts them), and what is left of its budget of
 	 * refused requests (a token bucket refilled at refusals_per_min). */
@@ -39,18 +37,18 @@ struct serve_tenant {
 struct serve_tenants {
 	struct serve_tenant t[CONFIG_MAX_TENANTS + 1];	/* [0]: local */
 	size_t n;
-	int64_t global_limit;
-	int64_t active;			/* over all tenants */
+	/* Borrowed (it outlives ts): the tenants' names, tokens, limits,
+	 * counters and the queue of their work. */
+	struct jobs_admission *adm;
 };
 
-enum serve_admit { SERVE_ADMIT_RUN, SERVE_ADMIT_QUEUE, SERVE_ADMIT_REJECT };
-
-/* From c->serve: tenant 0 is "local" (limit and queue of the whole
- * service), then one per configured tenant. */
-void serve_tenants_init(struct serve_tenants *ts, const struct config *c);
+/* From c->serve and adm (made from the same c): tenant 0 is "local", then
+ * one per configured tenant. */
+void serve_tenants_init(struct serve_tenants *ts, const struct config *c,
+    struct jobs_admission *adm);
 
 /* The tenant for an Authorization header value (NULL when absent): a
- * "Bearer TOKEN" naming a configured tenant, compared in constant time.
+ * "Bearer TOKEN" naming a configured tenant (jobs_admission_by_token).
  * Without a header, unix-socket callers (tcp false) are the local tenant.
  * Returns the index, or -EACCES (missing, malformed or unknown token). */
 int serve_tenants_lookup(const struct serve_tenants *ts, const char *authz,
@@ -73,17 +71,5 @@ void serve_tenants_refused(struct serve_tenants *ts, size_t i, int64_t now_ms,
  * (at least 1) until they do. Always 0 for the local tenant. */
 int64_t serve_tenants_refusal_wait(struct serve_tenants *ts, size_t i,
     int64_t now_ms, int64_t per_min);
-/* True when a new run of tenant i would be rejected now (nothing is
- * counted): to refuse it before its body is read. */
-bool serve_tenants_would_reject(const struct serve_tenants *ts, size_t i);
-
-/* Decides a new run of tenant i: RUN (counted active now), QUEUE (counted
- * queued now; nobody of that tenant jumps the queue), or REJECT. */
-enum serve_admit serve_tenants_admit(struct serve_tenants *ts, size_t i);
-/* True when a queued run of tenant i may start now. */
-bool serve_tenants_can_start(const struct serve_tenants *ts, size_t i);
-void serve_tenants_start_queued(struct serve_tenants *ts, size_t i);
-void serve_tenants_unqueue(struct serve_tenants *ts, size_t i);
-void serve_tenants_finish(struct serve_tenants *ts, size_t i);
 
 #endif

@@ -149,12 +149,15 @@ test_tenant_check(void **state)
 		  "use net \"proxy\" (its nets: \"none\")" },
 	};
 	struct serve_tenants ts;
+	struct jobs_admission *adm;
 	struct config c;
 	char err[512];
 	(void)state;
 	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)),
 	    0);
-	serve_tenants_init(&ts, &c);
+	adm = jobs_admission_new(&c, JOBS_FRONT_SERVE, NULL);
+	assert_non_null(adm);
+	serve_tenants_init(&ts, &c, adm);
 	assert_null(ts.t[0].conf);
 	assert_ptr_equal(ts.t[2].conf, &c.serve.tenants[1]);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -167,6 +170,7 @@ test_tenant_check(void **state)
 		if (rc != rows[i].rc || strcmp(err, rows[i].msg) != 0)
 			fail_msg("row %zu: rc %d '%s'", i, rc, err);
 	}
+	jobs_admission_free(adm);
 }
 
 /* A list longer than the message can hold ends with "...", never with

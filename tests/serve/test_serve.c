@@ -288,6 +288,41 @@ test_req_scan(void **state)
 	jobs_req_cleanup(&r);
 }
 
+/* A waiter of the admission table that nobody starts here. */
+static void
+nop_start(struct jobs_wait *w)
+{
+	(void)w;
+}
+
+static void
+nop_refuse(struct jobs_wait *w, const char *why)
+{
+	(void)w;
+	(void)why;
+}
+
+static int
+admit_one(struct jobs_admission *a, struct jobs_wait *w, size_t tenant)
+{
+	memset(w, 0, sizeof(*w));
+	w->tenant = tenant;
+	w->start = nop_start;
+	w->refuse = nop_refuse;
+	return jobs_admit(a, w);
+}
+
+/* The admission table of c, no hook: the test drains. */
+static struct jobs_admission *
+table_of(const struct config *c)
+{
+	struct jobs_admission *a = jobs_admission_new(c, JOBS_FRONT_SERVE,
+	    NULL);
+
+	assert_non_null(a);
+	return a;
+}
+
 /* Issue 39: a tenant's refused requests count against a budget of
  * refusals_per_min, refilled continuously; the local tenant (the host's
  * operator) is never held back. */
@@ -298,13 +333,17 @@ test_refusals(void **state)
 	    "\"token\":\"aaaaaaaaaaaaaaaa\",\"max_concurrent\":1,"
 	    "\"max_queue\":1}]}}";
 	struct serve_tenants ts;
+	struct jobs_admission *adm;
+	struct jobs_admit_stats st;
+	struct jobs_wait w[2];
 	struct config c;
 	char err[256];
 	int64_t t = 1000000;
 	(void)state;
 	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)), 0);
 	assert_int_equal(c.serve.refusals_per_min, 60);
-	serve_tenants_init(&ts, &c);
+	adm = table_of(&c);
+	serve_tenants_init(&ts, &c, adm);
 	for (int i = 0; i < 60; i++) {
 		assert_int_equal(serve_tenants_refusal_wait(&ts, 1, t, 60), 0);
 		serve_tenants_refused(&ts, 1, t, 60);
@@ -327,13 +366,15 @@ test_refusals(void **state)
 	assert_int_equal(serve_tenants_refusal_wait(&ts, SERVE_LOCAL_TENANT, t,
 	    1), 0);
 	/* would_reject: nothing counted. */
-	assert_false(serve_tenants_would_reject(&ts, 1));
-	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_RUN);
-	assert_false(serve_tenants_would_reject(&ts, 1));
-	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_QUEUE);
-	assert_true(serve_tenants_would_reject(&ts, 1));
-	assert_int_equal(ts.t[1].queued, 1);
-	assert_int_equal(ts.t[1].active, 1);
+	assert_false(jobs_admit_would_reject(adm, 1));
+	assert_int_equal(admit_one(adm, &w[0], 1), 1);
+	assert_false(jobs_admit_would_reject(adm, 1));
+	assert_int_equal(admit_one(adm, &w[1], 1), 0);
+	assert_true(jobs_admit_would_reject(adm, 1));
+	jobs_admit_stats(adm, 1, &st);
+	assert_int_equal(st.queued, 1);
+	assert_int_equal(st.active, 1);
+	jobs_admission_free(adm);
 }
 
 static void
@@ -388,12 +429,18 @@ test_tenants(void **state)
 	    "\"token\":\"bbbbbbbbbbbbbbbb\",\"max_concurrent\":3,"
 	    "\"net\":\"proxy\"}]}}";
 	struct serve_tenants ts;
+	struct jobs_admission *adm;
+	struct jobs_admit_stats st;
+	struct jobs_wait w[8];
 	struct config c;
 	char err[256];
 	(void)state;
 	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)), 0);
-	serve_tenants_init(&ts, &c);
+	adm = table_of(&c);
+	serve_tenants_init(&ts, &c, adm);
 	assert_int_equal(ts.n, 3);
+	assert_string_equal(ts.t[0].name, "local");
+	assert_string_equal(ts.t[2].name, "b");
 	/* Lookup: unix callers may omit the token, TCP callers may not. */
 	assert_int_equal(serve_tenants_lookup(&ts, NULL, false), 0);
 	assert_int_equal(serve_tenants_lookup(&ts, NULL, true), -EACCES);
@@ -410,44 +457,57 @@ test_tenants(void **state)
 	assert_int_equal(serve_tenants_lookup(&ts, "aaaaaaaaaaaaaaaa", true),
 	    -EACCES);
 	assert_int_equal(ts.t[2].net, RUNNER_NET_PROXY);
-	assert_int_equal(ts.t[0].max_concurrent, 3);
-	assert_int_equal(ts.t[2].max_queue, 2);
+	jobs_admit_stats(adm, 0, &st);
+	assert_int_equal(st.max_concurrent, 3);
+	jobs_admit_stats(adm, 2, &st);
+	assert_int_equal(st.max_queue, 2);
 
 	/* a: one at a time, no queue. */
-	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_RUN);
-	assert_int_equal(serve_tenants_admit(&ts, 1), SERVE_ADMIT_REJECT);
+	assert_int_equal(admit_one(adm, &w[0], 1), 1);
+	assert_int_equal(admit_one(adm, &w[1], 1), -EAGAIN);
 	/* b: two more fill the global limit of 3, then it queues up to 2. */
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
-	assert_int_equal(ts.active, 3);
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_QUEUE);
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_QUEUE);
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_REJECT);
-	assert_false(serve_tenants_can_start(&ts, 2));
-	/* a finishes: one of b's queued runs may start. */
-	serve_tenants_finish(&ts, 1);
-	assert_true(serve_tenants_can_start(&ts, 2));
-	serve_tenants_start_queued(&ts, 2);
-	assert_int_equal(ts.t[2].active, 3);
-	assert_int_equal(ts.t[2].queued, 1);
-	/* b is at its own limit now, even with global room. */
-	serve_tenants_finish(&ts, 2);
-	serve_tenants_finish(&ts, 2);
-	assert_int_equal(ts.active, 1);
-	assert_true(serve_tenants_can_start(&ts, 2));
-	/* While b has a queue, a new run of b queues behind it. */
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_QUEUE);
-	serve_tenants_unqueue(&ts, 2);
-	serve_tenants_unqueue(&ts, 2);
-	assert_int_equal(ts.t[2].queued, 0);
-	assert_int_equal(serve_tenants_admit(&ts, 2), SERVE_ADMIT_RUN);
+	assert_int_equal(admit_one(adm, &w[2], 2), 1);
+	assert_int_equal(admit_one(adm, &w[3], 2), 1);
+	jobs_admit_stats(adm, SIZE_MAX, &st);
+	assert_int_equal(st.active, 3);
+	assert_int_equal(admit_one(adm, &w[4], 2), 0);
+	assert_int_equal(admit_one(adm, &w[5], 2), 0);
+	assert_int_equal(admit_one(adm, &w[6], 2), -EAGAIN);
+	jobs_admit_stats(adm, 2, &st);
+	assert_int_equal(st.granted, 0);
+	/* a finishes: one of b's queued runs may start (granted: it holds
+	 * the slot until the owner starts it). */
+	jobs_admit_release(adm, 1);
+	assert_int_equal(w[4].state, JOBS_WAIT_GRANTED);
+	jobs_admit_drain(adm);
+	jobs_admit_stats(adm, 2, &st);
+	assert_int_equal(st.active, 3);
+	assert_int_equal(st.queued, 1);
+	/* b is at its own limit now: its next one is granted only when one
+	 * of b's ends. */
+	assert_int_equal(w[5].state, JOBS_WAIT_QUEUED);
+	jobs_admit_release(adm, 2);
+	assert_int_equal(w[5].state, JOBS_WAIT_GRANTED);
+	jobs_admit_drain(adm);
+	jobs_admit_release(adm, 2);
+	jobs_admit_stats(adm, SIZE_MAX, &st);
+	assert_int_equal(st.active, 2);
+	assert_int_equal(st.queued, 0);
+	/* A waiter with room never stays behind (a release grants it); the
+	 * order within a tenant is test_queue_dispatch's. */
+	jobs_admit_release(adm, 2);
+	jobs_admit_release(adm, 2);
+	jobs_admit_stats(adm, 2, &st);
+	assert_int_equal(st.queued, 0);
+	assert_int_equal(admit_one(adm, &w[7], 2), 1);
+	jobs_admission_free(adm);
 }
 
 /* The admission queue (queue.c) with fake waiters: who starts when a slot
  * is freed, in what order, what a withdraw and a flush do, and the metrics
  * that mirror the tenants' counters. */
 struct fake_wait {
-	struct serve_wait w;
+	struct jobs_wait w;
 	const char *id;
 	struct serve_queue *q;
 	bool release_on_start;		/* a start that fails and releases */
@@ -457,7 +517,7 @@ struct fake_wait {
 static char qlog[256];
 
 static void
-fake_start(struct serve_wait *w)
+fake_start(struct jobs_wait *w)
 {
 	struct fake_wait *f = (struct fake_wait *)w;
 
@@ -468,7 +528,7 @@ fake_start(struct serve_wait *w)
 }
 
 static void
-fake_refuse(struct serve_wait *w, const char *why)
+fake_refuse(struct jobs_wait *w, const char *why)
 {
 	struct fake_wait *f = (struct fake_wait *)w;
 
@@ -490,18 +550,36 @@ fake_admit(struct serve_queue *q, struct fake_wait *f, const char *id,
 	return serve_queue_admit(q, &f->w);
 }
 
-/* metrics.active and queue_depth are the tenants' counters. */
+/* What health and the metrics say (active, queue_depth) is the sum of
+ * the tenants' counters, and nothing granted waits for a start. */
 static void
 check_mirror(const struct serve_queue *q, int64_t active, int64_t depth)
 {
-	int64_t queued = 0;
+	struct serve_metrics m;
+	struct jobs_admit_stats st;
+	int64_t sum_active = 0, queued = 0;
 
-	for (size_t i = 0; i < q->tenants->n; i++)
-		queued += q->tenants->t[i].queued;
-	assert_int_equal(q->tenants->active, active);
-	assert_int_equal(q->metrics->active, active);
+	for (size_t i = 0; i < q->tenants->n; i++) {
+		serve_queue_counts(q, i, &m);
+		sum_active += m.active;
+		queued += m.queue_depth;
+	}
+	serve_queue_counts(q, SIZE_MAX, &m);
+	assert_int_equal(sum_active, active);
+	assert_int_equal(m.active, active);
 	assert_int_equal(queued, depth);
-	assert_int_equal(q->metrics->queue_depth, depth);
+	assert_int_equal(m.queue_depth, depth);
+	jobs_admit_stats(q->tenants->adm, SIZE_MAX, &st);
+	assert_int_equal(st.granted, 0);
+}
+
+static int64_t
+tenant_count(const struct serve_queue *q, size_t t, bool active)
+{
+	struct serve_metrics m;
+
+	serve_queue_counts(q, t, &m);
+	return active ? m.active : m.queue_depth;
 }
 
 static void
@@ -517,16 +595,21 @@ test_queue_dispatch(void **state)
 	struct serve_metrics m;
 	struct serve_queue q = { 0 };
 	struct fake_wait a[9], b[5];
+	struct jobs_admission *adm;
 	struct config c;
 	char err[256];
 	(void)state;
 	assert_int_equal(config_parse(&c, j, strlen(j), "t", err, sizeof(err)),
 	    0);
-	serve_tenants_init(&ts, &c);
+	/* serve's hook: no event base here, so grants start at once. */
+	adm = jobs_admission_new(&c, JOBS_FRONT_SERVE,
+	    &(struct jobs_admission_hooks){ serve_queue_granted, &q });
+	assert_non_null(adm);
+	serve_tenants_init(&ts, &c, adm);
 	memset(&m, 0, sizeof(m));
 	q.tenants = &ts;
 	q.metrics = &m;
-	serve_queue_init(&q);
+	assert_int_equal(serve_queue_init(&q), 0);
 	qlog[0] = '\0';
 
 	/* a1, b1, b2 fill the global limit of 3; then both tenants queue,
@@ -540,7 +623,7 @@ test_queue_dispatch(void **state)
 	assert_int_equal(fake_admit(&q, &a[3], "a3", 1), 0);
 	assert_int_equal(fake_admit(&q, &a[4], "a4", 1), 0);
 	assert_int_equal(fake_admit(&q, &a[5], "a5", 1), -EAGAIN);
-	assert_true(serve_tenants_would_reject(&ts, 1));
+	assert_true(jobs_admit_would_reject(adm, 1));
 	check_mirror(&q, 3, 4);
 	assert_string_equal(qlog, "");
 
@@ -552,14 +635,14 @@ test_queue_dispatch(void **state)
 	serve_queue_release(&q, 1);
 	assert_string_equal(qlog, "+b3+a2");
 	check_mirror(&q, 3, 2);
-	assert_int_equal(ts.t[1].active, 1);
-	assert_int_equal(ts.t[1].queued, 2);
+	assert_int_equal(tenant_count(&q, 1, true), 1);
+	assert_int_equal(tenant_count(&q, 1, false), 2);
 
 	/* a3's client leaves: out, nothing called; twice is nothing. */
-	serve_queue_withdraw(&q, &a[3].w);
-	assert_false(a[3].w.queued);
+	assert_true(serve_queue_withdraw(&q, &a[3].w));
+	assert_int_equal(a[3].w.state, JOBS_WAIT_NONE);
 	check_mirror(&q, 3, 1);
-	serve_queue_withdraw(&q, &a[3].w);
+	assert_false(serve_queue_withdraw(&q, &a[3].w));
 	check_mirror(&q, 3, 1);
 	assert_string_equal(qlog, "+b3+a2");
 
@@ -572,7 +655,7 @@ test_queue_dispatch(void **state)
 	serve_queue_release(&q, 1);
 	assert_string_equal(qlog, "+b3+a2+a4+a6");
 	check_mirror(&q, 3, 0);
-	assert_int_equal(ts.t[1].active, 1);
+	assert_int_equal(tenant_count(&q, 1, true), 1);
 
 	/* Flush: everything queued is refused, oldest first, with why. */
 	assert_int_equal(fake_admit(&q, &a[7], "a7", 1), 0);
@@ -584,18 +667,20 @@ test_queue_dispatch(void **state)
 	assert_ptr_equal(a[7].why, why);
 	assert_ptr_equal(b[4].why, why);
 	assert_ptr_equal(a[8].why, why);
-	assert_false(a[7].w.queued);
+	assert_int_equal(a[7].w.state, JOBS_WAIT_NONE);
 	check_mirror(&q, 3, 0);
-	assert_true(TAILQ_EMPTY(&q.waiting));
+	assert_false(serve_queue_busy(&q));
 
 	/* The last three end. */
 	serve_queue_release(&q, 1);
 	serve_queue_release(&q, 2);
 	serve_queue_release(&q, 2);
 	check_mirror(&q, 0, 0);
-	assert_int_equal(ts.t[1].active, 0);
-	assert_int_equal(ts.t[2].active, 0);
-	assert_false(serve_tenants_would_reject(&ts, 1));
+	assert_int_equal(tenant_count(&q, 1, true), 0);
+	assert_int_equal(tenant_count(&q, 2, true), 0);
+	assert_false(jobs_admit_would_reject(adm, 1));
+	serve_queue_cleanup(&q);
+	jobs_admission_free(adm);
 }
 
 static void
