@@ -296,9 +296,12 @@ jobs_sessions_gone(struct jobs_sessions *t, size_t owner, const char *name,
 {
 	bool found = false;
 
+	/* Newest first: back from the slot written last, so a name that
+	 * ended more than once is told its latest why. */
 	pthread_mutex_lock(&t->mu);
-	for (size_t i = 0; i < JOBS_SESSIONS_GONE_MAX && !found; i++) {
-		const struct jobs_gone *g = &t->gone[i];
+	for (size_t k = 1; k <= JOBS_SESSIONS_GONE_MAX && !found; k++) {
+		const struct jobs_gone *g = &t->gone[(t->gone_next +
+		    JOBS_SESSIONS_GONE_MAX - k) % JOBS_SESSIONS_GONE_MAX];
 
 		if (g->name[0] != '\0' && g->owner == owner &&
 		    strcmp(g->name, name) == 0) {

@@ -134,7 +134,7 @@ struct jobs_session *jobs_sessions_find(struct jobs_sessions *t,
 struct jobs_session *jobs_sessions_first(struct jobs_sessions *t);
 
 /* Why owner's session name ended lately (cut to whylen), if it is
- * remembered. */
+ * remembered: the latest end of that name when it ended more than once. */
 bool jobs_sessions_gone(struct jobs_sessions *t, size_t owner,
     const char *name, char *why, size_t whylen);
 /* Entries of owner in the table (STARTING ones count). */

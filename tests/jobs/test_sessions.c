@@ -290,6 +290,32 @@ test_gone_ring(void **state)
 	jobs_sessions_free(t);
 }
 
+/* A name that ended twice is remembered by the later end: the ring is
+ * searched from its newest entry back. */
+static void
+test_gone_newest(void **state)
+{
+	struct jobs_sessions *t = table(true);
+	struct jobs_session *se;
+	char why[64];
+
+	(void)state;
+	se = idle(t, 0, "a", 0);
+	assert_true(jobs_session_ask_end(se, "idle timeout"));
+	jobs_session_free(se);
+	se = idle(t, 0, "b", 1);
+	assert_true(jobs_session_ask_end(se, "DELETE"));
+	jobs_session_free(se);
+	se = idle(t, 0, "a", 2);
+	assert_true(jobs_session_ask_end(se, "max lifetime"));
+	jobs_session_free(se);
+	assert_true(jobs_sessions_gone(t, 0, "a", why, sizeof(why)));
+	assert_string_equal(why, "max lifetime");
+	assert_true(jobs_sessions_gone(t, 0, "b", why, sizeof(why)));
+	assert_string_equal(why, "DELETE");
+	jobs_sessions_free(t);
+}
+
 struct seen {
 	char names[8][JOBS_SESSION_NAME_MAX + 1];
 	char whys[8][128];
@@ -476,6 +502,7 @@ main(void)
 		cmocka_unit_test(test_one_call_at_a_time),
 		cmocka_unit_test(test_end_asked),
 		cmocka_unit_test(test_gone_ring),
+		cmocka_unit_test(test_gone_newest),
 		cmocka_unit_test(test_expire),
 		cmocka_unit_test(test_expire_one_thread),
 		cmocka_unit_test(test_each),
