@@ -236,7 +236,8 @@ jobs_session_unhold(struct jobs_session *se, const char *why)
 	return back(se, false, false, why);
 }
 
-/* Lock held. */
+/* Lock held. Leaves se->state as it was: jobs_sessions_expire tells an
+ * entry ended now (IDLE) from one its holder ends (BUSY) by it. */
 static bool
 ask_end(struct jobs_session *se, const char *why)
 {
@@ -381,16 +382,17 @@ jobs_sessions_expire(struct jobs_sessions *t,
 			continue;
 		if (why != NULL)
 			util_strlcpy(se->why, why, sizeof(se->why));
-		if ((se->expired_now = ask_end(se, se->why)) ||
-		    t->o.one_thread)
+		if (ask_end(se, se->why) || t->o.one_thread)
 			TAILQ_INSERT_TAIL(&victims, se, expired);
 	}
 	pthread_mutex_unlock(&t->mu);
 	/* Out of the table: no one else finds them, and a BUSY one's holder
-	 * is this thread. fn may free the one it gets: the next is read
-	 * first. */
+	 * is this thread. ask_end left each one's state as it was, so an
+	 * IDLE one is one it ended now (a BUSY one stays BUSY until this
+	 * thread hands it back). fn may free the one it gets: the next is
+	 * read first. */
 	for (se = TAILQ_FIRST(&victims); se != NULL; se = next) {
 		next = TAILQ_NEXT(se, expired);
-		fn(se, se->why, se->expired_now, arg);
+		fn(se, se->why, se->state == JOBS_SESSION_IDLE, arg);
 	}
 }

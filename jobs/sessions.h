@@ -56,7 +56,6 @@ struct jobs_session {
 	TAILQ_ENTRY(jobs_session) link;
 	TAILQ_ENTRY(jobs_session) expired;	/* jobs_sessions_expire's */
 	char why[128];				/* likewise */
-	bool expired_now;			/* likewise */
 };
 
 struct jobs_sessions_opts {
