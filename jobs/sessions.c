@@ -109,6 +109,14 @@ count(struct jobs_sessions *t, size_t owner)
 	return n;
 }
 
+/* An IDLE entry in the table (lock held) is BUSY now, for a call. */
+static void
+hold(struct jobs_session *se)
+{
+	se->state = JOBS_SESSION_BUSY;
+	atomic_store(&se->cancel, 0);
+}
+
 int
 jobs_sessions_acquire(struct jobs_sessions *t, size_t owner,
     const char *name, enum jobs_session_find how, size_t max,
@@ -129,8 +137,7 @@ jobs_sessions_acquire(struct jobs_sessions *t, size_t owner,
 				*held = se->state;
 			rc = -EBUSY;
 		} else {
-			se->state = JOBS_SESSION_BUSY;
-			atomic_store(&se->cancel, 0);
+			hold(se);
 			*out = se;
 			rc = 0;
 		}
@@ -151,6 +158,23 @@ jobs_sessions_acquire(struct jobs_sessions *t, size_t owner,
 		*out = se;
 		rc = 1;
 	}
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
+int
+jobs_session_hold(struct jobs_session *se)
+{
+	struct jobs_sessions *t = se->t;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->mu);
+	if (!se->listed)
+		rc = -ENOENT;
+	else if (se->state != JOBS_SESSION_IDLE)
+		rc = -EBUSY;
+	else
+		hold(se);
 	pthread_mutex_unlock(&t->mu);
 	return rc;
 }

@@ -95,6 +95,13 @@ int jobs_sessions_acquire(struct jobs_sessions *t, size_t owner,
     const char *name, enum jobs_session_find how, size_t max,
     struct jobs_session **se, enum jobs_session_state *held);
 
+/* An entry in hand (found, say, by jobs_sessions_find), for a call or a
+ * policy change: as acquire with JOBS_SESSION_FIND, without looking it up
+ * again. IDLE: BUSY (its cancel cleared) and 0, the caller's to hand back
+ * (put or unhold); STARTING or BUSY: -EBUSY; out of the table (its end
+ * asked): -ENOENT. */
+int jobs_session_hold(struct jobs_session *se);
+
 /* A STARTING entry's session has started (rs, now the entry's): IDLE, or
  * BUSY with then_busy (its first call follows). True when its end was
  * asked meanwhile: it is out of the table already, remembered with why;

@@ -132,12 +132,11 @@ work_drop(struct session_work *w, int code, const char *msg,
 }
 
 int
-serve_sessions_hold(struct serve_sessions *ss, struct serve_session *se)
+serve_sessions_hold(struct serve_session *se)
 {
-	struct jobs_session *e;
-
-	return jobs_sessions_acquire(ss->table, SE_TENANT(se), SE_ID(se),
-	    JOBS_SESSION_FIND, 0, &e, NULL) == 0 ? 0 : -EBUSY;
+	/* se is in hand (the route found it on this thread): no second
+	 * look-up by tenant and id. */
+	return jobs_session_hold(se->e) == 0 ? 0 : -EBUSY;
 }
 
 void
@@ -463,7 +462,7 @@ serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
 	}
 	/* Idle (the route checked it, on this thread): busy now, its
 	 * cancel cleared. */
-	if (serve_sessions_hold(ss, se) < 0) {
+	if (serve_sessions_hold(se) < 0) {
 		serve_sessions_work_free(w);
 		jobs_req_cleanup(call);
 		serve_reply_error(c, 409, "a call is already running in this "

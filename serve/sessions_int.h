@@ -61,9 +61,9 @@ void serve_sessions_create(struct serve_sessions *ss, struct serve_conn *c,
  * (zeroed). c is answered in the end. */
 void serve_sessions_call(struct serve_sessions *ss, struct serve_conn *c,
     struct serve_session *se, struct jobs_req *call);
-/* se (idle) is busy with something other than a call (a policy
- * change): 0, or -EBUSY if it is not idle. */
-int serve_sessions_hold(struct serve_sessions *ss, struct serve_session *se);
+/* se (idle, in hand) is busy now, with a call or a policy change
+ * (jobs_session_hold): 0, or -EBUSY if it is not idle. */
+int serve_sessions_hold(struct serve_session *se);
 /* se, busy with something other than a call (a policy change), is idle
  * again: it ends now if that was asked meanwhile (why). */
 void serve_sessions_release(struct serve_sessions *ss,

@@ -255,7 +255,7 @@ patch_start(struct parse *p, struct serve_session *se)
 		return;
 	}
 	/* Idle (parse_done checked it, on this thread): busy now. */
-	if (serve_sessions_hold(p->ss, se) < 0) {
+	if (serve_sessions_hold(se) < 0) {
 		free(x);
 		serve_reply_error(p->c, 409, "a call is running in this "
 		    "session: change its policy between calls");

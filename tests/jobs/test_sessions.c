@@ -197,6 +197,42 @@ test_one_call_at_a_time(void **state)
 	assert_int_equal(freed, 1);
 }
 
+/* An entry in hand is held without a look-up, as acquire with FIND. */
+static void
+test_hold(void **state)
+{
+	struct jobs_sessions *t = table(true);
+	struct jobs_session *se, *starting, *again;
+
+	(void)state;
+	se = idle(t, 0, "s", 0);
+	atomic_store(&se->cancel, 1);
+	assert_int_equal(jobs_session_hold(se), 0);
+	assert_int_equal(se->state, JOBS_SESSION_BUSY);
+	assert_int_equal(atomic_load(&se->cancel), 0);
+	/* Held: neither a second hold nor a call by name gets it. */
+	assert_int_equal(jobs_session_hold(se), -EBUSY);
+	assert_int_equal(jobs_sessions_acquire(t, 0, "s", JOBS_SESSION_FIND, 0,
+	    &again, NULL), -EBUSY);
+	assert_false(jobs_session_put(se, false, "x"));
+	assert_int_equal(se->state, JOBS_SESSION_IDLE);
+	assert_int_equal(jobs_session_hold(se), 0);
+	assert_false(jobs_session_unhold(se, "x"));
+	/* A STARTING one is not held either. */
+	assert_int_equal(jobs_sessions_acquire(t, 0, "starting",
+	    JOBS_SESSION_NEW, 0, &starting, NULL), 1);
+	assert_int_equal(jobs_session_hold(starting), -EBUSY);
+	assert_int_equal(starting->state, JOBS_SESSION_STARTING);
+	jobs_session_start_failed(starting);
+	/* One whose end was asked is out of the table: no longer there. */
+	assert_true(jobs_session_ask_end(se, "DELETE"));
+	assert_int_equal(jobs_session_hold(se), -ENOENT);
+	assert_int_equal(se->state, JOBS_SESSION_IDLE);
+	jobs_session_free(se);
+	jobs_sessions_free(t);
+	assert_int_equal(freed, 0);
+}
+
 static void
 test_end_asked(void **state)
 {
@@ -500,6 +536,7 @@ main(void)
 		cmocka_unit_test(test_owners),
 		cmocka_unit_test(test_limit),
 		cmocka_unit_test(test_one_call_at_a_time),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_end_asked),
 		cmocka_unit_test(test_gone_ring),
 		cmocka_unit_test(test_gone_newest),
