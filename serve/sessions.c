@@ -110,13 +110,16 @@ session_end(struct serve_sessions *ss, struct serve_session *se,
 /* Undoes what a start or call that never ran had set, answers it (code,
  * msg) and frees it; a start's session (never started) goes too. A
  * call's session is idle again, its idle clock untouched, or, when its
- * end was asked meanwhile, ends (why). */
+ * end was asked meanwhile, ends (why; NULL: msg). */
 static void
 work_drop(struct session_work *w, int code, const char *msg,
     const char *why)
 {
 	struct serve_session *se = w->se;
 	bool start = w->kind == WORK_START;
+
+	if (why == NULL)
+		why = msg;
 
 	se->queued = NULL;
 	serve_conn_on_gone(w->c, NULL, NULL);
@@ -324,7 +327,7 @@ on_gone_queued(void *arg)
 	struct session_work *w = arg;
 
 	(void)serve_queue_withdraw(w->ss->queue, &w->wait);
-	work_drop(w, 499, "gone", "gone");
+	work_drop(w, 499, "gone", NULL);
 }
 
 /* w holds its slot: run it now. */
@@ -365,7 +368,7 @@ wait_refuse(struct jobs_wait *wt, const char *why)
 	if (w->ss->metrics != NULL)
 		SERVE_COUNT(w->ss->metrics, w->ss->tmetrics, wt->tenant,
 		    unavailable);
-	work_drop(w, 503, why, why);
+	work_drop(w, 503, why, NULL);
 }
 
 /* Admits w for its session's tenant: runs it, queues it, or answers 429
@@ -395,7 +398,7 @@ work_admit(struct serve_sessions *ss, struct session_work *w)
 		    "(%lld running, %lld queued)", t->name,
 		    (long long)m.active, (long long)m.queue_depth);
 		serve_conn_add_header(w->c, "Retry-After", "1");
-		work_drop(w, 429, err, err);
+		work_drop(w, 429, err, NULL);
 	}
 }
 
