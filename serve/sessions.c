@@ -74,13 +74,6 @@ hold_reply(struct serve_sessions *ss, struct serve_conn *c)
 	ss->sending++;
 }
 
-bool
-serve_sessions_gone(struct serve_sessions *ss, const char *id, size_t tenant,
-    char *why, size_t len)
-{
-	return jobs_sessions_gone(ss->table, tenant, id, why, len);
-}
-
 /* Ends se, which the table has let go (counted and remembered there with
  * why; nothing of its own in flight or waiting): removes its container
  * on a thread and frees it. */

@@ -43,9 +43,6 @@ struct serve_session {
 /* tenant's session id, or NULL (another tenant's is not there). */
 struct serve_session *serve_sessions_find(struct serve_sessions *ss,
     const char *id, size_t tenant);
-/* True when tenant's session id ended lately, with why (cut to len). */
-bool serve_sessions_gone(struct serve_sessions *ss, const char *id,
-    size_t tenant, char *why, size_t len);
 /* Ends se: now when nothing of it runs or waits, else when its thread is
  * back (a running call is cancelled); a start or call still waiting for a
  * slot is answered 503 (why). */

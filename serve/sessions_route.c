@@ -160,7 +160,7 @@ reply_no_session(struct serve_sessions *ss, struct serve_conn *c,
 {
 	char why[JOBS_SESSION_WHY_MAX];
 
-	if (serve_sessions_gone(ss, id, tenant, why, sizeof(why)))
+	if (jobs_sessions_gone(ss->table, tenant, id, why, sizeof(why)))
 		reply_gone(c, why);
 	else
 		serve_reply_error(c, 404, "no such session");
