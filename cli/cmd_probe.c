@@ -163,8 +163,10 @@ cmd_probe(int argc, char **argv)
 		if (probe_progress_line(&rep.controls[i], time_mono_ms() - t0,
 		    pl, sizeof(pl)) > 0)
 			fputs(pl, stderr);
+	/* A report with a warning (it could not be recorded): marked, so
+	 * serve's scheduled probe logs it as one. */
 	if (err[0] != '\0')
-		fprintf(stderr, "cordon probe: %s\n", err);
+		fprintf(stderr, RUNNER_PROBE_WARNING "%s\n", err);
 	line = j != NULL ? json_print_line(j) : NULL;
 	if (line != NULL)
 		fputs(line, stdout);

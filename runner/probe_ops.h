@@ -21,8 +21,9 @@ struct runner_result;
 
 /* How `cordon probe` (cli/cmd_probe.c) starts a line on stderr that calls
  * for a warning where it is logged: a leftover container of the probe
- * still there after the wait, one whose removal failed, or no way to look
- * for them. Its other lines start "cordon probe: ". cordon serve logs a
+ * still there after the wait, one whose removal failed, no way to look
+ * for them, or runner_probe's warning with a report (its result could not
+ * be recorded). Its other lines start "cordon probe: ". cordon serve logs a
  * passing scheduled probe's stderr, as a warning when a line starts so
  * (serve/probe_sched.c): a fixed prefix, not the words of the lines. */
 #define RUNNER_PROBE_WARNING "cordon probe: warning: "

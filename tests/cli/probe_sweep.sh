@@ -9,7 +9,8 @@
 # keeps listing it), it says so by name after waiting, not "removed"; and
 # the same when the removal fails outright. Those two, and only those, are
 # on lines marked "cordon probe: warning: " (RUNNER_PROBE_WARNING), the
-# mark serve's scheduled probe logs a warning by.
+# mark serve's scheduled probe logs a warning by. Last, a report whose
+# result cannot be recorded is printed, and that reason is marked too.
 set -eu
 cordon=${1:?usage: probe_sweep.sh CORDON}
 src=${CORDON_SOURCE_ROOT:?}
@@ -54,3 +55,14 @@ grep -q "their removal failed (.* rm -f. failed: Error response from daemon: Cou
 grep -q "^cordon probe: warning: 1 container(s) of this probe still there 5 s after" "$T/err" ||
 	{ cat "$T/err" >&2; fail "no line saying $mine is still there"; }
 echo "probe_sweep: removal failed: ok" >&2
+
+# A report whose result cannot be recorded (here the record's path is a
+# directory) is printed all the same, and the reason is a marked line.
+printf '' > "$T/ps"
+rm -f "$T/state/probe-none.json"
+mkdir -p "$T/state/probe-none.json/x"
+probe 0
+grep -q "^cordon probe: warning: cannot record the result in $T/state: " "$T/err" ||
+	{ cat "$T/err" >&2; fail "the record's failure is not a marked warning"; }
+grep -q '"controls"' "$T/out" || fail "no report when the record failed"
+echo "probe_sweep: not recorded: ok" >&2
