@@ -1,6 +1,7 @@
 /*
  * Shared between the MCP protocol handler (mcp.c) and the run_code tool
- * (run_code.c); not for callers outside mcp/.
+ * (run_code_tool.c: its definition; run_code.c: its calls); not for
+ * callers outside mcp/.
  */
 #ifndef CORDON_MCP_INTERNAL_H
 #define CORDON_MCP_INTERNAL_H
@@ -35,12 +36,12 @@ char *mcp_id_print(const cJSON *id);
 
 #define MCP_RUN_CODE_NAME "run_code"
 
-/* The tool's definition for tools/list (caller frees); its `policy`
+/* run_code_tool.c: the tool's definition for tools/list (caller frees); its `policy`
  * property lists the proxy's policies, asked now through s->policies.
  * NULL on ENOMEM. */
 cJSON *mcp_run_code_tool(const struct mcp_server *s);
 
-/* Runs the tool with the call's arguments (may be NULL when absent) and
+/* run_code.c: runs the tool with the call's arguments (may be NULL when absent) and
  * returns the CallToolResult (caller frees): bad arguments and failed runs
  * are results with isError, as the protocol asks. The run watches cancel
  * (may be NULL). With a progress token (a valid id, or NULL) and
