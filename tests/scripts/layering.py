@@ -19,6 +19,8 @@ names a file of the tree) and fails, naming FILE:LINE and the rule, on:
           folder; a header with no .c beside it is passed through, so
           including it counts as including what it includes. The cycle is
           printed as a path of modules, each step with its FILE:LINE.
+And on the files' size (STYLE.md: split by responsibility):
+  long    a .c over MAX_C_LINES lines (600), at its first line past them.
 Usage: layering.py [-h|--help] [ROOT]   (ROOT by default:
 $CORDON_SOURCE_ROOT, else the tree this file is in). Exit 0 when clean,
 1 on findings (one FILE:LINE line each), 2 on a usage error.
@@ -61,6 +63,9 @@ LEVEL = {
     "bench": 8,
 }
 SKIP_DIRS = {"tests", ".git", "subprojects"}
+# Every checked .c (tests/ and the fuzz harnesses are not) stays under
+# this many lines: a file past it is split along its responsibilities.
+MAX_C_LINES = 600
 INCLUDE = re.compile(r'^\s*#\s*include\s*(?:"([^"]+)"|<([^>]+)>)')
 
 
@@ -116,6 +121,14 @@ def read_includes(root, path):
     return out
 
 
+def count_lines(root, path):
+    """PATH's number of lines, as wc -l counts them (a last line without
+    its newline counts too)."""
+    with open(os.path.join(root, path), encoding="utf-8",
+              errors="replace") as fh:
+        return sum(1 for _ in fh)
+
+
 def module_of(path, files):
     """x.c and x.h are module "x"; a header with no .c is None (passed)."""
     stem = path[:-2]
@@ -149,6 +162,14 @@ def check(root):
             elif LEVEL[q] == LEVEL[p]:
                 findings.append(f'{f}:{n}: across: {p} includes "{name}" of '
                                 f"{q}, a part of the same layer {LEVEL[p]}")
+
+    for f in sorted(files):
+        if f.endswith(".c"):
+            n = count_lines(root, f)
+            if n > MAX_C_LINES:
+                findings.append(f"{f}:{MAX_C_LINES + 1}: long: {n} lines, "
+                                f"over {MAX_C_LINES}: split it along its "
+                                f"responsibilities")
 
     # Module graph: an edge per module pair, with the first include that
     # makes it (FILE:LINE, and the pass-through headers it went through).
@@ -298,7 +319,8 @@ def main(argv):
     if findings:
         print(f"layering: FAIL: {len(findings)} finding(s) in {n} files")
         return 1
-    print(f"layering: ok: {n} files, includes go down, no module cycle")
+    print(f"layering: ok: {n} files, includes go down, no module cycle, "
+          f"no .c over {MAX_C_LINES} lines")
     return 0
 
 

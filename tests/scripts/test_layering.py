@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of tests/scripts/layering.py itself, on small trees made here:
-each rule must report what it is for (FILE:LINE, exit 1), a clean tree
-must pass (exit 0), and a header with no .c beside it must be passed
+each rule (a .c's size included) must report what it is for (FILE:LINE,
+exit 1), a clean tree must pass (exit 0), and a header with no .c beside it must be passed
 through (a cycle through it is still one; including it alone is not).
 Prints one "ok"/"not ok" line per case; exit 0 only when all pass.
 """
@@ -66,6 +66,17 @@ CASES = [
       "runner/result",
       "  runner/result -> runner/runner  (runner/result.c:2 via "
       "runner/internal2.h:1)"]),
+    # The size of a .c: 600 lines pass, 601 do not; headers, tests/ and
+    # fuzz harnesses are not measured.
+    ("600 lines", {"runner/result.c": '#include "runner/result.h"\n'
+                   + "\n" * 599}, 0, ["layering: ok:"]),
+    ("long", {"runner/result.c": '#include "runner/result.h"\n'
+              + "\n" * 599 + "int x;"}, 1,
+     ["runner/result.c:601: long: 601 lines, over 600: split it along its "
+      "responsibilities"]),
+    ("long: headers, tests/ and fuzz/ are not measured",
+     {"runner/result.h": "\n" * 700, "tests/t.c": "\n" * 700,
+      "runner/fuzz/f.c": "\n" * 700}, 0, ["layering: ok:"]),
     # internal.h has no .c: not a module of its own, so result.c's
     # including it (and it result.h) is result including itself.
     ("a header-only header is no module",
