@@ -80,14 +80,16 @@ struct mcp_sessions *mcp_sessions_new(size_t max, int64_t idle_s,
 /* Ends every session (removes its container). Accepts NULL. */
 void mcp_sessions_free(struct mcp_sessions *t);
 /* Runs req in session name, starting it first when there is none
- * (*is_new; its container labelled label). The runner_session_call
- * contract; a call that ends its session (*ended) drops the name, so the
- * next call with it starts afresh. -EBUSY while another call runs in it,
- * -EAGAIN when a new one would pass the limit, or the start's error. */
+ * (*is_new; its container labelled label; before gets why the name's
+ * previous session ended, cut to beforelen, or "" when the table does not
+ * remember one). The runner_session_call contract; a call that ends its
+ * session (*ended) drops the name, so the next call with it starts
+ * afresh. -EBUSY while another call runs in it, -EAGAIN when a new one
+ * would pass the limit, or the start's error. */
 int mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
     const char *name, const char *label, const struct runner_request *req,
-    struct runner_result *res, bool *is_new, bool *ended, char *err,
-    size_t errlen);
+    struct runner_result *res, bool *is_new, bool *ended, char *before,
+    size_t beforelen, char *err, size_t errlen);
 
 /* jsonrpc.c: one reply line, taking ownership of payload (the result or
  * error object); id NULL is a null id. NULL on ENOMEM. */

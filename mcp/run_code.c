@@ -14,6 +14,7 @@
 
 #include "common/json.h"
 #include "jobs/request.h"
+#include "jobs/sessions.h"
 #include "mcp/internal.h"
 #include "runner/stage.h"
 #include "runner/stream.h"
@@ -128,6 +129,8 @@ invalid_arguments(const char *why)
 struct session_info {
 	const char *name;		/* NULL: not a session's call */
 	bool is_new, ended;
+	char before[JOBS_SESSION_WHY_MAX];	/* why the name's previous
+						 * session ended, or "" */
 };
 
 static cJSON *
@@ -147,6 +150,13 @@ run_result(const struct runner_result *res, uint64_t stream_dropped,
 	    "session", si->name) == NULL || cJSON_AddBoolToObject(o,
 	    "session_new", si->is_new) == NULL || cJSON_AddBoolToObject(o,
 	    "session_ended", si->ended) == NULL)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	/* Made valid UTF-8: a why may quote docker's stderr. */
+	if (o != NULL && si->name != NULL && si->is_new &&
+	    si->before[0] != '\0' && json_add_bytes(o,
+	    "session_previous_end", si->before, strlen(si->before)) < 0) {
 		cJSON_Delete(o);
 		o = NULL;
 	}
@@ -221,7 +231,8 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 		si.name = k.session;
 		rc = mcp_sessions_call(s->sessions, s->config, k.session,
 		    s->session[0] != '\0' ? s->session : "mcp", &req, &res,
-		    &si.is_new, &si.ended, err, sizeof(err));
+		    &si.is_new, &si.ended, si.before, sizeof(si.before), err,
+		    sizeof(err));
 	} else {
 		rc = s->run(s->config, &req, &res, err, sizeof(err),
 		    s->run_arg);

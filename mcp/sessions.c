@@ -8,7 +8,9 @@
  * or its container gone; a thread of the table's looks every second, as
  * serve's tick does, and removes those. One call at a time per session: a
  * second call with the same name while one runs is refused. The table is
- * the job layer's (jobs/sessions.h: owner 0, no memory of ended ones);
+ * the job layer's (jobs/sessions.h: owner 0; it remembers why the last
+ * ones ended, so a call that starts a name afresh can say why its session
+ * before ended);
  * calls may come from two threads, and its lock is never held while a
  * container starts or a call runs.
  */
@@ -94,7 +96,7 @@ reap(void *arg)
 struct mcp_sessions *
 mcp_sessions_new(size_t max, int64_t idle_s, int64_t life_s)
 {
-	struct jobs_sessions_opts o = { .remember_gone = false };
+	struct jobs_sessions_opts o = { .remember_gone = true };
 	struct mcp_sessions *t = calloc(1, sizeof(*t));
 	pthread_condattr_t ca;
 	sigset_t all, old;
@@ -204,18 +206,21 @@ same_settings(const struct config *c, const struct runner_session *rs,
 int
 mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
     const char *name, const char *label, const struct runner_request *req,
-    struct runner_result *res, bool *is_new, bool *ended, char *err,
-    size_t errlen)
+    struct runner_result *res, bool *is_new, bool *ended, char *before,
+    size_t beforelen, char *err, size_t errlen)
 {
 	struct runner_session_opts o = { .label = label, .net = req->net,
 	    .policy = req->policy, .profile = req->profile,
 	    .in = req->in, .nin = req->nin, .cancel = req->cancel,
 	    .max_lifetime_s = t->life_s };
 	struct jobs_session *se;
-	bool repolicy = false, ran = false;
+	bool repolicy = false, ran = false, gone;
+	const char *why;
 	int rc;
 
 	*is_new = *ended = false;
+	if (beforelen > 0)
+		before[0] = '\0';
 	/* Its limit: no more than max at once; a name in use by a call (or
 	 * still starting) is refused, as its second call would wait. */
 	rc = jobs_sessions_acquire(t->table, 0, name,
@@ -237,6 +242,10 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 		struct runner_session *rs;
 
 		*is_new = true;
+		/* A name whose session ended: why, as serve says it. */
+		if (beforelen > 0 && !jobs_sessions_gone(t->table, 0, name,
+		    before, beforelen))
+			before[0] = '\0';
 		se->idle_s = t->idle_s;
 		se->life_s = t->life_s;
 		if ((rc = runner_session_start(c, &o, &rs, err, errlen)) < 0) {
@@ -268,9 +277,15 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	}
 	/* A call that ended its session drops the name: the next call with
 	 * it starts afresh. One refused before it ran is no use of the
-	 * session: its idle clock stays, as serve's does. */
-	if (ran ? jobs_session_put(se, runner_session_ended(se->rs), "ended") :
-	    jobs_session_unhold(se, "ended")) {
+	 * session: its idle clock stays, as serve's does. Remembered with
+	 * why: the one end the table asks of a busy entry here, its lifetime
+	 * (cancel set: the call it cancelled ended the session too), else
+	 * the call's status when the call ended it (as serve's). */
+	gone = ran && runner_session_ended(se->rs);
+	why = atomic_load(&se->cancel) != 0 || !gone ? "max lifetime" :
+	    runner_status_name(rc < 0 ? RUNNER_SANDBOX_ERROR : res->status);
+	if (ran ? jobs_session_put(se, gone, why) :
+	    jobs_session_unhold(se, why)) {
 		*ended = true;
 		runner_session_free(se->rs);
 		jobs_session_free(se);

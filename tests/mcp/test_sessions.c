@@ -4,7 +4,8 @@
  * one name, names kept apart, session_new/session_ended in the result, a
  * timeout that ends the session so the next call starts afresh, bad
  * arguments, every container removed when the server (the connection) is
- * freed, and the idle time and lifetime that end a session before. */
+ * freed, and the idle time and lifetime that end a session before; a
+ * name started afresh says why its session before ended. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -282,6 +283,63 @@ test_idle(void **state)
 	mcp_server_free(s);
 }
 
+/* A call that starts a name afresh says why its session before ended
+ * (session_previous_end), the latest end when the name ended twice; a
+ * first start, and a call in a live session, say nothing of it. */
+static void
+test_previous_end(void **state)
+{
+	struct mcp_server *s;
+	const cJSON *sc;
+	char ctr[64], *log = NULL;
+	cJSON *root;
+	bool error, gone = false;
+
+	(void)state;
+	fk.cfg.mcp.session_idle_s = 2;
+	s = server();
+	root = call(s, "{\"code\":\"x = 1\",\"session\":\"a\"}", &sc, &error);
+	assert_true(flag(sc, "session_new"));
+	assert_null(cJSON_GetObjectItem(sc, "session_previous_end"));
+	cJSON_Delete(root);
+	/* Its call's timeout ends it. */
+	root = call(s, "{\"code\":\"import time\\ntime.sleep(20)\","
+	    "\"session\":\"a\",\"timeout_s\":1}", &sc, &error);
+	assert_true(flag(sc, "session_ended"));
+	assert_null(cJSON_GetObjectItem(sc, "session_previous_end"));
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"x = 2\",\"session\":\"a\"}", &sc, &error);
+	assert_false(error);
+	assert_true(flag(sc, "session_new"));
+	assert_string_equal(str(sc, "session_previous_end"), "timeout");
+	util_strlcpy(ctr, str(sc, "container"), sizeof(ctr));
+	cJSON_Delete(root);
+	root = call(s, "{\"code\":\"print(x)\",\"session\":\"a\"}", &sc,
+	    &error);
+	assert_false(flag(sc, "session_new"));
+	assert_null(cJSON_GetObjectItem(sc, "session_previous_end"));
+	cJSON_Delete(root);
+	/* Then its idle time ends the new one: that is the why now. */
+	for (int i = 0; i < 600 && !gone; i++) {
+		usleep(50 * 1000);
+		free(log);
+		log = fake_docker_log(&fk);
+		gone = fake_docker_removed(log, ctr);
+	}
+	free(log);
+	assert_true(gone);
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\"}", &sc, &error);
+	assert_true(flag(sc, "session_new"));
+	assert_string_equal(str(sc, "session_previous_end"), "idle timeout");
+	cJSON_Delete(root);
+	/* Another name's end is not this one's. */
+	root = call(s, "{\"code\":\"1\",\"session\":\"b\"}", &sc, &error);
+	assert_true(flag(sc, "session_new"));
+	assert_null(cJSON_GetObjectItem(sc, "session_previous_end"));
+	cJSON_Delete(root);
+	mcp_server_free(s);
+}
+
 /* mcp.session_life_s ends a session even in a call: the call is cancelled
  * and says its session ended. */
 static void
@@ -309,6 +367,12 @@ test_lifetime(void **state)
 	log = fake_docker_log(&fk);
 	assert_true(fake_docker_removed(log, ctr));
 	free(log);
+	/* The next call with its name is told why (not the cancelled
+	 * call's status). */
+	root = call(s, "{\"code\":\"1\",\"session\":\"a\"}", &sc, &error);
+	assert_true(flag(sc, "session_new"));
+	assert_string_equal(str(sc, "session_previous_end"), "max lifetime");
+	cJSON_Delete(root);
 	mcp_server_free(s);
 }
 
@@ -323,6 +387,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_idle,
 		    fake_suite_setup, fake_suite_teardown),
 		cmocka_unit_test_setup_teardown(test_lifetime,
+		    fake_suite_setup, fake_suite_teardown),
+		cmocka_unit_test_setup_teardown(test_previous_end,
 		    fake_suite_setup, fake_suite_teardown),
 	};
 
