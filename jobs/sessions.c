@@ -179,14 +179,16 @@ jobs_session_hold(struct jobs_session *se)
 	return rc;
 }
 
-/* se ends (lock held): out of the table, and, when it had started,
- * counted and remembered with why, once. */
+/* se ends (lock held): out of the table, with why in se->why, and, when
+ * it had started, counted and remembered with why, once. */
 static void
 leave(struct jobs_session *se, const char *why)
 {
 	struct jobs_sessions *t = se->t;
 	struct jobs_gone *g;
 
+	if (why != se->why)
+		util_strlcpy(se->why, why, sizeof(se->why));
 	unlist(se);
 	if (se->rs == NULL || se->noted)
 		return;
@@ -197,13 +199,13 @@ leave(struct jobs_session *se, const char *why)
 	g = &t->gone[t->gone_next];
 	util_strlcpy(g->name, se->name, sizeof(g->name));
 	g->owner = se->owner;
-	util_strlcpy(g->why, why, sizeof(g->why));
+	util_strlcpy(g->why, se->why, sizeof(g->why));
 	t->gone_next = (t->gone_next + 1) % JOBS_SESSIONS_GONE_MAX;
 }
 
 bool
 jobs_session_started(struct jobs_session *se, struct runner_session *rs,
-    bool then_busy, const char *why)
+    bool then_busy)
 {
 	struct jobs_sessions *t = se->t;
 	bool end;
@@ -214,7 +216,7 @@ jobs_session_started(struct jobs_session *se, struct runner_session *rs,
 	se->state = then_busy ? JOBS_SESSION_BUSY : JOBS_SESSION_IDLE;
 	t->started++;
 	if ((end = se->end_asked))
-		leave(se, why);
+		leave(se, se->why);
 	pthread_mutex_unlock(&t->mu);
 	return end;
 }
@@ -240,8 +242,10 @@ back(struct jobs_session *se, bool ended, bool touch, const char *why)
 	se->state = JOBS_SESSION_IDLE;
 	if (touch)
 		se->last_ms = t->o.now_ms();
+	/* An asked end keeps the why it was asked with: the lifetime that
+	 * cancelled a call is why its session ended, not the call's status. */
 	if ((end = ended || se->end_asked))
-		leave(se, why);
+		leave(se, se->end_asked ? se->why : why);
 	pthread_mutex_unlock(&t->mu);
 	return end;
 }
@@ -269,6 +273,8 @@ ask_end(struct jobs_session *se, const char *why)
 		leave(se, why);
 		return true;
 	}
+	if (why != se->why)
+		util_strlcpy(se->why, why, sizeof(se->why));
 	unlist(se);
 	se->end_asked = true;
 	atomic_store(&se->cancel, 1);

@@ -55,7 +55,10 @@ struct jobs_session {
 	struct jobs_sessions *t;
 	TAILQ_ENTRY(jobs_session) link;
 	TAILQ_ENTRY(jobs_session) expired;	/* jobs_sessions_expire's */
-	char why[128];				/* likewise */
+	/* The why of an asked end (jobs_session_ask_end's, or
+	 * jobs_sessions_expire's), and, once the entry has ended, the why it
+	 * ended with: what it is remembered with. */
+	char why[JOBS_SESSION_WHY_MAX];
 };
 
 struct jobs_sessions_opts {
@@ -104,17 +107,21 @@ int jobs_session_hold(struct jobs_session *se);
 
 /* A STARTING entry's session has started (rs, now the entry's): IDLE, or
  * BUSY with then_busy (its first call follows). True when its end was
- * asked meanwhile: it is out of the table already, remembered with why;
- * the caller ends rs and frees the entry. */
+ * asked meanwhile: it is out of the table already, remembered with the
+ * why it was asked with (se->why); the caller ends rs and frees the
+ * entry. */
 bool jobs_session_started(struct jobs_session *se, struct runner_session *rs,
-    bool then_busy, const char *why);
+    bool then_busy);
 /* A STARTING entry's start failed: it leaves the table and is freed. */
 void jobs_session_start_failed(struct jobs_session *se);
 
 /* A BUSY entry is back (its call or policy change done): IDLE, its idle
  * clock restarted. True when it must end (ended: its session ended in the
- * call; or an end was asked meanwhile): it is out of the table then,
- * remembered with why, and the caller ends rs and frees the entry. */
+ * call; or an end was asked meanwhile): it is out of the table then, and
+ * the caller ends rs and frees the entry. It is remembered with why, or,
+ * when its end was asked, with the why it was asked with (the lifetime
+ * that cancelled the call, not the call's status); se->why holds the one
+ * kept. */
 bool jobs_session_put(struct jobs_session *se, bool ended, const char *why);
 
 /* A BUSY entry whose call never ran (refused, or withdrawn while it

@@ -255,7 +255,7 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 		/* Its first call follows: busy at once. Nothing asks a
 		 * starting one to end (the expiry leaves those; the
 		 * connection's close comes after the calls). */
-		(void)jobs_session_started(se, rs, true, "");
+		(void)jobs_session_started(se, rs, true);
 	} else if ((rc = same_settings(c, se->rs, name, req, &repolicy, err,
 	    errlen)) == 0 && repolicy) {
 		/* The session's egress under the named policy from now on
@@ -278,12 +278,11 @@ mcp_sessions_call(struct mcp_sessions *t, const struct config *c,
 	/* A call that ended its session drops the name: the next call with
 	 * it starts afresh. One refused before it ran is no use of the
 	 * session: its idle clock stays, as serve's does. Remembered with
-	 * why: the one end the table asks of a busy entry here, its lifetime
-	 * (cancel set: the call it cancelled ended the session too), else
-	 * the call's status when the call ended it (as serve's). */
+	 * the call's status when the call ended it (as serve's); an end the
+	 * table asked (the lifetime, which also cancels the call) keeps the
+	 * why it was asked with. */
 	gone = ran && runner_session_ended(se->rs);
-	why = atomic_load(&se->cancel) != 0 || !gone ? "max lifetime" :
-	    runner_status_name(rc < 0 ? RUNNER_SANDBOX_ERROR : res->status);
+	why = runner_status_name(rc < 0 ? RUNNER_SANDBOX_ERROR : res->status);
 	if (ran ? jobs_session_put(se, gone, why) :
 	    jobs_session_unhold(se, why)) {
 		*ended = true;

@@ -75,16 +75,15 @@ hold_reply(struct serve_sessions *ss, struct serve_conn *c)
 }
 
 /* Ends se, which the table has let go (counted and remembered there with
- * why; nothing of its own in flight or waiting): removes its container
- * on a thread and frees it. */
+ * the why it keeps in the entry; nothing of its own in flight or
+ * waiting): removes its container on a thread and frees it. */
 static void
-session_end(struct serve_sessions *ss, struct serve_session *se,
-    const char *why)
+session_end(struct serve_sessions *ss, struct serve_session *se)
 {
 	struct session_work *w;
 
 	log_info("session %s (tenant %s): ended (%s)", SE_ID(se),
-	    ss->tenants->t[SE_TENANT(se)].name, why);
+	    ss->tenants->t[SE_TENANT(se)].name, se->e->why);
 	if (ss->tmetrics != NULL)
 		ss->tmetrics[SE_TENANT(se)].sessions_ended++;
 	w = serve_sessions_work_new(ss, se, WORK_END, NULL);
@@ -123,7 +122,7 @@ work_drop(struct session_work *w, int code, const char *msg,
 		se->e = NULL;
 		session_free(se);
 	} else if (jobs_session_unhold(se->e, why)) {
-		session_end(se->ss, se, why);
+		session_end(se->ss, se);
 	}
 }
 
@@ -140,7 +139,7 @@ serve_sessions_release(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
 	if (jobs_session_put(se->e, false, why))
-		session_end(ss, se, why);
+		session_end(ss, se);
 }
 
 /* se, starting or busy, was asked to end (it is out of the table, its
@@ -171,7 +170,7 @@ serve_sessions_ask_end(struct serve_sessions *ss, struct serve_session *se,
     const char *why)
 {
 	if (jobs_session_ask_end(se->e, why))
-		session_end(ss, se, why);
+		session_end(ss, se);
 	else
 		end_later(ss, se, why);
 }
@@ -221,11 +220,10 @@ start_done(struct serve_sessions *ss, struct session_work *w)
 	}
 	if (ss->tmetrics != NULL)
 		ss->tmetrics[SE_TENANT(se)].sessions_started++;
-	if (jobs_session_started(se->e, w->rs, false,
-	    "ended while starting")) {
+	if (jobs_session_started(se->e, w->rs, false)) {
 		serve_reply_error(w->c, 503, "the session was ended while it "
 		    "started (kill-all or stop)");
-		session_end(ss, se, "ended while starting");
+		session_end(ss, se);
 		return;
 	}
 	log_info("session %s (tenant %s): started in %lld ms, container %s",
@@ -241,8 +239,6 @@ call_done(struct serve_sessions *ss, struct session_work *w)
 	struct serve_session *se = w->se;
 	bool ended = w->ended || runner_session_ended(SE_RS(se));
 	int status = w->rc < 0 ? SERVE_STATUS_ERROR : (int)w->res.status;
-	const char *why = ended ? runner_status_name(w->res.status) :
-	    "asked during a call";
 	const char *reason;
 	char *line = w->line;
 	bool end;
@@ -251,7 +247,8 @@ call_done(struct serve_sessions *ss, struct session_work *w)
 	w->line = NULL;
 	/* Idle again, unless it ended in the call or was asked to meanwhile:
 	 * then it is out of the table, remembered with why. */
-	end = jobs_session_put(se->e, ended, why);
+	end = jobs_session_put(se->e, ended,
+	    runner_status_name(w->res.status));
 	hold_reply(ss, w->c);
 	if (ss->metrics != NULL) {
 		ss->metrics->session_calls[status]++;
@@ -272,7 +269,7 @@ call_done(struct serve_sessions *ss, struct session_work *w)
 		    strlen(line));
 	}
 	if (end)
-		session_end(ss, se, why);
+		session_end(ss, se);
 }
 
 static void
@@ -497,7 +494,7 @@ static void
 expired(struct jobs_session *e, const char *why, bool now, void *arg)
 {
 	if (now)
-		session_end(arg, e->priv, why);
+		session_end(arg, e->priv);
 	else
 		end_later(arg, e->priv, why);
 }

@@ -66,7 +66,7 @@ idle(struct jobs_sessions *t, size_t owner, const char *name, int rs)
 	assert_int_equal(jobs_sessions_acquire(t, owner, name,
 	    JOBS_SESSION_NEW, 0, &se, NULL), 1);
 	assert_int_equal(se->state, JOBS_SESSION_STARTING);
-	assert_false(jobs_session_started(se, RS(rs), false, "x"));
+	assert_false(jobs_session_started(se, RS(rs), false));
 	assert_int_equal(se->state, JOBS_SESSION_IDLE);
 	return se;
 }
@@ -163,7 +163,7 @@ test_one_call_at_a_time(void **state)
 	    JOBS_SESSION_FIND_OR_NEW, 0, &again, &held), -EBUSY);
 	assert_int_equal(held, JOBS_SESSION_STARTING);
 	/* MCP's start is followed by its first call: BUSY at once. */
-	assert_false(jobs_session_started(se, RS(0), true, "x"));
+	assert_false(jobs_session_started(se, RS(0), true));
 	assert_int_equal(jobs_sessions_acquire(t, 0, "s", JOBS_SESSION_FIND, 0,
 	    &again, &held), -EBUSY);
 	assert_int_equal(held, JOBS_SESSION_BUSY);
@@ -191,7 +191,7 @@ test_one_call_at_a_time(void **state)
 	assert_int_equal(jobs_sessions_count(t, 0), 0);
 	assert_int_equal(jobs_sessions_acquire(t, 0, "s",
 	    JOBS_SESSION_FIND_OR_NEW, 0, &se, NULL), 1);
-	assert_false(jobs_session_started(se, RS(1), false, "x"));
+	assert_false(jobs_session_started(se, RS(1), false));
 	/* What is still in the table when it goes is freed with it. */
 	jobs_sessions_free(t);
 	assert_int_equal(freed, 1);
@@ -247,22 +247,24 @@ test_end_asked(void **state)
 	assert_int_equal(jobs_sessions_acquire(t, 0, "busy",
 	    JOBS_SESSION_FIND, 0, &se, NULL), 0);
 	/* A BUSY one leaves the table at once, its call is cancelled, and
-	 * it ends when the call is back, with the why given then. */
+	 * it ends when the call is back, with the why it was asked with, not
+	 * the status of the call it cancelled (that call ended it too). */
 	assert_false(jobs_session_ask_end(busy, "DELETE"));
 	assert_int_equal(atomic_load(&busy->cancel), 1);
 	assert_true(busy->end_asked);
 	assert_int_equal(jobs_sessions_count(t, 0), 0);
 	assert_false(jobs_sessions_gone(t, 0, "busy", why, sizeof(why)));
-	assert_true(jobs_session_put(busy, false, "asked during a call"));
+	assert_true(jobs_session_put(busy, true, "cancelled"));
 	assert_true(jobs_sessions_gone(t, 0, "busy", why, sizeof(why)));
-	assert_string_equal(why, "asked during a call");
+	assert_string_equal(why, "DELETE");
+	assert_string_equal(busy->why, "DELETE");
 	jobs_session_free(busy);
 	/* So does one whose call never ran, handed back unheld. */
 	busy = idle(t, 0, "held", 2);
 	assert_int_equal(jobs_sessions_acquire(t, 0, "held",
 	    JOBS_SESSION_FIND, 0, &se, NULL), 0);
 	assert_false(jobs_session_ask_end(busy, "DELETE"));
-	assert_true(jobs_session_unhold(busy, "DELETE"));
+	assert_true(jobs_session_unhold(busy, "error"));
 	assert_true(jobs_sessions_gone(t, 0, "held", why, sizeof(why)));
 	assert_string_equal(why, "DELETE");
 	jobs_session_free(busy);
@@ -272,11 +274,10 @@ test_end_asked(void **state)
 	assert_false(jobs_session_ask_end(starting, "kill-all"));
 	assert_int_equal(jobs_sessions_acquire(t, 0, "starting",
 	    JOBS_SESSION_FIND, 0, &se, NULL), -ENOENT);
-	assert_true(jobs_session_started(starting, RS(1),
-	    false, "ended while starting"));
+	assert_true(jobs_session_started(starting, RS(1), false));
 	assert_ptr_equal(starting->rs, RS(1));
 	assert_true(jobs_sessions_gone(t, 0, "starting", why, sizeof(why)));
-	assert_string_equal(why, "ended while starting");
+	assert_string_equal(why, "kill-all");
 	jobs_session_free(starting);
 	jobs_sessions_stats(t, &live, &started, &ended);
 	assert_int_equal(live, 0);
@@ -429,7 +430,9 @@ test_expire(void **state)
 	assert_true(s.now[0]);
 	assert_int_equal(atomic_load(&busy->cancel), 1);
 	assert_false(busy->listed);
-	assert_true(jobs_session_put(busy, false, "asked during a call"));
+	assert_true(jobs_session_put(busy, true, "cancelled"));
+	assert_true(jobs_sessions_gone(t, 0, busy->name, why, sizeof(why)));
+	assert_string_equal(why, "max lifetime");
 	jobs_session_free(busy);
 	assert_int_equal(jobs_sessions_count(t, 0), 2);	/* starting, fresh */
 	jobs_session_start_failed(starting);
