@@ -6,7 +6,7 @@
  * (2: the request itself, e.g. a limit above the maximum or an empty
  * program). SIGINT/SIGTERM/SIGHUP
  * cancel the run (the container is removed) and exit 128+signal.
- * --stream prints NDJSON events instead (runner/stream.h): output as it
+ * --stream prints NDJSON events instead (jobs/stream.h): output as it
  * arrives, written by a thread of its own from a bounded queue, so a
  * reader that stops reading never holds up the run; the result last. A
  * refusal before the run is then one error event on stdout (and its line
@@ -29,7 +29,7 @@
 #include "common/util.h"
 #include "cli/cmd.h"
 #include "runner/runner.h"
-#include "runner/stream.h"
+#include "jobs/stream.h"
 
 static atomic_int run_cancel;
 static atomic_int run_signal;
@@ -84,7 +84,7 @@ static int write_line(const char *line);
 
 /* A refusal before the run: its one line on stderr and, with --stream,
  * the same reason as the one NDJSON event on stdout
- * ({"event":"error","error":...}, runner_stream_error_line). */
+ * ({"event":"error","error":...}, jobs_stream_error_line). */
 static void __attribute__((format(printf, 1, 2)))
 run_error(const char *fmt, ...)
 {
@@ -97,7 +97,7 @@ run_error(const char *fmt, ...)
 	fprintf(stderr, "cordon run: %s\n", why);
 	if (!run_stream)
 		return;
-	if ((line = runner_stream_error_line(why)) != NULL)
+	if ((line = jobs_stream_error_line(why)) != NULL)
 		(void)write_line(line);
 	free(line);
 }
@@ -387,7 +387,7 @@ write_line(const char *line)
  * runner's read loop; once stdout fails, events are only taken off the
  * queue (and the run goes on). */
 struct writer {
-	struct runner_stream *s;
+	struct jobs_stream *s;
 	pthread_t th;
 	int error;
 };
@@ -396,17 +396,17 @@ static void *
 writer_main(void *arg)
 {
 	struct writer *w = arg;
-	struct runner_stream_event *ev;
+	struct jobs_stream_event *ev;
 	char *line;
 
-	while (runner_stream_pop(w->s, true, &ev) == 1) {
-		line = w->error == 0 ? runner_stream_event_line(ev) : NULL;
+	while (jobs_stream_pop(w->s, true, &ev) == 1) {
+		line = w->error == 0 ? jobs_stream_event_line(ev) : NULL;
 		if (line != NULL)
 			w->error = write_line(line);
 		else if (w->error == 0)
 			w->error = -ENOMEM;
 		free(line);
-		runner_stream_event_free(ev);
+		jobs_stream_event_free(ev);
 	}
 	return NULL;
 }
@@ -419,7 +419,7 @@ writer_start(struct writer *w)
 	sigset_t set, old;
 	int rc;
 
-	if ((w->s = runner_stream_new(0, NULL, NULL)) == NULL)
+	if ((w->s = jobs_stream_new(0, NULL, NULL)) == NULL)
 		return -ENOMEM;
 	/* A reader that went away is a write error, not the end of us: the
 	 * container must still be removed. */
@@ -432,7 +432,7 @@ writer_start(struct writer *w)
 	rc = pthread_create(&w->th, NULL, writer_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		runner_stream_free(w->s);
+		jobs_stream_free(w->s);
 		w->s = NULL;
 		return -rc;
 	}
@@ -448,13 +448,13 @@ writer_finish(struct writer *w, const struct runner_result *res,
 	char *line;
 	int rc;
 
-	runner_stream_close(w->s);
+	jobs_stream_close(w->s);
 	pthread_join(w->th, NULL);
-	line = res != NULL ? runner_stream_result_line(res,
-	    runner_stream_dropped(w->s)) : runner_stream_error_line(err);
+	line = res != NULL ? jobs_stream_result_line(res,
+	    jobs_stream_dropped(w->s)) : jobs_stream_error_line(err);
 	rc = line == NULL ? -ENOMEM : write_line(line);
 	free(line);
-	runner_stream_free(w->s);
+	jobs_stream_free(w->s);
 	return rc;
 }
 
@@ -502,7 +502,7 @@ cmd_run(int argc, char **argv)
 		return 1;
 	}
 	if (w.s != NULL) {
-		q.output = runner_stream_output;
+		q.output = jobs_stream_output;
 		q.output_arg = w.s;
 	}
 	rc = runner_run(&c, &q, &res, err, sizeof(err));

@@ -51,16 +51,16 @@ cJSON *mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
     const atomic_int *cancel, const cJSON *progress_token);
 
 /* progress.c: notifications/progress carrying a call's output chunks,
- * sent by a thread of their own from a bounded queue (runner/stream.h),
+ * sent by a thread of their own from a bounded queue (jobs/stream.h),
  * so a client that stops reading never holds up the run. */
 struct mcp_progress;
-struct runner_stream;
+struct jobs_stream;
 
 /* 0 and *out, or -ENOMEM / a pthread error. */
 int mcp_progress_start(struct mcp_server *s, const cJSON *token,
     struct mcp_progress **out);
 /* The queue to give the runner (runner_request.output_arg). */
-struct runner_stream *mcp_progress_stream(struct mcp_progress *p);
+struct jobs_stream *mcp_progress_stream(struct mcp_progress *p);
 /* After the run: sends what is queued, then frees p. Returns the bytes of
  * output dropped from the notifications. */
 uint64_t mcp_progress_finish(struct mcp_progress *p);

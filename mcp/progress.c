@@ -6,7 +6,7 @@
  *    "progressToken":T,"progress":N,"message":CHUNK,
  *    "_meta":{"cordon/stream":"stdout"|"stderr"|"dropped"}}}
  * with N the bytes of output so far (so it only grows). The runner's read
- * loop only queues chunks (runner/stream.h: bounded, never blocks); a
+ * loop only queues chunks (jobs/stream.h: bounded, never blocks); a
  * thread of the call's own sends them through s->notify, whose write may
  * block on a client that does not read. Chunks the queue had no room for
  * are announced by a "dropped" notification.
@@ -20,27 +20,27 @@
 
 #include "common/json.h"
 #include "mcp/internal.h"
-#include "runner/stream.h"
+#include "jobs/stream.h"
 
 struct mcp_progress {
 	struct mcp_server *s;
 	char *token;			/* printed exactly (mcp_id_print) */
-	struct runner_stream *q;
+	struct jobs_stream *q;
 	pthread_t th;
 	uint64_t progress;		/* bytes of output so far */
 };
 
 /* One notification line for ev; NULL on ENOMEM. */
 static char *
-progress_line(struct mcp_progress *p, const struct runner_stream_event *ev)
+progress_line(struct mcp_progress *p, const struct jobs_stream_event *ev)
 {
 	cJSON *o = cJSON_CreateObject(), *params, *meta, *tok;
 	char msg[96], *text = NULL, *line = NULL;
-	const char *stream = ev->kind == RUNNER_STREAM_STDOUT ? "stdout" :
-	    ev->kind == RUNNER_STREAM_STDERR ? "stderr" : "dropped";
+	const char *stream = ev->kind == JOBS_STREAM_STDOUT ? "stdout" :
+	    ev->kind == JOBS_STREAM_STDERR ? "stderr" : "dropped";
 	size_t n;
 
-	if (ev->kind == RUNNER_STREAM_DROPPED) {
+	if (ev->kind == JOBS_STREAM_DROPPED) {
 		snprintf(msg, sizeof(msg), "[cordon: %" PRIu64 " bytes of live "
 		    "output dropped here]\n", ev->dropped);
 		p->progress += ev->dropped;
@@ -59,7 +59,7 @@ progress_line(struct mcp_progress *p, const struct runner_stream_event *ev)
 	if (cJSON_AddNumberToObject(params, "progress",
 	    (double)p->progress) == NULL ||
 	    cJSON_AddStringToObject(params, "message", ev->kind ==
-	    RUNNER_STREAM_DROPPED ? msg : ev->data) == NULL ||
+	    JOBS_STREAM_DROPPED ? msg : ev->data) == NULL ||
 	    (meta = cJSON_AddObjectToObject(params, "_meta")) == NULL ||
 	    cJSON_AddStringToObject(meta, "cordon/stream", stream) == NULL)
 		goto done;
@@ -80,13 +80,13 @@ static void *
 progress_main(void *arg)
 {
 	struct mcp_progress *p = arg;
-	struct runner_stream_event *ev;
+	struct jobs_stream_event *ev;
 	char *line;
 
-	while (runner_stream_pop(p->q, true, &ev) == 1) {
+	while (jobs_stream_pop(p->q, true, &ev) == 1) {
 		if ((line = progress_line(p, ev)) != NULL)
 			p->s->notify(p->s->notify_arg, line);
-		runner_stream_event_free(ev);
+		jobs_stream_event_free(ev);
 	}
 	return NULL;
 }
@@ -103,7 +103,7 @@ mcp_progress_start(struct mcp_server *s, const cJSON *token,
 		return -ENOMEM;
 	p->s = s;
 	if ((p->token = mcp_id_print(token)) == NULL ||
-	    (p->q = runner_stream_new(0, NULL, NULL)) == NULL) {
+	    (p->q = jobs_stream_new(0, NULL, NULL)) == NULL) {
 		rc = -ENOMEM;
 		goto bad;
 	}
@@ -114,13 +114,13 @@ mcp_progress_start(struct mcp_server *s, const cJSON *token,
 	*out = p;
 	return 0;
 bad:
-	runner_stream_free(p->q);
+	jobs_stream_free(p->q);
 	free(p->token);
 	free(p);
 	return rc;
 }
 
-struct runner_stream *
+struct jobs_stream *
 mcp_progress_stream(struct mcp_progress *p)
 {
 	return p->q;
@@ -131,10 +131,10 @@ mcp_progress_finish(struct mcp_progress *p)
 {
 	uint64_t dropped;
 
-	runner_stream_close(p->q);
+	jobs_stream_close(p->q);
 	pthread_join(p->th, NULL);
-	dropped = runner_stream_dropped(p->q);
-	runner_stream_free(p->q);
+	dropped = jobs_stream_dropped(p->q);
+	jobs_stream_free(p->q);
 	free(p->token);
 	free(p);
 	return dropped;

@@ -17,7 +17,7 @@
 #include "jobs/sessions.h"
 #include "mcp/internal.h"
 #include "runner/stage.h"
-#include "runner/stream.h"
+#include "jobs/stream.h"
 
 /* A call's arguments: the one request schema (jobs/request.h, `files` as
  * text; MCP advertises `network` for `net`), and MCP's own `session`. */
@@ -222,7 +222,7 @@ mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
 	 * call still runs. */
 	if (progress_token != NULL && s->notify != NULL && k.session == NULL &&
 	    mcp_progress_start(s, progress_token, &prog) == 0) {
-		req.output = runner_stream_output;
+		req.output = jobs_stream_output;
 		req.output_arg = mcp_progress_stream(prog);
 	}
 	if (k.session != NULL) {

@@ -98,7 +98,7 @@ struct runner_request {
 	 * sequence waits for the rest); with --out, the job's own stdout
 	 * only (the wrapper passes the first half of the cap at once and
 	 * the rest when the job ends). It must not block: the deadline is
-	 * only checked between chunks. runner/stream.h is a bounded queue
+	 * only checked between chunks. jobs/stream.h is a bounded queue
 	 * to hand them to another thread. The runner itself never prints. */
 	void (*output)(void *output_arg, int stream, const void *data,
 	    size_t len);

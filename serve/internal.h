@@ -76,10 +76,10 @@ int serve_reply_status(int rc, const char **reason);
 
 /* live.c: the NDJSON reply of a run whose request asked for it
  * (Accept: application/x-ndjson). Loop thread only, except what the
- * run's worker does with serve_live_stream (runner/stream.h: the runner's
- * output callback and runner_stream_close). */
+ * run's worker does with serve_live_stream (jobs/stream.h: the runner's
+ * output callback and jobs_stream_close). */
 struct serve_live;
-struct runner_stream;
+struct jobs_stream;
 struct runner_result;
 
 bool serve_live_wanted(struct serve_conn *c);
@@ -87,7 +87,7 @@ bool serve_live_wanted(struct serve_conn *c);
 struct serve_live *serve_live_new(struct event_base *base,
     struct serve_conn *c);
 void serve_live_free(struct serve_live *l);	/* accepts NULL */
-struct runner_stream *serve_live_stream(struct serve_live *l);
+struct jobs_stream *serve_live_stream(struct serve_live *l);
 /* True once the 200 and some events went out. */
 bool serve_live_started(const struct serve_live *l);
 /* Ends the reply: the queued events, then line (the result's or an

@@ -1,7 +1,7 @@
 /*
  * Live replies of the service (internal.h): `POST /v1/runs` with
  * `Accept: application/x-ndjson` is answered with chunked NDJSON events as
- * the run's output arrives (runner/stream.h), the result last. The run's
+ * the run's output arrives (jobs/stream.h), the result last. The run's
  * worker thread only queues events (bounded; it never blocks) and wakes
  * the loop with event_active; the loop moves them to the connection one
  * chunk at a time: the next chunk only once the socket has taken the last
@@ -21,14 +21,14 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "runner/stream.h"
+#include "jobs/stream.h"
 #include "serve/conn.h"
 
 #define LIVE_BATCH (64 * 1024)	/* bytes of events per chunk */
 
 struct serve_live {
 	struct serve_conn *c;
-	struct runner_stream *s;
+	struct jobs_stream *s;
 	struct event *ev;		/* events were queued */
 	bool inflight;			/* a chunk the socket has not taken */
 };
@@ -60,14 +60,14 @@ live_start(struct serve_live *l)
 static bool
 live_take(struct serve_live *l, struct evbuffer *b, size_t max)
 {
-	struct runner_stream_event *e;
+	struct jobs_stream_event *e;
 	char *line;
 	bool ok = true;
 
 	while (evbuffer_get_length(b) < max &&
-	    runner_stream_pop(l->s, false, &e) == 1) {
-		line = runner_stream_event_line(e);
-		runner_stream_event_free(e);
+	    jobs_stream_pop(l->s, false, &e) == 1) {
+		line = jobs_stream_event_line(e);
+		jobs_stream_event_free(e);
 		ok = ok && line != NULL && evbuffer_add(b, line,
 		    strlen(line)) == 0;
 		free(line);
@@ -136,7 +136,7 @@ serve_live_new(struct event_base *base, struct serve_conn *c)
 		return NULL;
 	l->c = c;
 	if ((l->ev = event_new(base, -1, 0, live_ready, l)) == NULL ||
-	    (l->s = runner_stream_new(0, live_wake, l)) == NULL) {
+	    (l->s = jobs_stream_new(0, live_wake, l)) == NULL) {
 		serve_live_free(l);
 		return NULL;
 	}
@@ -150,11 +150,11 @@ serve_live_free(struct serve_live *l)
 		return;
 	if (l->ev != NULL)
 		event_free(l->ev);
-	runner_stream_free(l->s);
+	jobs_stream_free(l->s);
 	free(l);
 }
 
-struct runner_stream *
+struct jobs_stream *
 serve_live_stream(struct serve_live *l)
 {
 	return l->s;
@@ -189,7 +189,7 @@ serve_live_finish(struct serve_live *l, char *line)
 		evbuffer_free(b);
 	}
 	if (line == NULL)
-		line = runner_stream_error_line("out of memory");
+		line = jobs_stream_error_line("out of memory");
 	live_start(l);
 	if (line != NULL)
 		serve_conn_stream_chunk_take(l->c, line, strlen(line));

@@ -27,7 +27,7 @@
 #include "common/util.h"
 #include "runner/runner.h"
 #include "runner/stage.h"
-#include "runner/stream.h"
+#include "jobs/stream.h"
 #include "serve/conn.h"
 #include "serve/listen.h"
 
@@ -196,9 +196,9 @@ job_build(struct serve_job *j)
 	cJSON *o;
 
 	if (j->live != NULL) {
-		j->line = j->rc == 0 ? runner_stream_result_line(&j->res,
-		    runner_stream_dropped(serve_live_stream(j->live))) :
-		    runner_stream_error_line(j->err[0] != '\0' ? j->err :
+		j->line = j->rc == 0 ? jobs_stream_result_line(&j->res,
+		    jobs_stream_dropped(serve_live_stream(j->live))) :
+		    jobs_stream_error_line(j->err[0] != '\0' ? j->err :
 		    strerror(-j->rc));
 		return;
 	}
@@ -228,7 +228,7 @@ job_thread(void *arg)
 		rq.note = job_note;
 		rq.note_arg = (void *)rq.session;
 		if (j->live != NULL) {
-			rq.output = runner_stream_output;
+			rq.output = jobs_stream_output;
 			rq.output_arg = serve_live_stream(j->live);
 		}
 		j->res.exit_code = -1;
@@ -236,7 +236,7 @@ job_thread(void *arg)
 	}
 	stage_dir_cleanup(&st);
 	if (j->live != NULL)
-		runner_stream_close(serve_live_stream(j->live));
+		jobs_stream_close(serve_live_stream(j->live));
 	job_build(j);
 	event_active(j->done_ev, 0, 0);
 	return NULL;

@@ -3,7 +3,7 @@
  * bound, a condition variable for a blocking consumer, and the NDJSON
  * encoding of its events.
  */
-#include "runner/stream.h"
+#include "jobs/stream.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,10 +14,10 @@
 
 #define EVENT_COST 64	/* counted per event besides its data */
 
-struct runner_stream {
+struct jobs_stream {
 	pthread_mutex_t lock;
 	pthread_cond_t more;
-	struct runner_stream_event *head, *tail;
+	struct jobs_stream_event *head, *tail;
 	size_t bytes, max;		/* queued cost, bound */
 	uint64_t dropped;		/* in all */
 	uint64_t pending;		/* dropped since the last notice */
@@ -26,10 +26,10 @@ struct runner_stream {
 	void *notify_arg;
 };
 
-struct runner_stream *
-runner_stream_new(size_t max_bytes, void (*notify)(void *), void *notify_arg)
+struct jobs_stream *
+jobs_stream_new(size_t max_bytes, void (*notify)(void *), void *notify_arg)
 {
-	struct runner_stream *s = calloc(1, sizeof(*s));
+	struct jobs_stream *s = calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		return NULL;
@@ -42,14 +42,14 @@ runner_stream_new(size_t max_bytes, void (*notify)(void *), void *notify_arg)
 		free(s);
 		return NULL;
 	}
-	s->max = max_bytes > 0 ? max_bytes : RUNNER_STREAM_MAX;
+	s->max = max_bytes > 0 ? max_bytes : JOBS_STREAM_MAX;
 	s->notify = notify;
 	s->notify_arg = notify_arg;
 	return s;
 }
 
 void
-runner_stream_event_free(struct runner_stream_event *ev)
+jobs_stream_event_free(struct jobs_stream_event *ev)
 {
 	if (ev == NULL)
 		return;
@@ -58,15 +58,15 @@ runner_stream_event_free(struct runner_stream_event *ev)
 }
 
 void
-runner_stream_free(struct runner_stream *s)
+jobs_stream_free(struct jobs_stream *s)
 {
-	struct runner_stream_event *ev;
+	struct jobs_stream_event *ev;
 
 	if (s == NULL)
 		return;
 	while ((ev = s->head) != NULL) {
 		s->head = ev->next;
-		runner_stream_event_free(ev);
+		jobs_stream_event_free(ev);
 	}
 	pthread_cond_destroy(&s->more);
 	pthread_mutex_destroy(&s->lock);
@@ -74,14 +74,14 @@ runner_stream_free(struct runner_stream *s)
 }
 
 static size_t
-event_cost(const struct runner_stream_event *ev)
+event_cost(const struct jobs_stream_event *ev)
 {
 	return ev->len + EVENT_COST;
 }
 
 /* Appends ev; s->lock held. */
 static void
-enqueue(struct runner_stream *s, struct runner_stream_event *ev)
+enqueue(struct jobs_stream *s, struct jobs_stream_event *ev)
 {
 	ev->next = NULL;
 	if (s->tail != NULL)
@@ -95,10 +95,10 @@ enqueue(struct runner_stream *s, struct runner_stream_event *ev)
 /* Queues ev (and first the notice of what was dropped before it), or
  * drops it when it does not fit. Takes ev. */
 static void
-stream_push(struct runner_stream *s, struct runner_stream_event *ev,
+stream_push(struct jobs_stream *s, struct jobs_stream_event *ev,
     uint64_t raw)
 {
-	struct runner_stream_event *notice = NULL;
+	struct jobs_stream_event *notice = NULL;
 	bool queued = false;
 
 	pthread_mutex_lock(&s->lock);
@@ -107,7 +107,7 @@ stream_push(struct runner_stream *s, struct runner_stream_event *ev,
 	if (!s->closed && (s->pending == 0 || notice != NULL) &&
 	    s->bytes + event_cost(ev) + EVENT_COST <= s->max) {
 		if (notice != NULL) {
-			notice->kind = RUNNER_STREAM_DROPPED;
+			notice->kind = JOBS_STREAM_DROPPED;
 			notice->dropped = s->pending;
 			enqueue(s, notice);
 			notice = NULL;
@@ -123,16 +123,16 @@ stream_push(struct runner_stream *s, struct runner_stream_event *ev,
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(notice);
-	runner_stream_event_free(ev);
+	jobs_stream_event_free(ev);
 	if (queued && s->notify != NULL)
 		s->notify(s->notify_arg);
 }
 
 void
-runner_stream_output(void *arg, int stream, const void *data, size_t len)
+jobs_stream_output(void *arg, int stream, const void *data, size_t len)
 {
-	struct runner_stream *s = arg;
-	struct runner_stream_event *ev;
+	struct jobs_stream *s = arg;
+	struct jobs_stream_event *ev;
 	char *shrunk;
 
 	if ((stream != 1 && stream != 2) || len == 0)
@@ -150,20 +150,20 @@ runner_stream_output(void *arg, int stream, const void *data, size_t len)
 	/* The sanitizer allocates for the worst case (3 bytes a byte). */
 	if ((shrunk = realloc(ev->data, ev->len + 1)) != NULL)
 		ev->data = shrunk;
-	ev->kind = stream == 1 ? RUNNER_STREAM_STDOUT : RUNNER_STREAM_STDERR;
+	ev->kind = stream == 1 ? JOBS_STREAM_STDOUT : JOBS_STREAM_STDERR;
 	stream_push(s, ev, len);
 }
 
 void
-runner_stream_close(struct runner_stream *s)
+jobs_stream_close(struct jobs_stream *s)
 {
-	struct runner_stream_event *notice = calloc(1, sizeof(*notice));
+	struct jobs_stream_event *notice = calloc(1, sizeof(*notice));
 
 	pthread_mutex_lock(&s->lock);
 	/* A gap at the end is announced too (past the bound: one small
 	 * event, and nothing follows it). */
 	if (s->pending > 0 && notice != NULL) {
-		notice->kind = RUNNER_STREAM_DROPPED;
+		notice->kind = JOBS_STREAM_DROPPED;
 		notice->dropped = s->pending;
 		enqueue(s, notice);
 		notice = NULL;
@@ -178,8 +178,8 @@ runner_stream_close(struct runner_stream *s)
 }
 
 int
-runner_stream_pop(struct runner_stream *s, bool wait,
-    struct runner_stream_event **ev)
+jobs_stream_pop(struct jobs_stream *s, bool wait,
+    struct jobs_stream_event **ev)
 {
 	pthread_mutex_lock(&s->lock);
 	while (wait && s->head == NULL && !s->closed)
@@ -197,7 +197,7 @@ runner_stream_pop(struct runner_stream *s, bool wait,
 }
 
 uint64_t
-runner_stream_dropped(struct runner_stream *s)
+jobs_stream_dropped(struct jobs_stream *s)
 {
 	uint64_t n;
 
@@ -218,13 +218,13 @@ line_of(cJSON *o)
 }
 
 char *
-runner_stream_event_line(const struct runner_stream_event *ev)
+jobs_stream_event_line(const struct jobs_stream_event *ev)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	if (o == NULL)
 		return NULL;
-	if (ev->kind == RUNNER_STREAM_DROPPED) {
+	if (ev->kind == JOBS_STREAM_DROPPED) {
 		if (cJSON_AddStringToObject(o, "event", "dropped") == NULL ||
 		    cJSON_AddNumberToObject(o, "bytes",
 		    (double)ev->dropped) == NULL)
@@ -232,7 +232,7 @@ runner_stream_event_line(const struct runner_stream_event *ev)
 		return line_of(o);
 	}
 	if (cJSON_AddStringToObject(o, "event", ev->kind ==
-	    RUNNER_STREAM_STDOUT ? "stdout" : "stderr") == NULL ||
+	    JOBS_STREAM_STDOUT ? "stdout" : "stderr") == NULL ||
 	    cJSON_AddStringToObject(o, "data", ev->data) == NULL)
 		goto nomem;
 	return line_of(o);
@@ -242,7 +242,7 @@ nomem:
 }
 
 char *
-runner_stream_result_line(const struct runner_result *res, uint64_t dropped)
+jobs_stream_result_line(const struct runner_result *res, uint64_t dropped)
 {
 	cJSON *r = runner_result_to_json(res), *o = cJSON_CreateObject(), *it;
 
@@ -269,7 +269,7 @@ nomem:
 }
 
 char *
-runner_stream_error_line(const char *why)
+jobs_stream_error_line(const char *why)
 {
 	cJSON *o = cJSON_CreateObject();
 
