@@ -3,9 +3,10 @@
  * messages from stdin (at most MCP_MAX_MESSAGE bytes each: a longer one is
  * answered with an error and skipped) and answers on stdout; logs only to
  * stderr. run_code calls run one at a time on a worker thread, each with
- * its own cancel flag, so ping and notifications/cancelled are served while
- * a sandbox runs. A call whose client asked for progress sends its output
- * as notifications/progress while it runs (mcp/progress.c). At EOF the
+ * its own cancel flag (mcp/queue.c, admitted by jobs/admission), so ping
+ * and notifications/cancelled are served while a sandbox runs. A call
+ * whose client asked for progress sends its output as
+ * notifications/progress while it runs (mcp/progress.c). At EOF the
  * queued calls finish, then it exits 0; SIGINT/SIGTERM/SIGHUP cancel the
  * running call (its container is removed), drop the rest and end.
  * With --pool N (or mcp.pool) run_code calls take pre-started containers
@@ -26,39 +27,21 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "mcp/mcp.h"
+#include "mcp/queue.h"
 #include "cli/cmd.h"
 #include "jobs/pools.h"
 #include "runner/pool.h"
 #include "runner/pool_conf.h"
 #include "runner/runner.h"
 
-#define MAX_PENDING 8		/* run_code calls waiting behind the running one */
-#define MAX_CALLS (MAX_PENDING + 1)	/* waiting or running */
-
-/* One cancel flag per call slot. A call holds its slot from queueing to its
- * end, so cancelling one call never stops another; the runner polls the
- * flag. A signal sets every flag (a handler may not take the lock). */
-static atomic_int call_cancel[MAX_CALLS];
+/* The queue of run_code calls, for the signal handler (which may only set
+ * atomics: mcp_queue_signal does no more). */
+static struct mcp_queue *_Atomic signal_queue;
 static atomic_int mcp_signal;
-
-/* A tools/call request waiting or running. */
-struct call {
-	char *msg;
-	size_t len;
-	char *id;		/* its id printed as JSON, any length */
-	int slot;		/* its flag in call_cancel */
-	bool cancelled;		/* notifications/cancelled named it */
-};
 
 struct transport {
 	struct mcp_server *s;
-	pthread_mutex_t lock;		/* guards the fields below */
-	pthread_cond_t wake;
-	struct call *q[MAX_PENDING];
-	size_t qhead, qlen;
-	struct call *running;		/* NULL if none */
-	bool slot_used[MAX_CALLS];
-	bool closing;			/* no more input will come */
+	struct mcp_queue *q;		/* run_code calls (mcp/queue.h) */
 	pthread_mutex_t out;		/* one reply line at a time */
 	int write_error;
 };
@@ -66,9 +49,11 @@ struct transport {
 static void
 on_signal(int sig)
 {
+	struct mcp_queue *q = signal_queue;
+
 	mcp_signal = sig;
-	for (size_t i = 0; i < MAX_CALLS; i++)
-		call_cancel[i] = 1;
+	if (q != NULL)
+		mcp_queue_signal(q);
 }
 
 static const int handled_signals[] = { SIGINT, SIGTERM, SIGHUP };
@@ -164,121 +149,20 @@ handle_now(struct transport *t, const char *msg, size_t len)
 	}
 }
 
-/* Releases a call and its slot; t->lock held. */
-static void
-call_free(struct transport *t, struct call *c)
-{
-	t->slot_used[c->slot] = false;
-	free(c->msg);
-	free(c->id);
-	free(c);
-}
-
-/* The worker: runs queued calls in order until closing and empty. A call
- * cancelled while running gets no reply (as the protocol asks). */
-static void *
-worker_main(void *arg)
+/* The queue's run: one call on its worker thread. */
+static int
+run_call(void *arg, const char *msg, size_t len, const atomic_int *cancel,
+    char **reply)
 {
 	struct transport *t = arg;
-	struct call *c;
-	char *reply;
-	bool send;
-	int rc;
 
-	pthread_mutex_lock(&t->lock);
-	for (;;) {
-		while (t->qlen == 0 && !t->closing && mcp_signal == 0)
-			pthread_cond_wait(&t->wake, &t->lock);
-		if (t->qlen == 0 || mcp_signal != 0)
-			break;
-		c = t->q[t->qhead];
-		t->qhead = (t->qhead + 1) % MAX_PENDING;
-		t->qlen--;
-		t->running = c;
-		pthread_mutex_unlock(&t->lock);
-
-		reply = NULL;
-		rc = mcp_handle_cancellable(t->s, c->msg, c->len,
-		    &call_cancel[c->slot], &reply);
-		if (rc < 0)
-			reply = mcp_error_reply(c->id, MCP_INTERNAL_ERROR,
-			    "Internal error: out of memory");
-
-		pthread_mutex_lock(&t->lock);
-		t->running = NULL;
-		send = !c->cancelled && (reply != NULL || rc < 0);
-		call_free(t, c);
-		pthread_mutex_unlock(&t->lock);
-		if (send)
-			emit(t, reply);
-		else
-			free(reply);
-		pthread_mutex_lock(&t->lock);
-	}
-	pthread_mutex_unlock(&t->lock);
-	return NULL;
+	return mcp_handle_cancellable(t->s, msg, len, cancel, reply);
 }
 
-/* Queues a tools/call; takes id. Refused as busy when MAX_PENDING calls
- * wait already. */
 static void
-queue_call(struct transport *t, const char *msg, size_t len, char *id)
+emit_line(void *arg, char *line)
 {
-	struct call *c = calloc(1, sizeof(*c));
-	char *copy = malloc(len);
-	int slot = -1;
-
-	pthread_mutex_lock(&t->lock);
-	for (int i = 0; i < MAX_CALLS && t->qlen < MAX_PENDING; i++)
-		if (!t->slot_used[i]) {
-			slot = i;
-			break;
-		}
-	if (c == NULL || copy == NULL || slot < 0) {
-		pthread_mutex_unlock(&t->lock);
-		emit(t, mcp_error_reply(id, slot < 0 ? -32000 :
-		    MCP_INTERNAL_ERROR, slot < 0 ? "Server busy: too many "
-		    "run_code calls waiting" : "Internal error: out of memory"));
-		free(copy);
-		free(c);
-		free(id);
-		return;
-	}
-	memcpy(copy, msg, len);
-	*c = (struct call){ .msg = copy, .len = len, .id = id, .slot = slot };
-	t->slot_used[slot] = true;
-	call_cancel[slot] = 0;
-	if (mcp_signal != 0)	/* a signal may have come in between */
-		call_cancel[slot] = 1;
-	t->q[(t->qhead + t->qlen) % MAX_PENDING] = c;
-	t->qlen++;
-	pthread_cond_signal(&t->wake);
-	pthread_mutex_unlock(&t->lock);
-}
-
-/* notifications/cancelled: stops the running call or drops a queued one;
- * an unknown id is ignored (it may have finished already). */
-static void
-cancel_call(struct transport *t, const char *id)
-{
-	size_t kept = 0;
-	struct call *c;
-
-	pthread_mutex_lock(&t->lock);
-	if (t->running != NULL && strcmp(t->running->id, id) == 0) {
-		t->running->cancelled = true;
-		call_cancel[t->running->slot] = 1;
-	}
-	for (size_t i = 0, n = t->qlen; i < n; i++) {
-		c = t->q[(t->qhead + i) % MAX_PENDING];
-		if (strcmp(c->id, id) == 0) {
-			call_free(t, c);
-			t->qlen--;
-			continue;
-		}
-		t->q[(t->qhead + kept++) % MAX_PENDING] = c;
-	}
-	pthread_mutex_unlock(&t->lock);
+	emit(arg, line);
 }
 
 /* One complete message from the read loop. Every tools/call with a valid
@@ -300,11 +184,11 @@ serve_line(struct transport *t, const char *line, size_t len)
 		return;
 	}
 	if (kind == MCP_KIND_CALL && mcp_server_initialized(t->s)) {
-		queue_call(t, line, len, id);
+		mcp_queue_call(t->q, line, len, id);
 		return;
 	}
 	if (kind == MCP_KIND_CANCEL)
-		cancel_call(t, id);
+		mcp_queue_cancel(t->q, id);
 	else
 		handle_now(t, line, len);
 	free(id);
@@ -377,10 +261,10 @@ serve(struct transport *t)
 	return rc;
 }
 
-/* Starts the worker with our signals blocked, so that they reach the
- * reading thread (whose read() they interrupt). */
+/* Starts the calls' worker with our signals blocked, so that they reach
+ * the reading thread (whose read() they interrupt). */
 static int
-start_worker(struct transport *t, pthread_t *th)
+start_worker(struct transport *t)
 {
 	sigset_t set, old;
 	int rc;
@@ -389,26 +273,9 @@ start_worker(struct transport *t, pthread_t *th)
 	for (size_t i = 0; i < sizeof(handled_signals) / sizeof(int); i++)
 		sigaddset(&set, handled_signals[i]);
 	pthread_sigmask(SIG_BLOCK, &set, &old);
-	rc = pthread_create(th, NULL, worker_main, t);
+	rc = mcp_queue_start(t->q);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -rc;
-}
-
-static void
-stop_worker(struct transport *t, pthread_t th)
-{
-	pthread_mutex_lock(&t->lock);
-	t->closing = true;
-	if (mcp_signal != 0) {
-		while (t->qlen > 0) {
-			call_free(t, t->q[t->qhead]);
-			t->qhead = (t->qhead + 1) % MAX_PENDING;
-			t->qlen--;
-		}
-	}
-	pthread_cond_signal(&t->wake);
-	pthread_mutex_unlock(&t->lock);
-	pthread_join(th, NULL);
+	return rc;
 }
 
 /* The warm pools (jobs/pools.h: mcp.pool*; python's python when >= 0,
@@ -481,13 +348,14 @@ cmd_mcp(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct transport t;
+	const struct mcp_queue_ops ops = { .run = run_call,
+	    .emit = emit_line, .arg = &t };
 	struct runner_pools *pool = NULL;
 	struct mcp_server_opts o = { .run = run_with_runner, .run_arg = &pool,
 	    .policies = policies_with_runner, .notify = notify_line,
 	    .notify_arg = &t };
 	struct mcp_server *s = NULL;
 	int64_t pool_size = -1;
-	pthread_t th;
 	struct config c;
 	char err[512], session[RUNNER_SESSION_MAX + 1];
 	int opt, rc;
@@ -530,18 +398,22 @@ cmd_mcp(int argc, char **argv)
 	}
 	memset(&t, 0, sizeof(t));
 	t.s = s;
-	pthread_mutex_init(&t.lock, NULL);
 	pthread_mutex_init(&t.out, NULL);
-	pthread_cond_init(&t.wake, NULL);
-	if ((rc = start_worker(&t, &th)) == 0) {
+	if ((rc = mcp_queue_new(&c, &ops, &t.q)) == 0) {
+		signal_queue = t.q;
+		if (mcp_signal != 0)	/* before the handler could see it */
+			mcp_queue_signal(t.q);
+		rc = start_worker(&t);
+	}
+	if (rc == 0) {
 		rc = serve(&t);
-		stop_worker(&t, th);
+		mcp_queue_end(t.q);	/* at EOF they run, on a signal not */
 		if (rc == 0)
 			rc = t.write_error;
 	}
-	pthread_cond_destroy(&t.wake);
+	signal_queue = NULL;
+	mcp_queue_free(t.q);
 	pthread_mutex_destroy(&t.out);
-	pthread_mutex_destroy(&t.lock);
 	mcp_server_free(s);
 	pool_end(&c, pool);
 	if (mcp_signal != 0)
