@@ -200,6 +200,13 @@ jobs_admit(struct jobs_admission *a, struct jobs_wait *w)
 	int rc = -EAGAIN;
 
 	pthread_mutex_lock(&a->mu);
+	/* Linked in a list of the table's: admitting it again would
+	 * corrupt that list. */
+	if (w->state == JOBS_WAIT_QUEUED || w->state == JOBS_WAIT_GRANTED) {
+		pthread_mutex_unlock(&a->mu);
+		return -EBUSY;
+	}
+	w->state = JOBS_WAIT_NONE;
 	if (w->tenant >= a->n) {
 		pthread_mutex_unlock(&a->mu);
 		return -EINVAL;
@@ -262,7 +269,7 @@ jobs_admit_withdraw(struct jobs_admission *a, struct jobs_wait *w)
 	return out;
 }
 
-void
+bool
 jobs_admit_release(struct jobs_admission *a, size_t t)
 {
 	pthread_mutex_lock(&a->mu);
@@ -270,10 +277,11 @@ jobs_admit_release(struct jobs_admission *a, size_t t)
 		/* More releases than slots held: a caller's bug; the
 		 * counters stay whole. */
 		pthread_mutex_unlock(&a->mu);
-		return;
+		return false;
 	}
 	count_active(a, t, -1);
 	unlock_notify(a, grant(a));
+	return true;
 }
 
 void

@@ -81,7 +81,8 @@ int jobs_admission_by_token(const struct jobs_admission *a, const char *tok);
  * goes on, start() is not called), 0 when it was queued (start() or
  * refuse() comes later, unless it is withdrawn), -EAGAIN when the tenant
  * is over its limit and its queue (nothing counted); -EINVAL for a tenant
- * out of range. */
+ * out of range; -EBUSY when w is queued or granted already (it is left
+ * as it was). On every refusal w's state is JOBS_WAIT_NONE. */
 int jobs_admit(struct jobs_admission *a, struct jobs_wait *w);
 /* True when a new piece of work of tenant t would get -EAGAIN now
  * (nothing counted): to refuse it before its body is read. */
@@ -92,9 +93,10 @@ bool jobs_admit_would_reject(struct jobs_admission *a, size_t t);
  * released) or not in the table. */
 bool jobs_admit_withdraw(struct jobs_admission *a, struct jobs_wait *w);
 /* A piece of work of tenant t that held a slot ended: the slot goes to
- * the oldest waiter that may go (granted; the hook is called). A release
- * with no slot of t held is ignored. */
-void jobs_admit_release(struct jobs_admission *a, size_t t);
+ * the oldest waiter that may go (granted; the hook is called); true. A
+ * release with no started slot of t held is a caller's bug: ignored, so
+ * the counters stay whole, and false, for the caller to say so. */
+bool jobs_admit_release(struct jobs_admission *a, size_t t);
 /* Calls start() of each granted waiter, oldest grant first, unlocked; a
  * start() may call back into the table (release, admit, drain). */
 void jobs_admit_drain(struct jobs_admission *a);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "common/log.h"
 #include "jobs/admission.h"
 #include "mcp/mcp.h"
 #include "mcp/queue.h"
@@ -140,7 +141,8 @@ call_run(struct mcp_queue *q, struct call *c)
 	else
 		free(reply);
 	/* After the reply: the next call starts once this one answered. */
-	jobs_admit_release(q->adm, JOBS_ADMIT_LOCAL);
+	if (!jobs_admit_release(q->adm, JOBS_ADMIT_LOCAL))
+		log_warnx("mcp: a call released a slot it did not hold");
 }
 
 /* q->lock held: no more calls will come, and none holds or waits for a

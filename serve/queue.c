@@ -135,7 +135,10 @@ serve_queue_withdraw(struct serve_queue *q, struct jobs_wait *w)
 void
 serve_queue_release(struct serve_queue *q, size_t tenant)
 {
-	jobs_admit_release(q->tenants->adm, tenant);
+	/* Never expected: said, as the counters once showed it. */
+	if (!jobs_admit_release(q->tenants->adm, tenant))
+		log_warnx("admission: tenant %s released a slot it did not "
+		    "hold", jobs_admission_name(q->tenants->adm, tenant));
 }
 
 /* The reply was written or dropped (conn.c reports both). */

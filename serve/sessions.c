@@ -155,6 +155,7 @@ end_later(struct serve_sessions *ss, struct serve_session *se,
 
 	if (se->queued != NULL) {
 		start = se->queued->kind == WORK_START;
+		/* Withdrawn for sure, as in on_gone_queued. */
 		(void)serve_queue_withdraw(ss->queue, &se->queued->wait);
 		snprintf(msg, sizeof(msg), "the session was ended before its "
 		    "%s could run (%s)", start ? "start" : "call", why);
@@ -316,6 +317,11 @@ on_gone_queued(void *arg)
 {
 	struct session_work *w = arg;
 
+	/* Withdrawn for sure: serve starts every grant on the loop at once
+	 * (serve_queue_granted), and work_go swaps this callback for
+	 * on_gone, so a waiter seen here is queued or granted, never being
+	 * started. A front end that grants from another thread must handle
+	 * false (set the cancel instead, as on_gone does). */
 	(void)serve_queue_withdraw(w->ss->queue, &w->wait);
 	work_drop(w, 499, "gone", NULL);
 }

@@ -438,6 +438,14 @@ test_mcp(void **state)
 	}
 	check(a, 0, 1, 8, 0);
 	assert_true(jobs_admit_would_reject(a, 0));
+	/* A waiter admitted again is refused, and the table's list stays
+	 * whole; a refused one is out (NONE), whatever it held before. */
+	assert_int_equal(jobs_admit(a, &f[1].w), -EBUSY);
+	assert_int_equal(f[1].w.state, JOBS_WAIT_QUEUED);
+	check(a, 0, 1, 8, 0);
+	f[9].w.state = JOBS_WAIT_ACTIVE;	/* a stale state, say */
+	assert_int_equal(jobs_admit(a, &f[9].w), -EAGAIN);
+	assert_int_equal(f[9].w.state, JOBS_WAIT_NONE);
 	/* One at a time, in order. */
 	for (int i = 1; i < 9; i++) {
 		jobs_admit_release(a, 0);
@@ -445,7 +453,10 @@ test_mcp(void **state)
 		check(a, 0, 1, 8 - i, 0);
 	}
 	assert_string_equal(flog, "+2+3+4+5+6+7+8+9");
-	jobs_admit_release(a, 0);
+	assert_true(jobs_admit_release(a, 0));
+	check(a, SIZE_MAX, 0, 0, 0);
+	/* One release too many: said, and the counters stay whole. */
+	assert_false(jobs_admit_release(a, 0));
 	check(a, SIZE_MAX, 0, 0, 0);
 	jobs_admission_free(a);
 }

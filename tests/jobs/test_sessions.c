@@ -185,8 +185,10 @@ test_one_call_at_a_time(void **state)
 	assert_ptr_equal(again, se);
 	assert_int_equal(atomic_load(&se->cancel), 0);
 	assert_int_equal(se->state, JOBS_SESSION_BUSY);
-	/* The call ended the session: the name is free, a new start. */
+	/* The call ended the session, no end asked: remembered with the
+	 * holder's why; the name is free, a new start. */
 	assert_true(jobs_session_put(se, true, "timeout"));
+	assert_string_equal(se->why, "timeout");
 	jobs_session_free(se);
 	assert_int_equal(jobs_sessions_count(t, 0), 0);
 	assert_int_equal(jobs_sessions_acquire(t, 0, "s",
@@ -471,7 +473,7 @@ test_expire_one_thread(void **state)
 	assert_true(s.now[1]);
 	/* The BUSY one is remembered once its holder hands it back. */
 	assert_false(jobs_sessions_gone(t, 0, "b", why, sizeof(why)));
-	assert_true(jobs_session_unhold(b, "max lifetime"));
+	assert_true(jobs_session_unhold(b, "error"));
 	assert_true(jobs_sessions_gone(t, 0, "b", why, sizeof(why)));
 	assert_string_equal(why, "max lifetime");
 	jobs_session_free(b);
