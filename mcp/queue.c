@@ -53,12 +53,12 @@ struct mcp_queue {
 static const char busy_text[] = "Server busy: too many run_code calls "
     "waiting";
 
-/* Drops a reference to c; the last one frees the call and its slot.
+/* Drops n references to c; the last one frees the call and its slot.
  * q->lock held. */
 static void
-call_put(struct mcp_queue *q, struct call *c)
+call_put(struct mcp_queue *q, struct call *c, int n)
 {
-	if (--c->refs > 0)
+	if ((c->refs -= n) > 0)
 		return;
 	q->calls[c->slot] = NULL;
 	free(c->msg);
@@ -94,7 +94,7 @@ call_refuse(struct jobs_wait *w, const char *why)
 
 	(void)why;
 	pthread_mutex_lock(&q->lock);
-	call_put(q, c);
+	call_put(q, c, 1);
 	pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 }
@@ -134,7 +134,7 @@ call_run(struct mcp_queue *q, struct call *c)
 	}
 	pthread_mutex_lock(&q->lock);
 	send = !skip && !c->cancelled && (reply != NULL || rc < 0);
-	call_put(q, c);
+	call_put(q, c, 1);
 	pthread_mutex_unlock(&q->lock);
 	if (send)
 		q->ops.emit(q->ops.arg, reply);
@@ -263,7 +263,7 @@ mcp_queue_call(struct mcp_queue *q, const char *msg, size_t len, char *id)
 		reply = rc == -EAGAIN ? mcp_error_reply(c->id, -32000,
 		    busy_text) : mcp_error_reply(c->id, MCP_INTERNAL_ERROR,
 		    "Internal error");
-		call_put(q, c);
+		call_put(q, c, 1);
 	}
 	pthread_mutex_unlock(&q->lock);
 	if (rc < 0)
@@ -290,9 +290,9 @@ mcp_queue_cancel(struct mcp_queue *q, const char *id)
 		/* Unlocked: withdrawing a grant calls on_granted. */
 		out = jobs_admit_withdraw(q->adm, &c->w);
 		pthread_mutex_lock(&q->lock);
-		if (out)
-			call_put(q, c);	/* the queue's: it never starts */
-		call_put(q, c);
+		/* This cancel's, and when withdrawn the queue's too: it
+		 * never starts. */
+		call_put(q, c, out ? 2 : 1);
 		pthread_mutex_unlock(&q->lock);
 	}
 }
