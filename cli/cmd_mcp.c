@@ -80,18 +80,13 @@ run_note(void *arg, const char *msg)
 	log_warnx("%s", msg);
 }
 
+/* A call's run, staged and given its pool and note by jobs_run. */
 static int
 run_with_runner(const struct config *c, const struct runner_request *req,
     struct runner_result *res, char *err, size_t errlen, void *arg)
 {
-	struct runner_request r = *req;
-
-	r.note = run_note;
-	/* The pools, set before the worker thread starts (NULL: cold):
-	 * the one of the run's language and profile. */
-	r.pool = runner_pools_get(*(struct runner_pools *const *)arg,
-	    req->lang, req->profile);
-	return runner_run(c, &r, res, err, errlen);
+	(void)arg;
+	return runner_run(c, req, res, err, errlen);
 }
 
 /* tools/list asks the running proxy which policies it has. */
@@ -351,7 +346,9 @@ cmd_mcp(int argc, char **argv)
 	const struct mcp_queue_ops ops = { .run = run_call,
 	    .emit = emit_line, .arg = &t };
 	struct runner_pools *pool = NULL;
-	struct mcp_server_opts o = { .run = run_with_runner, .run_arg = &pool,
+	/* The pools are set before the worker thread starts (NULL: cold). */
+	struct mcp_server_opts o = { .run = run_with_runner, .pools = &pool,
+	    .note = run_note,
 	    .policies = policies_with_runner, .notify = notify_line,
 	    .notify_arg = &t };
 	struct mcp_server *s = NULL;

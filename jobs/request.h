@@ -66,9 +66,10 @@ void jobs_req_cleanup(struct jobs_req *r);	/* accepts a zeroed one */
 /* A parsed request as the runner takes it: r's files written under a new
  * directory of tmp_dir (PREFIX.XXXXXX, runner/stage.h) as --in inputs in
  * st, and out's members pointing into r and st (both must outlive the
- * run); the front end adds what is its own (cancel, pool, session label,
- * live output). 0, or -EINVAL (duplicate paths, too many top-level names)
- * or another negative errno with the reason in err; nothing is left then.
+ * run); jobs_run (jobs/run.h) adds what is the front end's own (cancel,
+ * pool, session label, note, live output). 0, or -EINVAL (duplicate
+ * paths, too many top-level names) or another negative errno with the
+ * reason in err; nothing is left then.
  * The caller removes st with stage_dir_cleanup. */
 int jobs_req_stage(const struct jobs_req *r, const char *tmp_dir,
     const char *prefix, struct stage_dir *st, struct runner_request *out,

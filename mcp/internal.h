@@ -18,6 +18,9 @@ struct mcp_server {
 	const struct config *config;
 	mcp_run_fn run;
 	void *run_arg;
+	struct runner_pools *const *pools;	/* NULL: none */
+	void (*note)(void *note_arg, const char *msg);
+	void *note_arg;
 	mcp_policies_fn policies;	/* NULL: none to list */
 	void *policies_arg;
 	char session[RUNNER_SESSION_MAX + 1];	/* "" for none */

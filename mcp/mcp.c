@@ -352,6 +352,9 @@ mcp_server_new(const struct mcp_server_opts *opts, struct mcp_server **out)
 	s->config = opts->config;
 	s->run = opts->run;
 	s->run_arg = opts->run_arg;
+	s->pools = opts->pools;
+	s->note = opts->note;
+	s->note_arg = opts->note_arg;
 	s->policies = opts->policies;
 	s->policies_arg = opts->policies_arg;
 	s->notify = opts->notify;

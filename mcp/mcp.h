@@ -17,6 +17,8 @@
 #include "common/config.h"
 #include "runner/runner.h"
 
+struct runner_pools;			/* runner/pool_conf.h */
+
 /* The revision we implement; also accepted when a client asks for them. */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 
@@ -55,8 +57,16 @@ typedef void (*mcp_notify_fn)(void *arg, char *line);
 
 struct mcp_server_opts {
 	const struct config *config;	/* borrowed; must outlive the server */
-	mcp_run_fn run;
+	mcp_run_fn run;			/* called through jobs_run (jobs/run.h:
+					 * staged, with the pool, the note,
+					 * cancel, label and live output) */
 	void *run_arg;
+	/* The warm pools, read at each run (NULL, or *pools NULL: runs
+	 * start cold); *pools set before any call runs. */
+	struct runner_pools *const *pools;
+	/* May be NULL: the runner's notes while a run is held up. */
+	void (*note)(void *note_arg, const char *msg);
+	void *note_arg;
 	mcp_policies_fn policies;	/* NULL: policies are never listed */
 	void *policies_arg;
 	const char *session;		/* NULL or a runner session id; copied */

@@ -1,10 +1,11 @@
 /*
  * The run_code tool's calls: the strict check of a call's arguments (the
  * one request schema of jobs/request.h; `files` checked by runner/stage.h,
- * as for the service), `files` staged into a fresh temporary directory as
- * --in inputs (removed afterwards), the run (or a named session's call,
- * sessions.c), and the CallToolResult that carries the runner's JSON as
- * labelled untrusted data. Its definition (tools/list) is run_code_tool.c's.
+ * as for the service), the run through jobs_run (jobs/run.h: `files`
+ * staged into a fresh temporary directory as --in inputs and removed
+ * afterwards; a named session's call, sessions.c, the same way), and the
+ * CallToolResult that carries the runner's JSON as labelled untrusted
+ * data. Its definition (tools/list) is run_code_tool.c's.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 
 #include "common/json.h"
 #include "jobs/request.h"
+#include "jobs/run.h"
 #include "jobs/sessions.h"
 #include "mcp/internal.h"
 #include "runner/stage.h"
@@ -189,58 +191,70 @@ run_failed(const char *why)
 	return tool_result(true, text, NULL);
 }
 
+/* A named session's call as jobs_run's run function: its request staged,
+ * labelled and with the cancel flag like a run's, no pool, no note. */
+struct session_call {
+	struct mcp_server *s;
+	struct session_info *si;
+};
+
+static int
+session_run(const struct config *c, const struct runner_request *req,
+    struct runner_result *res, char *err, size_t errlen, void *arg)
+{
+	struct session_call *sc = arg;
+	struct mcp_server *s = sc->s;
+
+	return mcp_sessions_call(s->sessions, c, sc->si->name,
+	    s->session[0] != '\0' ? s->session : "mcp", req, res,
+	    &sc->si->is_new, &sc->si->ended, sc->si->before,
+	    sizeof(sc->si->before), err, errlen);
+}
+
 cJSON *
 mcp_run_code_call(struct mcp_server *s, const cJSON *arguments,
     const atomic_int *cancel, const cJSON *progress_token)
 {
-	struct runner_request req = { 0 };
 	struct runner_result res;
-	struct stage_dir st = { .nin = 0 };
 	struct mcp_progress *prog = NULL;
 	struct session_info si = { 0 };
+	struct session_call sc = { .s = s, .si = &si };
+	struct jobs_run_opts o = { .tmp_dir = s->tmp_dir,
+	    .prefix = "cordon-mcp", .cancel = cancel,
+	    .session = s->session[0] != '\0' ? s->session : NULL };
 	uint64_t dropped = 0;
 	struct call k;
 	char err[512] = "";
+	bool ran;
 	cJSON *r;
 	int rc;
 
 	if ((rc = parse_call(s->config, arguments, &k, err, sizeof(err))) < 0)
 		return rc == -ENOMEM ? NULL : invalid_arguments(err);
-	rc = jobs_req_stage(&k.j, s->tmp_dir, "cordon-mcp", &st, &req, err,
-	    sizeof(err));
-	if (rc < 0) {
-		jobs_req_cleanup(&k.j);
-		return rc == -EINVAL ? invalid_arguments(err) : run_failed(err);
-	}
-	req.session = s->session[0] != '\0' ? s->session : NULL;
-	req.cancel = cancel;
-
-	memset(&res, 0, sizeof(res));
-	res.exit_code = -1;
-	err[0] = '\0';
-	/* Progress is a courtesy: without memory or a thread for it the
-	 * call still runs. */
-	if (progress_token != NULL && s->notify != NULL && k.session == NULL &&
-	    mcp_progress_start(s, progress_token, &prog) == 0) {
-		req.output = jobs_stream_output;
-		req.output_arg = mcp_progress_stream(prog);
-	}
 	if (k.session != NULL) {
 		/* A session's call: no live output (the driver sends its
 		 * result at the end). */
 		si.name = k.session;
-		rc = mcp_sessions_call(s->sessions, s->config, k.session,
-		    s->session[0] != '\0' ? s->session : "mcp", &req, &res,
-		    &si.is_new, &si.ended, si.before, sizeof(si.before), err,
-		    sizeof(err));
+		o.run = session_run;
+		o.run_arg = &sc;
 	} else {
-		rc = s->run(s->config, &req, &res, err, sizeof(err),
-		    s->run_arg);
+		o.run = s->run;
+		o.run_arg = s->run_arg;
+		o.pools = s->pools != NULL ? *s->pools : NULL;
+		o.note = s->note;
+		o.note_arg = s->note_arg;
 	}
+	/* Progress is a courtesy: without memory or a thread for it the
+	 * call still runs. Nothing is sent before the run's output. */
+	if (progress_token != NULL && s->notify != NULL && k.session == NULL &&
+	    mcp_progress_start(s, progress_token, &prog) == 0)
+		o.stream = mcp_progress_stream(prog);
+	rc = jobs_run(s->config, &k.j, &o, &res, &ran, err, sizeof(err));
 	if (prog != NULL)
 		dropped = mcp_progress_finish(prog);
-	stage_dir_cleanup(&st);
-	if (rc < 0)
+	if (rc < 0 && !ran)
+		r = rc == -EINVAL ? invalid_arguments(err) : run_failed(err);
+	else if (rc < 0)
 		r = run_failed(err[0] != '\0' ? err : strerror(-rc));
 	else
 		r = run_result(&res, dropped, &si);

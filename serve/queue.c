@@ -3,11 +3,11 @@
  * takes a tenant's slot (a run, a session's start or call: issue 39) goes
  * through serve_queue_admit and the tenants' admission table
  * (jobs/admission.h), whose grants start here on the loop; a run then
- * gets one detached worker thread that stages its files, calls runner_run
- * (which blocks), builds its reply (the JSON of a 16 MiB output is
- * hundreds of MB: never on the loop) and hands its job back with
- * event_active; the job owns all of that run's state, so runs share
- * nothing but the config.
+ * gets one detached worker thread that runs it through jobs_run
+ * (jobs/run.h: its files staged, runner_run, which blocks), builds its
+ * reply (the JSON of a 16 MiB output is hundreds of MB: never on the
+ * loop) and hands its job back with event_active; the job owns all of
+ * that run's state, so runs share nothing but the config.
  * Also the kill-all sweep's thread. Everything else runs on the loop.
  */
 #include "serve/internal.h"
@@ -26,7 +26,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "runner/runner.h"
-#include "runner/stage.h"
+#include "jobs/run.h"
 #include "jobs/stream.h"
 #include "serve/conn.h"
 #include "serve/listen.h"
@@ -217,27 +217,16 @@ job_thread(void *arg)
 {
 	struct serve_job *j = arg;
 	struct serve_queue *q = j->q;
-	struct runner_request rq = { 0 };
-	struct stage_dir st;
+	/* The tenant's name (checked by the config) tags the run's container
+	 * and its audit line. */
+	const char *tenant = q->tenants->t[j->wait.tenant].name;
+	const struct jobs_run_opts o = { .tmp_dir = q->tmp_dir,
+	    .prefix = "cordon-serve", .pools = q->pools, .cancel = &j->cancel,
+	    .session = tenant, .note = job_note, .note_arg = (void *)tenant,
+	    .stream = j->live != NULL ? serve_live_stream(j->live) : NULL };
 
-	j->rc = jobs_req_stage(&j->parsed, q->tmp_dir, "cordon-serve", &st,
-	    &rq, j->err, sizeof(j->err));
-	if (j->rc == 0) {
-		rq.cancel = &j->cancel;
-		rq.pool = runner_pools_get(q->pools, rq.lang, rq.profile);
-		/* The tenant's name (checked by the config) tags the run's
-		 * container and its audit line. */
-		rq.session = q->tenants->t[j->wait.tenant].name;
-		rq.note = job_note;
-		rq.note_arg = (void *)rq.session;
-		if (j->live != NULL) {
-			rq.output = jobs_stream_output;
-			rq.output_arg = serve_live_stream(j->live);
-		}
-		j->res.exit_code = -1;
-		j->rc = runner_run(q->c, &rq, &j->res, j->err, sizeof(j->err));
-	}
-	stage_dir_cleanup(&st);
+	j->rc = jobs_run(q->c, &j->parsed, &o, &j->res, NULL, j->err,
+	    sizeof(j->err));
 	if (j->live != NULL)
 		jobs_stream_close(serve_live_stream(j->live));
 	job_build(j);

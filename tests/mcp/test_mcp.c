@@ -42,6 +42,8 @@ struct fake {
 	char in_content[8][64];		/* for files: content; dirs: "dir" */
 	char in_nested[64];		/* content of data/sub/x.txt if any */
 	bool live;			/* the request had an output callback */
+	void (*note)(void *, const char *);	/* the request's note */
+	void *note_arg;
 };
 
 /* Notifications the server sent (from its progress thread). */
@@ -115,6 +117,8 @@ fake_run(const struct config *c, const struct runner_request *req,
 	f->nin = req->nin;
 	f->in_nested[0] = '\0';
 	f->live = req->output != NULL;
+	f->note = req->note;
+	f->note_arg = req->note_arg;
 	if (req->output != NULL) {
 		/* As the runner's read loop would. */
 		req->output(req->output_arg, 1, "4", 1);
@@ -145,10 +149,20 @@ fake_run(const struct config *c, const struct runner_request *req,
 	return 0;
 }
 
+/* The front end's note callback (cmd_mcp.c's logs the runner's notes). */
+static void
+unit_note(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
 static int
 setup(void **state)
 {
-	struct mcp_server_opts o = { .run = fake_run, .notify = collect_note };
+	static struct runner_pools *const no_pools = NULL;
+	struct mcp_server_opts o = { .run = fake_run, .notify = collect_note,
+	    .pools = &no_pools, .note = unit_note };
 
 	fx = calloc(1, sizeof(*fx));
 	assert_non_null(fx);
@@ -158,6 +172,7 @@ setup(void **state)
 	fx->f.out = "42\n";
 	o.config = &fx->c;
 	o.run_arg = &fx->f;
+	o.note_arg = &fx->c;
 	o.session = "unit";
 	o.tmp_dir = fx->tmp;
 	assert_int_equal(mcp_server_new(&o, &fx->s), 0);
@@ -541,6 +556,9 @@ test_run_ok_is_labelled_data(void **state)
 	assert_int_equal(fx->f.net, RUNNER_NET_NONE);
 	assert_int_equal(fx->f.timeout_s, 0);	/* the operator's default */
 	assert_string_equal(fx->f.session, "unit");
+	/* The front end's note reaches the run (jobs_run). */
+	assert_ptr_equal(fx->f.note, unit_note);
+	assert_ptr_equal(fx->f.note_arg, &fx->c);
 	assert_int_equal(fx->f.nin, 0);
 	assert_false(is_error(res));
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(res,
@@ -898,6 +916,9 @@ test_files_staged_and_removed(void **state)
 	res = call("{\"code\":\"1\",\"files\":[{\"path\":\"a\",\"content\":\"1\"},"
 	    "{\"path\":\"a\",\"content\":\"2\"}]}", &root);
 	assert_true(is_error(res));
+	/* A staging refusal is the arguments' fault, not the run's. */
+	assert_ptr_equal(strstr(block_text(res, 0), "Invalid arguments for "
+	    "run_code: "), block_text(res, 0));
 	assert_non_null(strstr(block_text(res, 0), "twice"));
 	cJSON_Delete(root);
 	res = call("{\"code\":\"1\",\"files\":[{\"path\":\"a\",\"content\":\"1\"},"
