@@ -228,10 +228,20 @@ mcp_queue_call(struct mcp_queue *q, const char *msg, size_t len, char *id)
 	char *copy = malloc(len), *reply = NULL;
 	int slot = -1, rc;
 
+	/* Whole before it is in q->calls, where a cancel may look. */
+	if (c != NULL && copy != NULL) {
+		memcpy(copy, msg, len);
+		*c = (struct call){ .w = { .tenant = JOBS_ADMIT_LOCAL,
+		    .start = call_start, .refuse = call_refuse }, .q = q,
+		    .msg = copy, .len = len, .id = id, .slot = -1,
+		    .refs = 1 };
+	}
 	pthread_mutex_lock(&q->lock);
 	for (int i = 0; i < MAX_CALLS && c != NULL && copy != NULL; i++)
 		if (q->calls[i] == NULL) {
-			slot = i;
+			slot = c->slot = i;
+			/* A signal may have come in between. */
+			q->cancel[slot] = q->stop != 0;
 			q->calls[i] = c;
 			break;
 		}
@@ -246,13 +256,6 @@ mcp_queue_call(struct mcp_queue *q, const char *msg, size_t len, char *id)
 		free(id);
 		return;
 	}
-	memcpy(copy, msg, len);
-	*c = (struct call){ .w = { .tenant = JOBS_ADMIT_LOCAL,
-	    .start = call_start, .refuse = call_refuse }, .q = q,
-	    .msg = copy, .len = len, .id = id, .slot = slot, .refs = 1 };
-	q->cancel[slot] = 0;
-	if (q->stop != 0)	/* a signal may have come in between */
-		q->cancel[slot] = 1;
 	rc = jobs_admit(q->adm, &c->w);
 	pthread_mutex_lock(&q->lock);
 	if (rc == 1) {
